@@ -1,0 +1,614 @@
+//! Catalog rules (PIPELINE.md section 1): field types, unknown keys,
+//! protocol version, identifiers, scope and capability references, usage,
+//! examples and schema compilation. Every problem is collected so that the
+//! linter can report them all at once.
+
+use super::{CapabilityDef, CatalogInner, CatalogProblem, Effect, ScopeDef, PROTOCOL_VERSION};
+use crate::schema::Schema;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// True when `s` matches `[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*`
+/// (PIPELINE.md section 1, identifiers).
+pub fn is_identifier(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    loop {
+        // A segment: a lowercase ASCII letter, then ASCII letters and digits.
+        if i >= b.len() || !b[i].is_ascii_lowercase() {
+            return false;
+        }
+        i += 1;
+        while i < b.len() && b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        if i == b.len() {
+            return true;
+        }
+        if !matches!(b[i], b'.' | b'_' | b'-') {
+            return false;
+        }
+        i += 1;
+    }
+}
+
+/// True when `s` is empty after removing what JavaScript's `String.prototype.trim`
+/// removes (PIPELINE.md section 1: U+0085 is not among them).
+pub fn is_blank(s: &str) -> bool {
+    s.chars().all(|c| {
+        matches!(
+            c,
+            '\u{0009}' | '\u{000A}' | '\u{000B}' | '\u{000C}' | '\u{000D}' | '\u{0020}' | '\u{00A0}'
+                | '\u{1680}' | '\u{2000}'..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}'
+                | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+        )
+    })
+}
+
+fn token(t: &str) -> String {
+    t.replace('~', "~0").replace('/', "~1")
+}
+
+/// Collects problems while walking the document.
+struct Ctx<'p> {
+    problems: &'p mut Vec<CatalogProblem>,
+}
+
+impl Ctx<'_> {
+    fn problem(&mut self, pointer: &str, id: Option<&str>, rule: &'static str, message: String) {
+        self.problems.push(CatalogProblem {
+            pointer: pointer.to_string(),
+            id: id.map(str::to_string),
+            rule,
+            message,
+        });
+    }
+
+    /// `value` as an object with only `allowed` keys; reports the rest.
+    fn object<'v>(
+        &mut self,
+        value: &'v Value,
+        pointer: &str,
+        id: Option<&str>,
+        what: &str,
+        allowed: &[&str],
+    ) -> Option<&'v Map<String, Value>> {
+        let Value::Object(map) = value else {
+            self.problem(pointer, id, "type", format!("{what} must be an object, not {}", kind(value)));
+            return None;
+        };
+        for key in map.keys() {
+            if !allowed.contains(&key.as_str()) {
+                self.problem(
+                    &format!("{pointer}/{}", token(key)),
+                    id,
+                    "unknown key",
+                    format!("{what} has no field \"{key}\" (allowed: {})", allowed.join(", ")),
+                );
+            }
+        }
+        Some(map)
+    }
+
+    /// A field that must be present; `null` is refused like any wrong type.
+    fn required<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        pointer: &str,
+        id: Option<&str>,
+        what: &str,
+        key: &str,
+    ) -> Option<&'v Value> {
+        match map.get(key) {
+            Some(v) => Some(v),
+            None => {
+                self.problem(
+                    &format!("{pointer}/{}", token(key)),
+                    id,
+                    "required",
+                    format!("{what} needs the field \"{key}\""),
+                );
+                None
+            }
+        }
+    }
+
+    fn string<'v>(
+        &mut self,
+        value: &'v Value,
+        pointer: &str,
+        id: Option<&str>,
+        what: &str,
+    ) -> Option<&'v str> {
+        match value {
+            Value::String(s) => Some(s),
+            other => {
+                self.problem(pointer, id, "type", format!("{what} must be a string, not {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    fn required_string<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        pointer: &str,
+        id: Option<&str>,
+        what: &str,
+        key: &str,
+    ) -> Option<&'v str> {
+        let v = self.required(map, pointer, id, what, key)?;
+        self.string(v, &format!("{pointer}/{key}"), id, &format!("{what} field \"{key}\""))
+    }
+
+    fn optional_string<'v>(
+        &mut self,
+        map: &'v Map<String, Value>,
+        pointer: &str,
+        id: Option<&str>,
+        what: &str,
+        key: &str,
+    ) -> Result<Option<&'v str>, ()> {
+        match map.get(key) {
+            None => Ok(None),
+            Some(v) => self
+                .string(v, &format!("{pointer}/{key}"), id, &format!("{what} field \"{key}\""))
+                .map(Some)
+                .ok_or(()),
+        }
+    }
+
+    fn string_list(
+        &mut self,
+        value: &Value,
+        pointer: &str,
+        id: Option<&str>,
+        what: &str,
+    ) -> Option<Vec<String>> {
+        let Value::Array(items) = value else {
+            self.problem(pointer, id, "type", format!("{what} must be an array of strings, not {}", kind(value)));
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::String(s) => out.push(s.clone()),
+                other => {
+                    ok = false;
+                    self.problem(
+                        &format!("{pointer}/{i}"),
+                        id,
+                        "type",
+                        format!("{what} must hold strings only; item {i} is {}", kind(other)),
+                    );
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn identifier(&mut self, s: &str, pointer: &str, what: &str) -> bool {
+        if is_identifier(s) {
+            return true;
+        }
+        self.problem(
+            pointer,
+            Some(s),
+            "identifier",
+            format!(
+                "{what} {} must match [a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*",
+                serde_json::to_string(s).unwrap_or_default()
+            ),
+        );
+        false
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Checks the whole catalog; returns the compiled catalog when no problem
+/// was found.
+pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<CatalogInner> {
+    let mut cx = Ctx { problems };
+    let map = cx.object(
+        root,
+        "",
+        None,
+        "the catalog (RcipApplicationDefinition)",
+        &["protocolVersion", "application", "scopes", "capabilities"],
+    )?;
+
+    if let Some(v) = cx.required_string(map, "", None, "the catalog", "protocolVersion") {
+        if v != PROTOCOL_VERSION {
+            cx.problem(
+                "/protocolVersion",
+                None,
+                "protocol version",
+                format!("protocolVersion must be \"{PROTOCOL_VERSION}\", not {}", serde_json::to_string(v).unwrap_or_default()),
+            );
+        }
+    }
+
+    // application
+    let application = map.get("application").cloned();
+    if let Some(app) = cx.required(map, "", None, "the catalog", "application") {
+        let what = "application";
+        if let Some(m) = cx.object(app, "/application", None, what, &["id", "name", "description", "version"]) {
+            if let Some(id) = cx.required_string(m, "/application", None, what, "id") {
+                cx.identifier(id, "/application/id", "application id");
+            }
+            cx.required_string(m, "/application", None, what, "name");
+            cx.required_string(m, "/application", None, what, "description");
+            let _ = cx.optional_string(m, "/application", None, what, "version");
+        }
+    }
+
+    // scopes
+    let mut scopes = Vec::new();
+    let mut scope_index: HashMap<String, usize> = HashMap::new();
+    let mut scope_ids_seen: HashMap<String, usize> = HashMap::new();
+    let mut parents: Vec<(String, String, String)> = Vec::new(); // (pointer, scope id, parent)
+    if let Some(list) = cx.required(map, "", None, "the catalog", "scopes") {
+        match list {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("/scopes/{i}");
+                    let what = format!("scope {i}");
+                    let Some(m) = cx.object(item, &p, None, &what, &["id", "title", "description", "parentId"]) else {
+                        continue;
+                    };
+                    let id = cx.required_string(m, &p, None, &what, "id");
+                    let idr = id;
+                    if let Some(id) = id {
+                        if cx.identifier(id, &format!("{p}/id"), "scope id") {
+                            if scope_ids_seen.insert(id.to_string(), i).is_some() {
+                                cx.problem(
+                                    &format!("{p}/id"),
+                                    Some(id),
+                                    "duplicate id",
+                                    format!("scope id \"{id}\" is declared more than once"),
+                                );
+                            }
+                        }
+                    }
+                    let title = cx.required_string(m, &p, idr, &what, "title");
+                    let description = cx.required_string(m, &p, idr, &what, "description");
+                    let parent = cx.optional_string(m, &p, idr, &what, "parentId");
+                    if let (Some(id), Some(parent)) = (idr, parent.ok().flatten()) {
+                        if !parent.is_empty() {
+                            parents.push((format!("{p}/parentId"), id.to_string(), parent.to_string()));
+                        }
+                    }
+                    if let (Some(id), Some(title), Some(description), Ok(parent)) = (idr, title, description, parent) {
+                        scope_index.entry(id.to_string()).or_insert(scopes.len());
+                        scopes.push(ScopeDef {
+                            id: id.to_string(),
+                            title: title.to_string(),
+                            description: description.to_string(),
+                            parent_id: parent.map(str::to_string),
+                        });
+                    }
+                }
+            }
+            other => cx.problem("/scopes", None, "type", format!("scopes must be an array, not {}", kind(other))),
+        }
+    }
+    for (pointer, id, parent) in parents {
+        if !scope_ids_seen.contains_key(&parent) {
+            cx.problem(
+                &pointer,
+                Some(&id),
+                "unknown scope",
+                format!("scope \"{id}\" names parentId \"{parent}\", which is not a declared scope"),
+            );
+        }
+    }
+
+    // capabilities
+    let mut capabilities = Vec::new();
+    let mut capability_index: HashMap<String, usize> = HashMap::new();
+    if let Some(list) = cx.required(map, "", None, "the catalog", "capabilities") {
+        match list {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(cap) = check_capability(&mut cx, item, i, &scope_ids_seen, &mut capability_index) {
+                        capabilities.push(cap);
+                    }
+                }
+            }
+            other => cx.problem(
+                "/capabilities",
+                None,
+                "type",
+                format!("capabilities must be an array, not {}", kind(other)),
+            ),
+        }
+    }
+
+    if !cx.problems.is_empty() {
+        return None;
+    }
+    let application = application?;
+    let snapshot_head = format!(
+        "\"application\":{},\"scopes\":{}",
+        serde_json::to_string(&application).ok()?,
+        serde_json::to_string(&map.get("scopes")?).ok()?
+    );
+    Some(CatalogInner { application, scopes, capabilities, capability_index, scope_index, snapshot_head })
+}
+
+const CAPABILITY_KEYS: &[&str] = &[
+    "id", "title", "description", "scopeIds", "effect", "inputSchema", "outputSchema", "tags", "usage",
+];
+
+fn check_capability(
+    cx: &mut Ctx<'_>,
+    item: &Value,
+    i: usize,
+    scopes: &HashMap<String, usize>,
+    capability_index: &mut HashMap<String, usize>,
+) -> Option<CapabilityDef> {
+    let p = format!("/capabilities/{i}");
+    let what = format!("capability {i}");
+    let m = cx.object(item, &p, None, &what, CAPABILITY_KEYS)?;
+    let id = cx.required_string(m, &p, None, &what, "id");
+    let mut id_ok = false;
+    if let Some(id) = id {
+        if cx.identifier(id, &format!("{p}/id"), "capability id") {
+            id_ok = true;
+            if capability_index.contains_key(id) {
+                cx.problem(
+                    &format!("{p}/id"),
+                    Some(id),
+                    "duplicate id",
+                    format!("capability id \"{id}\" is declared more than once"),
+                );
+                id_ok = false;
+            }
+        }
+    }
+    let what = match id {
+        Some(id) => format!("capability \"{id}\""),
+        None => what,
+    };
+    let title = cx.required_string(m, &p, id, &what, "title");
+    let description = cx.required_string(m, &p, id, &what, "description");
+
+    let mut scope_ids = None;
+    if let Some(v) = cx.required(m, &p, id, &what, "scopeIds") {
+        scope_ids = cx.string_list(v, &format!("{p}/scopeIds"), id, &format!("{what} field \"scopeIds\""));
+        if let Some(list) = &scope_ids {
+            for (k, s) in list.iter().enumerate() {
+                if !scopes.contains_key(s) {
+                    cx.problem(
+                        &format!("{p}/scopeIds/{k}"),
+                        id,
+                        "unknown scope",
+                        format!("{what} names scope \"{s}\", which is not a declared scope"),
+                    );
+                }
+            }
+        }
+    }
+
+    let mut effect = None;
+    if let Some(s) = cx.required_string(m, &p, id, &what, "effect") {
+        effect = Effect::parse(s);
+        if effect.is_none() {
+            cx.problem(
+                &format!("{p}/effect"),
+                id,
+                "effect",
+                format!(
+                    "{what} has effect {}; it must be one of read, write, external, destructive",
+                    serde_json::to_string(s).unwrap_or_default()
+                ),
+            );
+        }
+    }
+
+    let tags = match m.get("tags") {
+        None => Some(Vec::new()),
+        Some(v) => cx.string_list(v, &format!("{p}/tags"), id, &format!("{what} field \"tags\"")),
+    };
+
+    // Schemas are compiled at load (rcip decision, PIPELINE.md section 1).
+    let mut compiled = [None, None];
+    for (slot, key) in ["inputSchema", "outputSchema"].into_iter().enumerate() {
+        let Some(schema) = cx.required(m, &p, id, &what, key) else { continue };
+        if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
+            cx.problem(
+                &format!("{p}/{key}"),
+                id,
+                "type",
+                format!("{what} field \"{key}\" must be a JSON Schema (an object or a boolean), not {}", kind(schema)),
+            );
+            continue;
+        }
+        match Schema::compile(schema) {
+            Ok(s) => compiled[slot] = Some(s),
+            Err(errors) => {
+                for e in errors {
+                    cx.problem(
+                        &format!("{p}/{key}{}", e.pointer),
+                        id,
+                        e.rule,
+                        format!("{what} {key}: {}", e.message),
+                    );
+                }
+            }
+        }
+    }
+    let [input, output] = compiled;
+
+    let mut usage_ok = true;
+    let mut when_to_use = None;
+    let usage = m.get("usage");
+    if let Some(usage) = usage {
+        let up = format!("{p}/usage");
+        let uwhat = format!("{what} usage");
+        match cx.object(usage, &up, id, &uwhat, &["whenToUse", "examples"]) {
+            None => usage_ok = false,
+            Some(um) => {
+                match cx.required_string(um, &up, id, &uwhat, "whenToUse") {
+                    Some(w) if is_blank(w) => {
+                        usage_ok = false;
+                        cx.problem(
+                            &format!("{up}/whenToUse"),
+                            id,
+                            "blank",
+                            format!("{uwhat} field \"whenToUse\" must not be blank"),
+                        );
+                    }
+                    Some(w) => when_to_use = Some(w.to_string()),
+                    None => usage_ok = false,
+                }
+                if let Some(examples) = um.get("examples") {
+                    match examples {
+                        Value::Array(list) => {
+                            for (k, ex) in list.iter().enumerate() {
+                                let ep = format!("{up}/examples/{k}");
+                                let ewhat = format!("{uwhat} example {k}");
+                                let Some(em) = cx.object(ex, &ep, id, &ewhat, &["description", "input"]) else {
+                                    usage_ok = false;
+                                    continue;
+                                };
+                                match cx.required_string(em, &ep, id, &ewhat, "description") {
+                                    Some(d) if is_blank(d) => {
+                                        usage_ok = false;
+                                        cx.problem(
+                                            &format!("{ep}/description"),
+                                            id,
+                                            "blank",
+                                            format!("{ewhat} field \"description\" must not be blank"),
+                                        );
+                                    }
+                                    Some(_) => {}
+                                    None => usage_ok = false,
+                                }
+                                match cx.required(em, &ep, id, &ewhat, "input") {
+                                    None => usage_ok = false,
+                                    Some(input_value) => {
+                                        if let Some(schema) = &input {
+                                            let issues = schema.validate(input_value);
+                                            if !issues.is_empty() {
+                                                usage_ok = false;
+                                                let list: Vec<String> = issues
+                                                    .iter()
+                                                    .map(|i| {
+                                                        let at = if i.instance_path.is_empty() { "/" } else { &i.instance_path };
+                                                        format!("{at} {} ({})", i.message, i.keyword)
+                                                    })
+                                                    .collect();
+                                                cx.problem(
+                                                    &format!("{ep}/input"),
+                                                    id,
+                                                    "example input",
+                                                    format!(
+                                                        "{ewhat} input does not validate against the input schema: {}",
+                                                        list.join("; ")
+                                                    ),
+                                                );
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        other => {
+                            usage_ok = false;
+                            cx.problem(
+                                &format!("{up}/examples"),
+                                id,
+                                "type",
+                                format!("{uwhat} field \"examples\" must be an array, not {}", kind(other)),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    let (id, title, description, scope_ids, effect, tags, input, output) =
+        (id?, title?, description?, scope_ids?, effect?, tags?, input?, output?);
+    if !id_ok || !usage_ok {
+        return None;
+    }
+    capability_index.insert(id.to_string(), capability_index.len());
+    let input_schema = m.get("inputSchema")?.clone();
+    let output_schema = m.get("outputSchema")?.clone();
+    let usage = usage.cloned();
+
+    // The static part of the snapshot entry (PIPELINE.md section 2).
+    let mut prefix = String::with_capacity(256);
+    prefix.push_str("{\"id\":");
+    prefix.push_str(&serde_json::to_string(id).ok()?);
+    prefix.push_str(",\"title\":");
+    prefix.push_str(&serde_json::to_string(title).ok()?);
+    prefix.push_str(",\"description\":");
+    prefix.push_str(&serde_json::to_string(description).ok()?);
+    prefix.push_str(",\"scopeIds\":");
+    prefix.push_str(&serde_json::to_string(&scope_ids).ok()?);
+    prefix.push_str(",\"effect\":\"");
+    prefix.push_str(effect.as_str());
+    prefix.push_str("\",\"inputSchema\":");
+    prefix.push_str(&serde_json::to_string(&input_schema).ok()?);
+    prefix.push_str(",\"outputSchema\":");
+    prefix.push_str(&serde_json::to_string(&output_schema).ok()?);
+    prefix.push_str(",\"tags\":");
+    prefix.push_str(&serde_json::to_string(&tags).ok()?);
+    if let Some(u) = &usage {
+        prefix.push_str(",\"usage\":");
+        prefix.push_str(&serde_json::to_string(u).ok()?);
+    }
+
+    Some(CapabilityDef {
+        id: id.to_string(),
+        title: title.to_string(),
+        description: description.to_string(),
+        scope_ids,
+        effect,
+        input_schema,
+        output_schema,
+        tags,
+        usage,
+        usage_when_to_use: when_to_use,
+        input,
+        output,
+        snapshot_prefix: prefix,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers() {
+        for ok in ["a1", "a_b", "a-b.c", "a.b2c", "aB", "polls.prepareCreate", "polls-archive_v2"] {
+            assert!(is_identifier(ok), "{ok}");
+        }
+        for bad in ["ab.", "a__b", "a-_b", "_a", "a.1", "a-1b", "a.B", "2polls", "", "a\n", "é", "a b"] {
+            assert!(!is_identifier(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn blank_follows_javascript_trim() {
+        assert!(is_blank(""));
+        assert!(is_blank(" \t\n\u{00A0}\u{3000}\u{FEFF}\u{2028}"));
+        assert!(!is_blank("\u{0085}"));
+        assert!(!is_blank(" x "));
+    }
+}
