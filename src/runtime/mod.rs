@@ -1,1 +1,385 @@
-//! The runtime state machine.
+//! The runtime: bindings, semantic context, snapshots, the invocation
+//! pipeline, policy and confirmation, cancellation, timers and lifecycle
+//! events (PIPELINE.md). This is the safe Rust API; the C ABI in
+//! [`crate::ffi`] only converts to and from it.
+//!
+//! A [`Runtime`] is built from a compiled [`Catalog`] with a
+//! [`RuntimeBuilder`]. Its trusted surface is [`Host`] (bind, context,
+//! refresh, confirmation resolution) and its consumer surface is [`Client`]
+//! (snapshot, list, subscribe, invoke, preflight). Both are borrowed views.
+//! Every method may be called from any thread and from inside any callback
+//! of the same runtime, except from its clock and id generator
+//! ([`HostError::WrongContext`]). Work a call makes runnable (outcomes,
+//! events, notifications) happens on the calling thread before it returns.
+
+mod callbacks;
+mod cancel;
+mod confirm;
+mod handles;
+mod invoke;
+mod policy;
+mod preflight;
+mod shared;
+mod snapshot;
+mod timer;
+mod types;
+
+pub use callbacks::{
+    AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink, Policy, Subscriber,
+};
+pub use cancel::{CancelToken, Registration};
+pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
+pub use preflight::MAX_PREFLIGHT_PROPOSALS;
+pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
+pub use snapshot::{Filter, Snapshot};
+pub use types::{
+    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, LifecycleEvent, Outcome, OutcomeStatus, RcipError,
+    SemanticContext,
+};
+
+use crate::catalog::{Catalog, CatalogError};
+use crate::json::Limits;
+use shared::{Config, Shared};
+use std::fmt;
+use std::sync::Arc;
+
+/// Host misuse and configuration errors (the `rcip_result` channel).
+/// Protocol results are outcomes, never these.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostError {
+    /// Text that is not JSON where JSON is required (context, filter,
+    /// decision envelope).
+    InvalidJson(String),
+    /// A value of the wrong shape or out of range.
+    InvalidArgument(String),
+    /// The catalog was refused.
+    InvalidCatalog(String),
+    /// Binding a capability id the catalog does not declare.
+    NotInCatalog(String),
+    /// The capability already has a live binding.
+    AlreadyBound(String),
+    /// A context names a scope the catalog does not declare.
+    UnknownScope(String),
+    /// A context's primary scope is not among its active scopes.
+    PrimaryNotActive(String),
+    /// A completion handle was settled before.
+    AlreadyCompleted,
+    /// The runtime is closed (freed).
+    Closed,
+    /// A preflight with a number of proposals outside 1..=16.
+    PreflightBatchInvalid(usize),
+    /// A runtime call from inside the runtime's clock or id generator.
+    WrongContext,
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostError::InvalidJson(m) => write!(f, "not JSON: {m}"),
+            HostError::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            HostError::InvalidCatalog(m) => write!(f, "{m}"),
+            HostError::NotInCatalog(id) => write!(f, "capability \"{id}\" is not declared in the catalog"),
+            HostError::AlreadyBound(id) => {
+                write!(f, "capability \"{id}\" already has a live binding; unbind it first (seed: duplicate live bindings throw)")
+            }
+            HostError::UnknownScope(id) => write!(f, "scope \"{id}\" is not declared in the catalog"),
+            HostError::PrimaryNotActive(id) => {
+                write!(f, "primaryScopeId \"{id}\" is not among the context's activeScopeIds")
+            }
+            HostError::AlreadyCompleted => write!(f, "this completion handle was already settled"),
+            HostError::Closed => write!(f, "the runtime is closed"),
+            HostError::PreflightBatchInvalid(n) => {
+                write!(f, "a preflight takes 1 to {MAX_PREFLIGHT_PROPOSALS} proposals, not {n}")
+            }
+            HostError::WrongContext => {
+                write!(f, "a runtime call from inside the runtime's clock or id generator is not allowed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+impl From<CatalogError> for HostError {
+    fn from(e: CatalogError) -> Self {
+        HostError::InvalidCatalog(e.to_string())
+    }
+}
+
+/// Configures a [`Runtime`]. Used from one thread at a time.
+pub struct RuntimeBuilder {
+    catalog: Catalog,
+    config: Config,
+}
+
+impl RuntimeBuilder {
+    /// A builder over a compiled catalog (shared, not copied).
+    pub fn new(catalog: &Catalog) -> RuntimeBuilder {
+        RuntimeBuilder {
+            catalog: catalog.clone(),
+            config: Config {
+                ttl_ms: DEFAULT_CONFIRMATION_TTL_MS as i64,
+                limits: Limits::default(),
+                manual_timers: false,
+                policy: None,
+                confirmation_observer: None,
+                observers: Vec::new(),
+                clock: None,
+                id_generator: None,
+            },
+        }
+    }
+
+    /// Confirmation lifetime in milliseconds (default 120000; at least 1).
+    pub fn confirmation_ttl_ms(&mut self, ttl_ms: u64) -> Result<&mut RuntimeBuilder, HostError> {
+        if ttl_ms == 0 || ttl_ms > i64::MAX as u64 / 2 {
+            return Err(HostError::InvalidArgument(format!("confirmation TTL must be 1 to 2^62 ms, not {ttl_ms}")));
+        }
+        self.config.ttl_ms = ttl_ms as i64;
+        Ok(self)
+    }
+
+    /// Payload limits: maximum text size in bytes and nesting depth
+    /// (defaults 8 MiB and 1000; both at least 1).
+    pub fn limits(&mut self, max_bytes: usize, max_depth: usize) -> Result<&mut RuntimeBuilder, HostError> {
+        if max_bytes == 0 || max_depth == 0 {
+            return Err(HostError::InvalidArgument("payload limits must be at least 1".into()));
+        }
+        self.config.limits = Limits { max_bytes, max_depth };
+        Ok(self)
+    }
+
+    /// The host policy (default: PIPELINE.md section 4's default policy).
+    pub fn policy(&mut self, policy: Arc<dyn Policy>) -> &mut RuntimeBuilder {
+        self.config.policy = Some(policy);
+        self
+    }
+
+    /// The host's confirmation callback.
+    pub fn confirmation_observer(&mut self, observer: Arc<dyn ConfirmationObserver>) -> &mut RuntimeBuilder {
+        self.config.confirmation_observer = Some(observer);
+        self
+    }
+
+    /// Adds a lifecycle event observer (called in registration order).
+    pub fn event_observer(&mut self, observer: Arc<dyn EventObserver>) -> &mut RuntimeBuilder {
+        self.config.observers.push(observer);
+        self
+    }
+
+    /// The clock (default: the system clock).
+    pub fn clock(&mut self, clock: Arc<dyn Clock>) -> &mut RuntimeBuilder {
+        self.config.clock = Some(clock);
+        self
+    }
+
+    /// The id generator (default: built in).
+    pub fn id_generator(&mut self, generator: Arc<dyn IdGenerator>) -> &mut RuntimeBuilder {
+        self.config.id_generator = Some(generator);
+        self
+    }
+
+    /// Manual timers: no library thread; the host asks
+    /// [`Runtime::next_deadline`] and calls [`Runtime::run_due_timers`].
+    pub fn manual_timers(&mut self, manual: bool) -> &mut RuntimeBuilder {
+        self.config.manual_timers = manual;
+        self
+    }
+
+    /// Builds the runtime: revision 0, everything unbound, empty context.
+    pub fn build(self) -> Runtime {
+        Runtime { shared: Shared::new(self.catalog, self.config) }
+    }
+}
+
+/// A runtime. Dropping it closes it (PIPELINE.md section 9).
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// A runtime with the default configuration.
+    pub fn new(catalog: &Catalog) -> Runtime {
+        RuntimeBuilder::new(catalog).build()
+    }
+
+    /// The consumer surface.
+    pub fn client(&self) -> Client<'_> {
+        Client { shared: &self.shared }
+    }
+
+    /// The trusted host surface.
+    pub fn host(&self) -> Host<'_> {
+        Host { shared: &self.shared }
+    }
+
+    /// The catalog the runtime was built from.
+    pub fn catalog(&self) -> &Catalog {
+        &self.shared.catalog
+    }
+
+    /// The earliest pending confirmation `expiresAt` (epoch ms), if any.
+    pub fn next_deadline(&self) -> Result<Option<i64>, HostError> {
+        self.shared.enter()?;
+        Ok(self.shared.next_deadline())
+    }
+
+    /// Expires every confirmation due at the clock's now, in `expiresAt`
+    /// order; returns how many expired.
+    pub fn run_due_timers(&self) -> Result<usize, HostError> {
+        self.shared.enter()?;
+        let now = self.shared.now();
+        Ok(self.shared.expire_due(now))
+    }
+
+    /// Counters as JSON text: `{"revision", "bindings", "subscribers",
+    /// "pendingInvocations", "pendingConfirmations", "pendingPreflights",
+    /// "receipts", "reservedIds", "closed"}`.
+    pub fn stats_json(&self) -> Result<String, HostError> {
+        if shared::in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        Ok(self.shared.stats_json())
+    }
+
+    /// Closes the runtime now (also done by drop).
+    pub fn close(&self) {
+        self.shared.close();
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+/// The trusted host surface of a runtime (borrowed view).
+#[derive(Clone, Copy)]
+pub struct Host<'a> {
+    shared: &'a Arc<Shared>,
+}
+
+impl Host<'_> {
+    /// Binds a handler (and an optional availability check) to a capability
+    /// of the catalog, then refreshes.
+    pub fn bind(
+        &self,
+        capability_id: &str,
+        handler: Arc<dyn Handler>,
+        availability: Option<Arc<dyn AvailabilityCheck>>,
+    ) -> Result<Binding, HostError> {
+        let (id, capability) = self.shared.bind(capability_id, handler, availability)?;
+        Ok(Binding::new(self.shared, id, capability))
+    }
+
+    /// Replaces the semantic context (dedupes, validates), then refreshes.
+    pub fn set_context(&self, context: SemanticContext) -> Result<(), HostError> {
+        self.shared.set_context(context)
+    }
+
+    /// Parses and sets a context from JSON text.
+    pub fn set_context_json(&self, text: &[u8]) -> Result<(), HostError> {
+        self.shared.enter()?;
+        let value = crate::json::parse_bytes(text, &Limits::default()).map_err(|e| HostError::InvalidJson(format!("context: {e}")))?;
+        let context = SemanticContext::from_value(&value).map_err(HostError::InvalidArgument)?;
+        self.shared.set_context(context)
+    }
+
+    /// Sets the context to `{"activeScopeIds": []}`.
+    pub fn clear_context(&self) -> Result<(), HostError> {
+        self.shared.set_context(SemanticContext::empty())
+    }
+
+    /// Refreshes the snapshot (new revision, availability sampled,
+    /// subscribers notified).
+    pub fn refresh(&self) -> Result<(), HostError> {
+        self.shared.enter()?;
+        self.shared.refresh();
+        Ok(())
+    }
+
+    /// Resolves a confirmation; exactly one outcome reaches `sink`.
+    pub fn resolve_confirmation(&self, confirmation_id: &str, approved: bool, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
+        self.shared.resolve(confirmation_id, approved, sink)
+    }
+}
+
+/// The consumer surface of a runtime (borrowed view).
+#[derive(Clone, Copy)]
+pub struct Client<'a> {
+    shared: &'a Arc<Shared>,
+}
+
+impl Client<'_> {
+    /// The current snapshot: the same `Arc` until the revision changes.
+    pub fn snapshot(&self) -> Result<Arc<Snapshot>, HostError> {
+        if shared::in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        Ok(self.shared.snapshot())
+    }
+
+    /// Capabilities of the current snapshot that pass the filter, as a JSON
+    /// array.
+    pub fn list_json(&self, filter: &Filter) -> Result<String, HostError> {
+        Ok(self.snapshot()?.list_json(filter))
+    }
+
+    /// Parses a filter from JSON text and lists.
+    pub fn list_json_filtered(&self, filter: &[u8]) -> Result<String, HostError> {
+        let value = crate::json::parse_bytes(filter, &Limits::default()).map_err(|e| HostError::InvalidJson(format!("filter: {e}")))?;
+        let filter = Filter::from_value(&value).map_err(HostError::InvalidArgument)?;
+        self.list_json(&filter)
+    }
+
+    /// Subscribes to snapshot revisions.
+    pub fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> Result<Subscription, HostError> {
+        let id = self.shared.subscribe(subscriber)?;
+        Ok(Subscription { shared: Arc::downgrade(self.shared), id })
+    }
+
+    /// Invokes a capability with raw input text. Returns the invocation id;
+    /// the outcome reaches `sink` exactly once, possibly before this returns.
+    pub fn invoke(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<String, HostError> {
+        self.shared.invoke(capability_id, input, invocation_id, token, sink)
+    }
+
+    /// Invokes and waits for the outcome JSON. Must not be called where the
+    /// outcome depends on work this thread would have to do.
+    pub fn invoke_blocking(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+    ) -> Result<String, HostError> {
+        let slot = invoke::BlockingSlot::new();
+        self.shared.invoke(capability_id, input, invocation_id, token, slot.sink())?;
+        Ok(slot.wait())
+    }
+
+    /// Preflights 1 to 16 proposals (capability id, input text); the report
+    /// reaches `sink` once, possibly before this returns.
+    pub fn preflight(
+        &self,
+        proposals: Vec<(String, Vec<u8>)>,
+        token: Option<&CancelToken>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<(), HostError> {
+        self.shared.preflight(proposals, token, sink)
+    }
+}

@@ -1,0 +1,1389 @@
+/*
+ * rcip.h: the C ABI of rcip, the RCIP 1.0 capability runtime.
+ *
+ * Generated from src/ffi by build.rs (cbindgen); do not edit by hand.
+ * Regenerate with `make header`; a test fails when this copy is stale.
+ */
+
+#ifndef RCIP_H
+#define RCIP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** Library version, from Cargo.toml. */
+#define RCIP_VERSION_MAJOR 0
+#define RCIP_VERSION_MINOR 1
+#define RCIP_VERSION_PATCH 0
+/** ABI version: MAJOR * 10000 + MINOR * 100 + PATCH; equals rcip_abi_version() of a matching library. */
+#define RCIP_ABI_VERSION 100
+
+
+/**
+ * Default confirmation lifetime in milliseconds (two minutes).
+ */
+#define RCIP_DEFAULT_CONFIRMATION_TTL_MS 120000
+
+/**
+ * Default maximum size of capability input and handler output text, in
+ * bytes (8 MiB).
+ */
+#define RCIP_DEFAULT_MAX_PAYLOAD_LEN ((8 * 1024) * 1024)
+
+/**
+ * Default maximum nesting depth of capability input and handler output.
+ */
+#define RCIP_DEFAULT_MAX_DEPTH 1000
+
+/**
+ * Most proposals in one preflight.
+ */
+#define RCIP_MAX_PREFLIGHT_PROPOSALS 16
+
+/**
+ * Receipts kept for expired and cancelled confirmations.
+ */
+#define RCIP_RECEIPT_CAPACITY 256
+
+/**
+ * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
+ * `if (rc)` tests for failure. Values are grouped and never renumbered:
+ * 1xx argument errors, 2xx host configuration, 3xx state, 9xx internal.
+ *
+ * Protocol results (denied, failed, validation issues, RCIP error codes)
+ * never appear here: they are outcome JSON delivered to outcome callbacks.
+ * After a failing call, `rcip_last_error_message()` says what was wrong.
+ */
+enum rcip_result
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Success.
+     */
+    RCIP_RESULT_OK = 0,
+    /**
+     * A required pointer argument was NULL.
+     */
+    RCIP_RESULT_NULL_ARGUMENT = 100,
+    /**
+     * A string argument is not valid UTF-8.
+     */
+    RCIP_RESULT_INVALID_UTF8 = 101,
+    /**
+     * A JSON argument (context, filter, decision, schema, instance) is not
+     * JSON text.
+     */
+    RCIP_RESULT_INVALID_JSON = 102,
+    /**
+     * An argument has the wrong shape or is out of range.
+     */
+    RCIP_RESULT_INVALID_ARGUMENT = 103,
+    /**
+     * The catalog text is not a valid `RcipApplicationDefinition` (PIPELINE.md
+     * section 1), or a schema in it does not compile.
+     */
+    RCIP_RESULT_INVALID_CATALOG = 200,
+    /**
+     * The capability id is not declared in the catalog.
+     */
+    RCIP_RESULT_NOT_IN_CATALOG = 201,
+    /**
+     * The capability already has a live binding.
+     */
+    RCIP_RESULT_ALREADY_BOUND = 202,
+    /**
+     * A context names a scope the catalog does not declare.
+     */
+    RCIP_RESULT_UNKNOWN_SCOPE = 203,
+    /**
+     * A context's `primaryScopeId` is not among its `activeScopeIds`.
+     */
+    RCIP_RESULT_PRIMARY_NOT_ACTIVE = 204,
+    /**
+     * The object was consumed before (a built builder).
+     */
+    RCIP_RESULT_ALREADY_USED = 300,
+    /**
+     * The completion handle was settled before.
+     */
+    RCIP_RESULT_ALREADY_COMPLETED = 301,
+    /**
+     * The runtime is closed (freed); the handle can no longer act on it.
+     */
+    RCIP_RESULT_CLOSED = 302,
+    /**
+     * A preflight batch does not hold 1 to 16 proposals.
+     */
+    RCIP_RESULT_PREFLIGHT_BATCH_INVALID = 303,
+    /**
+     * A runtime call from inside the runtime's clock or id generator.
+     */
+    RCIP_RESULT_WRONG_CONTEXT = 304,
+    /**
+     * An internal error (a caught panic). The call had no effect, or its
+     * effect is reported through the usual outcome.
+     */
+    RCIP_RESULT_PANIC = 900,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum rcip_result rcip_result;
+#else
+typedef uint32_t rcip_result;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Where an availability callback writes its answer. Borrowed: valid only
+ * during the `rcip_availability_callback` call that received it; never
+ * freed by the host.
+ *
+ * Functions: `rcip_availability_set`.
+ */
+typedef struct rcip_availability_sink rcip_availability_sink;
+
+/**
+ * One binding of a handler to a capability.
+ *
+ * Ownership: owned by the caller; `rcip_binding_free` unbinds (if it is
+ * still the installed binding) and frees the handle, like a React unmount.
+ * The handle stays valid after `rcip_binding_unbind` and after the runtime
+ * is freed (then it answers `RCIP_RESULT_CLOSED`).
+ * Thread safety: synchronized.
+ * Functions: `rcip_binding_unbind`, `rcip_binding_set_revision`,
+ * `rcip_binding_is_installed`, `rcip_binding_free`.
+ */
+typedef struct rcip_binding rcip_binding;
+
+/**
+ * A cancellation token (the seed's `AbortSignal`).
+ *
+ * Ownership: reference-counted; each handle from `rcip_cancel_token_new` or
+ * `rcip_cancel_token_clone` is freed once with `rcip_cancel_token_free`.
+ * An invocation, confirmation or preflight keeps its own reference, so the
+ * consumer may free its token at any time.
+ * Thread safety: synchronized (any thread, concurrently).
+ * Functions: `rcip_cancel_token_new`, `rcip_cancel_token_clone`,
+ * `rcip_cancel_token_cancel`, `rcip_cancel_token_is_cancelled`,
+ * `rcip_cancel_token_on_cancel`, `rcip_cancel_token_free`.
+ */
+typedef struct rcip_cancel_token rcip_cancel_token;
+
+/**
+ * A checked, compiled catalog (`RcipApplicationDefinition` with every input
+ * and output schema compiled).
+ *
+ * Ownership: reference-counted; free each handle once with
+ * `rcip_catalog_free`. A runtime keeps its own reference, so the catalog
+ * may be freed right after building runtimes from it.
+ * Thread safety: shared (immutable; any thread).
+ * Functions: `rcip_catalog_new`, `rcip_catalog_check`, `rcip_catalog_free`.
+ */
+typedef struct rcip_catalog rcip_catalog;
+
+/**
+ * The consumer surface of a runtime (what an agent may do): snapshot,
+ * list, subscribe, invoke, preflight.
+ *
+ * Ownership: borrowed from its runtime (`rcip_runtime_client`); never
+ * freed; invalid after `rcip_runtime_free`.
+ * Thread safety: synchronized.
+ * Functions: `rcip_client_snapshot`, `rcip_client_list_capabilities`,
+ * `rcip_client_subscribe`, `rcip_client_invoke`,
+ * `rcip_client_invoke_blocking`, `rcip_client_preflight`.
+ */
+typedef struct rcip_client rcip_client;
+
+/**
+ * The trusted host surface of a runtime: bind, context, refresh,
+ * confirmation resolution.
+ *
+ * Ownership: borrowed from its runtime (`rcip_runtime_host`); never freed;
+ * invalid after `rcip_runtime_free`.
+ * Thread safety: synchronized.
+ * Functions: `rcip_host_bind`, `rcip_host_set_context`,
+ * `rcip_host_clear_context`, `rcip_host_refresh`,
+ * `rcip_host_resolve_confirmation`.
+ */
+typedef struct rcip_host rcip_host;
+
+/**
+ * The completion handle a handler receives: one running invocation.
+ *
+ * Ownership: owned by the handler that received it; free it with
+ * `rcip_invocation_free` after (or instead of) settling. The runtime keeps
+ * its own reference, so settling and freeing are separate.
+ * Thread safety: synchronized (any thread, concurrently).
+ * Functions: `rcip_invocation_id`, `rcip_invocation_capability_id`,
+ * `rcip_invocation_input`, `rcip_invocation_semantic_context`,
+ * `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
+ * `rcip_invocation_fail`, `rcip_invocation_free`.
+ */
+typedef struct rcip_invocation rcip_invocation;
+
+/**
+ * One question to the host policy: an invocation (`phase` `"invoke"`), an
+ * approved confirmation's re-run (`confirmed` true) or a preflight proposal
+ * (`phase` `"preflight"`).
+ *
+ * Ownership: owned by the policy callback that received it; free it with
+ * `rcip_policy_request_free` after (or instead of) deciding.
+ * Thread safety: synchronized (any thread, concurrently).
+ * Functions: `rcip_policy_request_context`,
+ * `rcip_policy_request_invocation_id`, `rcip_policy_request_decide`,
+ * `rcip_policy_request_fail`, `rcip_policy_request_free`.
+ */
+typedef struct rcip_policy_request rcip_policy_request;
+
+/**
+ * A runtime: bindings, semantic context, snapshots, invocations,
+ * confirmations and preflights over one catalog.
+ *
+ * Ownership: owned by the caller; freed with `rcip_runtime_free`, which
+ * closes it (PIPELINE.md section 9). `rcip_runtime_client` and
+ * `rcip_runtime_host` lend views of it.
+ * Thread safety: synchronized (any thread, concurrently, and from inside
+ * its own callbacks except its clock and id generator).
+ * Functions: `rcip_runtime_client`, `rcip_runtime_host`,
+ * `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
+ * `rcip_runtime_stats`, `rcip_runtime_free`.
+ */
+typedef struct rcip_runtime rcip_runtime;
+
+/**
+ * Configures a runtime before it is built.
+ *
+ * Ownership: owned by the caller; consumed (freed) by
+ * `rcip_runtime_builder_build`, on success and failure alike, or freed
+ * unbuilt with `rcip_runtime_builder_free`.
+ * Thread safety: one thread at a time.
+ * Functions: `rcip_runtime_builder_new`,
+ * `rcip_runtime_builder_set_confirmation_ttl_ms`,
+ * `rcip_runtime_builder_set_limits`, `rcip_runtime_builder_set_policy`,
+ * `rcip_runtime_builder_set_confirmation_callback`,
+ * `rcip_runtime_builder_add_event_observer`,
+ * `rcip_runtime_builder_set_clock`, `rcip_runtime_builder_set_id_generator`,
+ * `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_build`,
+ * `rcip_runtime_builder_free`.
+ */
+typedef struct rcip_runtime_builder rcip_runtime_builder;
+
+/**
+ * A compiled schema (strict JSON Schema 2020-12, as capability contracts
+ * are compiled).
+ *
+ * Ownership: owned by the caller; free it with `rcip_schema_free`.
+ * Thread safety: shared (immutable; any thread).
+ * Functions: `rcip_schema_new`, `rcip_schema_validate`, `rcip_schema_free`.
+ */
+typedef struct rcip_schema rcip_schema;
+
+/**
+ * An immutable snapshot of one revision (`RcipApplicationSnapshot`).
+ *
+ * Ownership: reference-counted; `rcip_client_snapshot` returns the same
+ * pointer until the revision changes, and each returned reference is freed
+ * once with `rcip_snapshot_free`.
+ * Thread safety: shared (immutable; any thread).
+ * Functions: `rcip_snapshot_json`, `rcip_snapshot_revision`,
+ * `rcip_snapshot_free`.
+ */
+typedef struct rcip_snapshot rcip_snapshot;
+
+/**
+ * Where an id generator writes the id. Borrowed: valid only during the
+ * `rcip_id_generator_callback` call that received it.
+ *
+ * Functions: `rcip_string_sink_set`.
+ */
+typedef struct rcip_string_sink rcip_string_sink;
+
+/**
+ * A snapshot subscription.
+ *
+ * Ownership: owned by the caller; `rcip_subscription_free` unsubscribes
+ * and frees it. Its user data is released then (or when the runtime is
+ * freed, whichever is later), once a notification running on another
+ * thread returned.
+ * Thread safety: synchronized.
+ * Functions: `rcip_subscription_free`.
+ */
+typedef struct rcip_subscription rcip_subscription;
+
+/**
+ * Runs once when a token is cancelled (`rcip_cancel_token_on_cancel`): on
+ * the cancelling thread, or at once on the registering thread when the
+ * token is already cancelled; no rcip lock held.
+ */
+typedef void (*rcip_cancel_callback)(void *user_data);
+
+/**
+ * Releases host data registered with a callback. Called exactly once, on
+ * the thread that releases the registration, after its last callback
+ * returned, with no rcip lock held. It must not use the object being
+ * released (the binding, subscription, token or runtime).
+ */
+typedef void (*rcip_user_data_free_callback)(void *user_data);
+
+/**
+ * Notified once per snapshot revision (`rcip_client_subscribe`).
+ *
+ * Called on the refreshing thread after the snapshot of `revision` is
+ * installed, with no rcip lock held; across threads the order is not
+ * promised.
+ */
+typedef void (*rcip_subscriber_callback)(void *user_data, uint64_t revision);
+
+/**
+ * Receives one invocation outcome (`rcip_client_invoke`,
+ * `rcip_host_resolve_confirmation`).
+ *
+ * Called exactly once, possibly before the registering call returns, on the
+ * thread that settles the invocation, with no rcip lock held; then
+ * `user_data_free` runs. `outcome_json` (the outcome record of
+ * conformance/FORMAT.md) is valid during the call only.
+ */
+typedef void (*rcip_outcome_callback)(void *user_data, const char *outcome_json);
+
+/**
+ * Receives one preflight report (`rcip_client_preflight`).
+ *
+ * Called exactly once, possibly before `rcip_client_preflight` returns, on
+ * the thread that settles the last proposal, with no rcip lock held; then
+ * `user_data_free` runs. `report_json` is valid during the call only.
+ */
+typedef void (*rcip_report_callback)(void *user_data, const char *report_json);
+
+/**
+ * Runs a capability (`rcip_host_bind`).
+ *
+ * Called on the thread that drives the invocation (the consumer's invoke,
+ * a policy decision, or a confirmation approval), once per invocation that
+ * reaches execution, with no rcip lock held. `invocation` is owned by the
+ * handler from now on: settle it exactly once (`rcip_invocation_complete`
+ * or `rcip_invocation_fail`), before returning or later from any thread,
+ * and free it with `rcip_invocation_free` (freeing it unsettled settles it
+ * as a failure). The handler may call any rcip function, including on the
+ * same runtime.
+ */
+typedef void (*rcip_handler_callback)(void *user_data, struct rcip_invocation *invocation);
+
+/**
+ * Answers whether a bound capability is available now (`rcip_host_bind`).
+ *
+ * Answer through `rcip_availability_set(sink, ...)` and return 0; a
+ * non-zero return (or no answer) means the check failed, shown as
+ * `{"available": false, "reasonCode": "AVAILABILITY_CHECK_FAILED"}`.
+ * `sink` is valid during the call only. Called on any thread that
+ * refreshes or invokes, possibly concurrently, with no rcip lock held; it
+ * may call rcip functions (a refresh it causes is queued behind the current
+ * one).
+ */
+typedef int32_t (*rcip_availability_callback)(void *user_data, struct rcip_availability_sink *sink);
+
+/**
+ * The host policy (`rcip_runtime_builder_set_policy`).
+ *
+ * Called once per policy question (an invocation, an approved
+ * confirmation's re-run, or a preflight proposal), on the thread driving
+ * it, with no rcip lock held. `request` is owned by the policy from now
+ * on: decide exactly once (`rcip_policy_request_decide` or
+ * `rcip_policy_request_fail`), before returning or later from any thread,
+ * and free it with `rcip_policy_request_free` (freeing it undecided
+ * settles it as a policy failure).
+ */
+typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request *request);
+
+/**
+ * Told when a confirmation opens and when it ends
+ * (`rcip_runtime_builder_set_confirmation_callback`).
+ *
+ * `notice_json` is `{"event": "opened", "confirmation": {"id", "title",
+ * "description", "effect", "expiresAt"}, "invocationId", "capabilityId",
+ * "input"}` or `{"event": "closed", "confirmationId", "invocationId",
+ * "capabilityId", "reason": "approved" | "declined" | "expired" |
+ * "cancelled" | "invalidated" | "closed"}`, valid during the call only.
+ * Called on the thread where it happens (the timer thread for real-time
+ * expiry), with no rcip lock held; it may resolve the confirmation inline.
+ */
+typedef void (*rcip_confirmation_callback)(void *user_data, const char *notice_json);
+
+/**
+ * Receives each lifecycle event (`rcip_runtime_builder_add_event_observer`).
+ *
+ * `event_json` is `{"timestamp", "invocationId", "capabilityId", "phase",
+ * "errorCode"?}` (redacted: no input, output or message), valid during the
+ * call only. Called on the thread where the event happens, possibly
+ * concurrently, with no rcip lock held.
+ */
+typedef void (*rcip_event_callback)(void *user_data, const char *event_json);
+
+/**
+ * The runtime's clock (`rcip_runtime_builder_set_clock`): epoch
+ * milliseconds. Called from any thread; it must not call rcip functions on
+ * the runtime (they answer `RCIP_RESULT_WRONG_CONTEXT`).
+ */
+typedef int64_t (*rcip_clock_callback)(void *user_data);
+
+/**
+ * Generates an id for `prefix` (`"invocation"` or `"confirmation"`)
+ * (`rcip_runtime_builder_set_id_generator`).
+ *
+ * Answer with `rcip_string_sink_set(sink, id)` and return 0; a non-zero
+ * return or no answer falls back to the built-in generator. `prefix` and
+ * `sink` are valid during the call only. Called from any thread; it must
+ * not call rcip functions on the runtime (`RCIP_RESULT_WRONG_CONTEXT`).
+ */
+typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefix, struct rcip_string_sink *sink);
+
+
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Removes this binding if it is still the installed one, then refreshes. A
+ * stale binding (unbound, or replaced by a newer binding) changes nothing
+ * and does not refresh. A running handler is not cancelled: it may still
+ * complete (seed: "Unmounting removes future access but does not
+ * automatically cancel an already-running handler").
+ *
+ * Ownership: `binding` stays valid; free it with `rcip_binding_free`. The
+ * binding's user data is released once its running callbacks return.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED` (runtime
+ * freed), `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread, also inside callbacks (a handler may unbind
+ * itself).
+ * Rule: seed, "unbinding removes only the installed handler"; PIPELINE.md
+ * section 3.
+ */
+rcip_result rcip_binding_unbind(const struct rcip_binding *binding);
+
+/**
+ * Sets the binding revision: a different value on the installed binding
+ * refreshes (new revision, availability sampled again); the same value, or
+ * a binding no longer installed, changes nothing.
+ *
+ * Units: an opaque counter chosen by the host, initially 0.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: seed, "Set binding revision to a primitive that changes when
+ * availability changes"; PIPELINE.md section 3.
+ */
+rcip_result rcip_binding_set_revision(const struct rcip_binding *binding, uint64_t revision);
+
+/**
+ * True while this binding is the installed binding of its capability;
+ * false for NULL, after unbind, and after the runtime is freed.
+ *
+ * Thread safety: any thread.
+ */
+bool rcip_binding_is_installed(const struct rcip_binding *binding);
+
+/**
+ * Unbinds (as `rcip_binding_unbind`, when still installed) and frees the
+ * handle.
+ *
+ * Ownership: consumes `binding`. NULL does nothing; freeing twice is
+ * undefined.
+ * Thread safety: any thread, also inside callbacks.
+ */
+void rcip_binding_free(struct rcip_binding *binding);
+
+/**
+ * Creates a token that is not cancelled.
+ *
+ * Ownership: `*token_out` is new; free it with `rcip_cancel_token_free`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (token_out).
+ * Thread safety: any thread.
+ */
+rcip_result rcip_cancel_token_new(struct rcip_cancel_token **token_out);
+
+/**
+ * Another reference to the same token.
+ *
+ * Ownership: `token` is borrowed; `*token_out` is new; free it with
+ * `rcip_cancel_token_free`. On failure `*token_out` is NULL.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_cancel_token_clone(const struct rcip_cancel_token *token, struct rcip_cancel_token **token_out);
+
+/**
+ * Signals cancellation. Idempotent. Registered callbacks run now, on this
+ * thread; what they make runnable (an invocation ending with
+ * `EXECUTION_ABORTED` while its policy is pending, a pending confirmation
+ * ending with a receipt, a preflight report) happens before this returns.
+ * A running handler is only told (it must cooperate).
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: seed, "Cancellation and effects"; PIPELINE.md sections 4 (steps 10,
+ * 11, 12, 20), 5 and 6.
+ */
+rcip_result rcip_cancel_token_cancel(const struct rcip_cancel_token *token);
+
+/**
+ * True once the token was cancelled; false for NULL.
+ *
+ * Thread safety: any thread.
+ */
+bool rcip_cancel_token_is_cancelled(const struct rcip_cancel_token *token);
+
+/**
+ * Registers `callback` to run once on cancellation: at once, on this
+ * thread, when the token is already cancelled; else on the cancelling
+ * thread.
+ *
+ * Ownership: `user_data` is kept until the callback ran (then
+ * `user_data_free` runs) or, if it never runs, until the last reference to
+ * the token is freed.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (token, callback); on failure
+ * neither function is ever called.
+ * Callbacks: `callback` runs once with no rcip lock held and may call any
+ * rcip function; `user_data_free` runs once after it.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_cancel_token_on_cancel(const struct rcip_cancel_token *token, rcip_cancel_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Frees this reference to the token.
+ *
+ * Ownership: consumes `token`. NULL does nothing; freeing twice is
+ * undefined. Other references (clones, running operations) keep the token
+ * alive.
+ * Thread safety: any thread.
+ */
+void rcip_cancel_token_free(struct rcip_cancel_token *token);
+
+/**
+ * Checks and compiles a catalog.
+ *
+ * Shape: `catalog_json` is an `RcipApplicationDefinition`:
+ * `{"protocolVersion": "1.0", "application": {"id", "name",
+ * "description", "version"?}, "scopes": [{"id", "title", "description",
+ * "parentId"?}], "capabilities": [{"id", "title", "description",
+ * "scopeIds", "effect", "inputSchema", "outputSchema", "tags"?, "usage"?:
+ * {"whenToUse", "examples"?: [{"description", "input"}]}}]}`.
+ * Ownership: `catalog_json` is borrowed for the call; `*catalog_out` is
+ * new (free it with `rcip_catalog_free`).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_CATALOG` for
+ * anything else wrong (not UTF-8, not JSON, nesting deeper than 1000, a
+ * field of the wrong type or an unknown key, `null` anywhere in the
+ * structure, a protocol version other than "1.0", an identifier not
+ * matching `[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*`, a duplicate or
+ * unknown scope or capability id, a blank `whenToUse` or example
+ * description, an example failing its input schema, a schema that strict
+ * JSON Schema 2020-12 refuses). The message names the id, field (JSON
+ * pointer) and rule of the first problem; `rcip_catalog_check` lists all.
+ * On failure `*catalog_out` is NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 1; every schema compiles at load (rcip).
+ */
+rcip_result rcip_catalog_new(const char *catalog_json, struct rcip_catalog **catalog_out);
+
+/**
+ * Reports every problem of a catalog at once (the linter behind
+ * `rcip check`).
+ *
+ * Shape: `*report_out` is `{"ok": bool, "problems": [{"pointer": JSON
+ * pointer into the catalog, "id"?: the application, scope or capability
+ * id, "rule": short rule name, "message": sentence}]}`, problems in
+ * document order; `ok` is true when there are none.
+ * Ownership: `catalog_json` is borrowed; `*report_out` is new (free it with
+ * `rcip_string_free`).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`. A bad catalog is not an error of
+ * this call: it is the report. On failure `*report_out` is NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 1.
+ */
+rcip_result rcip_catalog_check(const char *catalog_json, char **report_out);
+
+/**
+ * Frees this reference to the catalog.
+ *
+ * Ownership: consumes `catalog`. NULL does nothing; freeing twice is
+ * undefined. Runtimes built from it keep their own reference.
+ * Thread safety: any thread.
+ */
+void rcip_catalog_free(struct rcip_catalog *catalog);
+
+/**
+ * The current snapshot.
+ *
+ * Ownership: `*snapshot_out` is a new reference (free it with
+ * `rcip_snapshot_free`); the pointer is the same for every call until the
+ * revision changes. NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread, also inside callbacks. Discovery never calls
+ * host code.
+ * Rule: PIPELINE.md section 2.
+ */
+rcip_result rcip_client_snapshot(const struct rcip_client *client, const struct rcip_snapshot **snapshot_out);
+
+/**
+ * Lists the current snapshot's capabilities that pass a filter.
+ *
+ * Shape: `filter_json` is NULL (no filter) or `{"context"?: "all" |
+ * "current", "availableOnly"?: bool, "scopeId"?: scope id, "effect"?:
+ * "read" | "write" | "external" | "destructive"}`; conditions combine with
+ * AND; `""`, `false` and `"all"` filter nothing. `*capabilities_out` is a
+ * JSON array of capability entries (as in the snapshot), in catalog order.
+ * `scopeId` matches a capability's own `scopeIds` exactly (no parent or
+ * child match); `context: "current"` keeps relevance `current` (relevance
+ * filters discovery, it is not authorization).
+ * Ownership: `filter_json` is borrowed; `*capabilities_out` is new (free
+ * it with `rcip_string_free`); NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON`,
+ * `RCIP_RESULT_INVALID_ARGUMENT` (any other value or type, `null`, an
+ * unknown key), `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread.
+ * Rule: seed, "Scope relevance is not authorization"; PIPELINE.md section 2
+ * (filters; rcip rejects wrong-shape filters).
+ */
+rcip_result rcip_client_list_capabilities(const struct rcip_client *client, const char *filter_json, char **capabilities_out);
+
+/**
+ * Subscribes to snapshot revisions: `callback(user_data, revision)` once
+ * per refresh (bind, an unbind that removed the installed binding,
+ * set/clear context, explicit refresh, a changed binding revision, every
+ * successful invocation).
+ *
+ * Ownership: `user_data` is kept until the subscription is freed (or the
+ * runtime is freed); then `user_data_free` runs once. `*subscription_out`
+ * is new (free it with `rcip_subscription_free`); NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
+ * Callbacks: see `rcip_subscriber_callback`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: PIPELINE.md section 2.
+ */
+rcip_result rcip_client_subscribe(const struct rcip_client *client, rcip_subscriber_callback callback, void *user_data, rcip_user_data_free_callback user_data_free, struct rcip_subscription **subscription_out);
+
+/**
+ * Unsubscribes and frees the subscription.
+ *
+ * Ownership: consumes `subscription`. NULL does nothing; freeing twice is
+ * undefined.
+ * Thread safety: any thread, also inside callbacks (a subscriber may free
+ * its own subscription).
+ */
+void rcip_subscription_free(struct rcip_subscription *subscription);
+
+/**
+ * Invokes a capability. Exactly one outcome reaches `on_outcome`, possibly
+ * before this returns (PIPELINE.md section 4, in order: id reservation,
+ * input text, capability, binding, live availability, input schema, token,
+ * policy, rechecks, confirmation, handler, output).
+ *
+ * Shape: `input_json` is raw text: text that is not a JSON value (not
+ * UTF-8, not JSON, a leading byte-order mark, a lone surrogate escape, a
+ * number overflowing to infinity, beyond the size or depth limit) is the
+ * outcome `failed INPUT_INVALID`, never an error code. The outcome is
+ * `{"status": "succeeded", "invocationId", "capabilityId", "output"}`,
+ * `{"status": "failed" | "denied", "invocationId", "capabilityId",
+ * "error": {"code", "message", "validationIssues"?: [{"instancePath",
+ * "keyword", "message"}]}}` or `{"status": "confirmation_required",
+ * "invocationId", "capabilityId", "confirmation": {"id", "title",
+ * "description", "effect", "expiresAt"}}`. An unknown capability id is the
+ * outcome `failed CAPABILITY_NOT_FOUND`.
+ * Ownership: `capability_id`, `input_json` and `invocation_id` are copied;
+ * `cancel_token` is retained by the invocation as long as it needs it (the
+ * caller may free its reference at once); `user_data` is kept until the
+ * outcome was delivered, then `user_data_free` runs once;
+ * `*invocation_id_out` (if not NULL) is new (free it with
+ * `rcip_string_free`) and set to NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (client, capability_id, input_json,
+ * on_outcome), `RCIP_RESULT_INVALID_UTF8` (capability_id, invocation_id),
+ * `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`. On failure neither
+ * function is ever called and no outcome exists.
+ * Callbacks: `on_outcome` per `rcip_outcome_callback`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: PIPELINE.md sections 4 and 8; seed, "Invocation IDs are reserved
+ * before policy begins" (`invocation_id` NULL: a generated id; an empty
+ * string is an id).
+ */
+rcip_result rcip_client_invoke(const struct rcip_client *client, const char *capability_id, const char *input_json, const char *invocation_id, const struct rcip_cancel_token *cancel_token, rcip_outcome_callback on_outcome, void *user_data, rcip_user_data_free_callback user_data_free, char **invocation_id_out);
+
+/**
+ * Invokes and waits for the outcome (`rcip_client_invoke` without a
+ * callback).
+ *
+ * Shape: as `rcip_client_invoke`; `*outcome_json_out` is the outcome
+ * record.
+ * Ownership: as `rcip_client_invoke`; `*outcome_json_out` is new (free it
+ * with `rcip_string_free`); NULL on failure.
+ * Errors: as `rcip_client_invoke`.
+ * Thread safety: any thread. It blocks until the outcome exists: do not
+ * call it where the outcome needs work this thread would do (a deferred
+ * policy or handler settled later by this same thread).
+ * Rule: PIPELINE.md section 4.
+ */
+rcip_result rcip_client_invoke_blocking(const struct rcip_client *client, const char *capability_id, const char *input_json, const char *invocation_id, const struct rcip_cancel_token *cancel_token, char **outcome_json_out);
+
+/**
+ * Preflights 1 to 16 proposals: runs the invocation checks without
+ * running anything, reserving ids, emitting events or notifying (policy
+ * calls have `"phase": "preflight"`). Exactly one report reaches
+ * `on_report`, possibly before this returns.
+ *
+ * Shape: `capability_ids[i]` and `input_jsons[i]` (raw text, as for
+ * invoke) for i < `count`. The report is `{"revision": the revision when
+ * the preflight started, "checkedAt": clock when it settled, "consistent":
+ * bool, "outcomes": [{"status": "ready", "capabilityId", "effect"} |
+ * {"status": "confirmation_required", "capabilityId", "effect", "reason"}
+ * | {"status": "blocked", "capabilityId", "error": {"code", "message",
+ * "validationIssues"?}}]}`; when the revision moved meanwhile every entry
+ * that was not blocked is blocked `PREFLIGHT_STALE`.
+ * Units: `count` is a number of proposals.
+ * Ownership: all strings are copied; `cancel_token` is retained while the
+ * preflight runs; `user_data` is kept until the report was delivered.
+ * Errors: `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, no
+ * report), `RCIP_RESULT_NULL_ARGUMENT` (client, on_report, either array,
+ * any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
+ * id), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`; on failure
+ * neither function is ever called.
+ * Callbacks: `on_report` per `rcip_report_callback`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: PIPELINE.md section 6.
+ */
+rcip_result rcip_client_preflight(const struct rcip_client *client, const char *const *capability_ids, const char *const *input_jsons, size_t count, const struct rcip_cancel_token *cancel_token, rcip_report_callback on_report, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Binds a handler (and an optional availability check) to a capability of
+ * the catalog, then refreshes (new revision, subscribers notified).
+ *
+ * Ownership: `capability_id` is copied; `user_data` is shared by both
+ * callbacks and kept until the binding is released: after it is unbound
+ * (`rcip_binding_unbind`, `rcip_binding_free`) or the runtime is freed,
+ * once its running callbacks returned, `user_data_free(user_data)` runs
+ * once. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
+ * failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, capability_id, handler,
+ * binding_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG`
+ * (an id the catalog does not declare), `RCIP_RESULT_ALREADY_BOUND` (a live
+ * binding exists for it), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * On failure neither callback nor `user_data_free` is ever called.
+ * Callbacks: `handler` per `rcip_handler_callback`; `availability` (NULL:
+ * always available) per `rcip_availability_callback`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: seed, "Duplicate live bindings for one ID throw"; PIPELINE.md
+ * section 3.
+ */
+rcip_result rcip_host_bind(const struct rcip_host *host, const char *capability_id, rcip_handler_callback handler, rcip_availability_callback availability, void *user_data, rcip_user_data_free_callback user_data_free, struct rcip_binding **binding_out);
+
+/**
+ * Replaces the semantic context, then refreshes.
+ *
+ * Shape: `context_json` is `{"activeScopeIds": [scope id...],
+ * "primaryScopeId"?: scope id}`. Active ids are deduplicated keeping first
+ * occurrences; an empty `primaryScopeId` is kept as given.
+ * Ownership: `context_json` is borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not
+ * JSON or not UTF-8), `RCIP_RESULT_INVALID_ARGUMENT` (wrong shape, unknown
+ * key, `null`), `RCIP_RESULT_UNKNOWN_SCOPE` (an active id the catalog does
+ * not declare), `RCIP_RESULT_PRIMARY_NOT_ACTIVE` (a non-empty primary not
+ * among the active ids), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * On error nothing changes (no revision, no notification).
+ * Thread safety: any thread, also inside callbacks. The context is one
+ * value per runtime: the last set wins.
+ * Rule: seed, "Context and availability"; PIPELINE.md section 3.
+ */
+rcip_result rcip_host_set_context(const struct rcip_host *host, const char *context_json);
+
+/**
+ * Sets the context to `{"activeScopeIds": []}`, then refreshes.
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: seed, "unmount clears it"; PIPELINE.md section 3.
+ */
+rcip_result rcip_host_clear_context(const struct rcip_host *host);
+
+/**
+ * Refreshes: increments the revision, samples the availability of every
+ * bound capability, installs the new snapshot, notifies every subscriber
+ * once (on this thread, before returning). A refresh requested from inside
+ * a refresh on the same thread is queued behind it.
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: seed, "call runtime.host.refresh()"; PIPELINE.md section 2.
+ */
+rcip_result rcip_host_refresh(const struct rcip_host *host);
+
+/**
+ * Resolves a pending confirmation (approve or decline). Exactly one
+ * outcome reaches `on_outcome` (never a result code for an unknown id):
+ * declined → `denied CONFIRMATION_DECLINED`; approved at or after
+ * `expiresAt` → `failed CONFIRMATION_EXPIRED`; binding or context changed
+ * → `denied POLICY_DENIED`; else the captured request runs again with
+ * `confirmed` true (policy asked again, live rechecks), and its outcome is
+ * delivered. An id that is no longer pending answers its expiry or
+ * cancellation receipt once, then `failed CONFIRMATION_NOT_FOUND` (with
+ * capabilityId `"unknown"` and a new invocation id).
+ *
+ * Shape: the outcome is the record of conformance/FORMAT.md.
+ * Ownership: `confirmation_id` is copied; `user_data` is kept until the
+ * outcome was delivered, then `user_data_free` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id, on_outcome),
+ * `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
+ * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
+ * this returns.
+ * Thread safety: any thread, also inside callbacks (the confirmation
+ * callback may resolve inline). Only the host surface can approve.
+ * Rule: seed, "Approval is single-use and rechecks policy and
+ * availability"; PIPELINE.md section 5.
+ */
+rcip_result rcip_host_resolve_confirmation(const struct rcip_host *host, const char *confirmation_id, bool approved, rcip_outcome_callback on_outcome, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * The invocation id.
+ *
+ * Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+ * Errors: NULL `invocation` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 1.
+ */
+const char *rcip_invocation_id(const struct rcip_invocation *invocation);
+
+/**
+ * The capability id.
+ *
+ * Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+ * Errors: NULL `invocation` gives NULL.
+ * Thread safety: any thread.
+ */
+const char *rcip_invocation_capability_id(const struct rcip_invocation *invocation);
+
+/**
+ * The handler's own copy of the input, as compact JSON text.
+ *
+ * Shape: the capability's input (valid against its input schema), written
+ * canonically: one value per key (the last of duplicate keys), numbers as
+ * doubles. Changing a copy you make cannot change the request or a pending
+ * confirmation.
+ * Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+ * Errors: NULL `invocation` gives NULL.
+ * Thread safety: any thread.
+ * Rule: seed, "A handler receives a detached input copy".
+ */
+const char *rcip_invocation_input(const struct rcip_invocation *invocation);
+
+/**
+ * The semantic context captured before the policy was asked.
+ *
+ * Shape: `{"activeScopeIds": [...], "primaryScopeId"?: "..."}`.
+ * Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+ * Errors: NULL `invocation` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 steps 11 and 17.
+ */
+const char *rcip_invocation_semantic_context(const struct rcip_invocation *invocation);
+
+/**
+ * The invocation's cancellation token: cancelled when the consumer cancels
+ * the invocation's token or the runtime is freed. Poll it with
+ * `rcip_cancel_token_is_cancelled` or register with
+ * `rcip_cancel_token_on_cancel`.
+ *
+ * Ownership: borrowed from `invocation`; valid until
+ * `rcip_invocation_free`. Do not free it; `rcip_cancel_token_clone` gives a
+ * reference of your own.
+ * Errors: NULL `invocation` gives NULL.
+ * Thread safety: any thread.
+ * Rule: seed, "the handler must cooperate with its signal".
+ */
+const struct rcip_cancel_token *rcip_invocation_cancel_token(const struct rcip_invocation *invocation);
+
+/**
+ * Completes the invocation with output text.
+ *
+ * Shape: `output_json` is the capability output as JSON text. Text that is
+ * not a JSON value (not UTF-8, not JSON, above the runtime's size or depth
+ * limit) gives the outcome `failed OUTPUT_INVALID` without issues; a value
+ * failing the output schema gives `failed OUTPUT_INVALID` with issues; else
+ * `succeeded` (after the `succeeded` event and a refresh).
+ * Ownership: `output_json` is borrowed for the call (copied).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
+ * second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
+ * clock or id generator. Completing after the runtime stopped waiting
+ * (freed) returns OK and changes nothing. A payload problem is an outcome,
+ * not an error code.
+ * Thread safety: any thread; the outcome is delivered on this thread
+ * before the call returns (or after the handler returns, when called
+ * inside it).
+ * Rule: PIPELINE.md section 4 steps 18–20, section 8.
+ */
+rcip_result rcip_invocation_complete(const struct rcip_invocation *invocation, const char *output_json);
+
+/**
+ * Fails the invocation: `failed EXECUTION_ABORTED` when `aborted` is true
+ * or the token was cancelled, else `failed EXECUTION_FAILED`. No error
+ * text is taken: failure details stay with the host (redaction).
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
+ * second settle; `RCIP_RESULT_WRONG_CONTEXT`. After the runtime stopped
+ * waiting it returns OK and changes nothing.
+ * Thread safety: any thread; as `rcip_invocation_complete`.
+ * Rule: PIPELINE.md section 4 step 20; seed, "A thrown error after abort
+ * is reported as EXECUTION_ABORTED".
+ */
+rcip_result rcip_invocation_fail(const struct rcip_invocation *invocation, bool aborted);
+
+/**
+ * Frees the handle. An unsettled handle is settled as a failure first
+ * (as `rcip_invocation_fail(invocation, false)`).
+ *
+ * Ownership: consumes `invocation`; strings and the token borrowed from it
+ * become invalid. NULL does nothing; freeing twice is undefined.
+ * Thread safety: any thread, once no other thread uses the handle.
+ */
+void rcip_invocation_free(struct rcip_invocation *invocation);
+
+/**
+ * What the policy is asked (`RcipPolicyContext`).
+ *
+ * Shape: `{"capability": <the capability's live snapshot entry: id, title,
+ * description, scopeIds, effect, inputSchema, outputSchema, tags, usage?,
+ * bound, available, availability?, relevance>, "input": <the input>,
+ * "semanticContext": {"activeScopeIds", "primaryScopeId"?}, "confirmed":
+ * bool, "phase": "invoke" | "preflight"}`.
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 11, section 6.
+ */
+const char *rcip_policy_request_context(const struct rcip_policy_request *request);
+
+/**
+ * The invocation id, or NULL for a preflight proposal (no id is reserved
+ * by a preflight).
+ *
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ */
+const char *rcip_policy_request_invocation_id(const struct rcip_policy_request *request);
+
+/**
+ * Decides (`RcipPolicyDecision`).
+ *
+ * Shape: `decision_json` is `{"decision": "allow" | "deny" | "confirm",
+ * "reason"?: string}`. A deny reason becomes the `POLICY_DENIED` message; a
+ * confirm reason becomes the confirmation's description.
+ * Ownership: `decision_json` is borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
+ * JSON) and `RCIP_RESULT_INVALID_ARGUMENT` (wrong shape: not an object, an
+ * unknown key, a reason that is not a string, no decision) leave the
+ * request undecided; a `decision` that is none of the three settles the
+ * request as a policy failure (`POLICY_EVALUATION_FAILED`) and also returns
+ * `RCIP_RESULT_INVALID_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a second
+ * settle; `RCIP_RESULT_WRONG_CONTEXT`. Deciding after the runtime stopped
+ * waiting (token cancelled, runtime freed) returns OK and changes nothing.
+ * Thread safety: any thread; what the decision makes runnable (handler,
+ * outcome, report) runs on this thread before the call returns, or after
+ * the policy callback returns when called inside it.
+ * Rule: PIPELINE.md section 4 steps 11–16, section 8.
+ */
+rcip_result rcip_policy_request_decide(const struct rcip_policy_request *request, const char *decision_json);
+
+/**
+ * Settles the request as a policy failure (`POLICY_EVALUATION_FAILED`).
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_COMPLETED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread; as `rcip_policy_request_decide`.
+ * Rule: PIPELINE.md section 4 step 11.
+ */
+rcip_result rcip_policy_request_fail(const struct rcip_policy_request *request);
+
+/**
+ * Frees the handle; an undecided request is settled as a policy failure
+ * first.
+ *
+ * Ownership: consumes `request`; strings borrowed from it become invalid.
+ * NULL does nothing; freeing twice is undefined.
+ * Thread safety: any thread, once no other thread uses the handle.
+ */
+void rcip_policy_request_free(struct rcip_policy_request *request);
+
+/**
+ * Static text describing a result code.
+ *
+ * Shape: one English sentence, never NULL; an unknown value gives
+ * "unknown rcip_result value".
+ * Ownership: the returned string is static; do not free it.
+ * Thread safety: any thread.
+ */
+const char *rcip_result_str(uint32_t code);
+
+/**
+ * The message of the latest failing rcip call on this thread.
+ *
+ * Shape: one sentence naming the argument, JSON pointer or rule that
+ * failed (never payload values or secrets); NULL when the latest fallible
+ * call on this thread succeeded.
+ * Ownership: owned by the library; valid until the next rcip call on this
+ * thread. Copy it if you need it longer; do not free it.
+ * Thread safety: per thread. A call made inside a callback replaces it, so
+ * read it right after the failing call.
+ */
+const char *rcip_last_error_message(void);
+
+/**
+ * Starts configuring a runtime over `catalog`.
+ *
+ * Ownership: `catalog` is borrowed (the builder and the runtime keep their
+ * own reference); `*builder_out` is new: build it with
+ * `rcip_runtime_builder_build` or free it with `rcip_runtime_builder_free`.
+ * On failure `*builder_out` is NULL.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_runtime_builder_new(const struct rcip_catalog *catalog, struct rcip_runtime_builder **builder_out);
+
+/**
+ * Sets how long a confirmation stays pending: `expiresAt` = the clock when
+ * it opens + `ttl_ms`.
+ *
+ * Units: milliseconds; default 120000 (two minutes).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
+ * `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
+ * unchanged then.
+ * Thread safety: one thread at a time per builder.
+ * Rule: seed, "Default expiry is two minutes"; PIPELINE.md section 5.
+ */
+rcip_result rcip_runtime_builder_set_confirmation_ttl_ms(struct rcip_runtime_builder *builder, uint64_t ttl_ms);
+
+/**
+ * Sets the payload limits for capability input and handler output text.
+ *
+ * Units: `max_payload_len` in bytes (default 8388608, 8 MiB);
+ * `max_depth` in nesting levels of arrays and objects (default 1000).
+ * Deeper or larger text is not a JSON value (`INPUT_INVALID` /
+ * `OUTPUT_INVALID`), found before parsing.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
+ * `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 8 (limits).
+ */
+rcip_result rcip_runtime_builder_set_limits(struct rcip_runtime_builder *builder, size_t max_payload_len, size_t max_depth);
+
+/**
+ * Installs the host policy (replacing an earlier one, whose user data is
+ * released). Without one, the default policy applies: read → allow;
+ * confirmed → allow; destructive → confirm; write, external → deny.
+ *
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt, or the policy is replaced); then
+ * `user_data_free(user_data)` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback),
+ * `RCIP_RESULT_ALREADY_USED`. On failure neither function is ever called.
+ * Callbacks: see `rcip_policy_callback`.
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 4 step 11.
+ */
+rcip_result rcip_runtime_builder_set_policy(struct rcip_runtime_builder *builder, rcip_policy_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Installs the host's confirmation callback (replacing an earlier one),
+ * told when a confirmation opens (with the captured input, for the
+ * dialog) and when it ends.
+ *
+ * Ownership: `user_data` is kept until the runtime is freed; then
+ * `user_data_free` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Callbacks: see `rcip_confirmation_callback`.
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 5 (rcip: opened and closed notices).
+ */
+rcip_result rcip_runtime_builder_set_confirmation_callback(struct rcip_runtime_builder *builder, rcip_confirmation_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Adds a lifecycle event observer; observers are called in the order they
+ * were added, each with its own user data.
+ *
+ * Ownership: `user_data` is kept until the runtime is freed.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Callbacks: see `rcip_event_callback`.
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 4 (events: requested, started, succeeded,
+ * failed, denied, confirmation_requested, confirmation_declined).
+ */
+rcip_result rcip_runtime_builder_add_event_observer(struct rcip_runtime_builder *builder, rcip_event_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Installs the clock (default: the system clock).
+ *
+ * Units: the callback returns epoch milliseconds.
+ * Ownership: `user_data` is kept until the runtime is freed.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Callbacks: see `rcip_clock_callback` (no runtime calls from it).
+ * Thread safety: one thread at a time per builder.
+ * Rule: DESIGN.md, "Time is injectable".
+ */
+rcip_result rcip_runtime_builder_set_clock(struct rcip_runtime_builder *builder, rcip_clock_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Installs the id generator for invocation and confirmation ids (default:
+ * built in, `"<prefix>_<runtime salt>_<counter>"`).
+ *
+ * Ownership: `user_data` is kept until the runtime is freed.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Callbacks: see `rcip_id_generator_callback` (no runtime calls from it).
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 7.
+ */
+rcip_result rcip_runtime_builder_set_id_generator(struct rcip_runtime_builder *builder, rcip_id_generator_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Chooses manual timers: no library thread; confirmations expire only when
+ * the host calls `rcip_runtime_run_due_timers` (ask
+ * `rcip_runtime_next_deadline` when). Default: false (a library timer
+ * expires them at `expiresAt`).
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 7.
+ */
+rcip_result rcip_runtime_builder_set_manual_timers(struct rcip_runtime_builder *builder, bool manual);
+
+/**
+ * Builds the runtime: revision 0, everything unbound, context
+ * `{"activeScopeIds": []}`.
+ *
+ * Ownership: consumes and frees `builder` on success and failure alike (do
+ * not use or free it afterwards); `*runtime_out` is new (free it with
+ * `rcip_runtime_free`). On failure `*runtime_out` is NULL.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder or runtime_out; a non-NULL
+ * builder is freed even then).
+ * Thread safety: one thread at a time per builder.
+ */
+rcip_result rcip_runtime_builder_build(struct rcip_runtime_builder *builder, struct rcip_runtime **runtime_out);
+
+/**
+ * Frees a builder that was not built. Callbacks registered on it have
+ * their user data released now.
+ *
+ * Ownership: consumes `builder`. NULL does nothing; freeing twice is
+ * undefined.
+ * Thread safety: one thread at a time per builder.
+ */
+void rcip_runtime_builder_free(struct rcip_runtime_builder *builder);
+
+/**
+ * The consumer view of `runtime`; NULL for NULL.
+ *
+ * Ownership: borrowed from `runtime`; valid until `rcip_runtime_free`.
+ * Thread safety: any thread.
+ */
+const struct rcip_client *rcip_runtime_client(const struct rcip_runtime *runtime);
+
+/**
+ * The host view of `runtime`; NULL for NULL.
+ *
+ * Ownership: borrowed from `runtime`; valid until `rcip_runtime_free`.
+ * Thread safety: any thread.
+ */
+const struct rcip_host *rcip_runtime_host(const struct rcip_runtime *runtime);
+
+/**
+ * The earliest `expiresAt` among pending confirmations, for hosts driving
+ * manual timers from their event loop.
+ *
+ * Units: `*deadline_ms_out` in epoch milliseconds of the runtime's clock.
+ * Ownership: out-parameters written on success: `*has_deadline_out` false
+ * (and `*deadline_ms_out` 0) when nothing is pending.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 7.
+ */
+rcip_result rcip_runtime_next_deadline(const struct rcip_runtime *runtime, bool *has_deadline_out, int64_t *deadline_ms_out);
+
+/**
+ * Expires every confirmation whose `expiresAt` is at or before the clock's
+ * now, in `expiresAt` order (ties in creation order): each gets a receipt
+ * `failed CONFIRMATION_EXPIRED`, a `failed` event stamped `expiresAt`, and
+ * the confirmation callback's `closed` notice, on this thread.
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread; also valid without manual timers.
+ * Rule: PIPELINE.md section 5 (expiry), section 7.
+ */
+rcip_result rcip_runtime_run_due_timers(const struct rcip_runtime *runtime);
+
+/**
+ * Counters for diagnostics and tests.
+ *
+ * Shape: `{"revision", "bindings", "subscribers", "pendingInvocations",
+ * "pendingConfirmations", "pendingPreflights", "receipts", "reservedIds",
+ * "closed"}` (numbers, and a boolean).
+ * Ownership: `*stats_out` is new (free it with `rcip_string_free`); NULL on
+ * failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_runtime_stats(const struct rcip_runtime *runtime, char **stats_out);
+
+/**
+ * Closes and frees a runtime (PIPELINE.md section 9). During this call:
+ * every pending invocation gets `failed EXECUTION_ABORTED` (with its
+ * `failed` event), every pending preflight its report (undecided entries
+ * blocked `EXECUTION_ABORTED`), pending confirmations end without receipts
+ * (the confirmation callback hears `closed`), bindings and subscriptions
+ * are released. No callback of the runtime starts afterwards; user data is
+ * released once running callbacks return.
+ *
+ * Ownership: consumes `runtime`; its client and host views become invalid.
+ * Handles still held (completion handles, bindings, tokens, snapshots, the
+ * catalog) stay valid until freed and answer `RCIP_RESULT_CLOSED` where
+ * they would act on the runtime; a late completion returns OK and is
+ * ignored. NULL does nothing; freeing twice is undefined.
+ * Thread safety: any thread, also from inside the runtime's own callbacks
+ * (not its clock or id generator).
+ */
+void rcip_runtime_free(struct rcip_runtime *runtime);
+
+/**
+ * Compiles a schema the way the catalog compiles capability schemas (Ajv 8
+ * `Ajv2020` with `strict: true`: unknown keywords, `format`, references
+ * leaving the document and the other strict rules are refused).
+ *
+ * Shape: `schema_json` is a JSON Schema (an object or a boolean).
+ * Ownership: `schema_json` is borrowed; `*schema_out` is new (free it with
+ * `rcip_schema_free`); NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not
+ * JSON), `RCIP_RESULT_INVALID_ARGUMENT` (the schema does not compile; the
+ * message names the JSON pointer and the rule).
+ * Thread safety: any thread.
+ * Rule: seed, "JSON Schema support".
+ */
+rcip_result rcip_schema_new(const char *schema_json, struct rcip_schema **schema_out);
+
+/**
+ * Validates an instance.
+ *
+ * Shape: `instance_json` is JSON text (numbers read as doubles, as the
+ * reference does); `*result_out` is `{"valid": bool, "issues":
+ * [{"instancePath", "keyword", "message"}]}` (all issues, Ajv's
+ * `allErrors` semantics).
+ * Ownership: `instance_json` is borrowed; `*result_out` is new (free it
+ * with `rcip_string_free`); NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not a
+ * JSON value, default limits: 8 MiB, depth 1000).
+ * Thread safety: any thread.
+ */
+rcip_result rcip_schema_validate(const struct rcip_schema *schema, const char *instance_json, char **result_out);
+
+/**
+ * Frees a schema.
+ *
+ * Ownership: consumes `schema`. NULL does nothing; freeing twice is
+ * undefined.
+ * Thread safety: any thread.
+ */
+void rcip_schema_free(struct rcip_schema *schema);
+
+/**
+ * Answers an availability check (`RcipAvailability`).
+ *
+ * Shape: the answer becomes `{"available": available, "reasonCode"?:
+ * reason_code, "reason"?: reason}`; NULL leaves a field out. A later call
+ * replaces an earlier one.
+ * Ownership: `sink` is borrowed from the callback; `reason_code` and
+ * `reason` are copied.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (sink), `RCIP_RESULT_INVALID_UTF8`;
+ * the answer is unchanged then.
+ * Thread safety: the callback's thread, during the callback.
+ * Rule: PIPELINE.md section 2 (availability); the reason is the message
+ * of a `CAPABILITY_UNAVAILABLE` outcome at invoke step 8.
+ */
+rcip_result rcip_availability_set(struct rcip_availability_sink *sink, bool available, const char *reason_code, const char *reason);
+
+/**
+ * Answers an id generator call.
+ *
+ * Ownership: `sink` is borrowed from the callback; `value` is copied.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_UTF8`.
+ * Thread safety: the callback's thread, during the callback.
+ * Rule: PIPELINE.md section 7 (one generator serves both prefixes).
+ */
+rcip_result rcip_string_sink_set(struct rcip_string_sink *sink, const char *value);
+
+/**
+ * The snapshot as JSON text.
+ *
+ * Shape: `{"protocolVersion": "1.0", "revision", "application",
+ * "scopes", "context": {"activeScopeIds", "primaryScopeId"?},
+ * "capabilities": [{"id", "title", "description", "scopeIds", "effect",
+ * "inputSchema", "outputSchema", "tags", "usage"?, "bound", "available",
+ * "availability"? (only when bound), "relevance": "current" | "other"}]}`,
+ * capabilities in catalog order. Built on first request, then cached: the
+ * same bytes for every reader.
+ * Ownership: owned by `snapshot`; valid until its last reference is freed.
+ * Errors: NULL `snapshot` gives NULL.
+ * Thread safety: any thread.
+ * Rule: seed, "getSnapshot() returns the same deeply immutable object
+ * until its revision changes"; PIPELINE.md section 2.
+ */
+const char *rcip_snapshot_json(const struct rcip_snapshot *snapshot);
+
+/**
+ * The snapshot's revision (0 for NULL).
+ *
+ * Units: a counter starting at 0 with the runtime's first snapshot and
+ * incremented by every refresh.
+ * Thread safety: any thread.
+ */
+uint64_t rcip_snapshot_revision(const struct rcip_snapshot *snapshot);
+
+/**
+ * Frees one reference to the snapshot.
+ *
+ * Ownership: consumes this reference. NULL does nothing; freeing a
+ * reference twice is undefined.
+ * Thread safety: any thread.
+ */
+void rcip_snapshot_free(const struct rcip_snapshot *snapshot);
+
+/**
+ * Frees a string the library returned through a `char **` out-parameter.
+ *
+ * Ownership: consumes `string`; use only on strings from rcip (never
+ * `free()`: another allocator). NULL does nothing; freeing twice is
+ * undefined. Strings returned as `const char *` are never freed.
+ * Thread safety: any thread.
+ */
+void rcip_string_free(char *string);
+
+/**
+ * The ABI version of this library: MAJOR * 10000 + MINOR * 100 + PATCH.
+ * Equals `RCIP_ABI_VERSION` of the header it was built with; a host can
+ * compare the two at startup.
+ *
+ * Thread safety: any thread.
+ */
+uint32_t rcip_abi_version(void);
+
+/**
+ * The library version as text (`"MAJOR.MINOR.PATCH"`).
+ *
+ * Ownership: static; do not free.
+ * Thread safety: any thread.
+ */
+const char *rcip_version(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* RCIP_H */

@@ -1,0 +1,124 @@
+//! Cancellation tokens.
+
+use super::callback::{rcip_cancel_callback, rcip_user_data_free_callback, UserData};
+use super::guard::{ffi_guard, ffi_guard_or, out_arg, ref_arg, FfiError};
+use super::result::rcip_result;
+use crate::runtime::CancelToken;
+use std::ffi::c_void;
+
+/// A cancellation token (the seed's `AbortSignal`).
+///
+/// Ownership: reference-counted; each handle from `rcip_cancel_token_new` or
+/// `rcip_cancel_token_clone` is freed once with `rcip_cancel_token_free`.
+/// An invocation, confirmation or preflight keeps its own reference, so the
+/// consumer may free its token at any time.
+/// Thread safety: synchronized (any thread, concurrently).
+/// Functions: `rcip_cancel_token_new`, `rcip_cancel_token_clone`,
+/// `rcip_cancel_token_cancel`, `rcip_cancel_token_is_cancelled`,
+/// `rcip_cancel_token_on_cancel`, `rcip_cancel_token_free`.
+pub struct rcip_cancel_token(pub(crate) CancelToken);
+
+/// Creates a token that is not cancelled.
+///
+/// Ownership: `*token_out` is new; free it with `rcip_cancel_token_free`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (token_out).
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_cancel_token_new(token_out: *mut *mut rcip_cancel_token) -> rcip_result {
+    ffi_guard!({
+        let out = out_arg(token_out, "token_out")?;
+        *out = Box::into_raw(Box::new(rcip_cancel_token(CancelToken::new())));
+        Ok(())
+    })
+}
+
+/// Another reference to the same token.
+///
+/// Ownership: `token` is borrowed; `*token_out` is new; free it with
+/// `rcip_cancel_token_free`. On failure `*token_out` is NULL.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_cancel_token_clone(token: *const rcip_cancel_token, token_out: *mut *mut rcip_cancel_token) -> rcip_result {
+    ffi_guard!({
+        let out = out_arg(token_out, "token_out")?;
+        *out = std::ptr::null_mut();
+        let t = ref_arg(token, "token")?;
+        *out = Box::into_raw(Box::new(rcip_cancel_token(t.0.clone())));
+        Ok(())
+    })
+}
+
+/// Signals cancellation. Idempotent. Registered callbacks run now, on this
+/// thread; what they make runnable (an invocation ending with
+/// `EXECUTION_ABORTED` while its policy is pending, a pending confirmation
+/// ending with a receipt, a preflight report) happens before this returns.
+/// A running handler is only told (it must cooperate).
+///
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+/// Thread safety: any thread, also inside callbacks.
+/// Rule: seed, "Cancellation and effects"; PIPELINE.md sections 4 (steps 10,
+/// 11, 12, 20), 5 and 6.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_cancel_token_cancel(token: *const rcip_cancel_token) -> rcip_result {
+    ffi_guard!({
+        ref_arg(token, "token")?.0.cancel();
+        Ok(())
+    })
+}
+
+/// True once the token was cancelled; false for NULL.
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_cancel_token_is_cancelled(token: *const rcip_cancel_token) -> bool {
+    ffi_guard_or!(false, { token.as_ref().is_some_and(|t| t.0.is_cancelled()) })
+}
+
+/// Registers `callback` to run once on cancellation: at once, on this
+/// thread, when the token is already cancelled; else on the cancelling
+/// thread.
+///
+/// Ownership: `user_data` is kept until the callback ran (then
+/// `user_data_free` runs) or, if it never runs, until the last reference to
+/// the token is freed.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (token, callback); on failure
+/// neither function is ever called.
+/// Callbacks: `callback` runs once with no rcip lock held and may call any
+/// rcip function; `user_data_free` runs once after it.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_cancel_token_on_cancel(
+    token: *const rcip_cancel_token,
+    callback: rcip_cancel_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let t = ref_arg(token, "token")?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let data = UserData::new(user_data, user_data_free);
+        t.0.on_cancel(move || {
+            // Safety: the host's callback with its data; `data` drops
+            // (user_data_free) after it.
+            unsafe { cb(data.ptr()) };
+            drop(data);
+        });
+        Ok(())
+    })
+}
+
+/// Frees this reference to the token.
+///
+/// Ownership: consumes `token`. NULL does nothing; freeing twice is
+/// undefined. Other references (clones, running operations) keep the token
+/// alive.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_cancel_token_free(token: *mut rcip_cancel_token) {
+    ffi_guard_or!((), {
+        if !token.is_null() {
+            drop(Box::from_raw(token));
+        }
+    })
+}

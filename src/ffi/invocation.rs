@@ -1,0 +1,185 @@
+//! The handler's completion handle.
+
+use super::cancel::rcip_cancel_token;
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, ref_arg};
+use super::result::rcip_result;
+use crate::runtime::Invocation;
+use once_cell::sync::OnceCell;
+use std::ffi::{c_char, CString};
+
+/// The completion handle a handler receives: one running invocation.
+///
+/// Ownership: owned by the handler that received it; free it with
+/// `rcip_invocation_free` after (or instead of) settling. The runtime keeps
+/// its own reference, so settling and freeing are separate.
+/// Thread safety: synchronized (any thread, concurrently).
+/// Functions: `rcip_invocation_id`, `rcip_invocation_capability_id`,
+/// `rcip_invocation_input`, `rcip_invocation_semantic_context`,
+/// `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
+/// `rcip_invocation_fail`, `rcip_invocation_free`.
+pub struct rcip_invocation {
+    inner: Invocation,
+    id: OnceCell<CString>,
+    capability_id: OnceCell<CString>,
+    token: OnceCell<Box<rcip_cancel_token>>,
+}
+
+impl rcip_invocation {
+    pub(crate) fn new(inner: Invocation) -> Self {
+        rcip_invocation { inner, id: OnceCell::new(), capability_id: OnceCell::new(), token: OnceCell::new() }
+    }
+}
+
+fn c_string(s: &str) -> CString {
+    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', "\\0")).unwrap_or_default())
+}
+
+/// The invocation id.
+///
+/// Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+/// Errors: NULL `invocation` gives NULL.
+/// Thread safety: any thread.
+/// Rule: PIPELINE.md section 4 step 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_id(invocation: *const rcip_invocation) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        match invocation.as_ref() {
+            None => std::ptr::null(),
+            Some(h) => h.id.get_or_init(|| c_string(h.inner.id())).as_ptr(),
+        }
+    })
+}
+
+/// The capability id.
+///
+/// Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+/// Errors: NULL `invocation` gives NULL.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_capability_id(invocation: *const rcip_invocation) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        match invocation.as_ref() {
+            None => std::ptr::null(),
+            Some(h) => h.capability_id.get_or_init(|| c_string(h.inner.capability_id())).as_ptr(),
+        }
+    })
+}
+
+/// The handler's own copy of the input, as compact JSON text.
+///
+/// Shape: the capability's input (valid against its input schema), written
+/// canonically: one value per key (the last of duplicate keys), numbers as
+/// doubles. Changing a copy you make cannot change the request or a pending
+/// confirmation.
+/// Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+/// Errors: NULL `invocation` gives NULL.
+/// Thread safety: any thread.
+/// Rule: seed, "A handler receives a detached input copy".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_input(invocation: *const rcip_invocation) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        match invocation.as_ref() {
+            None => std::ptr::null(),
+            Some(h) => h.inner.input_c_ptr(),
+        }
+    })
+}
+
+/// The semantic context captured before the policy was asked.
+///
+/// Shape: `{"activeScopeIds": [...], "primaryScopeId"?: "..."}`.
+/// Ownership: owned by `invocation`; valid until `rcip_invocation_free`.
+/// Errors: NULL `invocation` gives NULL.
+/// Thread safety: any thread.
+/// Rule: PIPELINE.md section 4 steps 11 and 17.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_semantic_context(invocation: *const rcip_invocation) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        match invocation.as_ref() {
+            None => std::ptr::null(),
+            Some(h) => h.inner.context_c_ptr(),
+        }
+    })
+}
+
+/// The invocation's cancellation token: cancelled when the consumer cancels
+/// the invocation's token or the runtime is freed. Poll it with
+/// `rcip_cancel_token_is_cancelled` or register with
+/// `rcip_cancel_token_on_cancel`.
+///
+/// Ownership: borrowed from `invocation`; valid until
+/// `rcip_invocation_free`. Do not free it; `rcip_cancel_token_clone` gives a
+/// reference of your own.
+/// Errors: NULL `invocation` gives NULL.
+/// Thread safety: any thread.
+/// Rule: seed, "the handler must cooperate with its signal".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_invocation) -> *const rcip_cancel_token {
+    ffi_guard_or!(std::ptr::null(), {
+        match invocation.as_ref() {
+            None => std::ptr::null(),
+            Some(h) => &**h.token.get_or_init(|| Box::new(rcip_cancel_token(h.inner.cancel_token()))) as *const _,
+        }
+    })
+}
+
+/// Completes the invocation with output text.
+///
+/// Shape: `output_json` is the capability output as JSON text. Text that is
+/// not a JSON value (not UTF-8, not JSON, above the runtime's size or depth
+/// limit) gives the outcome `failed OUTPUT_INVALID` without issues; a value
+/// failing the output schema gives `failed OUTPUT_INVALID` with issues; else
+/// `succeeded` (after the `succeeded` event and a refresh).
+/// Ownership: `output_json` is borrowed for the call (copied).
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
+/// second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
+/// clock or id generator. Completing after the runtime stopped waiting
+/// (freed) returns OK and changes nothing. A payload problem is an outcome,
+/// not an error code.
+/// Thread safety: any thread; the outcome is delivered on this thread
+/// before the call returns (or after the handler returns, when called
+/// inside it).
+/// Rule: PIPELINE.md section 4 steps 18–20, section 8.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_complete(invocation: *const rcip_invocation, output_json: *const c_char) -> rcip_result {
+    ffi_guard!({
+        let h = ref_arg(invocation, "invocation")?;
+        let output = bytes_arg(output_json, "output_json")?;
+        h.inner.complete_text(output)?;
+        Ok(())
+    })
+}
+
+/// Fails the invocation: `failed EXECUTION_ABORTED` when `aborted` is true
+/// or the token was cancelled, else `failed EXECUTION_FAILED`. No error
+/// text is taken: failure details stay with the host (redaction).
+///
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
+/// second settle; `RCIP_RESULT_WRONG_CONTEXT`. After the runtime stopped
+/// waiting it returns OK and changes nothing.
+/// Thread safety: any thread; as `rcip_invocation_complete`.
+/// Rule: PIPELINE.md section 4 step 20; seed, "A thrown error after abort
+/// is reported as EXECUTION_ABORTED".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_fail(invocation: *const rcip_invocation, aborted: bool) -> rcip_result {
+    ffi_guard!({
+        let h = ref_arg(invocation, "invocation")?;
+        h.inner.fail(aborted)?;
+        Ok(())
+    })
+}
+
+/// Frees the handle. An unsettled handle is settled as a failure first
+/// (as `rcip_invocation_fail(invocation, false)`).
+///
+/// Ownership: consumes `invocation`; strings and the token borrowed from it
+/// become invalid. NULL does nothing; freeing twice is undefined.
+/// Thread safety: any thread, once no other thread uses the handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_free(invocation: *mut rcip_invocation) {
+    ffi_guard_or!((), {
+        if !invocation.is_null() {
+            drop(Box::from_raw(invocation));
+        }
+    })
+}

@@ -1,0 +1,114 @@
+//! Result codes and the per-thread error message (STYLE.md section 3).
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+
+/// The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
+/// `if (rc)` tests for failure. Values are grouped and never renumbered:
+/// 1xx argument errors, 2xx host configuration, 3xx state, 9xx internal.
+///
+/// Protocol results (denied, failed, validation issues, RCIP error codes)
+/// never appear here: they are outcome JSON delivered to outcome callbacks.
+/// After a failing call, `rcip_last_error_message()` says what was wrong.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rcip_result {
+    /// Success.
+    Ok = 0,
+    /// A required pointer argument was NULL.
+    NullArgument = 100,
+    /// A string argument is not valid UTF-8.
+    InvalidUtf8 = 101,
+    /// A JSON argument (context, filter, decision, schema, instance) is not
+    /// JSON text.
+    InvalidJson = 102,
+    /// An argument has the wrong shape or is out of range.
+    InvalidArgument = 103,
+    /// The catalog text is not a valid `RcipApplicationDefinition` (PIPELINE.md
+    /// section 1), or a schema in it does not compile.
+    InvalidCatalog = 200,
+    /// The capability id is not declared in the catalog.
+    NotInCatalog = 201,
+    /// The capability already has a live binding.
+    AlreadyBound = 202,
+    /// A context names a scope the catalog does not declare.
+    UnknownScope = 203,
+    /// A context's `primaryScopeId` is not among its `activeScopeIds`.
+    PrimaryNotActive = 204,
+    /// The object was consumed before (a built builder).
+    AlreadyUsed = 300,
+    /// The completion handle was settled before.
+    AlreadyCompleted = 301,
+    /// The runtime is closed (freed); the handle can no longer act on it.
+    Closed = 302,
+    /// A preflight batch does not hold 1 to 16 proposals.
+    PreflightBatchInvalid = 303,
+    /// A runtime call from inside the runtime's clock or id generator.
+    WrongContext = 304,
+    /// An internal error (a caught panic). The call had no effect, or its
+    /// effect is reported through the usual outcome.
+    Panic = 900,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Clears this thread's last error message (every fallible export does it on
+/// entry).
+pub(crate) fn clear_last_error() {
+    LAST_ERROR.with(|e| *e.borrow_mut() = None);
+}
+
+/// Records this thread's last error message.
+pub(crate) fn set_last_error(message: &str) {
+    let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some(text));
+}
+
+/// Static text describing a result code.
+///
+/// Shape: one English sentence, never NULL; an unknown value gives
+/// "unknown rcip_result value".
+/// Ownership: the returned string is static; do not free it.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn rcip_result_str(code: u32) -> *const c_char {
+    let text: &'static CStr = match code {
+        0 => c"success",
+        100 => c"a required pointer argument was NULL",
+        101 => c"a string argument is not valid UTF-8",
+        102 => c"a JSON argument is not JSON text",
+        103 => c"an argument has the wrong shape or is out of range",
+        200 => c"the catalog is not a valid RcipApplicationDefinition",
+        201 => c"the capability id is not declared in the catalog",
+        202 => c"the capability already has a live binding",
+        203 => c"the context names a scope the catalog does not declare",
+        204 => c"the context's primaryScopeId is not among its activeScopeIds",
+        300 => c"the object was already consumed",
+        301 => c"the completion handle was already settled",
+        302 => c"the runtime is closed",
+        303 => c"a preflight batch must hold 1 to 16 proposals",
+        304 => c"runtime calls are not allowed from inside the clock or id generator",
+        900 => c"internal error (a panic was caught)",
+        _ => c"unknown rcip_result value",
+    };
+    text.as_ptr()
+}
+
+/// The message of the latest failing rcip call on this thread.
+///
+/// Shape: one sentence naming the argument, JSON pointer or rule that
+/// failed (never payload values or secrets); NULL when the latest fallible
+/// call on this thread succeeded.
+/// Ownership: owned by the library; valid until the next rcip call on this
+/// thread. Copy it if you need it longer; do not free it.
+/// Thread safety: per thread. A call made inside a callback replaces it, so
+/// read it right after the failing call.
+#[unsafe(no_mangle)]
+pub extern "C" fn rcip_last_error_message() -> *const c_char {
+    LAST_ERROR.with(|e| match &*e.borrow() {
+        Some(s) => s.as_ptr(),
+        None => std::ptr::null(),
+    })
+}

@@ -1,0 +1,425 @@
+//! Runtime builder, runtime, timers and stats.
+
+use super::callback::{
+    rcip_clock_callback, rcip_confirmation_callback, rcip_event_callback, rcip_id_generator_callback,
+    rcip_policy_callback, rcip_user_data_free_callback, CClock, CEvents, CIds, CPolicy, UserData,
+};
+use super::catalog::rcip_catalog;
+use super::guard::{ffi_guard, ffi_guard_or, out_arg, ref_arg, FfiError, FfiResult};
+use super::result::rcip_result;
+use super::string::into_c_string;
+use crate::runtime::{Runtime, RuntimeBuilder};
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+/// Configures a runtime before it is built.
+///
+/// Ownership: owned by the caller; consumed (freed) by
+/// `rcip_runtime_builder_build`, on success and failure alike, or freed
+/// unbuilt with `rcip_runtime_builder_free`.
+/// Thread safety: one thread at a time.
+/// Functions: `rcip_runtime_builder_new`,
+/// `rcip_runtime_builder_set_confirmation_ttl_ms`,
+/// `rcip_runtime_builder_set_limits`, `rcip_runtime_builder_set_policy`,
+/// `rcip_runtime_builder_set_confirmation_callback`,
+/// `rcip_runtime_builder_add_event_observer`,
+/// `rcip_runtime_builder_set_clock`, `rcip_runtime_builder_set_id_generator`,
+/// `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_build`,
+/// `rcip_runtime_builder_free`.
+pub struct rcip_runtime_builder {
+    inner: Option<RuntimeBuilder>,
+}
+
+/// A runtime: bindings, semantic context, snapshots, invocations,
+/// confirmations and preflights over one catalog.
+///
+/// Ownership: owned by the caller; freed with `rcip_runtime_free`, which
+/// closes it (PIPELINE.md section 9). `rcip_runtime_client` and
+/// `rcip_runtime_host` lend views of it.
+/// Thread safety: synchronized (any thread, concurrently, and from inside
+/// its own callbacks except its clock and id generator).
+/// Functions: `rcip_runtime_client`, `rcip_runtime_host`,
+/// `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
+/// `rcip_runtime_stats`, `rcip_runtime_free`.
+pub struct rcip_runtime(pub(crate) Runtime);
+
+/// The consumer surface of a runtime (what an agent may do): snapshot,
+/// list, subscribe, invoke, preflight.
+///
+/// Ownership: borrowed from its runtime (`rcip_runtime_client`); never
+/// freed; invalid after `rcip_runtime_free`.
+/// Thread safety: synchronized.
+/// Functions: `rcip_client_snapshot`, `rcip_client_list_capabilities`,
+/// `rcip_client_subscribe`, `rcip_client_invoke`,
+/// `rcip_client_invoke_blocking`, `rcip_client_preflight`.
+pub struct rcip_client {
+    _private: [u8; 0],
+}
+
+/// The trusted host surface of a runtime: bind, context, refresh,
+/// confirmation resolution.
+///
+/// Ownership: borrowed from its runtime (`rcip_runtime_host`); never freed;
+/// invalid after `rcip_runtime_free`.
+/// Thread safety: synchronized.
+/// Functions: `rcip_host_bind`, `rcip_host_set_context`,
+/// `rcip_host_clear_context`, `rcip_host_refresh`,
+/// `rcip_host_resolve_confirmation`.
+pub struct rcip_host {
+    _private: [u8; 0],
+}
+
+unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut rcip_runtime_builder> {
+    let b = builder.as_mut().ok_or_else(|| FfiError::null("builder"))?;
+    if b.inner.is_none() {
+        return Err(FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"));
+    }
+    Ok(b)
+}
+
+fn settings(b: &mut rcip_runtime_builder) -> &mut RuntimeBuilder {
+    b.inner.as_mut().expect("checked by builder_mut")
+}
+
+/// Starts configuring a runtime over `catalog`.
+///
+/// Ownership: `catalog` is borrowed (the builder and the runtime keep their
+/// own reference); `*builder_out` is new: build it with
+/// `rcip_runtime_builder_build` or free it with `rcip_runtime_builder_free`.
+/// On failure `*builder_out` is NULL.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_new(catalog: *const rcip_catalog, builder_out: *mut *mut rcip_runtime_builder) -> rcip_result {
+    ffi_guard!({
+        let out = out_arg(builder_out, "builder_out")?;
+        *out = std::ptr::null_mut();
+        let catalog = ref_arg(catalog, "catalog")?;
+        *out = Box::into_raw(Box::new(rcip_runtime_builder { inner: Some(RuntimeBuilder::new(&catalog.0)) }));
+        Ok(())
+    })
+}
+
+/// Sets how long a confirmation stays pending: `expiresAt` = the clock when
+/// it opens + `ttl_ms`.
+///
+/// Units: milliseconds; default 120000 (two minutes).
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
+/// `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
+/// unchanged then.
+/// Thread safety: one thread at a time per builder.
+/// Rule: seed, "Default expiry is two minutes"; PIPELINE.md section 5.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *mut rcip_runtime_builder, ttl_ms: u64) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        settings(b).confirmation_ttl_ms(ttl_ms)?;
+        Ok(())
+    })
+}
+
+/// Sets the payload limits for capability input and handler output text.
+///
+/// Units: `max_payload_len` in bytes (default 8388608, 8 MiB);
+/// `max_depth` in nesting levels of arrays and objects (default 1000).
+/// Deeper or larger text is not a JSON value (`INPUT_INVALID` /
+/// `OUTPUT_INVALID`), found before parsing.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
+/// `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 8 (limits).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_limits(builder: *mut rcip_runtime_builder, max_payload_len: usize, max_depth: usize) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        settings(b).limits(max_payload_len, max_depth)?;
+        Ok(())
+    })
+}
+
+/// Installs the host policy (replacing an earlier one, whose user data is
+/// released). Without one, the default policy applies: read → allow;
+/// confirmed → allow; destructive → confirm; write, external → deny.
+///
+/// Ownership: `user_data` is kept until the runtime is freed (or the
+/// builder is freed unbuilt, or the policy is replaced); then
+/// `user_data_free(user_data)` runs once.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback),
+/// `RCIP_RESULT_ALREADY_USED`. On failure neither function is ever called.
+/// Callbacks: see `rcip_policy_callback`.
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 4 step 11.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_policy(
+    builder: *mut rcip_runtime_builder,
+    callback: rcip_policy_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let policy = Arc::new(CPolicy { cb, user_data: UserData::new(user_data, user_data_free) });
+        settings(b).policy(policy);
+        Ok(())
+    })
+}
+
+/// Installs the host's confirmation callback (replacing an earlier one),
+/// told when a confirmation opens (with the captured input, for the
+/// dialog) and when it ends.
+///
+/// Ownership: `user_data` is kept until the runtime is freed; then
+/// `user_data_free` runs once.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Callbacks: see `rcip_confirmation_callback`.
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 5 (rcip: opened and closed notices).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_callback(
+    builder: *mut rcip_runtime_builder,
+    callback: rcip_confirmation_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let observer = Arc::new(CEvents { cb, user_data: UserData::new(user_data, user_data_free) });
+        settings(b).confirmation_observer(observer);
+        Ok(())
+    })
+}
+
+/// Adds a lifecycle event observer; observers are called in the order they
+/// were added, each with its own user data.
+///
+/// Ownership: `user_data` is kept until the runtime is freed.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Callbacks: see `rcip_event_callback`.
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 4 (events: requested, started, succeeded,
+/// failed, denied, confirmation_requested, confirmation_declined).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_add_event_observer(
+    builder: *mut rcip_runtime_builder,
+    callback: rcip_event_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let observer = Arc::new(CEvents { cb, user_data: UserData::new(user_data, user_data_free) });
+        settings(b).event_observer(observer);
+        Ok(())
+    })
+}
+
+/// Installs the clock (default: the system clock).
+///
+/// Units: the callback returns epoch milliseconds.
+/// Ownership: `user_data` is kept until the runtime is freed.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Callbacks: see `rcip_clock_callback` (no runtime calls from it).
+/// Thread safety: one thread at a time per builder.
+/// Rule: DESIGN.md, "Time is injectable".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_clock(
+    builder: *mut rcip_runtime_builder,
+    callback: rcip_clock_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let clock = Arc::new(CClock { cb, user_data: UserData::new(user_data, user_data_free) });
+        settings(b).clock(clock);
+        Ok(())
+    })
+}
+
+/// Installs the id generator for invocation and confirmation ids (default:
+/// built in, `"<prefix>_<runtime salt>_<counter>"`).
+///
+/// Ownership: `user_data` is kept until the runtime is freed.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Callbacks: see `rcip_id_generator_callback` (no runtime calls from it).
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 7.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_id_generator(
+    builder: *mut rcip_runtime_builder,
+    callback: rcip_id_generator_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let ids = Arc::new(CIds { cb, user_data: UserData::new(user_data, user_data_free) });
+        settings(b).id_generator(ids);
+        Ok(())
+    })
+}
+
+/// Chooses manual timers: no library thread; confirmations expire only when
+/// the host calls `rcip_runtime_run_due_timers` (ask
+/// `rcip_runtime_next_deadline` when). Default: false (a library timer
+/// expires them at `expiresAt`).
+///
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 7.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(builder: *mut rcip_runtime_builder, manual: bool) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        settings(b).manual_timers(manual);
+        Ok(())
+    })
+}
+
+/// Builds the runtime: revision 0, everything unbound, context
+/// `{"activeScopeIds": []}`.
+///
+/// Ownership: consumes and frees `builder` on success and failure alike (do
+/// not use or free it afterwards); `*runtime_out` is new (free it with
+/// `rcip_runtime_free`). On failure `*runtime_out` is NULL.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder or runtime_out; a non-NULL
+/// builder is freed even then).
+/// Thread safety: one thread at a time per builder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_build(builder: *mut rcip_runtime_builder, runtime_out: *mut *mut rcip_runtime) -> rcip_result {
+    ffi_guard!({
+        if builder.is_null() {
+            if let Some(out) = runtime_out.as_mut() {
+                *out = std::ptr::null_mut();
+            }
+            return Err(FfiError::null("builder"));
+        }
+        let owned = Box::from_raw(builder);
+        let out = out_arg(runtime_out, "runtime_out")?;
+        *out = std::ptr::null_mut();
+        let inner = owned.inner.ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
+        *out = Box::into_raw(Box::new(rcip_runtime(inner.build())));
+        Ok(())
+    })
+}
+
+/// Frees a builder that was not built. Callbacks registered on it have
+/// their user data released now.
+///
+/// Ownership: consumes `builder`. NULL does nothing; freeing twice is
+/// undefined.
+/// Thread safety: one thread at a time per builder.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_free(builder: *mut rcip_runtime_builder) {
+    ffi_guard_or!((), {
+        if !builder.is_null() {
+            drop(Box::from_raw(builder));
+        }
+    })
+}
+
+/// The consumer view of `runtime`; NULL for NULL.
+///
+/// Ownership: borrowed from `runtime`; valid until `rcip_runtime_free`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rcip_client {
+    runtime.cast()
+}
+
+/// The host view of `runtime`; NULL for NULL.
+///
+/// Ownership: borrowed from `runtime`; valid until `rcip_runtime_free`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn rcip_runtime_host(runtime: *const rcip_runtime) -> *const rcip_host {
+    runtime.cast()
+}
+
+/// The earliest `expiresAt` among pending confirmations, for hosts driving
+/// manual timers from their event loop.
+///
+/// Units: `*deadline_ms_out` in epoch milliseconds of the runtime's clock.
+/// Ownership: out-parameters written on success: `*has_deadline_out` false
+/// (and `*deadline_ms_out` 0) when nothing is pending.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+/// Thread safety: any thread.
+/// Rule: PIPELINE.md section 7.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_next_deadline(runtime: *const rcip_runtime, has_deadline_out: *mut bool, deadline_ms_out: *mut i64) -> rcip_result {
+    ffi_guard!({
+        let r = ref_arg(runtime, "runtime")?;
+        let has = out_arg(has_deadline_out, "has_deadline_out")?;
+        let at = out_arg(deadline_ms_out, "deadline_ms_out")?;
+        let next = r.0.next_deadline()?;
+        *has = next.is_some();
+        *at = next.unwrap_or(0);
+        Ok(())
+    })
+}
+
+/// Expires every confirmation whose `expiresAt` is at or before the clock's
+/// now, in `expiresAt` order (ties in creation order): each gets a receipt
+/// `failed CONFIRMATION_EXPIRED`, a `failed` event stamped `expiresAt`, and
+/// the confirmation callback's `closed` notice, on this thread.
+///
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+/// Thread safety: any thread; also valid without manual timers.
+/// Rule: PIPELINE.md section 5 (expiry), section 7.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_run_due_timers(runtime: *const rcip_runtime) -> rcip_result {
+    ffi_guard!({
+        let r = ref_arg(runtime, "runtime")?;
+        r.0.run_due_timers()?;
+        Ok(())
+    })
+}
+
+/// Counters for diagnostics and tests.
+///
+/// Shape: `{"revision", "bindings", "subscribers", "pendingInvocations",
+/// "pendingConfirmations", "pendingPreflights", "receipts", "reservedIds",
+/// "closed"}` (numbers, and a boolean).
+/// Ownership: `*stats_out` is new (free it with `rcip_string_free`); NULL on
+/// failure.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_stats(runtime: *const rcip_runtime, stats_out: *mut *mut c_char) -> rcip_result {
+    ffi_guard!({
+        let out = out_arg(stats_out, "stats_out")?;
+        *out = std::ptr::null_mut();
+        let r = ref_arg(runtime, "runtime")?;
+        *out = into_c_string(&r.0.stats_json()?);
+        Ok(())
+    })
+}
+
+/// Closes and frees a runtime (PIPELINE.md section 9). During this call:
+/// every pending invocation gets `failed EXECUTION_ABORTED` (with its
+/// `failed` event), every pending preflight its report (undecided entries
+/// blocked `EXECUTION_ABORTED`), pending confirmations end without receipts
+/// (the confirmation callback hears `closed`), bindings and subscriptions
+/// are released. No callback of the runtime starts afterwards; user data is
+/// released once running callbacks return.
+///
+/// Ownership: consumes `runtime`; its client and host views become invalid.
+/// Handles still held (completion handles, bindings, tokens, snapshots, the
+/// catalog) stay valid until freed and answer `RCIP_RESULT_CLOSED` where
+/// they would act on the runtime; a late completion returns OK and is
+/// ignored. NULL does nothing; freeing twice is undefined.
+/// Thread safety: any thread, also from inside the runtime's own callbacks
+/// (not its clock or id generator).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_free(runtime: *mut rcip_runtime) {
+    ffi_guard_or!((), {
+        if !runtime.is_null() {
+            drop(Box::from_raw(runtime));
+        }
+    })
+}

@@ -1,0 +1,74 @@
+//! Snapshots handed to consumers.
+
+use super::guard::ffi_guard_or;
+use crate::runtime::Snapshot;
+use std::ffi::c_char;
+use std::sync::Arc;
+
+/// An immutable snapshot of one revision (`RcipApplicationSnapshot`).
+///
+/// Ownership: reference-counted; `rcip_client_snapshot` returns the same
+/// pointer until the revision changes, and each returned reference is freed
+/// once with `rcip_snapshot_free`.
+/// Thread safety: shared (immutable; any thread).
+/// Functions: `rcip_snapshot_json`, `rcip_snapshot_revision`,
+/// `rcip_snapshot_free`.
+pub struct rcip_snapshot {
+    _private: [u8; 0],
+}
+
+pub(crate) fn into_raw(snapshot: Arc<Snapshot>) -> *const rcip_snapshot {
+    Arc::into_raw(snapshot).cast()
+}
+
+unsafe fn borrow<'a>(snapshot: *const rcip_snapshot) -> Option<&'a Snapshot> {
+    snapshot.cast::<Snapshot>().as_ref()
+}
+
+/// The snapshot as JSON text.
+///
+/// Shape: `{"protocolVersion": "1.0", "revision", "application",
+/// "scopes", "context": {"activeScopeIds", "primaryScopeId"?},
+/// "capabilities": [{"id", "title", "description", "scopeIds", "effect",
+/// "inputSchema", "outputSchema", "tags", "usage"?, "bound", "available",
+/// "availability"? (only when bound), "relevance": "current" | "other"}]}`,
+/// capabilities in catalog order. Built on first request, then cached: the
+/// same bytes for every reader.
+/// Ownership: owned by `snapshot`; valid until its last reference is freed.
+/// Errors: NULL `snapshot` gives NULL.
+/// Thread safety: any thread.
+/// Rule: seed, "getSnapshot() returns the same deeply immutable object
+/// until its revision changes"; PIPELINE.md section 2.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_snapshot_json(snapshot: *const rcip_snapshot) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        match borrow(snapshot) {
+            None => std::ptr::null(),
+            Some(s) => s.json_c_ptr(),
+        }
+    })
+}
+
+/// The snapshot's revision (0 for NULL).
+///
+/// Units: a counter starting at 0 with the runtime's first snapshot and
+/// incremented by every refresh.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_snapshot_revision(snapshot: *const rcip_snapshot) -> u64 {
+    ffi_guard_or!(0, { borrow(snapshot).map(|s| s.revision()).unwrap_or(0) })
+}
+
+/// Frees one reference to the snapshot.
+///
+/// Ownership: consumes this reference. NULL does nothing; freeing a
+/// reference twice is undefined.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_snapshot_free(snapshot: *const rcip_snapshot) {
+    ffi_guard_or!((), {
+        if !snapshot.is_null() {
+            drop(Arc::from_raw(snapshot.cast::<Snapshot>()));
+        }
+    })
+}

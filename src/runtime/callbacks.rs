@@ -1,0 +1,119 @@
+//! What the host plugs into a runtime. Each trait has a blanket
+//! implementation for closures, so a Rust host can pass a closure; the C ABI
+//! implements them with trampolines over function pointers and user data.
+//!
+//! No callback is ever called while a runtime lock is held, and each may call
+//! back into the runtime (PIPELINE.md section 7), except the clock and the
+//! id generator, whose calls into a runtime fail with
+//! [`HostError::WrongContext`](super::HostError::WrongContext).
+
+use super::handles::{Invocation, PolicyRequest};
+use super::types::{Availability, LifecycleEvent};
+
+/// Runs a capability. It receives the completion handle and settles it
+/// (complete or fail) exactly once, before returning or later from any
+/// thread. Dropping the handle unsettled settles it as a failure.
+pub trait Handler: Send + Sync {
+    fn call(&self, invocation: Invocation);
+}
+
+impl<F: Fn(Invocation) + Send + Sync> Handler for F {
+    fn call(&self, invocation: Invocation) {
+        self(invocation)
+    }
+}
+
+/// Answers whether a bound capability is available now. `Err(())` means the
+/// check failed (shown as `AVAILABILITY_CHECK_FAILED`).
+pub trait AvailabilityCheck: Send + Sync {
+    fn check(&self) -> Result<Availability, ()>;
+}
+
+impl<F: Fn() -> Result<Availability, ()> + Send + Sync> AvailabilityCheck for F {
+    fn check(&self) -> Result<Availability, ()> {
+        self()
+    }
+}
+
+/// The host policy. It receives a request handle and decides exactly once,
+/// before returning or later from any thread. Dropping the handle undecided
+/// settles it as a policy failure.
+pub trait Policy: Send + Sync {
+    fn evaluate(&self, request: PolicyRequest);
+}
+
+impl<F: Fn(PolicyRequest) + Send + Sync> Policy for F {
+    fn evaluate(&self, request: PolicyRequest) {
+        self(request)
+    }
+}
+
+/// Receives each lifecycle event (redacted: no input, output or message).
+pub trait EventObserver: Send + Sync {
+    fn on_event(&self, event: &LifecycleEvent);
+}
+
+impl<F: Fn(&LifecycleEvent) + Send + Sync> EventObserver for F {
+    fn on_event(&self, event: &LifecycleEvent) {
+        self(event)
+    }
+}
+
+/// Told when a confirmation opens and when it ends, as JSON text
+/// (PIPELINE.md section 5: `{"event": "opened", ...}` and
+/// `{"event": "closed", ...}`).
+pub trait ConfirmationObserver: Send + Sync {
+    fn on_confirmation(&self, json: &str);
+}
+
+impl<F: Fn(&str) + Send + Sync> ConfirmationObserver for F {
+    fn on_confirmation(&self, json: &str) {
+        self(json)
+    }
+}
+
+/// The time source, in epoch milliseconds.
+pub trait Clock: Send + Sync {
+    fn now_ms(&self) -> i64;
+}
+
+impl<F: Fn() -> i64 + Send + Sync> Clock for F {
+    fn now_ms(&self) -> i64 {
+        self()
+    }
+}
+
+/// Generates invocation and confirmation ids for a prefix (`invocation`,
+/// `confirmation`). `None` falls back to the built-in generator.
+pub trait IdGenerator: Send + Sync {
+    fn generate(&self, prefix: &str) -> Option<String>;
+}
+
+impl<F: Fn(&str) -> Option<String> + Send + Sync> IdGenerator for F {
+    fn generate(&self, prefix: &str) -> Option<String> {
+        self(prefix)
+    }
+}
+
+/// Notified once per snapshot revision.
+pub trait Subscriber: Send + Sync {
+    fn notify(&self, revision: u64);
+}
+
+impl<F: Fn(u64) + Send + Sync> Subscriber for F {
+    fn notify(&self, revision: u64) {
+        self(revision)
+    }
+}
+
+/// Receives one invocation outcome (or one preflight report), as the record
+/// and its JSON text. Called exactly once.
+pub trait OutcomeSink: Send {
+    fn deliver(self: Box<Self>, json: &str);
+}
+
+impl<F: FnOnce(&str) + Send> OutcomeSink for F {
+    fn deliver(self: Box<Self>, json: &str) {
+        (*self)(json)
+    }
+}

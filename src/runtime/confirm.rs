@@ -1,0 +1,341 @@
+//! Confirmation (PIPELINE.md section 5): single-use, expiring at
+//! `expiresAt`, cancelled with its token, rechecked on approval; receipts
+//! for the latest 256 expiries and cancellations; the host's confirmation
+//! callback told when one opens and how it ends.
+
+use super::callbacks::OutcomeSink;
+use super::cancel::{CancelToken, Registration};
+use super::invoke::{InvocationCore, Payload, Start};
+use super::shared::{Shared, RECEIPT_CAPACITY};
+use super::types::{messages, push_json_str, ConfirmationRecord, ErrorCode, EventPhase, Outcome, RcipError, SemanticContext};
+use super::HostError;
+use std::sync::Arc;
+
+/// A confirmation waiting for the host.
+pub(crate) struct PendingConfirmation {
+    pub id: String,
+    pub invocation_id: String,
+    pub capability_id: String,
+    pub capability: usize,
+    pub payload: Arc<Payload>,
+    pub token: Option<CancelToken>,
+    pub registration: Option<Registration>,
+    pub binding_id: u64,
+    pub context: Arc<SemanticContext>,
+    pub expires_at: i64,
+    pub seq: u64,
+}
+
+/// What is kept of an expired or cancelled confirmation (no payload).
+pub(crate) struct Receipt {
+    pub confirmation_id: String,
+    pub invocation_id: String,
+    pub capability_id: String,
+    pub code: ErrorCode,
+}
+
+/// How a confirmation ended, for the host's confirmation callback.
+#[derive(Clone, Copy)]
+enum CloseReason {
+    Approved,
+    Declined,
+    Expired,
+    Cancelled,
+    Invalidated,
+    Closed,
+}
+
+impl CloseReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Approved => "approved",
+            CloseReason::Declined => "declined",
+            CloseReason::Expired => "expired",
+            CloseReason::Cancelled => "cancelled",
+            CloseReason::Invalidated => "invalidated",
+            CloseReason::Closed => "closed",
+        }
+    }
+}
+
+fn closed_json(c: &PendingConfirmation, reason: CloseReason) -> String {
+    let mut out = String::from("{\"event\":\"closed\",\"confirmationId\":");
+    push_json_str(&mut out, &c.id);
+    out.push_str(",\"invocationId\":");
+    push_json_str(&mut out, &c.invocation_id);
+    out.push_str(",\"capabilityId\":");
+    push_json_str(&mut out, &c.capability_id);
+    out.push_str(",\"reason\":\"");
+    out.push_str(reason.as_str());
+    out.push_str("\"}");
+    out
+}
+
+impl Shared {
+    pub(crate) fn new_pending_confirmation(
+        &self,
+        core: &InvocationCore,
+        capability: usize,
+        binding_id: u64,
+        context: Arc<SemanticContext>,
+        payload: Arc<Payload>,
+        record: ConfirmationRecord,
+    ) -> PendingConfirmation {
+        PendingConfirmation {
+            id: record.id,
+            invocation_id: core.id.clone(),
+            capability_id: core.capability_id.clone(),
+            capability,
+            payload,
+            token: core.token.clone(),
+            registration: None,
+            binding_id,
+            context,
+            expires_at: record.expires_at,
+            seq: 0,
+        }
+    }
+
+    /// Stores a new confirmation; false when the runtime closed meanwhile.
+    pub(crate) fn register_confirmation(&self, _core: &InvocationCore, mut pending: PendingConfirmation) -> bool {
+        let mut st = self.state.lock();
+        if st.closed {
+            return false;
+        }
+        pending.seq = Shared::next_seq(&mut st);
+        st.deadlines.insert((pending.expires_at, pending.seq, pending.id.clone()));
+        st.confirmations.insert(pending.id.clone(), pending);
+        true
+    }
+
+    /// After the `confirmation_required` outcome: tell the host, arm the
+    /// timer, and let the token cancel the confirmation.
+    pub(crate) fn after_confirmation_opened(
+        self: &Arc<Self>,
+        core: &Arc<InvocationCore>,
+        record: &ConfirmationRecord,
+        payload: &Payload,
+    ) {
+        self.notify_confirmation(|| {
+            let mut out = String::from("{\"event\":\"opened\",\"confirmation\":");
+            record.write_json(&mut out);
+            out.push_str(",\"invocationId\":");
+            push_json_str(&mut out, &core.id);
+            out.push_str(",\"capabilityId\":");
+            push_json_str(&mut out, &core.capability_id);
+            out.push_str(",\"input\":");
+            out.push_str(payload.text());
+            out.push('}');
+            out
+        });
+        if !self.config.manual_timers {
+            super::timer::schedule(self, record.expires_at);
+        }
+        if let Some(token) = &core.token {
+            let weak = Arc::downgrade(self);
+            let id = record.id.clone();
+            let registration = token.on_cancel(move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.cancel_confirmation(&id);
+                }
+            });
+            if let Some(r) = registration {
+                let stale = {
+                    let mut st = self.state.lock();
+                    match st.confirmations.get_mut(&record.id) {
+                        Some(c) => {
+                            c.registration = Some(r);
+                            false
+                        }
+                        None => true,
+                    }
+                };
+                if stale {
+                    token.unregister(r);
+                }
+            }
+        }
+    }
+
+    fn push_receipt(st: &mut super::shared::State, c: &PendingConfirmation, code: ErrorCode) {
+        st.receipts.push_back(Receipt {
+            confirmation_id: c.id.clone(),
+            invocation_id: c.invocation_id.clone(),
+            capability_id: c.capability_id.clone(),
+            code,
+        });
+        while st.receipts.len() > RECEIPT_CAPACITY {
+            st.receipts.pop_front();
+        }
+    }
+
+    fn unregister_confirmation_token(c: &mut PendingConfirmation) {
+        if let (Some(token), Some(r)) = (&c.token, c.registration.take()) {
+            token.unregister(r);
+        }
+    }
+
+    /// The token of a pending confirmation was cancelled.
+    pub(crate) fn cancel_confirmation(self: &Arc<Self>, id: &str) {
+        let removed = {
+            let mut st = self.state.lock();
+            match st.confirmations.remove(id) {
+                None => None,
+                Some(c) => {
+                    st.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
+                    st.reserved.remove(&c.invocation_id);
+                    Shared::push_receipt(&mut st, &c, ErrorCode::ExecutionAborted);
+                    Some(c)
+                }
+            }
+        };
+        let Some(mut c) = removed else { return };
+        c.registration = None; // it is running now
+        self.emit(&c.invocation_id, &c.capability_id, EventPhase::Failed, Some(ErrorCode::ExecutionAborted), None);
+        self.notify_confirmation(|| closed_json(&c, CloseReason::Cancelled));
+    }
+
+    /// Expires every confirmation due at `now`, in `expiresAt` order (ties in
+    /// creation order). Returns how many expired.
+    pub(crate) fn expire_due(self: &Arc<Self>, now: i64) -> usize {
+        let due = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return 0;
+            }
+            let mut due = Vec::new();
+            while let Some(first) = st.deadlines.first().cloned() {
+                if first.0 > now {
+                    break;
+                }
+                st.deadlines.remove(&first);
+                if let Some(c) = st.confirmations.remove(&first.2) {
+                    st.reserved.remove(&c.invocation_id);
+                    Shared::push_receipt(&mut st, &c, ErrorCode::ConfirmationExpired);
+                    due.push(c);
+                }
+            }
+            due
+        };
+        let n = due.len();
+        for mut c in due {
+            Shared::unregister_confirmation_token(&mut c);
+            self.emit(
+                &c.invocation_id,
+                &c.capability_id,
+                EventPhase::Failed,
+                Some(ErrorCode::ConfirmationExpired),
+                Some(c.expires_at),
+            );
+            self.notify_confirmation(|| closed_json(&c, CloseReason::Expired));
+        }
+        n
+    }
+
+    /// The earliest pending `expiresAt`.
+    pub(crate) fn next_deadline(&self) -> Option<i64> {
+        self.state.lock().deadlines.first().map(|d| d.0)
+    }
+
+    /// Teardown: the confirmation ends without a receipt.
+    pub(crate) fn close_confirmation_on_teardown(self: &Arc<Self>, mut c: PendingConfirmation) {
+        Shared::unregister_confirmation_token(&mut c);
+        self.notify_confirmation(|| closed_json(&c, CloseReason::Closed));
+    }
+
+    /// The host resolves a confirmation: always one outcome, through `sink`.
+    pub(crate) fn resolve(self: &Arc<Self>, confirmation_id: &str, approved: bool, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
+        self.enter()?;
+        let now = self.now();
+        enum Found {
+            Pending(PendingConfirmation, bool, bool),
+            Receipt(Receipt),
+            Nothing,
+        }
+        let found = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(HostError::Closed);
+            }
+            // 1. Pending → remove it and release its id.
+            if let Some(c) = st.confirmations.remove(confirmation_id) {
+                st.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
+                st.reserved.remove(&c.invocation_id);
+                let binding_same = st.bindings[c.capability].as_ref().is_some_and(|b| b.id == c.binding_id);
+                let context_same = *st.context == *c.context;
+                Found::Pending(c, binding_same, context_same)
+            } else if let Some(i) = st.receipts.iter().position(|r| r.confirmation_id == confirmation_id) {
+                // A receipt answers once, then is forgotten.
+                Found::Receipt(st.receipts.remove(i).expect("index in range"))
+            } else {
+                Found::Nothing
+            }
+        };
+        let (mut c, binding_same, context_same) = match found {
+            Found::Receipt(r) => {
+                let outcome = Outcome::Failed {
+                    invocation_id: r.invocation_id,
+                    capability_id: r.capability_id,
+                    error: RcipError::new(r.code),
+                };
+                sink.deliver(&outcome.to_json());
+                return Ok(());
+            }
+            Found::Nothing => {
+                let outcome = Outcome::Failed {
+                    invocation_id: self.generate_id("invocation"),
+                    capability_id: "unknown".to_string(),
+                    error: RcipError::new(ErrorCode::ConfirmationNotFound),
+                };
+                sink.deliver(&outcome.to_json());
+                return Ok(());
+            }
+            Found::Pending(c, b, x) => (c, b, x),
+        };
+        Shared::unregister_confirmation_token(&mut c);
+        let ending = if !approved {
+            // 2. Declined.
+            Some((EventPhase::ConfirmationDeclined, ErrorCode::ConfirmationDeclined, None, CloseReason::Declined))
+        } else if now >= c.expires_at {
+            // 3. Expired (an approval at or after expiresAt, timer or not).
+            Some((EventPhase::Failed, ErrorCode::ConfirmationExpired, None, CloseReason::Expired))
+        } else if !binding_same {
+            // 4. Binding changed.
+            Some((EventPhase::Denied, ErrorCode::PolicyDenied, Some(messages::BINDING_CHANGED), CloseReason::Invalidated))
+        } else if !context_same {
+            // 4. Context changed.
+            Some((EventPhase::Denied, ErrorCode::PolicyDenied, Some(messages::CONTEXT_CHANGED), CloseReason::Invalidated))
+        } else {
+            None
+        };
+        if let Some((phase, code, message, reason)) = ending {
+            let error = match message {
+                Some(m) => RcipError::with_message(code, m),
+                None => RcipError::new(code),
+            };
+            let (invocation_id, capability_id) = (c.invocation_id.clone(), c.capability_id.clone());
+            let outcome = if phase == EventPhase::Failed {
+                Outcome::Failed { invocation_id, capability_id, error }
+            } else {
+                Outcome::Denied { invocation_id, capability_id, error }
+            };
+            self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
+            sink.deliver(&outcome.to_json());
+            self.notify_confirmation(|| closed_json(&c, reason));
+            return Ok(());
+        }
+        // 5. Re-run from step 2 with the captured request, confirmed.
+        self.notify_confirmation(|| closed_json(&c, CloseReason::Approved));
+        let start = Start {
+            id: c.invocation_id.clone(),
+            capability_id: c.capability_id.clone(),
+            input: Ok(c.payload.clone()),
+            token: c.token.clone(),
+            confirmed: true,
+        };
+        match self.run(start, sink) {
+            Ok(()) | Err(HostError::Closed) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! Handles the host holds: completion handles for handlers ([`Invocation`])
+//! and policies ([`PolicyRequest`]), [`Binding`] and [`Subscription`].
+
+use super::cancel::CancelToken;
+use super::invoke::{HandlerResult, InvocationCore};
+use super::policy::PolicyCore;
+use super::shared::{in_restricted_callback, Shared};
+use super::types::{Decision, DecisionParseError, PolicyAnswer, SemanticContext};
+use super::HostError;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+/// The completion handle a handler receives (one per handler call).
+///
+/// Settle it exactly once with [`complete`](Self::complete) /
+/// [`complete_text`](Self::complete_text) or [`fail`](Self::fail), inline or
+/// later from any thread; a second settle answers
+/// [`HostError::AlreadyCompleted`]. Dropping it unsettled settles it as a
+/// failure (`EXECUTION_FAILED`, or `EXECUTION_ABORTED` when the token was
+/// cancelled). Settling after the runtime stopped waiting (it closed) is
+/// accepted and ignored.
+pub struct Invocation {
+    core: Arc<InvocationCore>,
+    settled: AtomicBool,
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invocation").field("id", &self.core.id).finish()
+    }
+}
+
+impl Invocation {
+    pub(crate) fn new(core: Arc<InvocationCore>) -> Invocation {
+        Invocation { core, settled: AtomicBool::new(false) }
+    }
+
+    /// The invocation id.
+    pub fn id(&self) -> &str {
+        &self.core.id
+    }
+
+    /// The capability id.
+    pub fn capability_id(&self) -> &str {
+        &self.core.capability_id
+    }
+
+    /// The input (the handler's own view; it cannot change the request).
+    pub fn input(&self) -> &Value {
+        &self.core.payload.as_ref().expect("parsed input").value
+    }
+
+    /// The input as compact JSON text.
+    pub fn input_json(&self) -> &str {
+        self.core.payload.as_ref().expect("parsed input").text()
+    }
+
+    /// The input as NUL-terminated JSON text, owned by the invocation.
+    pub(crate) fn input_c_ptr(&self) -> *const std::ffi::c_char {
+        self.core.payload.as_ref().expect("parsed input").nul_text().as_c_ptr()
+    }
+
+    /// The semantic context as NUL-terminated JSON text.
+    pub(crate) fn context_c_ptr(&self) -> *const std::ffi::c_char {
+        self.semantic_context().json_c_ptr()
+    }
+
+    /// The semantic context captured before the policy was asked.
+    pub fn semantic_context(&self) -> &SemanticContext {
+        self.core.context.get().expect("context captured")
+    }
+
+    /// A token cancelled when the consumer cancels the invocation or the
+    /// runtime closes; poll it or register on it.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.core.handler_token()
+    }
+
+    /// True once the consumer's token was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.core.token.as_ref().is_some_and(|t| t.is_cancelled())
+    }
+
+    fn take(&self) -> Result<Option<Arc<Shared>>, HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        if self.settled.swap(true, Ordering::SeqCst) {
+            return Err(HostError::AlreadyCompleted);
+        }
+        Ok(self.core.shared.upgrade())
+    }
+
+    /// Completes with output text. Text that is not a JSON value (UTF-8,
+    /// size and depth limits included) becomes `OUTPUT_INVALID`; this call
+    /// still succeeds.
+    pub fn complete_text(&self, output: &[u8]) -> Result<(), HostError> {
+        let Some(shared) = self.take()? else { return Ok(()) };
+        let parsed = crate::json::parse_bytes(output, &shared.config.limits);
+        shared.handler_settled(&self.core, HandlerResult::Output(parsed));
+        Ok(())
+    }
+
+    /// Completes with an output value.
+    pub fn complete(&self, mut output: Value) -> Result<(), HostError> {
+        let Some(shared) = self.take()? else { return Ok(()) };
+        crate::json::normalize_numbers(&mut output);
+        shared.handler_settled(&self.core, HandlerResult::Output(Ok(output)));
+        Ok(())
+    }
+
+    /// Fails; `aborted` marks an abort-style failure (`EXECUTION_ABORTED`).
+    pub fn fail(&self, aborted: bool) -> Result<(), HostError> {
+        let Some(shared) = self.take()? else { return Ok(()) };
+        shared.handler_settled(&self.core, HandlerResult::Failed { aborted });
+        Ok(())
+    }
+
+    /// True once settled.
+    pub fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Invocation {
+    fn drop(&mut self) {
+        if !self.settled.swap(true, Ordering::SeqCst) {
+            if let Some(shared) = self.core.shared.upgrade() {
+                shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
+            }
+        }
+    }
+}
+
+/// The handle a host policy receives (one per policy call).
+///
+/// Decide exactly once, inline or later from any thread; a second settle
+/// answers [`HostError::AlreadyCompleted`]. Dropping it undecided settles it
+/// as a policy failure (`POLICY_EVALUATION_FAILED`). Deciding after the
+/// runtime stopped waiting (cancelled, closed) is accepted and ignored.
+pub struct PolicyRequest {
+    core: Arc<PolicyCore>,
+    settled: AtomicBool,
+}
+
+impl std::fmt::Debug for PolicyRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyRequest").field("capability", &self.core.capability_id()).finish()
+    }
+}
+
+impl PolicyRequest {
+    pub(crate) fn new(core: Arc<PolicyCore>) -> PolicyRequest {
+        PolicyRequest { core, settled: AtomicBool::new(false) }
+    }
+
+    /// The `RcipPolicyContext` as JSON text: `{"capability", "input",
+    /// "semanticContext", "confirmed", "phase"}`.
+    pub fn context_json(&self) -> &str {
+        self.core.context_json()
+    }
+
+    /// The context as NUL-terminated JSON text.
+    pub(crate) fn context_c_ptr(&self) -> *const std::ffi::c_char {
+        self.core.nul_context_json().as_c_ptr()
+    }
+
+    /// The invocation id (`None` for a preflight proposal).
+    pub fn invocation_id(&self) -> Option<&str> {
+        self.core.invocation_id.as_deref()
+    }
+
+    /// The capability id asked about.
+    pub fn capability_id(&self) -> &str {
+        self.core.capability_id()
+    }
+
+    fn take(&self) -> Result<(), HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        if self.settled.swap(true, Ordering::SeqCst) {
+            return Err(HostError::AlreadyCompleted);
+        }
+        Ok(())
+    }
+
+    /// Decides.
+    pub fn decide(&self, decision: Decision) -> Result<(), HostError> {
+        self.take()?;
+        self.core.settle(PolicyAnswer::Decision(decision));
+        Ok(())
+    }
+
+    /// Decides from `{"decision": "allow"|"deny"|"confirm", "reason"?}`
+    /// text. Text that is not JSON or has the wrong shape changes nothing
+    /// (the handle stays undecided); a decision that is none of the three
+    /// settles the request as a policy failure and answers
+    /// [`HostError::InvalidArgument`].
+    pub fn decide_json(&self, text: &[u8]) -> Result<(), HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        if self.settled.load(Ordering::SeqCst) {
+            return Err(HostError::AlreadyCompleted);
+        }
+        let value = crate::json::parse_bytes(text, &crate::json::Limits::default())
+            .map_err(|e| HostError::InvalidJson(format!("decision: {e}")))?;
+        match Decision::from_value(&value) {
+            Ok(d) => self.decide(d),
+            Err(DecisionParseError::WrongShape(m)) => Err(HostError::InvalidArgument(m)),
+            Err(DecisionParseError::UnknownDecision(m)) => {
+                self.take()?;
+                self.core.settle(PolicyAnswer::Failed);
+                Err(HostError::InvalidArgument(m))
+            }
+        }
+    }
+
+    /// Settles as a policy failure (`POLICY_EVALUATION_FAILED`).
+    pub fn fail(&self) -> Result<(), HostError> {
+        self.take()?;
+        self.core.settle(PolicyAnswer::Failed);
+        Ok(())
+    }
+
+    /// True once settled.
+    pub fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for PolicyRequest {
+    fn drop(&mut self) {
+        if !self.settled.swap(true, Ordering::SeqCst) {
+            self.core.settle(PolicyAnswer::Failed);
+        }
+    }
+}
+
+/// A binding returned by `Host::bind`. Dropping it unbinds (if it is still
+/// the installed binding), like a React unmount; [`detach`](Self::detach)
+/// keeps the binding installed without the handle.
+pub struct Binding {
+    pub(crate) shared: Weak<Shared>,
+    pub(crate) id: u64,
+    pub(crate) capability: usize,
+    detached: bool,
+}
+
+impl std::fmt::Debug for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Binding").field("id", &self.id).finish()
+    }
+}
+
+impl Binding {
+    pub(crate) fn new(shared: &Arc<Shared>, id: u64, capability: usize) -> Binding {
+        Binding { shared: Arc::downgrade(shared), id, capability, detached: false }
+    }
+
+    fn shared(&self) -> Result<Arc<Shared>, HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        self.shared.upgrade().ok_or(HostError::Closed)
+    }
+
+    /// Removes this binding if it is still installed (then the snapshot
+    /// refreshes). Returns whether it was installed; a stale binding changes
+    /// nothing.
+    pub fn unbind(&self) -> Result<bool, HostError> {
+        self.shared()?.unbind(self.id, self.capability)
+    }
+
+    /// Sets the binding revision; a different value on an installed binding
+    /// refreshes (the React `revision` primitive). Returns whether it
+    /// refreshed.
+    pub fn set_revision(&self, revision: u64) -> Result<bool, HostError> {
+        self.shared()?.set_binding_revision(self.id, self.capability, revision)
+    }
+
+    /// True while this binding is the installed one.
+    pub fn is_installed(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|s| s.state.lock().bindings[self.capability].as_ref().is_some_and(|b| b.id == self.id))
+    }
+
+    /// Drops the handle without unbinding.
+    pub fn detach(mut self) {
+        self.detached = true;
+    }
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        if !self.detached {
+            if let Some(shared) = self.shared.upgrade() {
+                let _ = shared.unbind(self.id, self.capability);
+            }
+        }
+    }
+}
+
+/// A snapshot subscription. Dropping it unsubscribes; the subscriber is
+/// released once any notification running on another thread returns.
+pub struct Subscription {
+    pub(crate) shared: Weak<Shared>,
+    pub(crate) id: u64,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.unsubscribe(self.id);
+        }
+    }
+}

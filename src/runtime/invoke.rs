@@ -1,0 +1,716 @@
+//! The invocation pipeline (PIPELINE.md section 4), driven by the calls
+//! hosts and consumers make: the consumer's invoke runs it up to the policy
+//! call; a deferred policy answer or handler result continues it on the
+//! settling thread. Each invocation delivers exactly one outcome, after its
+//! event (steps 2 and 4 emit none).
+
+use super::cancel::{CancelToken, Registration};
+use super::callbacks::OutcomeSink;
+use super::handles::{Invocation, PolicyRequest};
+use super::policy::{default_decision, PolicyCore, PolicyTarget};
+use super::shared::Shared;
+use super::snapshot::Entry;
+use super::types::{
+    messages, ConfirmationRecord, NulString, Decision, ErrorCode, EventPhase, Outcome, PolicyAnswer, RcipError, SemanticContext,
+};
+use super::HostError;
+use crate::json::JsonError;
+use once_cell::sync::OnceCell;
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::sync::{Arc, Weak};
+
+/// A parsed capability input, shared by the invocation, its policy request
+/// and a pending confirmation; its JSON text is serialised once, on demand.
+pub(crate) struct Payload {
+    pub value: Value,
+    text: OnceCell<NulString>,
+}
+
+impl Payload {
+    pub(crate) fn new(value: Value) -> Arc<Payload> {
+        Arc::new(Payload { value, text: OnceCell::new() })
+    }
+
+    /// The input as compact JSON text (canonical: the last of duplicate keys
+    /// only, numbers as the reference holds them).
+    pub(crate) fn text(&self) -> &str {
+        self.nul_text().as_str()
+    }
+
+    pub(crate) fn nul_text(&self) -> &NulString {
+        self.text.get_or_init(|| NulString::new(serde_json::to_string(&self.value).unwrap_or_else(|_| "null".into())))
+    }
+}
+
+/// What a handler settled with.
+pub(crate) enum HandlerResult {
+    Output(Result<Value, JsonError>),
+    Failed { aborted: bool },
+}
+
+pub(crate) enum Phase {
+    /// The driver is between suspension points.
+    Checking,
+    /// The policy was asked and has not answered (or answered inside its
+    /// callback, which has not returned yet).
+    Policy { in_callback: bool, answer: Option<PolicyAnswer> },
+    /// The handler was called and has not settled (or settled inside its
+    /// callback, which has not returned yet).
+    Running { in_callback: bool, result: Option<HandlerResult> },
+    /// The outcome was delivered (or is being delivered).
+    Done,
+}
+
+pub(crate) struct InvState {
+    pub phase: Phase,
+    sink: Option<Box<dyn OutcomeSink>>,
+    cancel_registration: Option<Registration>,
+    handler_token: Option<CancelToken>,
+}
+
+/// One invocation between reservation and outcome.
+pub(crate) struct InvocationCore {
+    pub shared: Weak<Shared>,
+    pub key: u64,
+    pub id: String,
+    pub capability_id: String,
+    pub capability: Option<usize>,
+    pub payload: Option<Arc<Payload>>,
+    pub token: Option<CancelToken>,
+    pub confirmed: bool,
+    pub binding_id: OnceCell<u64>,
+    pub context: OnceCell<Arc<SemanticContext>>,
+    pub inner: Mutex<InvState>,
+}
+
+impl InvocationCore {
+    /// The token handed to the handler: cancelled when the consumer's token
+    /// is, or when the runtime closes. Created on first request.
+    pub(crate) fn handler_token(self: &Arc<Self>) -> CancelToken {
+        let token = {
+            let mut inner = self.inner.lock();
+            if let Some(t) = &inner.handler_token {
+                return t.clone();
+            }
+            let t = CancelToken::new();
+            inner.handler_token = Some(t.clone());
+            t
+        };
+        // A consumer cancellation after this point reaches the token through
+        // `on_invocation_token_cancelled`, which reads the slot set above.
+        let closed = self.shared.upgrade().map(|s| s.is_closed()).unwrap_or(true);
+        if closed || self.token_cancelled() {
+            token.cancel();
+        }
+        token
+    }
+
+    fn cancel_handler_token(&self) {
+        let t = self.inner.lock().handler_token.clone();
+        if let Some(t) = t {
+            t.cancel();
+        }
+    }
+
+    fn token_cancelled(&self) -> bool {
+        self.token.as_ref().is_some_and(|t| t.is_cancelled())
+    }
+}
+
+/// How an invocation ends.
+pub(crate) struct Ending {
+    pub outcome: Outcome,
+    /// The lifecycle event to emit first (none for steps 2 and 4).
+    pub event: Option<(EventPhase, Option<ErrorCode>)>,
+    /// Keep the id reserved (a confirmation now holds it).
+    pub keep_reservation: bool,
+    /// Refresh between the event and the outcome (step 19).
+    pub refresh: bool,
+}
+
+fn failed(core: &InvocationCore, error: RcipError) -> Ending {
+    let code = error.code;
+    Ending {
+        outcome: Outcome::Failed { invocation_id: core.id.clone(), capability_id: core.capability_id.clone(), error },
+        event: Some((EventPhase::Failed, Some(code))),
+        keep_reservation: false,
+        refresh: false,
+    }
+}
+
+fn denied(core: &InvocationCore, error: RcipError) -> Ending {
+    let code = error.code;
+    Ending {
+        outcome: Outcome::Denied { invocation_id: core.id.clone(), capability_id: core.capability_id.clone(), error },
+        event: Some((EventPhase::Denied, Some(code))),
+        keep_reservation: false,
+        refresh: false,
+    }
+}
+
+/// Parsed arguments of an invoke.
+pub(crate) struct Start {
+    pub id: String,
+    pub capability_id: String,
+    pub input: Result<Arc<Payload>, JsonError>,
+    pub token: Option<CancelToken>,
+    pub confirmed: bool,
+}
+
+impl Shared {
+    /// Consumer invoke: steps 1–4, then the pipeline. Returns the
+    /// invocation id. The outcome may be delivered before this returns.
+    pub(crate) fn invoke(
+        self: &Arc<Self>,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<String, HostError> {
+        self.enter()?;
+        // 1. The supplied id (an empty string is an id), else a generated one.
+        let id = match invocation_id {
+            Some(id) => id.to_string(),
+            None => self.generate_id("invocation"),
+        };
+        // Parsing has no side effects, so it may precede the reservation
+        // check; its failure is reported after it (step 4).
+        let input = crate::json::parse_bytes(input, &self.config.limits).map(Payload::new);
+        let start = Start { id: id.clone(), capability_id: capability_id.to_string(), input, token: token.cloned(), confirmed: false };
+        self.run(start, sink)?;
+        Ok(id)
+    }
+
+    /// Steps 2–11 (and on, when the policy answers inline).
+    pub(crate) fn run(self: &Arc<Self>, start: Start, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
+        let capability = self.catalog.capability_index(&start.capability_id);
+        // 2–3. Reservation.
+        let core = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(HostError::Closed);
+            }
+            if st.reserved.contains(&start.id) {
+                drop(st);
+                let outcome = Outcome::Failed {
+                    invocation_id: start.id,
+                    capability_id: start.capability_id,
+                    error: RcipError::new(ErrorCode::InvocationAlreadyActive),
+                };
+                sink.deliver(&outcome.to_json());
+                return Ok(());
+            }
+            st.reserved.insert(start.id.clone());
+            let key = Shared::next_seq(&mut st);
+            let core = Arc::new(InvocationCore {
+                shared: Arc::downgrade(self),
+                key,
+                id: start.id,
+                capability_id: start.capability_id,
+                capability,
+                payload: start.input.as_ref().ok().cloned(),
+                token: start.token,
+                confirmed: start.confirmed,
+                binding_id: OnceCell::new(),
+                context: OnceCell::new(),
+                inner: Mutex::new(InvState {
+                    phase: Phase::Checking,
+                    sink: Some(sink),
+                    cancel_registration: None,
+                    handler_token: None,
+                }),
+            });
+            st.invocations.insert(key, core.clone());
+            core
+        };
+        // 4. Input text that is not a JSON value: no issues, no events.
+        if let Err(e) = &start.input {
+            let outcome = Outcome::Failed {
+                invocation_id: core.id.clone(),
+                capability_id: core.capability_id.clone(),
+                error: RcipError::with_message(ErrorCode::InputInvalid, format!("{} ({e}).", messages::INPUT_NOT_JSON.trim_end_matches('.'))),
+            };
+            self.finish(&core, Ending { outcome, event: None, keep_reservation: false, refresh: false });
+            return Ok(());
+        }
+        // 5.
+        self.emit(&core.id, &core.capability_id, EventPhase::Requested, None, None);
+        self.checks_and_policy(&core);
+        Ok(())
+    }
+
+    /// Steps 6–10, shared with preflight: the capability, its binding, live
+    /// availability (the host's reason is the message), the input schema and
+    /// the token. Returns the capability, the binding id and the sampled
+    /// availability.
+    pub(crate) fn precheck(
+        &self,
+        capability: Option<usize>,
+        payload: &Payload,
+        token: Option<&CancelToken>,
+    ) -> Result<(usize, u64, Entry), RcipError> {
+        // 6.
+        let Some(capability) = capability else {
+            return Err(RcipError::new(ErrorCode::CapabilityNotFound));
+        };
+        // 7.
+        let Some(binding) = self.installed(capability) else {
+            return Err(RcipError::new(ErrorCode::CapabilityUnbound));
+        };
+        // 8.
+        let entry = Shared::sample(binding.availability.as_ref());
+        let binding_id = binding.id;
+        drop(binding);
+        if let Entry::Bound(a) = &entry {
+            if !a.available {
+                return Err(match &a.reason {
+                    Some(reason) => RcipError::with_message(ErrorCode::CapabilityUnavailable, reason.clone()),
+                    None => RcipError::new(ErrorCode::CapabilityUnavailable),
+                });
+            }
+        }
+        // 9.
+        let issues = self.catalog.capabilities()[capability].input.validate(&payload.value);
+        if !issues.is_empty() {
+            let mut error = RcipError::new(ErrorCode::InputInvalid);
+            error.validation_issues = Some(issues);
+            return Err(error);
+        }
+        // 10.
+        if token.is_some_and(|t| t.is_cancelled()) {
+            return Err(RcipError::new(ErrorCode::ExecutionAborted));
+        }
+        Ok((capability, binding_id, entry))
+    }
+
+    /// Steps 12, 14 and 16, shared with preflight: token, binding identity,
+    /// context, live availability. A changed context is the one denial
+    /// (`POLICY_DENIED`); the rest fail.
+    pub(crate) fn recheck(
+        &self,
+        token: Option<&CancelToken>,
+        capability: usize,
+        binding_id: u64,
+        context: &SemanticContext,
+    ) -> Result<(), RcipError> {
+        if token.is_some_and(|t| t.is_cancelled()) {
+            return Err(RcipError::new(ErrorCode::ExecutionAborted));
+        }
+        let (binding, current) = {
+            let st = self.state.lock();
+            (st.bindings[capability].clone(), st.context.clone())
+        };
+        let binding = match binding {
+            Some(b) if b.id == binding_id => b,
+            other => {
+                drop(other);
+                return Err(RcipError::new(ErrorCode::CapabilityUnbound));
+            }
+        };
+        if *current != *context {
+            drop(binding);
+            return Err(RcipError::with_message(ErrorCode::PolicyDenied, messages::CONTEXT_CHANGED));
+        }
+        let live = Shared::sample(binding.availability.as_ref());
+        drop(binding);
+        if !live.is_available() {
+            return Err(RcipError::with_message(ErrorCode::CapabilityUnavailable, messages::NO_LONGER_AVAILABLE));
+        }
+        Ok(())
+    }
+
+    fn recheck_invocation(&self, core: &InvocationCore, capability: usize, binding_id: u64, context: &SemanticContext) -> Result<(), Ending> {
+        self.recheck(core.token.as_ref(), capability, binding_id, context).map_err(|e| {
+            if e.code == ErrorCode::PolicyDenied {
+                denied(core, e)
+            } else {
+                failed(core, e)
+            }
+        })
+    }
+
+    /// Steps 6–11.
+    fn checks_and_policy(self: &Arc<Self>, core: &Arc<InvocationCore>) {
+        let payload = core.payload.clone().expect("parsed input");
+        let (capability, binding_id, entry) = match self.precheck(core.capability, &payload, core.token.as_ref()) {
+            Ok(x) => x,
+            Err(e) => return self.finish(core, failed(core, e)),
+        };
+        let def = &self.catalog.capabilities()[capability];
+        // 11. Capture the context and the live capability snapshot.
+        let context = self.context();
+        let _ = core.binding_id.set(binding_id);
+        let _ = core.context.set(context.clone());
+        // From here on, cancelling the token releases a policy wait at once
+        // and reaches the handler's token.
+        if let Some(token) = &core.token {
+            let weak = Arc::downgrade(core);
+            let registration = token.on_cancel(move || {
+                if let Some(core) = weak.upgrade() {
+                    if let Some(shared) = core.shared.upgrade() {
+                        shared.on_invocation_token_cancelled(&core);
+                    }
+                }
+            });
+            if let Some(r) = registration {
+                let stale = {
+                    let mut inner = core.inner.lock();
+                    if matches!(inner.phase, Phase::Done) {
+                        true
+                    } else {
+                        inner.cancel_registration = Some(r);
+                        false
+                    }
+                };
+                if stale {
+                    token.unregister(r);
+                }
+            }
+        }
+        let policy = match &self.config.policy {
+            None => {
+                let decision = default_decision(def.effect, core.confirmed);
+                return self.after_policy(core, PolicyAnswer::Decision(decision));
+            }
+            Some(p) => p.clone(),
+        };
+        {
+            let mut inner = core.inner.lock();
+            if !matches!(inner.phase, Phase::Checking) {
+                return;
+            }
+            inner.phase = Phase::Policy { in_callback: true, answer: None };
+        }
+        let request = PolicyRequest::new(Arc::new(PolicyCore::new(
+            PolicyTarget::Invocation(core.clone()),
+            Some(core.id.clone()),
+            self.catalog.clone(),
+            capability,
+            entry,
+            payload,
+            context,
+            core.confirmed,
+            "invoke",
+        )));
+        if self.is_closed() {
+            // Teardown ends the invocation; no callback starts after close.
+            return;
+        }
+        policy.evaluate(request);
+        let answer = {
+            let mut inner = core.inner.lock();
+            match &mut inner.phase {
+                Phase::Policy { answer, in_callback, .. } => match answer.take() {
+                    Some(a) => {
+                        inner.phase = Phase::Checking;
+                        Some(a)
+                    }
+                    None => {
+                        *in_callback = false;
+                        None
+                    }
+                },
+                _ => None,
+            }
+        };
+        if let Some(answer) = answer {
+            self.after_policy(core, answer);
+        }
+    }
+
+    /// A policy request for an invocation was settled.
+    pub(crate) fn policy_settled(self: &Arc<Self>, core: &Arc<InvocationCore>, answer: PolicyAnswer) {
+        let go = {
+            let mut inner = core.inner.lock();
+            match &mut inner.phase {
+                Phase::Policy { answer: slot @ None, in_callback: true, .. } => {
+                    *slot = Some(answer);
+                    return;
+                }
+                Phase::Policy { answer: None, in_callback: false, .. } => {
+                    inner.phase = Phase::Checking;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if go {
+            self.after_policy(core, answer);
+        }
+    }
+
+    /// The consumer's token was cancelled.
+    fn on_invocation_token_cancelled(self: &Arc<Self>, core: &Arc<InvocationCore>) {
+        let waiting = matches!(core.inner.lock().phase, Phase::Policy { .. });
+        if waiting {
+            let ending = failed(core, RcipError::new(ErrorCode::ExecutionAborted));
+            self.finish_if(core, |p| matches!(p, Phase::Policy { .. }), ending);
+        } else {
+            core.cancel_handler_token();
+        }
+    }
+
+    /// Steps 12–17.
+    fn after_policy(self: &Arc<Self>, core: &Arc<InvocationCore>, answer: PolicyAnswer) {
+        let capability = core.capability.expect("known capability");
+        let binding_id = *core.binding_id.get().expect("binding captured");
+        let context = core.context.get().expect("context captured").clone();
+        let decision = match answer {
+            // 11. A failing policy or an answer that is not a decision.
+            PolicyAnswer::Failed => {
+                return self.finish(core, failed(core, RcipError::new(ErrorCode::PolicyEvaluationFailed)));
+            }
+            PolicyAnswer::Decision(d) => d,
+        };
+        // 12.
+        if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
+            return self.finish(core, e);
+        }
+        // 13.
+        if let Decision::Deny { reason } = &decision {
+            let error = match reason {
+                Some(r) => RcipError::with_message(ErrorCode::PolicyDenied, r.clone()),
+                None => RcipError::new(ErrorCode::PolicyDenied),
+            };
+            return self.finish(core, denied(core, error));
+        }
+        // 14.
+        if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
+            return self.finish(core, e);
+        }
+        // 15.
+        if let Decision::Confirm { reason } = decision {
+            if core.confirmed {
+                return self.finish(core, denied(core, RcipError::with_message(ErrorCode::PolicyDenied, messages::CONFIRM_ON_CONFIRMED)));
+            }
+            return self.open_confirmation(core, capability, binding_id, context, reason);
+        }
+        // 16.
+        if self.is_closed() {
+            return;
+        }
+        self.emit(&core.id, &core.capability_id, EventPhase::Started, None, None);
+        if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
+            return self.finish(core, e);
+        }
+        // 17.
+        let binding = match self.installed(capability) {
+            Some(b) if b.id == binding_id => b,
+            _ => return self.finish(core, failed(core, RcipError::new(ErrorCode::CapabilityUnbound))),
+        };
+        {
+            let mut inner = core.inner.lock();
+            if !matches!(inner.phase, Phase::Checking) {
+                return;
+            }
+            inner.phase = Phase::Running { in_callback: true, result: None };
+        }
+        let handler = binding.handler.clone();
+        if self.is_closed() {
+            return;
+        }
+        handler.call(Invocation::new(core.clone()));
+        drop(handler);
+        // The binding (and its user data) may be released now that its
+        // callback returned.
+        drop(binding);
+        let result = {
+            let mut inner = core.inner.lock();
+            match &mut inner.phase {
+                Phase::Running { result, in_callback } => match result.take() {
+                    Some(r) => {
+                        inner.phase = Phase::Checking;
+                        Some(r)
+                    }
+                    None => {
+                        *in_callback = false;
+                        None
+                    }
+                },
+                _ => None,
+            }
+        };
+        if let Some(result) = result {
+            self.after_handler(core, result);
+        }
+    }
+
+    /// A handler settled its invocation.
+    pub(crate) fn handler_settled(self: &Arc<Self>, core: &Arc<InvocationCore>, result: HandlerResult) {
+        let go = {
+            let mut inner = core.inner.lock();
+            match &mut inner.phase {
+                Phase::Running { result: slot @ None, in_callback: true } => {
+                    *slot = Some(result);
+                    return;
+                }
+                Phase::Running { result: None, in_callback: false } => {
+                    inner.phase = Phase::Checking;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if go {
+            self.after_handler(core, result);
+        }
+    }
+
+    /// Steps 18–20.
+    fn after_handler(self: &Arc<Self>, core: &Arc<InvocationCore>, result: HandlerResult) {
+        let capability = core.capability.expect("known capability");
+        let def = &self.catalog.capabilities()[capability];
+        match result {
+            HandlerResult::Output(Err(e)) => {
+                let error = RcipError::with_message(
+                    ErrorCode::OutputInvalid,
+                    format!("{} ({e}).", messages::OUTPUT_NOT_JSON.trim_end_matches('.')),
+                );
+                self.finish(core, failed(core, error))
+            }
+            HandlerResult::Output(Ok(output)) => {
+                let issues = def.output.validate(&output);
+                if !issues.is_empty() {
+                    let mut error = RcipError::new(ErrorCode::OutputInvalid);
+                    error.validation_issues = Some(issues);
+                    return self.finish(core, failed(core, error));
+                }
+                let outcome = Outcome::Succeeded {
+                    invocation_id: core.id.clone(),
+                    capability_id: core.capability_id.clone(),
+                    output: Arc::new(output),
+                };
+                self.finish(
+                    core,
+                    Ending { outcome, event: Some((EventPhase::Succeeded, None)), keep_reservation: false, refresh: true },
+                )
+            }
+            HandlerResult::Failed { aborted } => {
+                let code = if aborted || core.token_cancelled() { ErrorCode::ExecutionAborted } else { ErrorCode::ExecutionFailed };
+                self.finish(core, failed(core, RcipError::new(code)))
+            }
+        }
+    }
+
+    /// Step 15: opens a confirmation; the invocation ends for the consumer
+    /// with `confirmation_required` while its id stays reserved.
+    fn open_confirmation(
+        self: &Arc<Self>,
+        core: &Arc<InvocationCore>,
+        capability: usize,
+        binding_id: u64,
+        context: Arc<SemanticContext>,
+        reason: Option<String>,
+    ) {
+        let def = &self.catalog.capabilities()[capability];
+        let confirmation_id = self.generate_id("confirmation");
+        let expires_at = self.now().saturating_add(self.config.ttl_ms);
+        let record = ConfirmationRecord {
+            id: confirmation_id.clone(),
+            title: def.title.clone(),
+            description: reason.unwrap_or_else(|| def.description.clone()),
+            effect: def.effect,
+            expires_at,
+        };
+        let outcome = Outcome::ConfirmationRequired {
+            invocation_id: core.id.clone(),
+            capability_id: core.capability_id.clone(),
+            confirmation: record.clone(),
+        };
+        let payload = core.payload.clone().expect("parsed input");
+        let pending = self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
+        if !self.register_confirmation(core, pending) {
+            return;
+        }
+        self.finish(
+            core,
+            Ending {
+                outcome,
+                event: Some((EventPhase::ConfirmationRequested, None)),
+                keep_reservation: true,
+                refresh: false,
+            },
+        );
+        self.after_confirmation_opened(core, &record, &payload);
+    }
+
+    /// Ends the invocation if it has not ended yet.
+    pub(crate) fn finish(self: &Arc<Self>, core: &Arc<InvocationCore>, ending: Ending) {
+        self.finish_if(core, |p| !matches!(p, Phase::Done), ending)
+    }
+
+    /// Ends the invocation if its phase satisfies `expect`: exactly one
+    /// caller wins, then the event, the optional refresh and the outcome
+    /// follow, with no lock held.
+    pub(crate) fn finish_if(self: &Arc<Self>, core: &Arc<InvocationCore>, expect: impl FnOnce(&Phase) -> bool, ending: Ending) {
+        let (sink, registration) = {
+            let mut inner = core.inner.lock();
+            if matches!(inner.phase, Phase::Done) || !expect(&inner.phase) {
+                return;
+            }
+            inner.phase = Phase::Done;
+            (inner.sink.take(), inner.cancel_registration.take())
+        };
+        {
+            let mut st = self.state.lock();
+            st.invocations.remove(&core.key);
+            if !ending.keep_reservation {
+                st.reserved.remove(&core.id);
+            }
+        }
+        if let (Some(token), Some(r)) = (&core.token, registration) {
+            token.unregister(r);
+        }
+        if let Some((phase, code)) = ending.event {
+            self.emit(&core.id, &core.capability_id, phase, code, None);
+        }
+        if ending.refresh {
+            self.refresh();
+        }
+        if let Some(sink) = sink {
+            sink.deliver(&ending.outcome.to_json());
+        }
+    }
+
+    /// Teardown of one pending invocation.
+    pub(crate) fn abort_on_close(self: &Arc<Self>, core: &Arc<InvocationCore>) {
+        let ending = failed(core, RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED));
+        // Finish even though the runtime is closed: the event and outcome
+        // are part of the free call.
+        self.finish(core, ending);
+        core.cancel_handler_token();
+    }
+}
+
+/// A sink that keeps the outcome for a blocking caller.
+pub(crate) struct BlockingSlot {
+    value: std::sync::Mutex<Option<String>>,
+    ready: std::sync::Condvar,
+}
+
+impl BlockingSlot {
+    pub(crate) fn new() -> Arc<BlockingSlot> {
+        Arc::new(BlockingSlot { value: std::sync::Mutex::new(None), ready: std::sync::Condvar::new() })
+    }
+
+    pub(crate) fn sink(self: &Arc<Self>) -> Box<dyn OutcomeSink> {
+        let slot = self.clone();
+        Box::new(move |json: &str| {
+            let mut v = slot.value.lock().unwrap_or_else(|e| e.into_inner());
+            *v = Some(json.to_string());
+            slot.ready.notify_all();
+        })
+    }
+
+    pub(crate) fn wait(&self) -> String {
+        let mut v = self.value.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(s) = v.take() {
+                return s;
+            }
+            v = self.ready.wait(v).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Policy requests: what the host policy is asked (`RcipPolicyContext`) and
+//! where its answer goes (an invocation or a preflight entry).
+
+use super::invoke::{InvocationCore, Payload};
+use super::preflight::PreflightCore;
+use super::snapshot::Entry;
+use super::types::{Decision, NulString, PolicyAnswer, SemanticContext};
+use crate::catalog::{Catalog, Effect};
+use once_cell::sync::OnceCell;
+use std::sync::Arc;
+
+/// The default policy (PIPELINE.md section 4): read → allow; confirmed →
+/// allow; destructive → confirm; write and external → deny.
+pub(crate) fn default_decision(effect: Effect, confirmed: bool) -> Decision {
+    match effect {
+        Effect::Read => Decision::Allow,
+        _ if confirmed => Decision::Allow,
+        Effect::Destructive => Decision::Confirm { reason: None },
+        Effect::Write | Effect::External => Decision::Deny { reason: None },
+    }
+}
+
+pub(crate) enum PolicyTarget {
+    Invocation(Arc<InvocationCore>),
+    Preflight(Arc<PreflightCore>, usize),
+}
+
+/// One question to the host policy.
+pub(crate) struct PolicyCore {
+    pub target: PolicyTarget,
+    pub invocation_id: Option<String>,
+    catalog: Catalog,
+    capability: usize,
+    entry: Entry,
+    payload: Arc<Payload>,
+    context: Arc<SemanticContext>,
+    confirmed: bool,
+    phase: &'static str,
+    context_json: OnceCell<NulString>,
+}
+
+impl PolicyCore {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        target: PolicyTarget,
+        invocation_id: Option<String>,
+        catalog: Catalog,
+        capability: usize,
+        entry: Entry,
+        payload: Arc<Payload>,
+        context: Arc<SemanticContext>,
+        confirmed: bool,
+        phase: &'static str,
+    ) -> PolicyCore {
+        PolicyCore {
+            target,
+            invocation_id,
+            catalog,
+            capability,
+            entry,
+            payload,
+            context,
+            confirmed,
+            phase,
+            context_json: OnceCell::new(),
+        }
+    }
+
+    /// The capability id asked about.
+    pub(crate) fn capability_id(&self) -> &str {
+        &self.catalog.capabilities()[self.capability].id
+    }
+
+    /// `{"capability": <live capability snapshot>, "input", "semanticContext",
+    /// "confirmed", "phase"}` as JSON text, built on first request.
+    pub(crate) fn context_json(&self) -> &str {
+        self.nul_context_json().as_str()
+    }
+
+    pub(crate) fn nul_context_json(&self) -> &NulString {
+        self.context_json.get_or_init(|| {
+            let def = &self.catalog.capabilities()[self.capability];
+            let mut out = String::with_capacity(def.snapshot_prefix.len() + 256);
+            out.push_str("{\"capability\":");
+            out.push_str(&def.snapshot_prefix);
+            self.entry.write_live_fields(self.context.is_current(&def.scope_ids), &mut out);
+            out.push_str(",\"input\":");
+            out.push_str(self.payload.text());
+            out.push_str(",\"semanticContext\":");
+            out.push_str(self.context.json());
+            out.push_str(if self.confirmed { ",\"confirmed\":true" } else { ",\"confirmed\":false" });
+            out.push_str(",\"phase\":\"");
+            out.push_str(self.phase);
+            out.push_str("\"}");
+            NulString::new(out)
+        })
+    }
+
+    /// Delivers the answer to its target.
+    pub(crate) fn settle(&self, answer: PolicyAnswer) {
+        match &self.target {
+            PolicyTarget::Invocation(core) => {
+                if let Some(shared) = core.shared.upgrade() {
+                    shared.policy_settled(core, answer);
+                }
+            }
+            PolicyTarget::Preflight(core, index) => {
+                if let Some(shared) = core.shared.upgrade() {
+                    shared.preflight_policy_settled(core, *index, answer);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! The runtime's shared core: configuration, the locked state, ids, time,
+//! events, bindings, context, refresh and teardown.
+//!
+//! Locking discipline: `Shared::state` and each invocation's or
+//! preflight's own mutex are held only for short reads and writes; no host
+//! code (callbacks) ever runs while one is held, and nothing that owns host
+//! user data is dropped while one is held (user-data release is host code).
+
+use super::callbacks::{AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, Policy, Subscriber};
+use super::confirm::{PendingConfirmation, Receipt};
+use super::invoke::InvocationCore;
+use super::preflight::PreflightCore;
+use super::snapshot::{Entry, Snapshot};
+use super::types::{Availability, ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
+use super::HostError;
+use crate::catalog::Catalog;
+use crate::json::Limits;
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Default confirmation lifetime: two minutes (seed, "Default expiry is two
+/// minutes").
+pub const DEFAULT_CONFIRMATION_TTL_MS: u64 = 120_000;
+/// Receipts kept for expired and cancelled confirmations (seed: "the latest
+/// 256").
+pub const RECEIPT_CAPACITY: usize = 256;
+
+/// Everything the host configured through the builder. Immutable.
+pub(crate) struct Config {
+    pub ttl_ms: i64,
+    pub limits: Limits,
+    pub manual_timers: bool,
+    pub policy: Option<Arc<dyn Policy>>,
+    pub confirmation_observer: Option<Arc<dyn ConfirmationObserver>>,
+    pub observers: Vec<Arc<dyn EventObserver>>,
+    pub clock: Option<Arc<dyn Clock>>,
+    pub id_generator: Option<Arc<dyn IdGenerator>>,
+}
+
+/// One installed binding.
+pub(crate) struct BindingCore {
+    pub id: u64,
+    pub handler: Arc<dyn Handler>,
+    pub availability: Option<Arc<dyn AvailabilityCheck>>,
+    pub revision: AtomicU64,
+}
+
+pub(crate) struct State {
+    pub closed: bool,
+    pub bindings: Vec<Option<Arc<BindingCore>>>,
+    pub bound_count: usize,
+    pub next_binding_id: u64,
+    pub context: Arc<SemanticContext>,
+    /// The latest revision handed out (the installed snapshot may lag while
+    /// a refresh samples availability).
+    pub revision: u64,
+    pub snapshot: Arc<Snapshot>,
+    pub subscribers: Vec<(u64, Arc<dyn Subscriber>)>,
+    pub next_subscriber_id: u64,
+    pub reserved: HashSet<String>,
+    pub invocations: HashMap<u64, Arc<InvocationCore>>,
+    pub confirmations: HashMap<String, PendingConfirmation>,
+    /// Pending confirmation deadlines: (expiresAt, creation sequence, id).
+    pub deadlines: BTreeSet<(i64, u64, String)>,
+    pub receipts: VecDeque<Receipt>,
+    pub preflights: HashMap<u64, Arc<PreflightCore>>,
+    pub next_seq: u64,
+}
+
+pub(crate) struct Shared {
+    pub catalog: Catalog,
+    pub config: Config,
+    pub state: Mutex<State>,
+    pub closed: AtomicBool,
+    id_salt: String,
+    id_counter: AtomicU64,
+}
+
+thread_local! {
+    /// Depth of clock / id-generator calls on this thread: runtime calls
+    /// made from them answer WRONG_CONTEXT (PIPELINE.md section 7).
+    static RESTRICTED: Cell<u32> = const { Cell::new(0) };
+    /// Runtimes this thread is refreshing, with the number of refreshes
+    /// queued behind the current one (PIPELINE.md section 2).
+    static REFRESHING: RefCell<Vec<(usize, u32)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// True while this thread runs a clock or id-generator callback.
+pub(crate) fn in_restricted_callback() -> bool {
+    RESTRICTED.with(|r| r.get() > 0)
+}
+
+struct RestrictedGuard;
+impl RestrictedGuard {
+    fn enter() -> RestrictedGuard {
+        RESTRICTED.with(|r| r.set(r.get() + 1));
+        RestrictedGuard
+    }
+}
+impl Drop for RestrictedGuard {
+    fn drop(&mut self) {
+        RESTRICTED.with(|r| r.set(r.get() - 1));
+    }
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if n == 0 {
+        return "0".into();
+    }
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+pub(crate) fn system_now_ms() -> i64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(catalog: Catalog, config: Config) -> Arc<Shared> {
+        let n = catalog.capabilities().len();
+        let context = Arc::new(SemanticContext::empty());
+        let snapshot = Arc::new(Snapshot::new(0, catalog.clone(), context.clone(), vec![Entry::Unbound; n]));
+        // A per-runtime salt keeps generated ids of different runtimes apart.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(system_now_ms() as u64);
+        let salt = base36(h.finish() % 36u64.pow(6));
+        Arc::new(Shared {
+            catalog,
+            config,
+            state: Mutex::new(State {
+                closed: false,
+                bindings: vec![None; n],
+                bound_count: 0,
+                next_binding_id: 1,
+                context,
+                revision: 0,
+                snapshot,
+                subscribers: Vec::new(),
+                next_subscriber_id: 1,
+                reserved: HashSet::new(),
+                invocations: HashMap::new(),
+                confirmations: HashMap::new(),
+                deadlines: BTreeSet::new(),
+                receipts: VecDeque::new(),
+                preflights: HashMap::new(),
+                next_seq: 1,
+            }),
+            closed: AtomicBool::new(false),
+            id_salt: format!("{}{}", base36(system_now_ms().max(0) as u64), salt),
+            id_counter: AtomicU64::new(0),
+        })
+    }
+
+    /// Refuses runtime calls from a clock or id generator, and on a closed
+    /// runtime.
+    pub(crate) fn enter(&self) -> Result<(), HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(HostError::Closed);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The runtime's clock, in epoch milliseconds.
+    pub(crate) fn now(&self) -> i64 {
+        match &self.config.clock {
+            Some(clock) => {
+                let _g = RestrictedGuard::enter();
+                clock.now_ms()
+            }
+            None => system_now_ms(),
+        }
+    }
+
+    /// A new id for `prefix` (`invocation` or `confirmation`): the host's
+    /// generator, else (or when it fails) the built-in one.
+    pub(crate) fn generate_id(&self, prefix: &str) -> String {
+        if let Some(generator) = &self.config.id_generator {
+            let got = {
+                let _g = RestrictedGuard::enter();
+                generator.generate(prefix)
+            };
+            if let Some(id) = got {
+                return id;
+            }
+        }
+        let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("{prefix}_{}_{n}", self.id_salt)
+    }
+
+    /// Emits a lifecycle event to every observer, in registration order.
+    pub(crate) fn emit(
+        &self,
+        invocation_id: &str,
+        capability_id: &str,
+        phase: EventPhase,
+        error_code: Option<ErrorCode>,
+        timestamp: Option<i64>,
+    ) {
+        if self.config.observers.is_empty() {
+            return;
+        }
+        let event = LifecycleEvent {
+            timestamp: timestamp.unwrap_or_else(|| self.now()),
+            invocation_id: invocation_id.to_string(),
+            capability_id: capability_id.to_string(),
+            phase,
+            error_code,
+        };
+        for observer in &self.config.observers {
+            observer.on_event(&event);
+        }
+    }
+
+    /// Tells the host's confirmation callback, if any.
+    pub(crate) fn notify_confirmation(&self, json: impl FnOnce() -> String) {
+        if let Some(observer) = &self.config.confirmation_observer {
+            observer.on_confirmation(&json());
+        }
+    }
+
+    pub(crate) fn next_seq(state: &mut State) -> u64 {
+        let s = state.next_seq;
+        state.next_seq += 1;
+        s
+    }
+
+    // ----- availability -------------------------------------------------
+
+    /// Samples a binding's availability callback (none: available).
+    pub(crate) fn sample(check: Option<&Arc<dyn AvailabilityCheck>>) -> Entry {
+        match check {
+            None => Entry::BoundAvailable,
+            Some(cb) => Entry::Bound(Arc::new(cb.check().unwrap_or_else(|()| Availability::check_failed()))),
+        }
+    }
+
+    /// The installed binding of a capability.
+    pub(crate) fn installed(&self, capability: usize) -> Option<Arc<BindingCore>> {
+        self.state.lock().bindings[capability].clone()
+    }
+
+    // ----- bindings -------------------------------------------------------
+
+    pub(crate) fn bind(
+        self: &Arc<Self>,
+        capability_id: &str,
+        handler: Arc<dyn Handler>,
+        availability: Option<Arc<dyn AvailabilityCheck>>,
+    ) -> Result<(u64, usize), HostError> {
+        self.enter()?;
+        let Some(capability) = self.catalog.capability_index(capability_id) else {
+            return Err(HostError::NotInCatalog(capability_id.to_string()));
+        };
+        let id = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(HostError::Closed);
+            }
+            if st.bindings[capability].is_some() {
+                return Err(HostError::AlreadyBound(capability_id.to_string()));
+            }
+            let id = st.next_binding_id;
+            st.next_binding_id += 1;
+            st.bindings[capability] =
+                Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
+            st.bound_count += 1;
+            id
+        };
+        self.refresh();
+        Ok((id, capability))
+    }
+
+    /// Removes the binding `id` if it is still installed; refreshes then.
+    pub(crate) fn unbind(self: &Arc<Self>, id: u64, capability: usize) -> Result<bool, HostError> {
+        self.enter()?;
+        let removed = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(HostError::Closed);
+            }
+            match &st.bindings[capability] {
+                Some(b) if b.id == id => {
+                    st.bound_count -= 1;
+                    st.bindings[capability].take()
+                }
+                _ => None,
+            }
+        };
+        let changed = removed.is_some();
+        // Dropping the binding may release host user data: no lock held.
+        drop(removed);
+        if changed {
+            self.refresh();
+        }
+        Ok(changed)
+    }
+
+    /// Sets a binding's revision; refreshes when it changed on an installed
+    /// binding.
+    pub(crate) fn set_binding_revision(self: &Arc<Self>, id: u64, capability: usize, revision: u64) -> Result<bool, HostError> {
+        self.enter()?;
+        let changed = {
+            let st = self.state.lock();
+            if st.closed {
+                return Err(HostError::Closed);
+            }
+            match &st.bindings[capability] {
+                Some(b) if b.id == id => b.revision.swap(revision, Ordering::SeqCst) != revision,
+                _ => false,
+            }
+        };
+        if changed {
+            self.refresh();
+        }
+        Ok(changed)
+    }
+
+    // ----- context ----------------------------------------------------------
+
+    /// Sets the semantic context (PIPELINE.md section 3).
+    pub(crate) fn set_context(self: &Arc<Self>, context: SemanticContext) -> Result<(), HostError> {
+        self.enter()?;
+        for id in context.active_scope_ids() {
+            if !self.catalog.has_scope(id) {
+                return Err(HostError::UnknownScope(id.clone()));
+            }
+        }
+        if let Some(primary) = context.primary_scope_id() {
+            if !primary.is_empty() && !context.active_scope_ids().iter().any(|a| a == primary) {
+                return Err(HostError::PrimaryNotActive(primary.to_string()));
+            }
+        }
+        {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(HostError::Closed);
+            }
+            st.context = Arc::new(context);
+        }
+        self.refresh();
+        Ok(())
+    }
+
+    pub(crate) fn context(&self) -> Arc<SemanticContext> {
+        self.state.lock().context.clone()
+    }
+
+    // ----- snapshots and refresh ---------------------------------------------
+
+    /// The installed snapshot.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        self.state.lock().snapshot.clone()
+    }
+
+    /// Increments the revision, samples availability, installs the new
+    /// snapshot and notifies subscribers. A refresh requested on a thread
+    /// that is already refreshing this runtime is queued behind it.
+    pub(crate) fn refresh(self: &Arc<Self>) {
+        let key = Arc::as_ptr(self) as usize;
+        let nested = REFRESHING.with(|r| {
+            let mut r = r.borrow_mut();
+            if let Some(e) = r.iter_mut().find(|e| e.0 == key) {
+                e.1 += 1;
+                true
+            } else {
+                r.push((key, 0));
+                false
+            }
+        });
+        if nested {
+            return;
+        }
+        struct Pop(usize);
+        impl Drop for Pop {
+            fn drop(&mut self) {
+                REFRESHING.with(|r| r.borrow_mut().retain(|e| e.0 != self.0));
+            }
+        }
+        let _pop = Pop(key);
+        loop {
+            self.refresh_once();
+            let again = REFRESHING.with(|r| {
+                let mut r = r.borrow_mut();
+                match r.iter_mut().find(|e| e.0 == key) {
+                    Some(e) if e.1 > 0 => {
+                        e.1 -= 1;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if !again {
+                break;
+            }
+        }
+    }
+
+    fn refresh_once(self: &Arc<Self>) {
+        let (revision, context, mut entries, checks) = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            st.revision += 1;
+            let mut entries = Vec::with_capacity(st.bindings.len());
+            let mut checks = Vec::new();
+            for (i, b) in st.bindings.iter().enumerate() {
+                entries.push(match b {
+                    None => Entry::Unbound,
+                    Some(b) => {
+                        if let Some(check) = &b.availability {
+                            checks.push((i, check.clone()));
+                        }
+                        Entry::BoundAvailable
+                    }
+                });
+            }
+            (st.revision, st.context.clone(), entries, checks)
+        };
+        for (i, check) in &checks {
+            entries[*i] = Shared::sample(Some(check));
+        }
+        drop(checks);
+        let snapshot = Arc::new(Snapshot::new(revision, self.catalog.clone(), context, entries));
+        let (subscribers, replaced) = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            let replaced = if st.snapshot.revision < revision {
+                Some(std::mem::replace(&mut st.snapshot, snapshot))
+            } else {
+                None
+            };
+            (st.subscribers.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>(), replaced)
+        };
+        drop(replaced);
+        for s in subscribers {
+            if self.is_closed() {
+                break;
+            }
+            s.notify(revision);
+        }
+    }
+
+    // ----- subscriptions -----------------------------------------------------
+
+    pub(crate) fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> Result<u64, HostError> {
+        self.enter()?;
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
+        }
+        let id = st.next_subscriber_id;
+        st.next_subscriber_id += 1;
+        st.subscribers.push((id, subscriber));
+        Ok(id)
+    }
+
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        let removed = {
+            let mut st = self.state.lock();
+            st.subscribers.iter().position(|(s, _)| *s == id).map(|i| st.subscribers.remove(i))
+        };
+        drop(removed);
+    }
+
+    // ----- stats and teardown -----------------------------------------------------
+
+    /// Counters for diagnostics and tests, as JSON text.
+    pub(crate) fn stats_json(&self) -> String {
+        let st = self.state.lock();
+        format!(
+            "{{\"revision\":{},\"bindings\":{},\"subscribers\":{},\"pendingInvocations\":{},\"pendingConfirmations\":{},\"pendingPreflights\":{},\"receipts\":{},\"reservedIds\":{},\"closed\":{}}}",
+            st.revision,
+            st.bound_count,
+            st.subscribers.len(),
+            st.invocations.len(),
+            st.confirmations.len(),
+            st.preflights.len(),
+            st.receipts.len(),
+            st.reserved.len(),
+            st.closed
+        )
+    }
+
+    /// Closes the runtime (PIPELINE.md section 9): every pending invocation
+    /// gets `failed EXECUTION_ABORTED` with its event, every pending
+    /// preflight its report, pending confirmations end without receipts;
+    /// bindings and subscribers are released. Idempotent.
+    pub(crate) fn close(self: &Arc<Self>) {
+        let (invocations, confirmations, preflights, bindings, subscribers) = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            st.closed = true;
+            self.closed.store(true, Ordering::SeqCst);
+            let mut invocations: Vec<_> = st.invocations.drain().collect();
+            invocations.sort_by_key(|(k, _)| *k);
+            let mut confirmations: Vec<_> = st.confirmations.drain().map(|(_, c)| c).collect();
+            confirmations.sort_by_key(|c| c.seq);
+            st.deadlines.clear();
+            let mut preflights: Vec<_> = st.preflights.drain().collect();
+            preflights.sort_by_key(|(k, _)| *k);
+            let bindings: Vec<_> = st.bindings.iter_mut().filter_map(|b| b.take()).collect();
+            st.bound_count = 0;
+            let subscribers = std::mem::take(&mut st.subscribers);
+            (invocations, confirmations, preflights, bindings, subscribers)
+        };
+        for (_, core) in invocations {
+            self.abort_on_close(&core);
+        }
+        for c in confirmations {
+            self.close_confirmation_on_teardown(c);
+        }
+        for (_, p) in preflights {
+            self.abort_preflight_on_close(&p);
+        }
+        drop(bindings);
+        drop(subscribers);
+    }
+}

@@ -1,0 +1,240 @@
+//! Snapshots (`RcipApplicationSnapshot`) and capability filters
+//! (`RcipCapabilityFilter`), PIPELINE.md section 2.
+//!
+//! A snapshot is immutable and shared: the runtime builds one per revision
+//! and hands out the same `Arc` until the next refresh. Its JSON text is
+//! built on first read and cached.
+
+use super::types::{Availability, NulString, SemanticContext};
+use crate::catalog::{Catalog, Effect, PROTOCOL_VERSION};
+use once_cell::sync::OnceCell;
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// What a snapshot records for one capability.
+#[derive(Clone, Debug)]
+pub(crate) enum Entry {
+    Unbound,
+    /// Bound, with no availability callback: `{"available": true}`.
+    BoundAvailable,
+    /// Bound, with the answer of its availability callback.
+    Bound(Arc<Availability>),
+}
+
+impl Entry {
+    pub(crate) fn is_available(&self) -> bool {
+        match self {
+            Entry::Unbound => false,
+            Entry::BoundAvailable => true,
+            Entry::Bound(a) => a.available,
+        }
+    }
+
+    /// Writes `,"bound":..,"available":..,"availability"?:..,"relevance":..}`.
+    pub(crate) fn write_live_fields(&self, current: bool, out: &mut String) {
+        match self {
+            Entry::Unbound => out.push_str(",\"bound\":false,\"available\":false"),
+            Entry::BoundAvailable => {
+                out.push_str(",\"bound\":true,\"available\":true,\"availability\":{\"available\":true}")
+            }
+            Entry::Bound(a) => {
+                out.push_str(if a.available { ",\"bound\":true,\"available\":true" } else { ",\"bound\":true,\"available\":false" });
+                out.push_str(",\"availability\":");
+                a.write_json(out);
+            }
+        }
+        out.push_str(if current { ",\"relevance\":\"current\"}" } else { ",\"relevance\":\"other\"}" });
+    }
+}
+
+/// An immutable snapshot of one revision.
+pub struct Snapshot {
+    pub(crate) revision: u64,
+    pub(crate) catalog: Catalog,
+    pub(crate) context: Arc<SemanticContext>,
+    pub(crate) entries: Vec<Entry>,
+    json: OnceCell<NulString>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("revision", &self.revision).finish()
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(revision: u64, catalog: Catalog, context: Arc<SemanticContext>, entries: Vec<Entry>) -> Snapshot {
+        Snapshot { revision, catalog, context, entries, json: OnceCell::new() }
+    }
+
+    /// The snapshot's revision.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The semantic context the snapshot was taken with.
+    pub fn context(&self) -> &SemanticContext {
+        &self.context
+    }
+
+    /// The snapshot as JSON text (`RcipApplicationSnapshot`), built once.
+    pub fn json(&self) -> &str {
+        self.nul_json().as_str()
+    }
+
+    /// The JSON text, NUL-terminated, owned by the snapshot.
+    pub(crate) fn json_c_ptr(&self) -> *const std::ffi::c_char {
+        self.nul_json().as_c_ptr()
+    }
+
+    pub(crate) fn nul_json(&self) -> &NulString {
+        self.json.get_or_init(|| NulString::new(self.build_json()))
+    }
+
+    fn build_json(&self) -> String {
+        let caps = self.catalog.capabilities();
+        let mut out = String::with_capacity(256 + caps.iter().map(|c| c.snapshot_prefix.len() + 96).sum::<usize>());
+        let _ = write!(out, "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"revision\":{},", self.revision);
+        out.push_str(&self.catalog.inner.snapshot_head);
+        out.push_str(",\"context\":");
+        out.push_str(self.context.json());
+        out.push_str(",\"capabilities\":[");
+        for (i, (cap, entry)) in caps.iter().zip(&self.entries).enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&cap.snapshot_prefix);
+            entry.write_live_fields(self.context.is_current(&cap.scope_ids), &mut out);
+        }
+        out.push_str("]}");
+        out
+    }
+
+    /// The capability entries that pass `filter`, as a JSON array, in
+    /// catalog order.
+    pub fn list_json(&self, filter: &Filter) -> String {
+        let caps = self.catalog.capabilities();
+        let mut out = String::from("[");
+        let mut first = true;
+        for (cap, entry) in caps.iter().zip(&self.entries) {
+            let current = self.context.is_current(&cap.scope_ids);
+            if filter.current_only && !current {
+                continue;
+            }
+            if filter.available_only && !entry.is_available() {
+                continue;
+            }
+            if let Some(scope) = &filter.scope_id {
+                if !cap.scope_ids.iter().any(|s| s == scope) {
+                    continue;
+                }
+            }
+            if let Some(effect) = filter.effect {
+                if cap.effect != effect {
+                    continue;
+                }
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&cap.snapshot_prefix);
+            entry.write_live_fields(current, &mut out);
+        }
+        out.push(']');
+        out
+    }
+}
+
+/// A capability filter (`RcipCapabilityFilter`). Conditions combine with AND.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// `context: "current"`: only capabilities whose relevance is `current`.
+    pub current_only: bool,
+    /// `availableOnly: true`: only available capabilities.
+    pub available_only: bool,
+    /// `scopeId`: only capabilities whose own `scopeIds` contain it.
+    pub scope_id: Option<String>,
+    /// `effect`: only capabilities with this effect.
+    pub effect: Option<Effect>,
+}
+
+impl Filter {
+    /// Parses `{"context"?, "availableOnly"?, "scopeId"?, "effect"?}`.
+    /// `""`, `false` and `"all"` filter nothing; anything else of the wrong
+    /// type or value, `null`, or an unknown key is an error (rcip decision,
+    /// PIPELINE.md section 2).
+    pub fn from_value(value: &Value) -> Result<Filter, String> {
+        let Value::Object(map) = value else {
+            return Err("the filter must be a JSON object".into());
+        };
+        let mut f = Filter::default();
+        for (key, v) in map {
+            match (key.as_str(), v) {
+                ("context", Value::String(s)) => match s.as_str() {
+                    "" | "all" => {}
+                    "current" => f.current_only = true,
+                    other => return Err(format!("/context must be \"all\" or \"current\", not \"{other}\"")),
+                },
+                ("context", _) => return Err("/context must be the string \"all\" or \"current\"".into()),
+                ("availableOnly", Value::Bool(b)) => f.available_only = *b,
+                ("availableOnly", _) => return Err("/availableOnly must be a boolean".into()),
+                ("scopeId", Value::String(s)) => {
+                    if !s.is_empty() {
+                        f.scope_id = Some(s.clone());
+                    }
+                }
+                ("scopeId", _) => return Err("/scopeId must be a string".into()),
+                ("effect", Value::String(s)) => {
+                    if !s.is_empty() {
+                        f.effect = Some(Effect::parse(s).ok_or_else(|| {
+                            format!("/effect must be read, write, external or destructive, not \"{s}\"")
+                        })?);
+                    }
+                }
+                ("effect", _) => return Err("/effect must be a string".into()),
+                (other, _) => {
+                    return Err(format!(
+                        "the filter has no field \"{other}\" (allowed: context, availableOnly, scopeId, effect)"
+                    ))
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn filters_parse() {
+        assert_eq!(Filter::from_value(&json!({})).unwrap(), Filter::default());
+        assert_eq!(
+            Filter::from_value(&json!({"context": "all", "availableOnly": false, "scopeId": "", "effect": ""})).unwrap(),
+            Filter::default()
+        );
+        let f = Filter::from_value(&json!({"context": "current", "availableOnly": true, "scopeId": "a", "effect": "read"}))
+            .unwrap();
+        assert!(f.current_only && f.available_only);
+        assert_eq!(f.scope_id.as_deref(), Some("a"));
+        assert_eq!(f.effect, Some(Effect::Read));
+        for bad in [
+            json!({"context": "bogus"}),
+            json!({"context": "Current"}),
+            json!({"context": true}),
+            json!({"effect": "admin"}),
+            json!({"effect": ["read"]}),
+            json!({"availableOnly": "true"}),
+            json!({"scopeId": ["x"]}),
+            json!({"scopeId": null}),
+            json!({"scope": "x"}),
+            json!([]),
+        ] {
+            assert!(Filter::from_value(&bad).is_err(), "{bad}");
+        }
+    }
+}
