@@ -1,0 +1,85 @@
+# rcip: build, demo, test, install. `make demo` and `make test` are the two
+# commands a new user (and CI) runs on a fresh clone.
+
+CARGO     ?= cargo
+CC        ?= cc
+CXX       ?= c++
+PREFIX    ?= /usr/local
+LIBDIR    := target/release
+BUILD     := build
+ABI_MAJOR := $(shell sed -n 's/^version = "\([0-9]*\)\..*/\1/p' Cargo.toml | head -n 1)
+VERSION   := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+CFLAGS_STRICT := -std=c11 -Wall -Wextra -Wpedantic -Werror -pthread -g
+LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
+
+CATALOG ?= examples-c/dispatch/catalog.json
+PLAN    ?= examples-c/dispatch/plan.jsonl
+
+.PHONY: all lib header conformance demo test test-rust test-conformance test-c valgrind install clean
+
+all: lib
+
+# The shared and static library (SONAME librcip.so.$(ABI_MAJOR)).
+lib:
+	$(CARGO) build --release --lib
+	ln -sf librcip.so $(LIBDIR)/librcip.so.$(ABI_MAJOR)
+
+# Copies the header build.rs generated into include/ (commit the result).
+header: lib
+	cp "$$(ls -t $(LIBDIR)/build/rcip-*/out/rcip.h | head -n 1)" include/rcip.h
+
+conformance: lib
+	$(CARGO) build --release -p rcip-conformance
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+$(BUILD)/%: examples-c/%.c include/rcip.h lib | $(BUILD)
+	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)
+
+demo: $(BUILD)/dispatch_desk
+	$(BUILD)/dispatch_desk --catalog $(CATALOG) --plan $(PLAN)
+
+test: test-rust test-conformance test-c
+
+test-rust:
+	$(CARGO) build --lib   # the conformance crate links the shared library
+	$(CARGO) test --workspace
+
+test-conformance: conformance
+	$(LIBDIR)/rcip-conformance check tests/conformance/scenarios
+
+C_EXAMPLES := $(patsubst examples-c/%.c,$(BUILD)/%,$(wildcard examples-c/*.c))
+
+test-c: $(C_EXAMPLES)
+	@for e in $(C_EXAMPLES); do \
+	  case $$e in */dispatch_desk) $$e --catalog $(CATALOG) --plan $(PLAN) --quiet || exit 1;; \
+	  *) echo "== $$e"; $$e || exit 1;; esac; \
+	done
+	printf '#include "rcip.h"\nint main(void) { return rcip_abi_version() == RCIP_ABI_VERSION ? 0 : 1; }\n' > $(BUILD)/header_only.c
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -Iinclude $(BUILD)/header_only.c -o $(BUILD)/header_only_c $(LINK_RCIP)
+	$(CXX) -std=c++17 -Wall -Wextra -Wpedantic -Werror -Iinclude -x c++ $(BUILD)/header_only.c -o $(BUILD)/header_only_cxx $(LINK_RCIP)
+	$(BUILD)/header_only_c && $(BUILD)/header_only_cxx
+
+# No memory error and no definitely lost bytes in the C hosts. (jsonschema's
+# process-lifetime caches show as "possibly lost"; they are not leaks.)
+VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=definite --show-possibly-lost=no --error-exitcode=1 -q
+valgrind: $(C_EXAMPLES)
+	@for e in $(C_EXAMPLES); do \
+	  case $$e in */dispatch_desk) $(VALGRIND) $$e --catalog $(CATALOG) --plan $(PLAN) --quiet || exit 1;; \
+	  *) $(VALGRIND) $$e > /dev/null || exit 1;; esac; \
+	done
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 0755 $(LIBDIR)/librcip.so $(DESTDIR)$(PREFIX)/lib/librcip.so.$(VERSION)
+	ln -sf librcip.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librcip.so.$(ABI_MAJOR)
+	ln -sf librcip.so.$(ABI_MAJOR) $(DESTDIR)$(PREFIX)/lib/librcip.so
+	install -m 0644 $(LIBDIR)/librcip.a $(DESTDIR)$(PREFIX)/lib/librcip.a
+	install -m 0644 include/rcip.h $(DESTDIR)$(PREFIX)/include/rcip.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' rcip.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rcip.pc
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD)

@@ -1,0 +1,330 @@
+//! Runtime behaviour through the safe Rust API: re-entrancy, threads,
+//! teardown and the rules the scenarios do not reach.
+
+use parking_lot::Mutex;
+use rcip::catalog::Catalog;
+use rcip::runtime::{
+    Availability, CancelToken, Decision, HostError, Invocation, PolicyRequest, Runtime, RuntimeBuilder, SemanticContext,
+};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+fn catalog() -> Catalog {
+    let text = json!({
+        "protocolVersion": "1.0",
+        "application": {"id": "desk", "name": "Desk", "description": "Test desk."},
+        "scopes": [
+            {"id": "visits", "title": "Visits", "description": "All visits."},
+            {"id": "visits.detail", "title": "Visit", "description": "One visit.", "parentId": "visits"}
+        ],
+        "capabilities": [
+            {"id": "visits.lookup", "title": "Look up", "description": "Reads a visit.", "scopeIds": ["visits"],
+             "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+            {"id": "visits.close", "title": "Close visit", "description": "Closes a visit.", "scopeIds": ["visits.detail"],
+             "effect": "destructive", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+            {"id": "visits.note", "title": "Add note", "description": "Adds a note.", "scopeIds": ["visits.detail"],
+             "effect": "write", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}
+        ]
+    });
+    Catalog::from_bytes(text.to_string().as_bytes()).expect("valid catalog")
+}
+
+/// Collects outcomes delivered to sinks.
+#[derive(Clone, Default)]
+struct Outcomes(Arc<Mutex<Vec<Value>>>);
+
+impl Outcomes {
+    fn sink(&self) -> Box<dyn rcip::runtime::OutcomeSink> {
+        let list = self.0.clone();
+        Box::new(move |json: &str| list.lock().push(serde_json::from_str(json).unwrap()))
+    }
+    fn all(&self) -> Vec<Value> {
+        self.0.lock().clone()
+    }
+}
+
+fn code(v: &Value) -> &str {
+    v["error"]["code"].as_str().unwrap_or("")
+}
+
+#[test]
+fn policy_that_sets_context_on_its_own_runtime_is_denied_without_deadlock() {
+    let rt: Arc<Mutex<Option<Arc<Runtime>>>> = Arc::new(Mutex::new(None));
+    let rt2 = rt.clone();
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.policy(Arc::new(move |req: PolicyRequest| {
+        let runtime = rt2.lock().clone().unwrap();
+        // Re-entrant call from inside the policy callback.
+        runtime.host().set_context(SemanticContext::new(vec!["visits".into()], None)).unwrap();
+        req.decide(Decision::Allow).unwrap();
+    }));
+    let runtime = Arc::new(b.build());
+    *rt.lock() = Some(runtime.clone());
+    let handled = Arc::new(AtomicUsize::new(0));
+    let h = handled.clone();
+    let _binding = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(move |inv: Invocation| {
+                h.fetch_add(1, Ordering::SeqCst);
+                inv.complete(json!({})).unwrap();
+            }),
+            None,
+        )
+        .unwrap();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    let all = outcomes.all();
+    assert_eq!(all.len(), 1);
+    // Step 12: the context changed while the policy ran → denied POLICY_DENIED.
+    assert_eq!(all[0]["status"], "denied");
+    assert_eq!(code(&all[0]), "POLICY_DENIED");
+    assert_eq!(handled.load(Ordering::SeqCst), 0);
+    *rt.lock() = None;
+}
+
+#[test]
+fn handler_that_unbinds_itself_still_succeeds_and_later_calls_are_unbound() {
+    let runtime = Arc::new(Runtime::new(&catalog()));
+    let slot: Arc<Mutex<Option<rcip::runtime::Binding>>> = Arc::new(Mutex::new(None));
+    let slot2 = slot.clone();
+    let binding = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(move |inv: Invocation| {
+                let b = slot2.lock().take().expect("binding stored");
+                assert_eq!(b.unbind(), Ok(true));
+                inv.complete(json!({"ok": true})).unwrap();
+                drop(b);
+            }),
+            None,
+        )
+        .unwrap();
+    *slot.lock() = Some(binding);
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    let all = outcomes.all();
+    assert_eq!(all[0]["status"], "succeeded", "{:?}", all[0]);
+    assert_eq!(all[0]["output"], json!({"ok": true}));
+    assert_eq!(code(&all[1]), "CAPABILITY_UNBOUND");
+}
+
+#[test]
+fn deferred_handler_completed_from_another_thread_delivers_exactly_one_outcome() {
+    let runtime = Runtime::new(&catalog());
+    let (tx, rx) = mpsc::channel::<Invocation>();
+    let tx = Mutex::new(tx);
+    let _binding = runtime
+        .host()
+        .bind("visits.lookup", Arc::new(move |inv: Invocation| tx.lock().send(inv).unwrap()), None)
+        .unwrap();
+    let outcomes = Outcomes::default();
+    for _ in 0..50 {
+        runtime.client().invoke("visits.lookup", b"{\"n\": 1}", None, None, outcomes.sink()).unwrap();
+    }
+    assert!(outcomes.all().is_empty(), "handlers are deferred");
+    let worker = std::thread::spawn(move || {
+        let mut results = Vec::new();
+        for inv in rx.iter().take(50) {
+            results.push(inv.complete_text(inv.input_json().as_bytes()));
+            // A second settle is refused and changes nothing.
+            assert_eq!(inv.complete(json!({"second": true})), Err(HostError::AlreadyCompleted));
+        }
+        results
+    });
+    let results = worker.join().unwrap();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 50);
+    let all = outcomes.all();
+    assert_eq!(all.len(), 50);
+    let mut ids: Vec<&str> = all.iter().map(|o| o["invocationId"].as_str().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 50, "one outcome per invocation");
+    assert!(all.iter().all(|o| o["status"] == "succeeded" && o["output"] == json!({"n": 1})));
+    assert_eq!(serde_json::from_str::<Value>(&runtime.stats_json().unwrap()).unwrap()["pendingInvocations"], 0);
+}
+
+#[test]
+fn dropping_an_unsettled_handle_fails_the_invocation() {
+    let runtime = Runtime::new(&catalog());
+    let _b = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| drop(inv)), None).unwrap();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    assert_eq!(code(&outcomes.all()[0]), "EXECUTION_FAILED");
+}
+
+#[test]
+fn cancel_releases_a_pending_policy_at_once_and_the_late_answer_changes_nothing() {
+    let pending: Arc<Mutex<Vec<PolicyRequest>>> = Arc::default();
+    let p2 = pending.clone();
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.policy(Arc::new(move |req: PolicyRequest| p2.lock().push(req)));
+    let runtime = b.build();
+    let handled = Arc::new(AtomicUsize::new(0));
+    let h = handled.clone();
+    let _binding = runtime
+        .host()
+        .bind("visits.lookup", Arc::new(move |inv: Invocation| { h.fetch_add(1, Ordering::SeqCst); inv.complete(json!({})).unwrap(); }), None)
+        .unwrap();
+    let token = CancelToken::new();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.lookup", b"{}", Some("i-1"), Some(&token), outcomes.sink()).unwrap();
+    assert!(outcomes.all().is_empty());
+    token.cancel();
+    assert_eq!(code(&outcomes.all()[0]), "EXECUTION_ABORTED");
+    // The id is free again, the late allow runs nothing.
+    let req = pending.lock().pop().unwrap();
+    assert_eq!(req.decide(Decision::Allow), Ok(()));
+    assert_eq!(handled.load(Ordering::SeqCst), 0);
+    assert_eq!(outcomes.all().len(), 1);
+    assert_eq!(token.pending_callbacks(), 0, "the invocation's registration was removed");
+}
+
+#[test]
+fn clock_and_id_generator_cannot_call_the_runtime() {
+    let rt: Arc<Mutex<Option<Arc<Runtime>>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (r1, s1) = (rt.clone(), seen.clone());
+    let (r2, s2) = (rt.clone(), seen.clone());
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.clock(Arc::new(move || {
+        if let Some(r) = r1.lock().clone() {
+            s1.lock().push(format!("clock:{:?}", r.host().refresh().err()));
+        }
+        1_000
+    }));
+    b.id_generator(Arc::new(move |prefix: &str| {
+        if let Some(r) = r2.lock().clone() {
+            s2.lock().push(format!("ids:{:?}", r.client().snapshot().err()));
+        }
+        Some(format!("{prefix}-x"))
+    }));
+    b.event_observer(Arc::new(|_: &rcip::runtime::LifecycleEvent| {}));
+    let runtime = Arc::new(b.build());
+    *rt.lock() = Some(runtime.clone());
+    let _bind = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    assert_eq!(outcomes.all()[0]["invocationId"], "invocation-x");
+    let seen = seen.lock().clone();
+    assert!(seen.contains(&"clock:Some(WrongContext)".to_string()), "{seen:?}");
+    assert!(seen.contains(&"ids:Some(WrongContext)".to_string()), "{seen:?}");
+    *rt.lock() = None;
+}
+
+#[test]
+fn real_time_timer_expires_a_confirmation_without_any_call() {
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.confirmation_ttl_ms(30).unwrap();
+    let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let n2 = notices.clone();
+    b.confirmation_observer(Arc::new(move |json: &str| n2.lock().push(serde_json::from_str(json).unwrap())));
+    let runtime = b.build();
+    let _bind = runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    runtime.host().set_context(SemanticContext::new(vec!["visits.detail".into()], None)).unwrap();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.close", b"{\"id\": 7}", None, None, outcomes.sink()).unwrap();
+    let confirmation = outcomes.all()[0]["confirmation"]["id"].as_str().unwrap().to_string();
+    assert_eq!(notices.lock()[0]["event"], "opened");
+    assert_eq!(notices.lock()[0]["input"], json!({"id": 7}));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while notices.lock().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(notices.lock()[1]["reason"], "expired");
+    runtime.host().resolve_confirmation(&confirmation, true, outcomes.sink()).unwrap();
+    assert_eq!(code(&outcomes.all()[1]), "CONFIRMATION_EXPIRED");
+}
+
+#[test]
+fn teardown_aborts_pending_work_and_late_completions_are_ignored() {
+    let held: Arc<Mutex<Vec<Invocation>>> = Arc::default();
+    let h2 = held.clone();
+    let runtime = Runtime::new(&catalog());
+    let _bind = runtime.host().bind("visits.lookup", Arc::new(move |inv: Invocation| h2.lock().push(inv)), None).unwrap();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    let inv = held.lock().pop().unwrap();
+    let token = inv.cancel_token();
+    assert!(!token.is_cancelled());
+    drop(runtime);
+    assert_eq!(outcomes.all().len(), 1);
+    assert_eq!(code(&outcomes.all()[0]), "EXECUTION_ABORTED");
+    assert!(token.is_cancelled(), "the handler is told");
+    assert_eq!(inv.complete(json!({})), Ok(()));
+    assert_eq!(outcomes.all().len(), 1);
+}
+
+#[test]
+fn availability_checks_run_without_locks_and_may_refresh() {
+    let rt: Arc<Mutex<Option<Arc<Runtime>>>> = Arc::default();
+    let r2 = rt.clone();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c2 = calls.clone();
+    let runtime = Arc::new(Runtime::new(&catalog()));
+    *rt.lock() = Some(runtime.clone());
+    let _b = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            Some(Arc::new(move || {
+                // A refresh from inside a refresh is queued, not recursive.
+                if c2.fetch_add(1, Ordering::SeqCst) == 0 {
+                    r2.lock().clone().unwrap().host().refresh().unwrap();
+                }
+                Ok(Availability::available())
+            })),
+        )
+        .unwrap();
+    // bind refreshed (revision 1), its availability check asked for one more (2).
+    assert_eq!(runtime.client().snapshot().unwrap().revision(), 2);
+    *rt.lock() = None;
+}
+
+#[test]
+fn snapshot_is_the_same_object_until_the_revision_changes() {
+    let runtime = Runtime::new(&catalog());
+    let a = runtime.client().snapshot().unwrap();
+    let b = runtime.client().snapshot().unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(a.json().as_ptr(), b.json().as_ptr());
+    runtime.host().refresh().unwrap();
+    let c = runtime.client().snapshot().unwrap();
+    assert_eq!(c.revision(), 1);
+    assert!(!Arc::ptr_eq(&a, &c));
+}
+
+#[test]
+fn concurrent_invocations_on_one_runtime_settle_once_each() {
+    let runtime = Arc::new(Runtime::new(&catalog()));
+    let _b = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    let count = Arc::new(AtomicI64::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let runtime = runtime.clone();
+            let count = count.clone();
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    let c = count.clone();
+                    runtime
+                        .client()
+                        .invoke("visits.lookup", b"{}", None, None, Box::new(move |_: &str| {
+                            c.fetch_add(1, Ordering::SeqCst);
+                        }))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 800);
+    assert_eq!(runtime.client().snapshot().unwrap().revision(), 801);
+}
