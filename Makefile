@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib header conformance demo test test-rust test-conformance test-c valgrind install clean
+.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c valgrind install clean
 
 all: lib
 
@@ -31,6 +31,10 @@ header: lib
 
 conformance: lib
 	$(CARGO) build --release -p rcip-conformance
+
+# The catalog linter (`rcip check CATALOG.json`).
+cli:
+	$(CARGO) build --release --bin rcip
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -71,8 +75,9 @@ valgrind: $(C_EXAMPLES)
 	  *) $(VALGRIND) $$e > /dev/null || exit 1;; esac; \
 	done
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+install: lib cli
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 0755 $(LIBDIR)/rcip $(DESTDIR)$(PREFIX)/bin/rcip
 	install -m 0755 $(LIBDIR)/librcip.so $(DESTDIR)$(PREFIX)/lib/librcip.so.$(VERSION)
 	ln -sf librcip.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librcip.so.$(ABI_MAJOR)
 	ln -sf librcip.so.$(ABI_MAJOR) $(DESTDIR)$(PREFIX)/lib/librcip.so
