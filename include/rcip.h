@@ -141,6 +141,7 @@ typedef uint32_t rcip_result;
  * during the `rcip_availability_callback` call that received it; never
  * freed by the host.
  *
+ * Thread safety: the callback's thread, during the callback.
  * Functions: `rcip_availability_set`.
  */
 typedef struct rcip_availability_sink rcip_availability_sink;
@@ -297,6 +298,7 @@ typedef struct rcip_snapshot rcip_snapshot;
  * Where an id generator writes the id. Borrowed: valid only during the
  * `rcip_id_generator_callback` call that received it.
  *
+ * Thread safety: the callback's thread, during the callback.
  * Functions: `rcip_string_sink_set`.
  */
 typedef struct rcip_string_sink rcip_string_sink;
@@ -469,6 +471,7 @@ rcip_result rcip_binding_unbind(const struct rcip_binding *binding);
  * a binding no longer installed, changes nothing.
  *
  * Units: an opaque counter chosen by the host, initially 0.
+ * Ownership: `binding` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks.
@@ -481,6 +484,7 @@ rcip_result rcip_binding_set_revision(const struct rcip_binding *binding, uint64
  * True while this binding is the installed binding of its capability;
  * false for NULL, after unbind, and after the runtime is freed.
  *
+ * Ownership: `binding` is borrowed for the call.
  * Thread safety: any thread.
  */
 bool rcip_binding_is_installed(const struct rcip_binding *binding);
@@ -521,6 +525,7 @@ rcip_result rcip_cancel_token_clone(const struct rcip_cancel_token *token, struc
  * ending with a receipt, a preflight report) happens before this returns.
  * A running handler is only told (it must cooperate).
  *
+ * Ownership: `token` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
  * Thread safety: any thread, also inside callbacks.
  * Rule: seed, "Cancellation and effects"; PIPELINE.md sections 4 (steps 10,
@@ -531,6 +536,7 @@ rcip_result rcip_cancel_token_cancel(const struct rcip_cancel_token *token);
 /**
  * True once the token was cancelled; false for NULL.
  *
+ * Ownership: `token` is borrowed for the call.
  * Thread safety: any thread.
  */
 bool rcip_cancel_token_is_cancelled(const struct rcip_cancel_token *token);
@@ -799,6 +805,7 @@ rcip_result rcip_host_set_context(const struct rcip_host *host, const char *cont
 /**
  * Sets the context to `{"activeScopeIds": []}`, then refreshes.
  *
+ * Ownership: `host` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks.
@@ -812,6 +819,7 @@ rcip_result rcip_host_clear_context(const struct rcip_host *host);
  * once (on this thread, before returning). A refresh requested from inside
  * a refresh on the same thread is queued behind it.
  *
+ * Ownership: `host` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks.
@@ -930,6 +938,7 @@ rcip_result rcip_invocation_complete(const struct rcip_invocation *invocation, c
  * or the token was cancelled, else `failed EXECUTION_FAILED`. No error
  * text is taken: failure details stay with the host (redaction).
  *
+ * Ownership: `invocation` is borrowed for the call (free it separately).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
  * second settle; `RCIP_RESULT_WRONG_CONTEXT`. After the runtime stopped
  * waiting it returns OK and changes nothing.
@@ -999,6 +1008,7 @@ rcip_result rcip_policy_request_decide(const struct rcip_policy_request *request
 /**
  * Settles the request as a policy failure (`POLICY_EVALUATION_FAILED`).
  *
+ * Ownership: `request` is borrowed for the call (free it separately).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_COMPLETED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread; as `rcip_policy_request_decide`.
@@ -1056,6 +1066,7 @@ rcip_result rcip_runtime_builder_new(const struct rcip_catalog *catalog, struct 
  * it opens + `ttl_ms`.
  *
  * Units: milliseconds; default 120000 (two minutes).
+ * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
  * `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
  * unchanged then.
@@ -1071,6 +1082,7 @@ rcip_result rcip_runtime_builder_set_confirmation_ttl_ms(struct rcip_runtime_bui
  * `max_depth` in nesting levels of arrays and objects (default 1000).
  * Deeper or larger text is not a JSON value (`INPUT_INVALID` /
  * `OUTPUT_INVALID`), found before parsing.
+ * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
  * `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
  * Thread safety: one thread at a time per builder.
@@ -1151,6 +1163,7 @@ rcip_result rcip_runtime_builder_set_id_generator(struct rcip_runtime_builder *b
  * `rcip_runtime_next_deadline` when). Default: false (a library timer
  * expires them at `expiresAt`).
  *
+ * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 7.
@@ -1215,6 +1228,7 @@ rcip_result rcip_runtime_next_deadline(const struct rcip_runtime *runtime, bool 
  * `failed CONFIRMATION_EXPIRED`, a `failed` event stamped `expiresAt`, and
  * the confirmation callback's `closed` notice, on this thread.
  *
+ * Ownership: `runtime` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread; also valid without manual timers.
  * Rule: PIPELINE.md section 5 (expiry), section 7.
@@ -1342,6 +1356,7 @@ const char *rcip_snapshot_json(const struct rcip_snapshot *snapshot);
  *
  * Units: a counter starting at 0 with the runtime's first snapshot and
  * incremented by every refresh.
+ * Ownership: `snapshot` is borrowed for the call.
  * Thread safety: any thread.
  */
 uint64_t rcip_snapshot_revision(const struct rcip_snapshot *snapshot);
