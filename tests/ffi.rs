@@ -413,3 +413,39 @@ fn result_strings_and_schemas() {
         assert!(report.contains(r#""ok":false"#) && report.contains("/protocolVersion") && report.contains("/application"), "{report}");
     }
 }
+
+// A handler that frees its own runtime (user data: the runtime pointer
+// slot), then completes.
+unsafe extern "C" fn free_runtime_then_complete(ud: *mut c_void, inv: *mut rcip_invocation) {
+    let slot = &*(ud as *const Mutex<usize>);
+    let runtime = std::mem::take(&mut *slot.lock().unwrap()) as *mut rcip_runtime;
+    rcip_runtime_free(runtime);
+    assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
+    rcip_invocation_free(inv);
+}
+
+#[test]
+fn a_callback_may_free_its_own_runtime() {
+    unsafe {
+        let f = Fixture::new();
+        let slot = Mutex::new(f.runtime as usize);
+        let mut b = ptr::null_mut();
+        assert_eq!(
+            rcip_host_bind(f.host(), c"items.list".as_ptr(), Some(free_runtime_then_complete), None, &slot as *const _ as *mut c_void, None, &mut b),
+            rcip_result::Ok
+        );
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let client = f.client();
+        let catalog = f.catalog;
+        std::mem::forget(f);
+        assert_eq!(
+            rcip_client_invoke(client, c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(store_outcome), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+            rcip_result::Ok
+        );
+        let all = outcomes.lock().unwrap().clone();
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert!(all[0].contains("EXECUTION_ABORTED"), "{all:?}");
+        rcip_binding_free(b);
+        rcip_catalog_free(catalog);
+    }
+}

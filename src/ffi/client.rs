@@ -14,7 +14,7 @@ use crate::runtime::{Client, Filter, Subscription};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-unsafe fn client_arg<'a>(client: *const rcip_client) -> FfiResult<Client<'a>> {
+unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
     let runtime = ref_arg(client.cast::<rcip_runtime>(), "client")?;
     Ok(runtime.0.client())
 }

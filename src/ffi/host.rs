@@ -12,7 +12,7 @@ use crate::runtime::{AvailabilityCheck, Host};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-pub(crate) unsafe fn host_arg<'a>(host: *const rcip_host) -> FfiResult<Host<'a>> {
+pub(crate) unsafe fn host_arg(host: *const rcip_host) -> FfiResult<Host> {
     let runtime = ref_arg(host.cast::<rcip_runtime>(), "host")?;
     Ok(runtime.0.host())
 }
