@@ -172,16 +172,7 @@ impl<'p> Evaluator<'p> {
         if self.collect {
             let base = path.render();
             for e in validator.iter_errors(inst) {
-                let keyword = match e.kind().keyword() {
-                    "falseSchema" => "false schema",
-                    k => k,
-                }
-                .to_string();
-                self.issues.push(ValidationIssue {
-                    instance_path: format!("{base}{}", e.instance_path()),
-                    keyword,
-                    message: format!("not a valid JSON Schema 2020-12: {e}"),
-                });
+                reshape_crate_error(&e, &base, &mut self.issues);
             }
         }
         false
@@ -250,8 +241,10 @@ impl<'p> Evaluator<'p> {
                 for (i, sub) in list.iter().enumerate() {
                     let (ok, a) = self.sub(*sub, inst, path);
                     if i > 0 && ok && valid {
+                        // A second match settles it: later branches are not evaluated.
                         valid = false;
                         passing.push(i);
+                        break;
                     } else if ok {
                         valid = true;
                         passing = vec![i];
@@ -710,6 +703,43 @@ impl<'p> Evaluator<'p> {
         }
         good
     }
+}
+
+/// Turns one jsonschema-crate error into the issues the reference reports
+/// for it: a failing `anyOf`/`oneOf` also reports each branch's issues, and
+/// `additionalProperties: false` reports each extra property.
+fn reshape_crate_error(e: &jsonschema::ValidationError<'_>, base: &str, out: &mut Vec<ValidationIssue>) {
+    use jsonschema::error::ValidationErrorKind as K;
+    let path = format!("{base}{}", e.instance_path());
+    match e.kind() {
+        K::AnyOf { context } | K::OneOfNotValid { context } => {
+            for branch in context {
+                for inner in branch {
+                    reshape_crate_error(inner, base, out);
+                }
+            }
+        }
+        K::AdditionalProperties { unexpected } if unexpected.len() > 1 => {
+            for name in unexpected {
+                out.push(ValidationIssue {
+                    instance_path: path.clone(),
+                    keyword: "additionalProperties".to_string(),
+                    message: format!("not a valid JSON Schema 2020-12: property \"{name}\" is not allowed"),
+                });
+            }
+            return;
+        }
+        _ => {}
+    }
+    let keyword = match e.kind().keyword() {
+        "falseSchema" => "false schema",
+        k => k,
+    };
+    out.push(ValidationIssue {
+        instance_path: path,
+        keyword: keyword.to_string(),
+        message: format!("not a valid JSON Schema 2020-12: {e}"),
+    });
 }
 
 fn kind(v: &Value) -> &'static str {

@@ -170,35 +170,4 @@ pub fn corpus_results(corpus: &Value) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn compiles_and_reports_issues() {
-        let s = Schema::compile(&json!({
-            "type": "object",
-            "properties": {"done": {"type": "boolean"}},
-            "required": ["done"],
-            "additionalProperties": false
-        }))
-        .unwrap();
-        assert!(s.validate(&json!({"done": true})).is_empty());
-        let issues = s.validate(&json!({"done": "yes"}));
-        assert_eq!(issues.len(), 1);
-        assert_eq!(issues[0].instance_path, "/done");
-        assert_eq!(issues[0].keyword, "type");
-    }
-
-    #[test]
-    fn refuses_what_strict_mode_refuses() {
-        let e = Schema::compile(&json!({"type": "string", "format": "email"})).unwrap_err();
-        assert_eq!(e[0].rule, "format");
-        let e = Schema::compile(&json!({"properties": {"a": {"tpye": "string"}}})).unwrap_err();
-        assert_eq!(e[0].rule, "unknown keyword");
-        assert_eq!(e[0].pointer, "/properties/a/tpye");
-        let e = Schema::compile(&json!({"$ref": "http://example.com/s.json"})).unwrap_err();
-        assert_eq!(e[0].rule, "reference");
-        assert!(Schema::compile(&json!({"type": 5})).is_err());
-    }
-}
+mod tests;
