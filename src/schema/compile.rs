@@ -504,7 +504,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn node(&mut self, schema: &'a Value, cx: Cx) -> NodeId {
-        let node = self.build(schema, cx);
+        let node = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.build(schema, cx));
         self.push(node)
     }
 

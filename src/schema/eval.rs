@@ -132,6 +132,12 @@ impl<'p> Evaluator<'p> {
     }
 
     fn node<'i>(&mut self, id: NodeId, inst: &'i Value, path: &Path<'_>) -> (bool, Ann<'i>) {
+        // Deep payloads and recursive schemas: grow the stack instead of
+        // overflowing a host thread's.
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.node_inner(id, inst, path))
+    }
+
+    fn node_inner<'i>(&mut self, id: NodeId, inst: &'i Value, path: &Path<'_>) -> (bool, Ann<'i>) {
         let prog = self.prog;
         match &prog.nodes[id] {
             Node::Bool(true) => (true, Ann::default()),
@@ -419,7 +425,7 @@ impl<'p> Evaluator<'p> {
                 let Value::Object(o) = inst else { return true };
                 let mut valid = true;
                 for name in names {
-                    if !o.contains_key(name) {
+                    if !has_key(o, name) {
                         valid = false;
                         if !self.collect {
                             return false;
@@ -478,11 +484,11 @@ impl<'p> Evaluator<'p> {
                 let Value::Object(o) = inst else { return true };
                 let mut valid = true;
                 for (name, needed) in deps {
-                    if !o.contains_key(name) {
+                    if !has_key(o, name) {
                         continue;
                     }
                     for dep in needed {
-                        if !o.contains_key(dep) {
+                        if !has_key(o, dep) {
                             valid = false;
                             if !self.collect {
                                 return false;
@@ -515,6 +521,19 @@ impl<'p> Evaluator<'p> {
             Kw::Properties(list) => {
                 let Value::Object(o) = inst else { return true };
                 let mut valid = true;
+                if self.short && o.len() <= SMALL {
+                    // Validity only: walk the instance and find each key among
+                    // the declared names, without hashing.
+                    for (key, value) in o {
+                        let Some((_, sub)) = list.iter().find(|(n, _)| n == key) else { continue };
+                        if let Some(id) = sub {
+                            if !self.node(*id, value, &Path::Key(path, key)).0 {
+                                return false;
+                            }
+                        }
+                    }
+                    return true;
+                }
                 for (name, sub) in list {
                     let Some((key, value)) = o.get_key_value(name) else { continue };
                     if self.prog.track && !ann.all_props {
@@ -740,6 +759,19 @@ fn reshape_crate_error(e: &jsonschema::ValidationError<'_>, base: &str, out: &mu
         keyword: keyword.to_string(),
         message: format!("not a valid JSON Schema 2020-12: {e}"),
     });
+}
+
+/// Objects up to this many properties are searched without hashing.
+const SMALL: usize = 16;
+
+/// Whether `o` has the property `name`: a plain scan for small objects
+/// (cheaper than hashing the name), a map lookup otherwise.
+fn has_key(o: &serde_json::Map<String, Value>, name: &str) -> bool {
+    if o.len() <= SMALL {
+        o.keys().any(|k| k == name)
+    } else {
+        o.contains_key(name)
+    }
 }
 
 fn kind(v: &Value) -> &'static str {

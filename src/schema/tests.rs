@@ -361,3 +361,57 @@ fn schema_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Schema>();
 }
+
+#[test]
+fn deep_instances_within_the_payload_depth_limit() {
+    // Payloads may nest 1000 levels (crate::json::DEFAULT_MAX_DEPTH); a
+    // recursive schema follows them on a host thread's stack.
+    let depth = crate::json::DEFAULT_MAX_DEPTH;
+    let text = "[".repeat(depth) + &"]".repeat(depth);
+    let data = crate::json::parse_str(&text, &crate::json::Limits::default()).unwrap();
+    let s = compile(json!({"type": "array", "items": {"$ref": "#"}}));
+    let handle = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || (s.is_valid(&data), s.validate(&data).len()))
+        .unwrap();
+    assert_eq!(handle.join().unwrap(), (true, 0));
+}
+
+/// Valid-path speed against the jsonschema crate on a typical contract:
+/// `cargo test --release --lib schema::tests::valid_path_speed -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn valid_path_speed() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "customer": {"type": "string", "minLength": 1, "maxLength": 80},
+            "currency": {"enum": ["EUR", "USD", "GBP"]},
+            "lines": {"type": "array", "minItems": 1, "items": {
+                "type": "object",
+                "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"}, "qty": {"type": "integer", "minimum": 1}, "price": {"type": "number", "minimum": 0}},
+                "required": ["sku", "qty", "price"], "additionalProperties": false}},
+            "note": {"type": ["string", "null"]}
+        },
+        "required": ["customer", "currency", "lines"],
+        "additionalProperties": false
+    });
+    let data = json!({"customer": "ACME", "currency": "EUR", "note": null, "lines": [
+        {"sku": "ABC-1234", "qty": 2, "price": 9.5}, {"sku": "XYZ-0001", "qty": 1, "price": 100},
+        {"sku": "DEF-0042", "qty": 10, "price": 0.25}]});
+    let ours = compile(schema.clone());
+    let crate_validator = jsonschema::draft202012::options().should_validate_formats(false).build(&schema).unwrap();
+    assert!(ours.validate(&data).is_empty() && crate_validator.is_valid(&data));
+    let n = 200_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(ours.validate(std::hint::black_box(&data)).is_empty());
+    }
+    let a = t.elapsed();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(crate_validator.is_valid(std::hint::black_box(&data)));
+    }
+    let b = t.elapsed();
+    println!("rcip validate (valid): {:?}/call; jsonschema is_valid: {:?}/call", a / n, b / n);
+}
