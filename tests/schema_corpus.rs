@@ -139,10 +139,20 @@ fn probes_agree_with_the_reference() {
     check("ajv2020-strict-probes.json", 1.0);
 }
 
-/// Writes result files for `compare_schema.py` under `target/`.
+/// Writes result files for `compare_schema.py` under `target/`; with
+/// `SCHEMA_CORPUS=FILE.json`, runs that corpus file instead and writes
+/// `FILE.results.json` beside it.
 #[test]
 #[ignore]
 fn dump() {
+    if let Ok(file) = std::env::var("SCHEMA_CORPUS") {
+        let text = std::fs::read_to_string(&file).expect("corpus file");
+        let corpus = parse_str(&text, &Limits::UNLIMITED).expect("corpus is JSON");
+        let path = file.replace(".json", ".results.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&corpus_results(&corpus)).unwrap()).unwrap();
+        println!("wrote {path}");
+        return;
+    }
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target");
     std::fs::create_dir_all(&out).unwrap();
     for name in FILES {

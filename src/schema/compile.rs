@@ -40,7 +40,7 @@ pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
 /// Known keywords that carry no validation rule (annotations and
 /// identifiers). A schema made only of these is trivially valid.
 const NO_RULE_KEYWORDS: &[&str] = &[
-    "$async", "$schema", "$id", "$defs", "$vocabulary", "definitions", "nullable", "title",
+    "$async", "$schema", "$id", "$defs", "$vocabulary", "definitions", "title",
     "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "contentMediaType",
     "contentEncoding", "contentSchema",
 ];
@@ -141,12 +141,16 @@ struct Cx {
     env: NodeId,
     /// This schema is the top of its function.
     env_root: bool,
+    /// Known at compile time that every property / item of the instance is
+    /// evaluated (the reference then never compiles `unevaluated*`).
+    props_all: bool,
+    items_all: bool,
 }
 
 impl Cx {
     /// A subschema applying to the same instance.
     fn same(&self, ptr: String) -> Cx {
-        Cx { ptr, env_root: false, ..self.clone() }
+        Cx { ptr, env_root: false, props_all: false, items_all: false, ..self.clone() }
     }
 
     /// A subschema applying to a part of the instance (a property, an item,
@@ -154,7 +158,7 @@ impl Cx {
     /// and for the rest of this schema.
     fn data(&mut self, ptr: String, data_types: Vec<JType>) -> Cx {
         self.defined = Rc::new(RefCell::new(HashSet::new()));
-        Cx { ptr, env_root: false, data_types, ..self.clone() }
+        Cx { ptr, env_root: false, data_types, props_all: false, items_all: false, ..self.clone() }
     }
 }
 
@@ -171,6 +175,10 @@ pub(crate) struct Compiler<'a> {
     dyn_registered: HashSet<String>,
     track: bool,
     dynamic: bool,
+    /// The static evaluation state (`props_all`, `items_all`) of the schema
+    /// compiled last, and of each function compiled so far.
+    last_static: (bool, bool),
+    env_static: HashMap<NodeId, (bool, bool)>,
 }
 
 impl<'a> Compiler<'a> {
@@ -193,6 +201,8 @@ impl<'a> Compiler<'a> {
             dyn_registered: HashSet::new(),
             track: false,
             dynamic: false,
+            last_static: (false, false),
+            env_static: HashMap::new(),
         };
         if !c.root_base.is_empty() {
             c.refs.insert(c.root_base.clone(), Registered::Root);
@@ -207,6 +217,8 @@ impl<'a> Compiler<'a> {
             defined: Rc::new(RefCell::new(HashSet::new())),
             env: id,
             env_root: true,
+            props_all: false,
+            items_all: false,
         };
         let node = c.build(root, cx);
         c.nodes[id] = node;
@@ -508,11 +520,24 @@ impl<'a> Compiler<'a> {
         self.push(node)
     }
 
-    fn build(&mut self, schema: &'a Value, mut cx: Cx) -> Node {
+    fn build(&mut self, schema: &'a Value, cx: Cx) -> Node {
+        self.last_static = (false, false);
+        let (node, flags) = self.build_inner(schema, cx);
+        self.last_static = flags;
+        node
+    }
+
+    /// Merges the static evaluation state of the schema compiled last.
+    fn merge_static(&self, cx: &mut Cx) {
+        cx.props_all |= self.last_static.0;
+        cx.items_all |= self.last_static.1;
+    }
+
+    fn build_inner(&mut self, schema: &'a Value, mut cx: Cx) -> (Node, (bool, bool)) {
         let m = match schema {
-            Value::Bool(b) => return Node::Bool(*b),
+            Value::Bool(b) => return (Node::Bool(*b), (false, false)),
             Value::Object(m) => m,
-            _ => return Node::Bool(true), // refused by the meta-schema
+            _ => return (Node::Bool(true), (false, false)), // refused by the meta-schema
         };
         self.check_unknown(m, &cx.ptr);
         if let Some(Value::String(id)) = m.get("$id") {
@@ -523,11 +548,13 @@ impl<'a> Compiler<'a> {
                 cx.base = uri::resolve(&cx.base, id);
             }
         }
-        if m.get("$async") == Some(&Value::Bool(true)) {
+        if m.get("$async") == Some(&Value::Bool(true)) && !cx.env_root {
+            // At the top of a function the reference makes an asynchronous
+            // validator (same verdicts); inside one it refuses the schema.
             self.error(
                 join(&cx.ptr, "$async"),
                 "async",
-                "asynchronous schemas are not supported: validation is synchronous".to_string(),
+                "\"$async\": true inside a synchronous schema is refused".to_string(),
             );
         }
         let types = self.schema_types(m, &cx.ptr);
@@ -536,11 +563,11 @@ impl<'a> Compiler<'a> {
             if let Some(kw) = self.compile_ref(m, &mut cx) {
                 kws.push(kw);
             }
-            return Node::Obj { types: Vec::new(), kws };
+            return (Node::Obj { types: Vec::new(), kws }, (cx.props_all, cx.items_all));
         }
         self.check_strict_types(m, &types, &mut cx);
         let kws = self.keywords(schema, m, &mut cx);
-        Node::Obj { types, kws }
+        (Node::Obj { types, kws }, (cx.props_all, cx.items_all))
     }
 
     /// The schema's own types: `type`, plus `null` when `nullable: true`.
@@ -641,6 +668,8 @@ impl<'a> Compiler<'a> {
         let ptr = join(&cx.ptr, "$ref");
         if (reference == "#" || reference == "#/") && cx.base == self.root_base {
             let root = self.envs[&(String::new(), self.root_base.clone())];
+            self.last_static = self.env_static.get(&root).copied().unwrap_or((false, false));
+            self.merge_static(cx);
             return Some(Kw::Ref(root));
         }
         let target = match self.resolve_ref(&cx.base, reference) {
@@ -660,27 +689,34 @@ impl<'a> Compiler<'a> {
                 return None;
             }
         };
-        Some(Kw::Ref(self.target_node(target, cx)))
+        let id = self.target_node(target, cx);
+        self.merge_static(cx);
+        Some(Kw::Ref(id))
     }
 
     fn target_node(&mut self, target: Target, cx: &mut Cx) -> NodeId {
         match target {
             Target::Meta => {
+                self.last_static = (false, false);
                 if let Some(id) = self.meta_node {
                     return id;
                 }
                 let id = self.push(Node::Meta);
                 self.meta_node = Some(id);
+                self.last_static = (false, false);
                 id
             }
             Target::Local { ptr, base } => {
                 let schema = self.value_at(&ptr).unwrap_or(&Value::Bool(true));
                 if !has_ref_keyword(schema) {
                     // Inlined at this use: compiled in this context.
-                    let child = Cx { ptr, data_types: Vec::new(), env_root: false, ..cx.clone() };
+                    let child =
+                        Cx { ptr, data_types: Vec::new(), env_root: false, props_all: false, items_all: false, ..cx.clone() };
                     return self.node(schema, child);
                 }
-                self.env_node(schema, ptr, base)
+                let id = self.env_node(schema, ptr, base);
+                self.last_static = self.env_static.get(&id).copied().unwrap_or((false, false));
+                id
             }
         }
     }
@@ -700,8 +736,11 @@ impl<'a> Compiler<'a> {
             defined: Rc::new(RefCell::new(HashSet::new())),
             env: id,
             env_root: true,
+            props_all: false,
+            items_all: false,
         };
         let node = self.build(schema, cx);
+        self.env_static.insert(id, self.last_static);
         self.nodes[id] = node;
         id
     }
@@ -778,6 +817,7 @@ impl<'a> Compiler<'a> {
             let mut nodes = Vec::new();
             for (i, s) in list.iter().enumerate() {
                 if let Some(n) = self.sub(s, cx.same(format!("{}/{i}", at("allOf")))) {
+                    self.merge_static(cx);
                     nodes.push(n);
                 }
             }
@@ -791,6 +831,7 @@ impl<'a> Compiler<'a> {
             let has_else = m.get("else").is_some_and(|s| !self.trivial(s, &at("else")));
             if has_then || has_else {
                 let cond = self.node(cond, cx.same(at("if")));
+                self.merge_static(cx);
                 let then = if has_then { Some(self.node(&m["then"], cx.same(at("then")))) } else { None };
                 let els = if has_else { Some(self.node(&m["else"], cx.same(at("else")))) } else { None };
                 kws.push(Kw::If { cond, then, els });
@@ -889,6 +930,7 @@ impl<'a> Compiler<'a> {
                 Some(self.node(s, child))
             };
             kws.push(Kw::Items { sub, is_false, after: prefix_len });
+            cx.items_all = true;
         }
         if let Some(s) = m.get("contains") {
             let min = num("minContains").unwrap_or(1.0);
@@ -911,7 +953,9 @@ impl<'a> Compiler<'a> {
                     None
                 } else {
                     let child = cx.data(at("contains"), Vec::new());
-                    Some(self.node(s, child))
+                    let n = self.node(s, child);
+                    cx.items_all = true;
+                    Some(n)
                 };
                 kws.push(Kw::Contains { sub, min, max, always_fail: false });
             }
@@ -955,9 +999,8 @@ impl<'a> Compiler<'a> {
         }
         let prop_names: Vec<String> =
             m.get("properties").and_then(|p| p.as_object()).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-        let mut props_all = false;
         if let Some(s) = m.get("additionalProperties") {
-            props_all = true;
+            cx.props_all = true;
             if self.trivial(s, &at("additionalProperties")) {
                 // Still marks every property evaluated.
                 kws.push(Kw::AdditionalProperties { sub: None, is_false: false, props: Vec::new(), patterns: Vec::new() });
@@ -1023,14 +1066,14 @@ impl<'a> Compiler<'a> {
             for (p, s) in pats {
                 trivial.push(self.trivial(s, &join(&at("patternProperties"), p)));
             }
-            let skip = pats.is_empty() || (trivial.iter().all(|t| *t) && props_all);
+            let skip = pats.is_empty() || (trivial.iter().all(|t| *t) && cx.props_all);
             if !skip {
                 let mut list = Vec::new();
                 for ((p, s), triv) in pats.iter().zip(trivial) {
                     let pp = join(&at("patternProperties"), p);
                     let Some(re) = self.regex(p, pp.clone()) else { continue };
                     for name in &prop_names {
-                        if re.is_match(name) {
+                        if JsRegex::matches_without_u(p, name) == Some(true) {
                             self.error(
                                 join(&at("properties"), name),
                                 "matching properties",
@@ -1073,7 +1116,7 @@ impl<'a> Compiler<'a> {
         }
 
         // Post: unevaluated.
-        if let Some(s) = m.get("unevaluatedProperties") {
+        if let (Some(s), false) = (m.get("unevaluatedProperties"), cx.props_all) {
             self.track = true;
             let is_false = *s == Value::Bool(false);
             let sub = if is_false || self.trivial(s, &at("unevaluatedProperties")) {
@@ -1083,8 +1126,9 @@ impl<'a> Compiler<'a> {
                 Some(self.node(s, child))
             };
             kws.push(Kw::UnevaluatedProperties { sub, is_false });
+            cx.props_all = true;
         }
-        if let Some(s) = m.get("unevaluatedItems") {
+        if let (Some(s), false) = (m.get("unevaluatedItems"), cx.items_all) {
             self.track = true;
             let is_false = *s == Value::Bool(false);
             let sub = if is_false || self.trivial(s, &at("unevaluatedItems")) {
@@ -1094,6 +1138,7 @@ impl<'a> Compiler<'a> {
                 Some(self.node(s, child))
             };
             kws.push(Kw::UnevaluatedItems { sub, is_false });
+            cx.items_all = true;
         }
         kws
     }

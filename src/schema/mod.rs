@@ -117,7 +117,18 @@ impl Schema {
         if self.is_valid(instance) {
             return Vec::new();
         }
-        Evaluator::issues(&self.program, instance)
+        let mut issues = Evaluator::issues(&self.program, instance);
+        if issues.is_empty() {
+            // Every failing keyword reports an issue; keep "empty = valid"
+            // true even if one did not.
+            debug_assert!(false, "an invalid instance got no issue");
+            issues.push(ValidationIssue {
+                instance_path: String::new(),
+                keyword: "false schema".to_string(),
+                message: "the value does not match the schema".to_string(),
+            });
+        }
+        issues
     }
 }
 

@@ -33,6 +33,14 @@ impl JsRegex {
         }
     }
 
+    /// Whether `pattern` without the `u` flag matches `text`: the reference
+    /// uses that dialect for one thing only, checking whether a
+    /// `patternProperties` pattern matches a name declared in `properties`.
+    /// `None` when the pattern does not compile in that dialect.
+    pub fn matches_without_u(pattern: &str, text: &str) -> Option<bool> {
+        regress::Regex::with_flags(pattern, regress::Flags::default()).ok().map(|r| r.find(text).is_some())
+    }
+
     /// True when the pattern matches somewhere in `text` (JavaScript `test`).
     pub fn is_match(&self, text: &str) -> bool {
         self.regex.find(text).is_some()
