@@ -13,7 +13,7 @@
 //! `contentSchema`, and `if` without a non-trivial `then`/`else` are never
 //! compiled, so never checked.
 
-use super::node::{Kw, Node, NodeId, Program, Sub};
+use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::regex::JsRegex;
 use super::uri;
 use super::value::{escape_token, unescape_token, JType};
@@ -141,16 +141,54 @@ struct Cx {
     env: NodeId,
     /// This schema is the top of its function.
     env_root: bool,
-    /// Known at compile time that every property / item of the instance is
-    /// evaluated (the reference then never compiles `unevaluated*`).
-    props_all: bool,
-    items_all: bool,
+    /// What the reference knows at compile time about the evaluated
+    /// properties / items of this schema so far.
+    pst: St,
+    ist: St,
+}
+
+/// The reference's compile-time view of evaluated properties or items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum St {
+    /// Nothing evaluated yet.
+    Undef,
+    /// A set known at compile time.
+    Static,
+    /// A run-time variable.
+    Name,
+    /// Everything (then `unevaluated*` is never compiled).
+    All,
+}
+
+/// Merge of a subschema's evaluated state that always happens (allOf, `if`,
+/// `$ref`).
+fn static_merge(parent: St, child: St) -> St {
+    match (parent, child) {
+        (St::All, _) | (_, St::All) => St::All,
+        (p, St::Undef) => p,
+        (St::Name, _) | (_, St::Name) => St::Name,
+        _ => St::Static,
+    }
+}
+
+/// Merge that happens only when the subschema passes (anyOf/oneOf branches,
+/// then/else, dependentSchemas). Returns the new state and whether the
+/// evaluated set known before is lost when the merge does not happen: the
+/// reference creates its run-time variable inside the conditional block, so
+/// it stays undefined when the block does not run.
+fn cond_merge(parent: St, child: St) -> (St, bool) {
+    match (parent, child) {
+        (St::All, _) => (St::All, false),
+        (p, St::Undef) => (p, false),
+        (St::Name, _) => (St::Name, false),
+        _ => (St::Name, true),
+    }
 }
 
 impl Cx {
     /// A subschema applying to the same instance.
     fn same(&self, ptr: String) -> Cx {
-        Cx { ptr, env_root: false, props_all: false, items_all: false, ..self.clone() }
+        Cx { ptr, env_root: false, pst: St::Undef, ist: St::Undef, ..self.clone() }
     }
 
     /// A subschema applying to a part of the instance (a property, an item,
@@ -158,7 +196,7 @@ impl Cx {
     /// and for the rest of this schema.
     fn data(&mut self, ptr: String, data_types: Vec<JType>) -> Cx {
         self.defined = Rc::new(RefCell::new(HashSet::new()));
-        Cx { ptr, env_root: false, data_types, props_all: false, items_all: false, ..self.clone() }
+        Cx { ptr, env_root: false, data_types, pst: St::Undef, ist: St::Undef, ..self.clone() }
     }
 }
 
@@ -175,10 +213,10 @@ pub(crate) struct Compiler<'a> {
     dyn_registered: HashSet<String>,
     track: bool,
     dynamic: bool,
-    /// The static evaluation state (`props_all`, `items_all`) of the schema
-    /// compiled last, and of each function compiled so far.
-    last_static: (bool, bool),
-    env_static: HashMap<NodeId, (bool, bool)>,
+    /// The evaluated state (properties, items) of the schema compiled last,
+    /// and of each function compiled so far.
+    last_static: (St, St),
+    env_static: HashMap<NodeId, (St, St)>,
 }
 
 impl<'a> Compiler<'a> {
@@ -201,7 +239,7 @@ impl<'a> Compiler<'a> {
             dyn_registered: HashSet::new(),
             track: false,
             dynamic: false,
-            last_static: (false, false),
+            last_static: (St::Undef, St::Undef),
             env_static: HashMap::new(),
         };
         if !c.root_base.is_empty() {
@@ -217,8 +255,8 @@ impl<'a> Compiler<'a> {
             defined: Rc::new(RefCell::new(HashSet::new())),
             env: id,
             env_root: true,
-            props_all: false,
-            items_all: false,
+            pst: St::Undef,
+            ist: St::Undef,
         };
         let node = c.build(root, cx);
         c.nodes[id] = node;
@@ -521,7 +559,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn build(&mut self, schema: &'a Value, cx: Cx) -> Node {
-        self.last_static = (false, false);
+        self.last_static = (St::Undef, St::Undef);
         let (node, flags) = self.build_inner(schema, cx);
         self.last_static = flags;
         node
@@ -529,15 +567,25 @@ impl<'a> Compiler<'a> {
 
     /// Merges the static evaluation state of the schema compiled last.
     fn merge_static(&self, cx: &mut Cx) {
-        cx.props_all |= self.last_static.0;
-        cx.items_all |= self.last_static.1;
+        cx.pst = static_merge(cx.pst, self.last_static.0);
+        cx.ist = static_merge(cx.ist, self.last_static.1);
     }
 
-    fn build_inner(&mut self, schema: &'a Value, mut cx: Cx) -> (Node, (bool, bool)) {
+    /// Conditional merge of the schema compiled last (see [`cond_merge`]).
+    fn merge_cond(&self, cx: &mut Cx) -> Lose {
+        let (pst, props) = cond_merge(cx.pst, self.last_static.0);
+        let (ist, items) = cond_merge(cx.ist, self.last_static.1);
+        cx.pst = pst;
+        cx.ist = ist;
+        Lose { props, items }
+    }
+
+    fn build_inner(&mut self, schema: &'a Value, mut cx: Cx) -> (Node, (St, St)) {
+        let undef = (St::Undef, St::Undef);
         let m = match schema {
-            Value::Bool(b) => return (Node::Bool(*b), (false, false)),
+            Value::Bool(b) => return (Node::Bool(*b), undef),
             Value::Object(m) => m,
-            _ => return (Node::Bool(true), (false, false)), // refused by the meta-schema
+            _ => return (Node::Bool(true), undef), // refused by the meta-schema
         };
         self.check_unknown(m, &cx.ptr);
         if let Some(Value::String(id)) = m.get("$id") {
@@ -563,11 +611,11 @@ impl<'a> Compiler<'a> {
             if let Some(kw) = self.compile_ref(m, &mut cx) {
                 kws.push(kw);
             }
-            return (Node::Obj { types: Vec::new(), kws }, (cx.props_all, cx.items_all));
+            return (Node::Obj { types: Vec::new(), kws }, (cx.pst, cx.ist));
         }
         self.check_strict_types(m, &types, &mut cx);
         let kws = self.keywords(schema, m, &mut cx);
-        (Node::Obj { types, kws }, (cx.props_all, cx.items_all))
+        (Node::Obj { types, kws }, (cx.pst, cx.ist))
     }
 
     /// The schema's own types: `type`, plus `null` when `nullable: true`.
@@ -668,7 +716,7 @@ impl<'a> Compiler<'a> {
         let ptr = join(&cx.ptr, "$ref");
         if (reference == "#" || reference == "#/") && cx.base == self.root_base {
             let root = self.envs[&(String::new(), self.root_base.clone())];
-            self.last_static = self.env_static.get(&root).copied().unwrap_or((false, false));
+            self.last_static = self.env_static.get(&root).copied().unwrap_or((St::Name, St::Name));
             self.merge_static(cx);
             return Some(Kw::Ref(root));
         }
@@ -697,13 +745,13 @@ impl<'a> Compiler<'a> {
     fn target_node(&mut self, target: Target, cx: &mut Cx) -> NodeId {
         match target {
             Target::Meta => {
-                self.last_static = (false, false);
+                self.last_static = (St::Undef, St::Undef);
                 if let Some(id) = self.meta_node {
                     return id;
                 }
                 let id = self.push(Node::Meta);
                 self.meta_node = Some(id);
-                self.last_static = (false, false);
+                self.last_static = (St::Undef, St::Undef);
                 id
             }
             Target::Local { ptr, base } => {
@@ -711,11 +759,11 @@ impl<'a> Compiler<'a> {
                 if !has_ref_keyword(schema) {
                     // Inlined at this use: compiled in this context.
                     let child =
-                        Cx { ptr, data_types: Vec::new(), env_root: false, props_all: false, items_all: false, ..cx.clone() };
+                        Cx { ptr, data_types: Vec::new(), env_root: false, pst: St::Undef, ist: St::Undef, ..cx.clone() };
                     return self.node(schema, child);
                 }
                 let id = self.env_node(schema, ptr, base);
-                self.last_static = self.env_static.get(&id).copied().unwrap_or((false, false));
+                self.last_static = self.env_static.get(&id).copied().unwrap_or((St::Name, St::Name));
                 id
             }
         }
@@ -736,8 +784,8 @@ impl<'a> Compiler<'a> {
             defined: Rc::new(RefCell::new(HashSet::new())),
             env: id,
             env_root: true,
-            props_all: false,
-            items_all: false,
+            pst: St::Undef,
+            ist: St::Undef,
         };
         let node = self.build(schema, cx);
         self.env_static.insert(id, self.last_static);
@@ -759,11 +807,15 @@ impl<'a> Compiler<'a> {
         }
         if let Some(Value::String(r)) = m.get("$dynamicRef") {
             match r.strip_prefix('#') {
-                Some(anchor) => kws.push(Kw::DynamicRef {
-                    anchor: anchor.to_string(),
-                    registered: self.dyn_registered.contains(anchor),
-                    fallback: cx.env,
-                }),
+                Some(anchor) => {
+                    kws.push(Kw::DynamicRef {
+                        anchor: anchor.to_string(),
+                        registered: self.dyn_registered.contains(anchor),
+                        fallback: cx.env,
+                    });
+                    cx.pst = static_merge(cx.pst, St::Name);
+                    cx.ist = static_merge(cx.ist, St::Name);
+                }
                 None => self.error(
                     at("$dynamicRef"),
                     "dynamic reference",
@@ -806,11 +858,21 @@ impl<'a> Compiler<'a> {
             kws.push(Kw::Not(sub));
         }
         if let Some(Value::Array(list)) = m.get("anyOf") {
-            let nodes = list.iter().enumerate().map(|(i, s)| self.node(s, cx.same(format!("{}/{i}", at("anyOf"))))).collect();
+            let mut nodes = Vec::new();
+            for (i, s) in list.iter().enumerate() {
+                let n = self.node(s, cx.same(format!("{}/{i}", at("anyOf"))));
+                nodes.push((n, self.merge_cond(cx)));
+            }
             kws.push(Kw::AnyOf(nodes));
         }
         if let Some(Value::Array(list)) = m.get("oneOf") {
-            let subs = list.iter().enumerate().map(|(i, s)| self.sub(s, cx.same(format!("{}/{i}", at("oneOf"))))).collect();
+            let mut subs = Vec::new();
+            for (i, s) in list.iter().enumerate() {
+                match self.sub(s, cx.same(format!("{}/{i}", at("oneOf")))) {
+                    Some(n) => subs.push((Some(n), self.merge_cond(cx))),
+                    None => subs.push((None, Lose::default())),
+                }
+            }
             kws.push(Kw::OneOf(subs));
         }
         if let Some(Value::Array(list)) = m.get("allOf") {
@@ -832,9 +894,23 @@ impl<'a> Compiler<'a> {
             if has_then || has_else {
                 let cond = self.node(cond, cx.same(at("if")));
                 self.merge_static(cx);
-                let then = if has_then { Some(self.node(&m["then"], cx.same(at("then")))) } else { None };
-                let els = if has_else { Some(self.node(&m["else"], cx.same(at("else")))) } else { None };
-                kws.push(Kw::If { cond, then, els });
+                let mut then_lose = Lose::default();
+                let mut els_lose = Lose::default();
+                let then = if has_then {
+                    let n = self.node(&m["then"], cx.same(at("then")));
+                    then_lose = self.merge_cond(cx);
+                    Some(n)
+                } else {
+                    None
+                };
+                let els = if has_else {
+                    let n = self.node(&m["else"], cx.same(at("else")));
+                    els_lose = self.merge_cond(cx);
+                    Some(n)
+                } else {
+                    None
+                };
+                kws.push(Kw::If { cond, then, els, then_lose, els_lose });
             }
         }
         for k in ["then", "else"] {
@@ -917,6 +993,9 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 kws.push(Kw::PrefixItems { subs });
+                if n > 0 {
+                    cx.ist = static_merge(cx.ist, St::Static);
+                }
                 Some(n)
             }
             _ => None,
@@ -930,7 +1009,7 @@ impl<'a> Compiler<'a> {
                 Some(self.node(s, child))
             };
             kws.push(Kw::Items { sub, is_false, after: prefix_len });
-            cx.items_all = true;
+            cx.ist = St::All;
         }
         if let Some(s) = m.get("contains") {
             let min = num("minContains").unwrap_or(1.0);
@@ -954,7 +1033,7 @@ impl<'a> Compiler<'a> {
                 } else {
                     let child = cx.data(at("contains"), Vec::new());
                     let n = self.node(s, child);
-                    cx.items_all = true;
+                    cx.ist = St::All;
                     Some(n)
                 };
                 kws.push(Kw::Contains { sub, min, max, always_fail: false });
@@ -1000,7 +1079,7 @@ impl<'a> Compiler<'a> {
         let prop_names: Vec<String> =
             m.get("properties").and_then(|p| p.as_object()).map(|p| p.keys().cloned().collect()).unwrap_or_default();
         if let Some(s) = m.get("additionalProperties") {
-            cx.props_all = true;
+            cx.pst = St::All;
             if self.trivial(s, &at("additionalProperties")) {
                 // Still marks every property evaluated.
                 kws.push(Kw::AdditionalProperties { sub: None, is_false: false, props: Vec::new(), patterns: Vec::new() });
@@ -1037,7 +1116,8 @@ impl<'a> Compiler<'a> {
                     s => {
                         let p = join(&at("dependencies"), name);
                         if !self.trivial(s, &p) {
-                            schemas.push((name.clone(), self.node(s, cx.same(p))));
+                            let n = self.node(s, cx.same(p));
+                            schemas.push((name.clone(), n, self.merge_cond(cx)));
                         }
                     }
                 }
@@ -1047,6 +1127,9 @@ impl<'a> Compiler<'a> {
         }
         if let Some(Value::Object(props)) = m.get("properties") {
             cx.defined.borrow_mut().extend(props.keys().cloned());
+            if !props.is_empty() {
+                cx.pst = static_merge(cx.pst, St::Static);
+            }
             let mut list = Vec::new();
             for (name, s) in props {
                 let p = join(&at("properties"), name);
@@ -1066,7 +1149,7 @@ impl<'a> Compiler<'a> {
             for (p, s) in pats {
                 trivial.push(self.trivial(s, &join(&at("patternProperties"), p)));
             }
-            let skip = pats.is_empty() || (trivial.iter().all(|t| *t) && cx.props_all);
+            let skip = pats.is_empty() || (trivial.iter().all(|t| *t) && cx.pst == St::All);
             if !skip {
                 let mut list = Vec::new();
                 for ((p, s), triv) in pats.iter().zip(trivial) {
@@ -1090,6 +1173,9 @@ impl<'a> Compiler<'a> {
                     list.push((re, sub));
                 }
                 kws.push(Kw::PatternProperties(list));
+                if cx.pst != St::All {
+                    cx.pst = St::Name;
+                }
             }
         }
         if let Some(Value::Object(deps)) = m.get("dependentRequired") {
@@ -1109,14 +1195,15 @@ impl<'a> Compiler<'a> {
             for (name, s) in deps {
                 let p = join(&at("dependentSchemas"), name);
                 if !self.trivial(s, &p) {
-                    schemas.push((name.clone(), self.node(s, cx.same(p))));
+                    let n = self.node(s, cx.same(p));
+                    schemas.push((name.clone(), n, self.merge_cond(cx)));
                 }
             }
             kws.push(Kw::SchemaDeps(schemas));
         }
 
         // Post: unevaluated.
-        if let (Some(s), false) = (m.get("unevaluatedProperties"), cx.props_all) {
+        if let (Some(s), false) = (m.get("unevaluatedProperties"), cx.pst == St::All) {
             self.track = true;
             let is_false = *s == Value::Bool(false);
             let sub = if is_false || self.trivial(s, &at("unevaluatedProperties")) {
@@ -1126,9 +1213,9 @@ impl<'a> Compiler<'a> {
                 Some(self.node(s, child))
             };
             kws.push(Kw::UnevaluatedProperties { sub, is_false });
-            cx.props_all = true;
+            cx.pst = St::All;
         }
-        if let (Some(s), false) = (m.get("unevaluatedItems"), cx.items_all) {
+        if let (Some(s), false) = (m.get("unevaluatedItems"), cx.ist == St::All) {
             self.track = true;
             let is_false = *s == Value::Bool(false);
             let sub = if is_false || self.trivial(s, &at("unevaluatedItems")) {
@@ -1138,7 +1225,7 @@ impl<'a> Compiler<'a> {
                 Some(self.node(s, child))
             };
             kws.push(Kw::UnevaluatedItems { sub, is_false });
-            cx.items_all = true;
+            cx.ist = St::All;
         }
         kws
     }

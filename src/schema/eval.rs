@@ -2,7 +2,7 @@
 //! reporting: which issues each keyword keeps or drops, at which instance
 //! path, and how evaluated properties and items flow to `unevaluated*`.
 
-use super::node::{Kw, Node, NodeId, Program, Sub};
+use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::value::{as_f64, escape_token, is_multiple_of, js_equal, js_length};
 use super::ValidationIssue;
 use serde_json::Value;
@@ -51,6 +51,9 @@ struct Ann<'i> {
     props: Vec<&'i str>,
     /// Items evaluated from the start (`ALL_ITEMS`: every item).
     items: usize,
+    /// The reference's item count is undefined (see [`Lose`]): it then
+    /// checks no item against `unevaluatedItems`.
+    items_undef: bool,
 }
 
 impl<'i> Ann<'i> {
@@ -63,7 +66,29 @@ impl<'i> Ann<'i> {
                 self.props.extend(other.props);
             }
         }
-        self.items = self.items.max(other.items);
+        if !other.items_undef {
+            self.add_items(other.items);
+        }
+    }
+
+    fn add_items(&mut self, n: usize) {
+        if self.items_undef {
+            self.items = n;
+            self.items_undef = false;
+        } else {
+            self.items = self.items.max(n);
+        }
+    }
+
+    /// A merge that happens only on success did not happen.
+    fn skip(&mut self, lose: Lose) {
+        if lose.props && !self.all_props {
+            self.props.clear();
+        }
+        if lose.items && self.items != ALL_ITEMS {
+            self.items = 0;
+            self.items_undef = true;
+        }
     }
 }
 
@@ -223,7 +248,7 @@ impl<'p> Evaluator<'p> {
             Kw::AnyOf(list) => {
                 let mark = self.issues.len();
                 let mut any = false;
-                for &id in list {
+                for &(id, lose) in list {
                     let (ok, a) = self.node(id, inst, path);
                     if ok {
                         any = true;
@@ -231,6 +256,8 @@ impl<'p> Evaluator<'p> {
                         if self.short {
                             break;
                         }
+                    } else {
+                        ann.skip(lose);
                     }
                 }
                 if any {
@@ -244,18 +271,26 @@ impl<'p> Evaluator<'p> {
                 let mark = self.issues.len();
                 let mut valid = false;
                 let mut passing: Vec<usize> = Vec::new();
-                for (i, sub) in list.iter().enumerate() {
-                    let (ok, a) = self.sub(*sub, inst, path);
+                let mut stopped_at = list.len();
+                for (i, &(sub, lose)) in list.iter().enumerate() {
+                    let (ok, a) = self.sub(sub, inst, path);
                     if i > 0 && ok && valid {
                         // A second match settles it: later branches are not evaluated.
                         valid = false;
                         passing.push(i);
+                        ann.skip(lose);
+                        stopped_at = i + 1;
                         break;
                     } else if ok {
                         valid = true;
                         passing = vec![i];
                         ann.merge(a);
+                    } else {
+                        ann.skip(lose);
                     }
+                }
+                for &(_, lose) in &list[stopped_at..] {
+                    ann.skip(lose);
                 }
                 if valid {
                     self.issues.truncate(mark);
@@ -285,15 +320,18 @@ impl<'p> Evaluator<'p> {
                 }
                 valid
             }
-            Kw::If { cond, then, els } => {
+            Kw::If { cond, then, els, then_lose, els_lose } => {
                 let (holds, a) = self.quiet(*cond, inst, path);
                 ann.merge(a);
-                let (branch, name) = if holds { (then, "then") } else { (els, "else") };
+                let (branch, name, lose, other_lose) =
+                    if holds { (then, "then", *then_lose, *els_lose) } else { (els, "else", *els_lose, *then_lose) };
+                ann.skip(other_lose);
                 let Some(id) = branch else { return true };
                 let (ok, a) = self.node(*id, inst, path);
                 if ok {
                     ann.merge(a);
                 } else {
+                    ann.skip(lose);
                     self.issue(path, "if", format!("must match the \"{name}\" schema"));
                 }
                 ok
@@ -364,7 +402,7 @@ impl<'p> Evaluator<'p> {
             }
             Kw::PrefixItems { subs } => {
                 let Value::Array(a) = inst else { return true };
-                ann.items = ann.items.max(subs.len());
+                ann.add_items(subs.len());
                 let mut valid = true;
                 for (i, sub) in subs.iter().enumerate().take(a.len()) {
                     let p = Path::Index(path, i);
@@ -380,6 +418,7 @@ impl<'p> Evaluator<'p> {
             Kw::Items { sub, is_false, after } => {
                 let Value::Array(a) = inst else { return true };
                 ann.items = ALL_ITEMS;
+                ann.items_undef = false;
                 let Some(id) = sub else { return true };
                 let start = after.unwrap_or(0);
                 if *is_false && after.is_some() {
@@ -502,14 +541,16 @@ impl<'p> Evaluator<'p> {
             Kw::SchemaDeps(deps) => {
                 let Value::Object(o) = inst else { return true };
                 let mut valid = true;
-                for (name, id) in deps {
+                for (name, id, lose) in deps {
                     if !o.contains_key(name) {
+                        ann.skip(*lose);
                         continue;
                     }
                     let (ok, a) = self.node(*id, inst, path);
                     if ok {
                         ann.merge(a);
                     } else {
+                        ann.skip(*lose);
                         valid = false;
                         if self.short {
                             return false;
@@ -601,8 +642,10 @@ impl<'p> Evaluator<'p> {
             Kw::UnevaluatedItems { sub, is_false } => {
                 let Value::Array(a) = inst else { return true };
                 let from = ann.items;
+                let undef = ann.items_undef;
                 ann.items = ALL_ITEMS;
-                if from == ALL_ITEMS || a.len() <= from {
+                ann.items_undef = false;
+                if undef || from == ALL_ITEMS || a.len() <= from {
                     return true;
                 }
                 if *is_false {
@@ -669,6 +712,7 @@ impl<'p> Evaluator<'p> {
             return ok;
         };
         ann.items = ALL_ITEMS;
+        ann.items_undef = false;
         let mark = self.issues.len();
         let mut valid;
         let mut count = 0f64;

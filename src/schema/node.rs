@@ -17,6 +17,16 @@ pub(crate) enum Node {
     Meta,
 }
 
+/// What a merge of evaluated properties/items that happens only when a
+/// subschema passes forgets when it does not happen (a reference artefact:
+/// see `compile::cond_merge`): the properties known before, and the count
+/// of items (which then counts as "every item").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Lose {
+    pub props: bool,
+    pub items: bool,
+}
+
 /// A subschema that may be trivially valid (`None`: never compiled).
 pub(crate) type Sub = Option<NodeId>;
 
@@ -31,10 +41,10 @@ pub(crate) enum Kw {
     Enum(Vec<Value>),
     /// `None`: the subschema is trivially valid, so `not` always fails.
     Not(Sub),
-    AnyOf(Vec<NodeId>),
-    OneOf(Vec<Sub>),
+    AnyOf(Vec<(NodeId, Lose)>),
+    OneOf(Vec<(Sub, Lose)>),
     AllOf(Vec<NodeId>),
-    If { cond: NodeId, then: Sub, els: Sub },
+    If { cond: NodeId, then: Sub, els: Sub, then_lose: Lose, els_lose: Lose },
     Maximum(f64),
     Minimum(f64),
     ExclusiveMaximum(f64),
@@ -58,7 +68,7 @@ pub(crate) enum Kw {
     /// `dependencies`, `dependentRequired` (property lists) and
     /// `dependentSchemas` (schemas); `keyword` names the issues.
     PropertyDeps { keyword: &'static str, deps: Vec<(String, Vec<String>)> },
-    SchemaDeps(Vec<(String, NodeId)>),
+    SchemaDeps(Vec<(String, NodeId, Lose)>),
     Properties(Vec<(String, Sub)>),
     PatternProperties(Vec<(JsRegex, Sub)>),
     UnevaluatedProperties { sub: Sub, is_false: bool },

@@ -415,3 +415,26 @@ fn valid_path_speed() {
     let b = t.elapsed();
     println!("rcip validate (valid): {:?}/call; jsonschema is_valid: {:?}/call", a / n, b / n);
 }
+
+#[test]
+fn evaluated_properties_forgotten_by_a_failing_conditional_merge() {
+    // Ajv forgets the properties it knew were evaluated before a merge that
+    // only happens on success, when that merge does not happen.
+    let s = compile(json!({"type": "object",
+        "properties": {"p": {"type": "object"}},
+        "dependentSchemas": {"p": {"properties": {"z": {"type": "boolean"}}}},
+        "unevaluatedProperties": false}));
+    assert!(s.is_valid(&json!({"p": {}, "z": true})));
+    assert_eq!(
+        issues(&s, json!({"p": {}, "z": 1})),
+        pairs(&[("/z", "type"), ("", "unevaluatedProperties"), ("", "unevaluatedProperties")])
+    );
+    // $ref is applied before anyOf: a failing first branch loses "a" even
+    // when the second branch passes (checked against Ajv 8.20.0).
+    let any = compile(json!({"type": "object",
+        "$ref": "#/$defs/base", "$defs": {"base": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+        "anyOf": [{"properties": {"b": {"type": "string"}}, "required": ["b"]}, {"properties": {"c": {"type": "string"}}}],
+        "unevaluatedProperties": false}));
+    assert!(any.is_valid(&json!({"a": 1, "b": "x"})));
+    assert_eq!(issues(&any, json!({"a": 1, "c": "x"})), pairs(&[("", "unevaluatedProperties")]));
+}
