@@ -39,8 +39,12 @@ pub struct ValidationIssue {
 pub struct SchemaError {
     /// JSON pointer inside the schema where the problem is (`""` = root).
     pub pointer: String,
-    /// Short name of the rule (`meta-schema`, `unknown keyword`, `format`,
-    /// `reference`, `strict types`, ...).
+    /// Short name of the rule: `$schema`, `meta-schema`, `unknown keyword`,
+    /// `nullable`, `id`, `async`, `strict types`, `union type`,
+    /// `strict required`, `strict tuple`, `if/then/else`, `contains`,
+    /// `regular expression`, `matching properties`, `format`, `enum`,
+    /// `reference`, `dynamic reference`, `identifier`,
+    /// `duplicate identifier` or `anchor`.
     pub rule: &'static str,
     /// A sentence in rcip's own words.
     pub message: String,

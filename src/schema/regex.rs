@@ -25,8 +25,7 @@ impl fmt::Debug for JsRegex {
 impl JsRegex {
     /// Compiles `pattern`; the error is the engine's reason.
     pub fn new(pattern: &str) -> Result<JsRegex, String> {
-        let mut flags = regress::Flags::default();
-        flags.unicode = true;
+        let flags = regress::Flags { unicode: true, ..Default::default() };
         match regress::Regex::with_flags(pattern, flags) {
             Ok(regex) => Ok(JsRegex { source: pattern.to_string(), regex }),
             Err(e) => Err(e.to_string()),
