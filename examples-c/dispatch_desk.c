@@ -850,11 +850,17 @@ static void on_confirmation(void *user_data, const char *notice_json)
         return;
     }
 
-    /* "opened": take the dispatcher's answer (once). */
+    /* "opened": take the dispatcher's answer (once), with a reference of
+     * our own to its slot, taken under the lock: the step may give up
+     * waiting and drop its reference at any time. */
     pthread_mutex_lock(&a->mutex);
-    dialog_answer answer_given = a->dialog_used ? DIALOG_HOLD : a->dialog;
-    call_slot *slot = a->dialog_used ? NULL : a->dialog_slot;
-    a->dialog_used = true;
+    dialog_answer answer_given = DIALOG_HOLD;
+    call_slot *slot = NULL;
+    if (!a->dialog_used) {
+        answer_given = a->dialog;
+        slot = slot_ref(a->dialog_slot);
+        a->dialog_used = true;
+    }
     pthread_mutex_unlock(&a->mutex);
 
     const json_value *c = json_get(n, "confirmation");
@@ -880,12 +886,15 @@ static void on_confirmation(void *user_data, const char *notice_json)
     }
     if (id && slot && answer_given != DIALOG_HOLD) {
         /* Resolve from inside the callback: the outcome (the approved run,
-         * or the decline) reaches on_outcome, possibly before this returns. */
+         * or the decline) reaches on_outcome, possibly before this returns.
+         * Our slot reference passes to rcip, which releases it. */
         rcip_result rc = rcip_host_resolve_confirmation(a->host, id, answer_given == DIALOG_APPROVE,
-                                                        on_outcome, slot_ref(slot), slot_release);
+                                                        on_outcome, slot, slot_release);
         if (!rcip_ok(rc, "rcip_host_resolve_confirmation")) {
-            slot_release(slot); /* rcip never took it */
+            slot_release(slot); /* the call failed: rcip never took it */
         }
+    } else {
+        slot_release(slot); /* NULL does nothing */
     }
     json_free(n);
 }
@@ -1240,7 +1249,8 @@ static void run_desk(runner *r, size_t index)
     }
 }
 
-/* Sets up the dispatcher's answer for the confirmation an invoke may open. */
+/* Sets up the dispatcher's answer for the confirmation an invoke may open.
+ * `a` borrows `slot` until dialog_disarm; the dialog takes its own reference. */
 static void dialog_arm(app *a, dialog_answer answer_given, call_slot *slot)
 {
     pthread_mutex_lock(&a->mutex);
