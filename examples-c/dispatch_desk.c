@@ -497,6 +497,9 @@ static void *archive_worker(void *arg)
     archive_job *job = arg;
     /* The invocation's token is borrowed from the handle: valid until we free it. */
     const rcip_cancel_token *token = rcip_invocation_cancel_token(job->invocation);
+    if (!token) {
+        host_log("worker", "the invocation has no token (it cannot be cancelled)");
+    }
     bool cancelled = false;
     for (long waited = 0; waited < ARCHIVE_SCAN_MS; waited += ARCHIVE_POLL_MS) {
         if (rcip_cancel_token_is_cancelled(token)) {
@@ -1079,6 +1082,9 @@ static void run_snapshot(runner *r, size_t index)
      * immutable snapshot. We keep one reference across steps to show it. */
     bool shared = snapshot == r->last_snapshot;
     const char *text = rcip_snapshot_json(snapshot); /* owned by the snapshot */
+    if (!text) {
+        text = "{}";
+    }
     json_value *snap = json_parse(text, strlen(text), NULL);
     const json_value *caps = json_get(snap, "capabilities");
     const json_value *context = json_get(snap, "context");
