@@ -7,7 +7,7 @@
  * (examples-c/dispatch/catalog.json), binds a handler to each capability,
  * answers availability, runs a host policy and a confirmation dialog, and
  * then replays an agent's session from a plan (examples-c/dispatch/plan.jsonl,
- * format in examples-c/dispatch/PLAN-FORMAT.md), printing every outcome and
+ * format in README.md, "Plan files"), printing every outcome and
  * lifecycle event and checking each outcome against the plan.
  *
  *   build/dispatch_desk [--json] [--ttl-ms N] [--catalog FILE] [--plan FILE]
@@ -1607,7 +1607,7 @@ static int usage(const char *program, int status)
             "  Runs an agent plan against the dispatch desk and checks every outcome.\n"
             "  --catalog  RcipApplicationDefinition JSON (default "
             "examples-c/dispatch/catalog.json)\n"
-            "  --plan     JSON Lines plan, see examples-c/dispatch/PLAN-FORMAT.md (default "
+            "  --plan     JSON Lines plan, see README.md, \"Plan files\" (default "
             "examples-c/dispatch/plan.jsonl)\n"
             "  --ttl-ms   confirmation lifetime in ms (default %d)\n"
             "  --json     print the transcript as JSON lines\n"

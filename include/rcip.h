@@ -408,6 +408,10 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * "input"}` or `{"event": "closed", "confirmationId", "invocationId",
  * "capabilityId", "reason": "approved" | "declined" | "expired" |
  * "cancelled" | "invalidated" | "closed"}`, valid during the call only.
+ * Order: `opened` comes after the consumer's `confirmation_required`
+ * outcome; `closed` comes after the confirmation's event and the resolving
+ * call's outcome, except for `approved`, which comes first and is followed
+ * by the approved re-run (its events and its outcome).
  * Called on the thread where it happens (the timer thread for real-time
  * expiry), with no rcip lock held; it may resolve the confirmation inline.
  */
@@ -749,9 +753,10 @@ rcip_result rcip_client_invoke_blocking(const struct rcip_client *client, const 
  * Units: `count` is a number of proposals.
  * Ownership: all strings are copied; `cancel_token` is retained while the
  * preflight runs; `user_data` is kept until the report was delivered.
- * Errors: `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, no
- * report), `RCIP_RESULT_NULL_ARGUMENT` (client, on_report, either array,
- * any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (client, on_report), then
+ * `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, checked before
+ * the arrays, so `(NULL, NULL, 0)` gives it; no report), then
+ * `RCIP_RESULT_NULL_ARGUMENT` (either array, any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
  * id), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`; on failure
  * neither function is ever called.
  * Callbacks: `on_report` per `rcip_report_callback`.

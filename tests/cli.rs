@@ -48,3 +48,9 @@ fn usage_and_io_errors_exit_2() {
     assert_eq!(rcip(&["check", "/nonexistent/catalog.json"]).0, 2);
     assert_eq!(rcip(&["frobnicate"]).0, 2);
 }
+
+#[test]
+fn the_demo_catalog_passes() {
+    let (code, out) = rcip(&["check", concat!(env!("CARGO_MANIFEST_DIR"), "/examples-c/dispatch/catalog.json")]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -1,5 +1,5 @@
 /*
- * plan.c: reads and checks an agent plan (see plan.h and PLAN-FORMAT.md).
+ * plan.c: reads and checks an agent plan (see plan.h and the README, "Plan files").
  *
  * Every line is checked before anything runs, so a typo in line 30 is
  * reported before line 1 touches the desk: unknown ops, unknown keys,
@@ -231,7 +231,7 @@ static bool parse_expect_outcome(loader *l, const json_value *v, plan_expect *ou
                     accepted);
     }
     if (out->code && !in_list(out->code, error_codes)) {
-        return fail(l, "unknown error code \"%.60s\" in %s (see PLAN-FORMAT.md)", out->code,
+        return fail(l, "unknown error code \"%.60s\" in %s (see the README, \"Plan files\")", out->code,
                     where);
     }
     out->present = true;
