@@ -41,6 +41,11 @@ mod outbox;
 mod session;
 mod tools;
 
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 pub use session::McpSession;
 
 use crate::runtime::Filter;
