@@ -163,15 +163,12 @@ pub unsafe extern "C" fn rcip_host_resolve_confirmation(
         let host = host_arg(host)?;
         let id = str_arg(confirmation_id, "confirmation_id")?;
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let (sink, data) = COnce::new(cb, user_data, user_data_free);
+        let sink = COnce::new(cb, user_data, user_data_free);
         match host.resolve_confirmation(id, approved, sink) {
             Ok(()) => Ok(()),
-            Err(e) => {
-                // Refused before anything was delivered: the host keeps
-                // its data.
-                data.disarm();
-                Err(e.into())
-            }
+            // Refused before anything was delivered: the sink was disarmed
+            // and the host keeps its data.
+            Err(e) => Err(e.into()),
         }
     })
 }

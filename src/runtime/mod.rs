@@ -33,7 +33,7 @@ pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::{
-    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, LifecycleEvent, Outcome, OutcomeStatus, RcipError,
+    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, LifecycleEvent, Outcome, OutcomeStatus, RcipError,
     SemanticContext,
 };
 
@@ -358,7 +358,7 @@ impl Client {
         invocation_id: Option<&str>,
         token: Option<&CancelToken>,
         sink: Box<dyn OutcomeSink>,
-    ) -> Result<String, HostError> {
+    ) -> Result<Arc<str>, HostError> {
         self.shared.invoke(capability_id, input, invocation_id, token, sink)
     }
 

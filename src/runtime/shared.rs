@@ -49,6 +49,15 @@ pub(crate) struct BindingCore {
     pub revision: AtomicU64,
 }
 
+/// The recipe of a snapshot: cheap to record on every refresh; the
+/// snapshot object is made from it when someone reads it.
+pub(crate) struct Published {
+    pub revision: u64,
+    pub context: Arc<SemanticContext>,
+    pub bound: Arc<BoundSet>,
+    pub samples: Option<Arc<Vec<(u32, Availability)>>>,
+}
+
 /// The availability checks of installed bindings, by capability index.
 pub(crate) type Checks = Vec<(u32, Arc<dyn AvailabilityCheck>)>;
 
@@ -65,11 +74,14 @@ pub(crate) struct State {
     /// The latest revision handed out (the installed snapshot may lag while
     /// a refresh samples availability).
     pub revision: u64,
-    pub snapshot: Arc<Snapshot>,
+    /// What the snapshot of the latest installed revision holds.
+    pub published: Published,
+    /// That snapshot, built on first read.
+    pub snapshot: Option<Arc<Snapshot>>,
     pub subscribers: Vec<(u64, Arc<dyn Subscriber>)>,
     pub next_subscriber_id: u64,
-    pub reserved: HashSet<String>,
-    pub invocations: HashMap<u64, Arc<InvocationCore>>,
+    pub reserved: HashSet<Arc<str>, ahash::RandomState>,
+    pub invocations: HashMap<u64, Arc<InvocationCore>, ahash::RandomState>,
     pub confirmations: HashMap<String, PendingConfirmation>,
     /// Pending confirmation deadlines: (expiresAt, creation sequence, id).
     pub deadlines: BTreeSet<(i64, u64, String)>,
@@ -140,7 +152,7 @@ impl Shared {
         let n = catalog.capabilities().len();
         let context = Arc::new(SemanticContext::empty());
         let bound = Arc::new(BoundSet::new(n));
-        let snapshot = Arc::new(Snapshot::new(0, catalog.clone(), context.clone(), bound.clone(), Vec::new()));
+        let published = Published { revision: 0, context: context.clone(), bound: bound.clone(), samples: None };
         // A per-runtime salt keeps generated ids of different runtimes apart.
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u64(system_now_ms() as u64);
@@ -157,11 +169,12 @@ impl Shared {
                 next_binding_id: 1,
                 context,
                 revision: 0,
-                snapshot,
+                published,
+                snapshot: None,
                 subscribers: Vec::new(),
                 next_subscriber_id: 1,
-                reserved: HashSet::new(),
-                invocations: HashMap::new(),
+                reserved: HashSet::default(),
+                invocations: HashMap::default(),
                 confirmations: HashMap::new(),
                 deadlines: BTreeSet::new(),
                 receipts: VecDeque::new(),
@@ -203,18 +216,28 @@ impl Shared {
 
     /// A new id for `prefix` (`invocation` or `confirmation`): the host's
     /// generator, else (or when it fails) the built-in one.
-    pub(crate) fn generate_id(&self, prefix: &str) -> String {
+    pub(crate) fn generate_id(&self, prefix: &str) -> Arc<str> {
         if let Some(generator) = &self.config.id_generator {
             let got = {
                 let _g = RestrictedGuard::enter();
                 generator.generate(prefix)
             };
             if let Some(id) = got {
-                return id;
+                return Arc::from(id);
             }
         }
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("{prefix}_{}_{n}", self.id_salt)
+        // Written on the stack, then one allocation for the shared id.
+        let mut buf = [0u8; 96];
+        let mut w = std::io::Cursor::new(&mut buf[..]);
+        use std::io::Write as _;
+        if write!(w, "{prefix}_{}_{n}", self.id_salt).is_ok() {
+            let len = w.position() as usize;
+            if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+                return Arc::from(s);
+            }
+        }
+        Arc::from(format!("{prefix}_{}_{n}", self.id_salt))
     }
 
     /// Emits a lifecycle event to every observer, in registration order.
@@ -266,11 +289,6 @@ impl Shared {
 
     fn ask(check: &Arc<dyn AvailabilityCheck>) -> Availability {
         check.check().unwrap_or_else(|()| Availability::check_failed())
-    }
-
-    /// The installed binding of a capability.
-    pub(crate) fn installed(&self, capability: usize) -> Option<Arc<BindingCore>> {
-        self.state.lock().bindings[capability].clone()
     }
 
     // ----- bindings -------------------------------------------------------
@@ -397,7 +415,14 @@ impl Shared {
 
     /// The installed snapshot.
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
-        self.state.lock().snapshot.clone()
+        let mut st = self.state.lock();
+        if let Some(s) = &st.snapshot {
+            return s.clone();
+        }
+        let p = &st.published;
+        let s = Arc::new(Snapshot::new(p.revision, self.catalog.clone(), p.context.clone(), p.bound.clone(), p.samples.clone()));
+        st.snapshot = Some(s.clone());
+        s
     }
 
     /// Increments the revision, samples availability, installs the new
@@ -450,26 +475,50 @@ impl Shared {
                 return;
             }
             st.revision += 1;
-            (st.revision, st.context.clone(), st.bound.clone(), st.checks.clone())
+            let revision = st.revision;
+            if st.checks.is_empty() {
+                // Nothing to sample: publish now, in the same critical section.
+                let published = Published { revision, context: st.context.clone(), bound: st.bound.clone(), samples: None };
+                let (subscribers, replaced) = Shared::publish(&mut st, published);
+                drop(st);
+                drop(replaced);
+                return self.notify(revision, subscribers);
+            }
+            (revision, st.context.clone(), st.bound.clone(), st.checks.clone())
         };
         // Host code: no lock held.
-        let samples: Vec<(u32, Availability)> = checks.iter().map(|(i, check)| (*i, Shared::ask(check))).collect();
+        let samples: Vec<(u32, Availability)> =
+            checks.iter().map(|(i, check)| (*i, Shared::ask(check))).filter(|(_, a)| !a.is_plain_available()).collect();
         drop(checks);
-        let snapshot = Arc::new(Snapshot::new(revision, self.catalog.clone(), context, bound, samples));
+        let samples = if samples.is_empty() { None } else { Some(Arc::new(samples)) };
         let (subscribers, replaced) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
-            let replaced = if st.snapshot.revision < revision {
-                Some(std::mem::replace(&mut st.snapshot, snapshot))
-            } else {
-                None
-            };
-            let subscribers: Vec<Arc<dyn Subscriber>> = st.subscribers.iter().map(|(_, s)| s.clone()).collect();
-            (subscribers, replaced)
+            Shared::publish(&mut st, Published { revision, context, bound, samples })
         };
         drop(replaced);
+        self.notify(revision, subscribers);
+    }
+
+    /// Installs a newer recipe (a late, older one is dropped); returns the
+    /// subscribers to notify and what to drop once the lock is released.
+    fn publish(st: &mut State, published: Published) -> (Vec<Arc<dyn Subscriber>>, Option<(Published, Option<Arc<Snapshot>>)>) {
+        let replaced = if st.published.revision < published.revision {
+            Some((std::mem::replace(&mut st.published, published), st.snapshot.take()))
+        } else {
+            None
+        };
+        let subscribers = if st.subscribers.is_empty() {
+            Vec::new()
+        } else {
+            st.subscribers.iter().map(|(_, s)| s.clone()).collect()
+        };
+        (subscribers, replaced)
+    }
+
+    fn notify(&self, revision: u64, subscribers: Vec<Arc<dyn Subscriber>>) {
         for s in subscribers {
             if self.is_closed() {
                 break;

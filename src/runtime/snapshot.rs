@@ -108,9 +108,9 @@ pub struct Snapshot {
     pub(crate) catalog: Catalog,
     pub(crate) context: Arc<SemanticContext>,
     bound: Arc<BoundSet>,
-    /// Availability answers of the bound capabilities that have a check,
-    /// sorted by capability index.
-    samples: Vec<(u32, Availability)>,
+    /// Availability answers other than a plain `{"available": true}` of the
+    /// bound capabilities that have a check, sorted by capability index.
+    samples: Option<Arc<Vec<(u32, Availability)>>>,
     json: OnceCell<NulString>,
 }
 
@@ -126,15 +126,15 @@ impl Snapshot {
         catalog: Catalog,
         context: Arc<SemanticContext>,
         bound: Arc<BoundSet>,
-        samples: Vec<(u32, Availability)>,
+        samples: Option<Arc<Vec<(u32, Availability)>>>,
     ) -> Snapshot {
-        debug_assert!(samples.windows(2).all(|w| w[0].0 < w[1].0));
+        debug_assert!(samples.as_ref().is_none_or(|s| s.windows(2).all(|w| w[0].0 < w[1].0)));
         Snapshot { revision, catalog, context, bound, samples, json: OnceCell::new() }
     }
 
     /// Each capability's entry, in catalog order.
     fn entries(&self) -> impl Iterator<Item = EntryRef<'_>> + '_ {
-        let mut samples = self.samples.iter().peekable();
+        let mut samples = self.samples.iter().flat_map(|s| s.iter()).peekable();
         (0..self.catalog.capabilities().len()).map(move |i| {
             if !self.bound.contains(i) {
                 return EntryRef::Unbound;
