@@ -166,32 +166,48 @@ class _RuntimeState:
         except BaseException:  # noqa: BLE001 - nothing may reach C
             pass
 
-    def schedule(self, awaitable: Awaitable[Any], done: Callable[["asyncio.Future[Any]"], None], where: str) -> "_Scheduled":
+    def schedule(self, awaitable: Awaitable[Any], done: Callable[[Optional[BaseException], Any], None], where: str) -> "_Scheduled":
         """Runs ``awaitable`` as a task on the runtime's loop (thread-safe);
-        ``done(task)`` runs on the loop when it finishes. If the loop is
-        closed, ``done`` gets a failed future at once."""
+        ``done(error, value)`` runs on the loop when it finishes (``error``
+        is ``asyncio.CancelledError`` when the task was cancelled). The task
+        catches every exception itself, so a ``KeyboardInterrupt`` or
+        ``SystemExit`` raised by host code is a callback failure, not the
+        loop's. If the loop is closed, ``done`` runs at once with the error."""
         loop = self.need_loop(where)
         scheduled = _Scheduled(loop)
 
-        def start() -> None:
+        async def guarded() -> Any:
             try:
-                task = asyncio.ensure_future(awaitable)
+                return None, await awaitable
+            except asyncio.CancelledError:
+                raise
             except BaseException as exc:  # noqa: BLE001
-                failed: asyncio.Future[Any] = loop.create_future()
-                failed.set_exception(exc)
-                done(failed)
+                return exc, None
+
+        def finished(task: "asyncio.Future[Any]") -> None:
+            if task.cancelled():
+                done(asyncio.CancelledError(), None)
+            else:
+                error, value = task.result()
+                done(error, value)
+
+        def start() -> None:
+            coro = guarded()
+            try:
+                task = asyncio.ensure_future(coro)
+            except BaseException as exc:  # noqa: BLE001
+                coro.close()
+                done(exc, None)
                 return
             scheduled._started(task)
-            task.add_done_callback(done)
+            task.add_done_callback(finished)
 
         try:
             loop.call_soon_threadsafe(start)
         except BaseException as exc:  # noqa: BLE001 - a closed loop
             if inspect.iscoroutine(awaitable):
                 awaitable.close()
-            failed_now: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            failed_now.set_exception(exc)
-            done(failed_now)  # type: ignore[arg-type]
+            done(exc, None)
         return scheduled
 
 
@@ -233,14 +249,16 @@ class _Entry:
 
 
 class _FnEntry(_Entry):
-    def __init__(self, fn: Callable[..., Any], state: Optional[_RuntimeState], where: str) -> None:
+    def __init__(self, fn: Callable[..., Any], state: Optional[_RuntimeState], where: str, allow_async: bool = True) -> None:
+        if not callable(fn):
+            raise TypeError("rcip: %s must be callable" % where)
         self.fn = fn
         self.state = state
         self.where = where
         self.is_async = _is_coroutine_function(fn)
         if self.is_async:
-            if state is None:
-                raise TypeError("rcip: %s cannot be a coroutine function" % where)
+            if state is None or not allow_async:
+                raise TypeError("rcip: %s answers at once; it cannot be a coroutine function" % where)
             state.need_loop(where)
 
     def fire(self, *args: Any) -> None:
@@ -254,9 +272,9 @@ class _FnEntry(_Entry):
         except BaseException as exc:  # noqa: BLE001
             self._report(exc)
 
-    def _done(self, task: Any) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            self._report(task.exception())
+    def _done(self, error: Optional[BaseException], value: Any) -> None:
+        if error is not None and not isinstance(error, asyncio.CancelledError):
+            self._report(error)
 
     def _report(self, exc: BaseException) -> None:
         if self.state is not None:
@@ -335,14 +353,12 @@ class _BindingEntry(_Entry):
         inv._finish()
 
     def _run_async(self, inv: "Invocation", awaitable: Awaitable[Any], where: str) -> None:
-        def done(task: Any) -> None:
+        def done(error: Optional[BaseException], value: Any) -> None:
             try:
-                if task.cancelled():
-                    inv._settle_exception(asyncio.CancelledError(), self.state, where)
-                elif task.exception() is not None:
-                    inv._settle_exception(task.exception(), self.state, where)
+                if error is not None:
+                    inv._settle_exception(error, self.state, where)
                 else:
-                    inv._settle_value(task.result(), self.state, where)
+                    inv._settle_value(value, self.state, where)
             except BaseException as exc:  # noqa: BLE001
                 self.state.report(exc, where)
             finally:
@@ -406,14 +422,12 @@ class _PolicyEntry(_Entry):
             return
         if inspect.isawaitable(result):
 
-            def done(task: Any) -> None:
+            def done(error: Optional[BaseException], value: Any) -> None:
                 try:
-                    if task.cancelled():
-                        request._settle_exception(asyncio.CancelledError(), self.state)
-                    elif task.exception() is not None:
-                        request._settle_exception(task.exception(), self.state)
+                    if error is not None:
+                        request._settle_exception(error, self.state)
                     else:
-                        request._settle_value(task.result(), self.state)
+                        request._settle_value(value, self.state)
                 except BaseException as exc:  # noqa: BLE001
                     self.state.report(exc, "the policy")
                 finally:
@@ -1052,10 +1066,10 @@ class Runtime(Owner):
                         key, lambda: lib.rcip_runtime_builder_set_confirmation_callback(bp, _confirmation_trampoline, key, _user_data_free)
                     )
                 if clock is not None:
-                    key = _register(_FnEntry(clock, None, "the clock"))
+                    key = _register(_FnEntry(clock, self._state, "the clock", allow_async=False))
                     _call_registering(key, lambda: lib.rcip_runtime_builder_set_clock(bp, _clock_trampoline, key, _user_data_free))
                 if id_generator is not None:
-                    key = _register(_FnEntry(id_generator, None, "the id generator"))
+                    key = _register(_FnEntry(id_generator, self._state, "the id generator", allow_async=False))
                     _call_registering(key, lambda: lib.rcip_runtime_builder_set_id_generator(bp, _id_generator_trampoline, key, _user_data_free))
                 if manual_timers:
                     check(lib.rcip_runtime_builder_set_manual_timers(bp, True))
