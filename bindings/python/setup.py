@@ -62,7 +62,10 @@ class BinaryDistribution(Distribution):
 cmdclass = {"build_py": BuildPyWithLibrary}
 
 try:
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from setuptools.command.bdist_wheel import bdist_wheel
+    except ImportError:  # setuptools < 70.1
+        from wheel.bdist_wheel import bdist_wheel
 
     class BdistWheel(bdist_wheel):
         def finalize_options(self):

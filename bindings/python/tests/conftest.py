@@ -11,7 +11,7 @@ from typing import Any, Dict
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.environ.get("RCIP_REPO_ROOT") or os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 
 # Import the package from the source tree unless told otherwise.
 if os.environ.get("RCIP_TEST_INSTALLED") != "1":
