@@ -39,11 +39,19 @@ cli:
 $(BUILD):
 	mkdir -p $(BUILD)
 
-$(BUILD)/%: examples-c/%.c include/rcip.h lib | $(BUILD)
+$(BUILD)/%: examples-c/%.c include/rcip.h | lib $(BUILD)
 	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)
 
+# The dispatch desk: the project's main job (README.md, "The main job").
+DEMO_SOURCES := examples-c/dispatch_desk.c examples-c/dispatch/desk.c examples-c/dispatch/plan.c examples-c/dispatch/json.c
+DEMO_HEADERS := include/rcip.h examples-c/dispatch/desk.h examples-c/dispatch/plan.h examples-c/dispatch/json.h
+DEMO_FLAGS   ?=
+
+$(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
+	$(CC) $(CFLAGS_STRICT) -Iinclude $(DEMO_SOURCES) -o $@ $(LINK_RCIP)
+
 demo: $(BUILD)/dispatch_desk
-	$(BUILD)/dispatch_desk --catalog $(CATALOG) --plan $(PLAN)
+	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
 test: test-rust test-conformance test-c
 
@@ -58,7 +66,7 @@ C_EXAMPLES := $(patsubst examples-c/%.c,$(BUILD)/%,$(wildcard examples-c/*.c))
 
 test-c: $(C_EXAMPLES)
 	@for e in $(C_EXAMPLES); do \
-	  case $$e in */dispatch_desk) $$e --catalog $(CATALOG) --plan $(PLAN) --quiet || exit 1;; \
+	  case $$e in */dispatch_desk) $$e --catalog $(CATALOG) --plan $(PLAN) > $(BUILD)/demo.log || { cat $(BUILD)/demo.log; exit 1; };; \
 	  *) echo "== $$e"; $$e || exit 1;; esac; \
 	done
 	printf '#include "rcip.h"\nint main(void) { return rcip_abi_version() == RCIP_ABI_VERSION ? 0 : 1; }\n' > $(BUILD)/header_only.c
@@ -71,7 +79,7 @@ test-c: $(C_EXAMPLES)
 VALGRIND := valgrind --leak-check=full --errors-for-leak-kinds=definite --show-possibly-lost=no --error-exitcode=1 -q
 valgrind: $(C_EXAMPLES)
 	@for e in $(C_EXAMPLES); do \
-	  case $$e in */dispatch_desk) $(VALGRIND) $$e --catalog $(CATALOG) --plan $(PLAN) --quiet || exit 1;; \
+	  case $$e in */dispatch_desk) $(VALGRIND) $$e --catalog $(CATALOG) --plan $(PLAN) > /dev/null || exit 1;; \
 	  *) $(VALGRIND) $$e > /dev/null || exit 1;; esac; \
 	done
 

@@ -141,6 +141,7 @@ typedef uint32_t rcip_result;
  * during the `rcip_availability_callback` call that received it; never
  * freed by the host.
  *
+ * Thread safety: the callback's thread, during the callback.
  * Functions: `rcip_availability_set`.
  */
 typedef struct rcip_availability_sink rcip_availability_sink;
@@ -297,6 +298,7 @@ typedef struct rcip_snapshot rcip_snapshot;
  * Where an id generator writes the id. Borrowed: valid only during the
  * `rcip_id_generator_callback` call that received it.
  *
+ * Thread safety: the callback's thread, during the callback.
  * Functions: `rcip_string_sink_set`.
  */
 typedef struct rcip_string_sink rcip_string_sink;
@@ -406,6 +408,10 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * "input"}` or `{"event": "closed", "confirmationId", "invocationId",
  * "capabilityId", "reason": "approved" | "declined" | "expired" |
  * "cancelled" | "invalidated" | "closed"}`, valid during the call only.
+ * Order: `opened` comes after the consumer's `confirmation_required`
+ * outcome; `closed` comes after the confirmation's event and the resolving
+ * call's outcome, except for `approved`, which comes first and is followed
+ * by the approved re-run (its events and its outcome).
  * Called on the thread where it happens (the timer thread for real-time
  * expiry), with no rcip lock held; it may resolve the confirmation inline.
  */
@@ -469,6 +475,7 @@ rcip_result rcip_binding_unbind(const struct rcip_binding *binding);
  * a binding no longer installed, changes nothing.
  *
  * Units: an opaque counter chosen by the host, initially 0.
+ * Ownership: `binding` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks.
@@ -481,6 +488,7 @@ rcip_result rcip_binding_set_revision(const struct rcip_binding *binding, uint64
  * True while this binding is the installed binding of its capability;
  * false for NULL, after unbind, and after the runtime is freed.
  *
+ * Ownership: `binding` is borrowed for the call.
  * Thread safety: any thread.
  */
 bool rcip_binding_is_installed(const struct rcip_binding *binding);
@@ -521,6 +529,7 @@ rcip_result rcip_cancel_token_clone(const struct rcip_cancel_token *token, struc
  * ending with a receipt, a preflight report) happens before this returns.
  * A running handler is only told (it must cooperate).
  *
+ * Ownership: `token` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
  * Thread safety: any thread, also inside callbacks.
  * Rule: seed, "Cancellation and effects"; PIPELINE.md sections 4 (steps 10,
@@ -531,6 +540,7 @@ rcip_result rcip_cancel_token_cancel(const struct rcip_cancel_token *token);
 /**
  * True once the token was cancelled; false for NULL.
  *
+ * Ownership: `token` is borrowed for the call.
  * Thread safety: any thread.
  */
 bool rcip_cancel_token_is_cancelled(const struct rcip_cancel_token *token);
@@ -743,9 +753,10 @@ rcip_result rcip_client_invoke_blocking(const struct rcip_client *client, const 
  * Units: `count` is a number of proposals.
  * Ownership: all strings are copied; `cancel_token` is retained while the
  * preflight runs; `user_data` is kept until the report was delivered.
- * Errors: `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, no
- * report), `RCIP_RESULT_NULL_ARGUMENT` (client, on_report, either array,
- * any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (client, on_report), then
+ * `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, checked before
+ * the arrays, so `(NULL, NULL, 0)` gives it; no report), then
+ * `RCIP_RESULT_NULL_ARGUMENT` (either array, any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
  * id), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`; on failure
  * neither function is ever called.
  * Callbacks: `on_report` per `rcip_report_callback`.
@@ -799,6 +810,7 @@ rcip_result rcip_host_set_context(const struct rcip_host *host, const char *cont
 /**
  * Sets the context to `{"activeScopeIds": []}`, then refreshes.
  *
+ * Ownership: `host` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks.
@@ -812,6 +824,7 @@ rcip_result rcip_host_clear_context(const struct rcip_host *host);
  * once (on this thread, before returning). A refresh requested from inside
  * a refresh on the same thread is queued behind it.
  *
+ * Ownership: `host` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks.
@@ -930,6 +943,7 @@ rcip_result rcip_invocation_complete(const struct rcip_invocation *invocation, c
  * or the token was cancelled, else `failed EXECUTION_FAILED`. No error
  * text is taken: failure details stay with the host (redaction).
  *
+ * Ownership: `invocation` is borrowed for the call (free it separately).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
  * second settle; `RCIP_RESULT_WRONG_CONTEXT`. After the runtime stopped
  * waiting it returns OK and changes nothing.
@@ -999,6 +1013,7 @@ rcip_result rcip_policy_request_decide(const struct rcip_policy_request *request
 /**
  * Settles the request as a policy failure (`POLICY_EVALUATION_FAILED`).
  *
+ * Ownership: `request` is borrowed for the call (free it separately).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_COMPLETED`,
  * `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread; as `rcip_policy_request_decide`.
@@ -1056,6 +1071,7 @@ rcip_result rcip_runtime_builder_new(const struct rcip_catalog *catalog, struct 
  * it opens + `ttl_ms`.
  *
  * Units: milliseconds; default 120000 (two minutes).
+ * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
  * `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
  * unchanged then.
@@ -1071,6 +1087,7 @@ rcip_result rcip_runtime_builder_set_confirmation_ttl_ms(struct rcip_runtime_bui
  * `max_depth` in nesting levels of arrays and objects (default 1000).
  * Deeper or larger text is not a JSON value (`INPUT_INVALID` /
  * `OUTPUT_INVALID`), found before parsing.
+ * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
  * `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
  * Thread safety: one thread at a time per builder.
@@ -1151,6 +1168,7 @@ rcip_result rcip_runtime_builder_set_id_generator(struct rcip_runtime_builder *b
  * `rcip_runtime_next_deadline` when). Default: false (a library timer
  * expires them at `expiresAt`).
  *
+ * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 7.
@@ -1215,6 +1233,7 @@ rcip_result rcip_runtime_next_deadline(const struct rcip_runtime *runtime, bool 
  * `failed CONFIRMATION_EXPIRED`, a `failed` event stamped `expiresAt`, and
  * the confirmation callback's `closed` notice, on this thread.
  *
+ * Ownership: `runtime` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread; also valid without manual timers.
  * Rule: PIPELINE.md section 5 (expiry), section 7.
@@ -1342,6 +1361,7 @@ const char *rcip_snapshot_json(const struct rcip_snapshot *snapshot);
  *
  * Units: a counter starting at 0 with the runtime's first snapshot and
  * incremented by every refresh.
+ * Ownership: `snapshot` is borrowed for the call.
  * Thread safety: any thread.
  */
 uint64_t rcip_snapshot_revision(const struct rcip_snapshot *snapshot);

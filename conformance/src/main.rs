@@ -4,10 +4,15 @@
 //!   rcip-conformance check DIR|FILE... run every scenario, compare with its
 //!                                      expected transcript, print failures and
 //!                                      "N passed, M failed"; exit 1 on any failure
+//!   rcip-conformance schema CORPUS.json compile each corpus schema and validate
+//!                                      its instances through rcip_schema_*,
+//!                                      printing the corpus layout with rcip's
+//!                                      results (for compare_schema.py)
 
 mod abi;
 mod compare;
 mod run;
+mod schema;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -81,6 +86,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("check") if args.len() > 1 => check(&args[1..]),
+        Some("schema") if args.len() == 2 => match load(Path::new(&args[1])) {
+            Ok(corpus) => {
+                println!("{}", schema::run(&corpus));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
         Some(path) if args.len() == 1 && path != "--help" => match load(Path::new(path)) {
             Ok(scenario) => {
                 let out = run::run(&scenario);
@@ -93,7 +108,7 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: rcip-conformance SCENARIO.json | rcip-conformance check DIR|FILE...");
+            eprintln!("usage: rcip-conformance SCENARIO.json | check DIR|FILE... | schema CORPUS.json");
             ExitCode::from(2)
         }
     }

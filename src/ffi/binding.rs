@@ -42,6 +42,7 @@ pub unsafe extern "C" fn rcip_binding_unbind(binding: *const rcip_binding) -> rc
 /// a binding no longer installed, changes nothing.
 ///
 /// Units: an opaque counter chosen by the host, initially 0.
+/// Ownership: `binding` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
 /// `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread, also inside callbacks.
@@ -58,6 +59,7 @@ pub unsafe extern "C" fn rcip_binding_set_revision(binding: *const rcip_binding,
 /// True while this binding is the installed binding of its capability;
 /// false for NULL, after unbind, and after the runtime is freed.
 ///
+/// Ownership: `binding` is borrowed for the call.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_binding_is_installed(binding: *const rcip_binding) -> bool {

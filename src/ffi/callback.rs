@@ -89,6 +89,10 @@ pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_voi
 /// "input"}` or `{"event": "closed", "confirmationId", "invocationId",
 /// "capabilityId", "reason": "approved" | "declined" | "expired" |
 /// "cancelled" | "invalidated" | "closed"}`, valid during the call only.
+/// Order: `opened` comes after the consumer's `confirmation_required`
+/// outcome; `closed` comes after the confirmation's event and the resolving
+/// call's outcome, except for `approved`, which comes first and is followed
+/// by the approved re-run (its events and its outcome).
 /// Called on the thread where it happens (the timer thread for real-time
 /// expiry), with no rcip lock held; it may resolve the confirmation inline.
 pub type rcip_confirmation_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, notice_json: *const c_char)>;

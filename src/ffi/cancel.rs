@@ -55,6 +55,7 @@ pub unsafe extern "C" fn rcip_cancel_token_clone(token: *const rcip_cancel_token
 /// ending with a receipt, a preflight report) happens before this returns.
 /// A running handler is only told (it must cooperate).
 ///
+/// Ownership: `token` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: any thread, also inside callbacks.
 /// Rule: seed, "Cancellation and effects"; PIPELINE.md sections 4 (steps 10,
@@ -69,6 +70,7 @@ pub unsafe extern "C" fn rcip_cancel_token_cancel(token: *const rcip_cancel_toke
 
 /// True once the token was cancelled; false for NULL.
 ///
+/// Ownership: `token` is borrowed for the call.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_cancel_token_is_cancelled(token: *const rcip_cancel_token) -> bool {

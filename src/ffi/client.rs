@@ -14,7 +14,7 @@ use crate::runtime::{Client, Filter, Subscription};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-unsafe fn client_arg<'a>(client: *const rcip_client) -> FfiResult<Client<'a>> {
+unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
     let runtime = ref_arg(client.cast::<rcip_runtime>(), "client")?;
     Ok(runtime.0.client())
 }
@@ -263,9 +263,10 @@ pub unsafe extern "C" fn rcip_client_invoke_blocking(
 /// Units: `count` is a number of proposals.
 /// Ownership: all strings are copied; `cancel_token` is retained while the
 /// preflight runs; `user_data` is kept until the report was delivered.
-/// Errors: `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, no
-/// report), `RCIP_RESULT_NULL_ARGUMENT` (client, on_report, either array,
-/// any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (client, on_report), then
+/// `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16, checked before
+/// the arrays, so `(NULL, NULL, 0)` gives it; no report), then
+/// `RCIP_RESULT_NULL_ARGUMENT` (either array, any capability id or input), `RCIP_RESULT_INVALID_UTF8` (a capability
 /// id), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`; on failure
 /// neither function is ever called.
 /// Callbacks: `on_report` per `rcip_report_callback`.

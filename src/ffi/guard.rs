@@ -152,3 +152,21 @@ pub(crate) unsafe fn ref_arg<'a, T>(ptr: *const T, name: &str) -> FfiResult<&'a 
 pub(crate) unsafe fn out_arg<'a, T>(ptr: *mut T, name: &str) -> FfiResult<&'a mut T> {
     ptr.as_mut().ok_or_else(|| FfiError::null(name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::result::rcip_last_error_message;
+
+    #[test]
+    fn a_panic_comes_back_as_panic_with_a_message() {
+        let rc = run(|| panic!("boom"));
+        assert_eq!(rc, rcip_result::Panic);
+        let msg = unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap().to_string();
+        assert!(msg.contains("boom"), "{msg}");
+        assert_eq!(run_or(7, || -> i32 { panic!("again") }), 7);
+        assert_eq!(run(|| Ok(())), rcip_result::Ok);
+        assert!(rcip_last_error_message().is_null(), "success clears the message");
+        assert_eq!(run(|| Err(FfiError::null("thing"))), rcip_result::NullArgument);
+    }
+}

@@ -12,7 +12,7 @@ use crate::runtime::{AvailabilityCheck, Host};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-pub(crate) unsafe fn host_arg<'a>(host: *const rcip_host) -> FfiResult<Host<'a>> {
+pub(crate) unsafe fn host_arg(host: *const rcip_host) -> FfiResult<Host> {
     let runtime = ref_arg(host.cast::<rcip_runtime>(), "host")?;
     Ok(runtime.0.host())
 }
@@ -97,6 +97,7 @@ pub unsafe extern "C" fn rcip_host_set_context(host: *const rcip_host, context_j
 
 /// Sets the context to `{"activeScopeIds": []}`, then refreshes.
 ///
+/// Ownership: `host` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
 /// `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread, also inside callbacks.
@@ -114,6 +115,7 @@ pub unsafe extern "C" fn rcip_host_clear_context(host: *const rcip_host) -> rcip
 /// once (on this thread, before returning). A refresh requested from inside
 /// a refresh on the same thread is queued behind it.
 ///
+/// Ownership: `host` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED`,
 /// `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread, also inside callbacks.

@@ -154,6 +154,7 @@ pub unsafe extern "C" fn rcip_invocation_complete(invocation: *const rcip_invoca
 /// or the token was cancelled, else `failed EXECUTION_FAILED`. No error
 /// text is taken: failure details stay with the host (redaction).
 ///
+/// Ownership: `invocation` is borrowed for the call (free it separately).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a
 /// second settle; `RCIP_RESULT_WRONG_CONTEXT`. After the runtime stopped
 /// waiting it returns OK and changes nothing.

@@ -100,6 +100,7 @@ pub unsafe extern "C" fn rcip_policy_request_decide(request: *const rcip_policy_
 
 /// Settles the request as a policy failure (`POLICY_EVALUATION_FAILED`).
 ///
+/// Ownership: `request` is borrowed for the call (free it separately).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_COMPLETED`,
 /// `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread; as `rcip_policy_request_decide`.

@@ -1,6 +1,7 @@
 //! Result codes and the per-thread error message (STYLE.md section 3).
 
 use std::cell::RefCell;
+use super::guard::ffi_guard_or;
 use std::ffi::{c_char, CStr, CString};
 
 /// The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
@@ -74,7 +75,11 @@ pub(crate) fn set_last_error(message: &str) {
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_result_str(code: u32) -> *const c_char {
-    let text: &'static CStr = match code {
+    ffi_guard_or!(c"unknown rcip_result value".as_ptr(), { result_text(code).as_ptr() })
+}
+
+fn result_text(code: u32) -> &'static CStr {
+    match code {
         0 => c"success",
         100 => c"a required pointer argument was NULL",
         101 => c"a string argument is not valid UTF-8",
@@ -92,8 +97,7 @@ pub extern "C" fn rcip_result_str(code: u32) -> *const c_char {
         304 => c"runtime calls are not allowed from inside the clock or id generator",
         900 => c"internal error (a panic was caught)",
         _ => c"unknown rcip_result value",
-    };
-    text.as_ptr()
+    }
 }
 
 /// The message of the latest failing rcip call on this thread.
@@ -107,8 +111,10 @@ pub extern "C" fn rcip_result_str(code: u32) -> *const c_char {
 /// read it right after the failing call.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|e| match &*e.borrow() {
-        Some(s) => s.as_ptr(),
-        None => std::ptr::null(),
+    ffi_guard_or!(std::ptr::null(), {
+        LAST_ERROR.with(|e| match &*e.borrow() {
+            Some(s) => s.as_ptr(),
+            None => std::ptr::null(),
+        })
     })
 }

@@ -104,6 +104,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_new(catalog: *const rcip_catalog, 
 /// it opens + `ttl_ms`.
 ///
 /// Units: milliseconds; default 120000 (two minutes).
+/// Ownership: `builder` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
 /// `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
 /// unchanged then.
@@ -124,6 +125,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *
 /// `max_depth` in nesting levels of arrays and objects (default 1000).
 /// Deeper or larger text is not a JSON value (`INPUT_INVALID` /
 /// `OUTPUT_INVALID`), found before parsing.
+/// Ownership: `builder` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
 /// `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
 /// Thread safety: one thread at a time per builder.
@@ -269,6 +271,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_id_generator(
 /// `rcip_runtime_next_deadline` when). Default: false (a library timer
 /// expires them at `expiresAt`).
 ///
+/// Ownership: `builder` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 7.
@@ -329,7 +332,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_free(builder: *mut rcip_runtime_bu
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rcip_client {
-    runtime.cast()
+    ffi_guard_or!(std::ptr::null(), { runtime.cast() })
 }
 
 /// The host view of `runtime`; NULL for NULL.
@@ -338,7 +341,7 @@ pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rc
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_runtime_host(runtime: *const rcip_runtime) -> *const rcip_host {
-    runtime.cast()
+    ffi_guard_or!(std::ptr::null(), { runtime.cast() })
 }
 
 /// The earliest `expiresAt` among pending confirmations, for hosts driving
@@ -368,6 +371,7 @@ pub unsafe extern "C" fn rcip_runtime_next_deadline(runtime: *const rcip_runtime
 /// `failed CONFIRMATION_EXPIRED`, a `failed` event stamped `expiresAt`, and
 /// the confirmation callback's `closed` notice, on this thread.
 ///
+/// Ownership: `runtime` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread; also valid without manual timers.
 /// Rule: PIPELINE.md section 5 (expiry), section 7.

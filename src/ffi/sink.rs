@@ -9,6 +9,7 @@ use std::ffi::c_char;
 /// during the `rcip_availability_callback` call that received it; never
 /// freed by the host.
 ///
+/// Thread safety: the callback's thread, during the callback.
 /// Functions: `rcip_availability_set`.
 pub struct rcip_availability_sink {
     answer: Option<Availability>,
@@ -27,6 +28,7 @@ impl rcip_availability_sink {
 /// Where an id generator writes the id. Borrowed: valid only during the
 /// `rcip_id_generator_callback` call that received it.
 ///
+/// Thread safety: the callback's thread, during the callback.
 /// Functions: `rcip_string_sink_set`.
 pub struct rcip_string_sink {
     value: Option<String>,

@@ -53,6 +53,7 @@ pub unsafe extern "C" fn rcip_snapshot_json(snapshot: *const rcip_snapshot) -> *
 ///
 /// Units: a counter starting at 0 with the runtime's first snapshot and
 /// incremented by every refresh.
+/// Ownership: `snapshot` is borrowed for the call.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_snapshot_revision(snapshot: *const rcip_snapshot) -> u64 {

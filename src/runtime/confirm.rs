@@ -116,6 +116,9 @@ impl Shared {
         record: &ConfirmationRecord,
         payload: &Payload,
     ) {
+        if self.is_closed() {
+            return;
+        }
         self.notify_confirmation(|| {
             let mut out = String::from("{\"event\":\"opened\",\"confirmation\":");
             record.write_json(&mut out);

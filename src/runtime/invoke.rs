@@ -343,34 +343,9 @@ impl Shared {
         let context = self.context();
         let _ = core.binding_id.set(binding_id);
         let _ = core.context.set(context.clone());
-        // From here on, cancelling the token releases a policy wait at once
-        // and reaches the handler's token.
-        if let Some(token) = &core.token {
-            let weak = Arc::downgrade(core);
-            let registration = token.on_cancel(move || {
-                if let Some(core) = weak.upgrade() {
-                    if let Some(shared) = core.shared.upgrade() {
-                        shared.on_invocation_token_cancelled(&core);
-                    }
-                }
-            });
-            if let Some(r) = registration {
-                let stale = {
-                    let mut inner = core.inner.lock();
-                    if matches!(inner.phase, Phase::Done) {
-                        true
-                    } else {
-                        inner.cancel_registration = Some(r);
-                        false
-                    }
-                };
-                if stale {
-                    token.unregister(r);
-                }
-            }
-        }
         let policy = match &self.config.policy {
             None => {
+                self.watch_token(core);
                 let decision = default_decision(def.effect, core.confirmed);
                 return self.after_policy(core, PolicyAnswer::Decision(decision));
             }
@@ -382,6 +357,12 @@ impl Shared {
                 return;
             }
             inner.phase = Phase::Policy { in_callback: true, answer: None };
+        }
+        // A token cancelled by now ends the invocation before the policy is
+        // asked; later, cancelling releases the policy wait at once.
+        self.watch_token(core);
+        if matches!(core.inner.lock().phase, Phase::Done) {
+            return;
         }
         let request = PolicyRequest::new(Arc::new(PolicyCore::new(
             PolicyTarget::Invocation(core.clone()),
@@ -417,6 +398,34 @@ impl Shared {
         };
         if let Some(answer) = answer {
             self.after_policy(core, answer);
+        }
+    }
+
+    /// Lets the consumer's token end a policy wait and reach the handler's
+    /// token, until the invocation ends.
+    fn watch_token(self: &Arc<Self>, core: &Arc<InvocationCore>) {
+        let Some(token) = &core.token else { return };
+        let weak = Arc::downgrade(core);
+        let registration = token.on_cancel(move || {
+            if let Some(core) = weak.upgrade() {
+                if let Some(shared) = core.shared.upgrade() {
+                    shared.on_invocation_token_cancelled(&core);
+                }
+            }
+        });
+        if let Some(r) = registration {
+            let stale = {
+                let mut inner = core.inner.lock();
+                if matches!(inner.phase, Phase::Done) {
+                    true
+                } else {
+                    inner.cancel_registration = Some(r);
+                    false
+                }
+            };
+            if stale {
+                token.unregister(r);
+            }
         }
     }
 

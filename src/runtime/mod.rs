@@ -209,14 +209,15 @@ impl Runtime {
         RuntimeBuilder::new(catalog).build()
     }
 
-    /// The consumer surface.
-    pub fn client(&self) -> Client<'_> {
-        Client { shared: &self.shared }
+    /// The consumer surface. The view keeps the runtime's core alive while
+    /// a call runs, so a callback may free the runtime mid-call.
+    pub fn client(&self) -> Client {
+        Client { shared: self.shared.clone() }
     }
 
-    /// The trusted host surface.
-    pub fn host(&self) -> Host<'_> {
-        Host { shared: &self.shared }
+    /// The trusted host surface (see [`client`](Self::client)).
+    pub fn host(&self) -> Host {
+        Host { shared: self.shared.clone() }
     }
 
     /// The catalog the runtime was built from.
@@ -226,16 +227,19 @@ impl Runtime {
 
     /// The earliest pending confirmation `expiresAt` (epoch ms), if any.
     pub fn next_deadline(&self) -> Result<Option<i64>, HostError> {
-        self.shared.enter()?;
-        Ok(self.shared.next_deadline())
+        let shared = self.shared.clone();
+        shared.enter()?;
+        Ok(shared.next_deadline())
     }
 
     /// Expires every confirmation due at the clock's now, in `expiresAt`
     /// order; returns how many expired.
     pub fn run_due_timers(&self) -> Result<usize, HostError> {
-        self.shared.enter()?;
-        let now = self.shared.now();
-        Ok(self.shared.expire_due(now))
+        // A callback run by an expiry may free the runtime: work on a clone.
+        let shared = self.shared.clone();
+        shared.enter()?;
+        let now = shared.now();
+        Ok(shared.expire_due(now))
     }
 
     /// Counters as JSON text: `{"revision", "bindings", "subscribers",
@@ -250,23 +254,23 @@ impl Runtime {
 
     /// Closes the runtime now (also done by drop).
     pub fn close(&self) {
-        self.shared.close();
+        self.shared.clone().close();
     }
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shared.close();
+        self.shared.clone().close();
     }
 }
 
-/// The trusted host surface of a runtime (borrowed view).
-#[derive(Clone, Copy)]
-pub struct Host<'a> {
-    shared: &'a Arc<Shared>,
+/// The trusted host surface of a runtime.
+#[derive(Clone)]
+pub struct Host {
+    shared: Arc<Shared>,
 }
 
-impl Host<'_> {
+impl Host {
     /// Binds a handler (and an optional availability check) to a capability
     /// of the catalog, then refreshes.
     pub fn bind(
@@ -276,7 +280,7 @@ impl Host<'_> {
         availability: Option<Arc<dyn AvailabilityCheck>>,
     ) -> Result<Binding, HostError> {
         let (id, capability) = self.shared.bind(capability_id, handler, availability)?;
-        Ok(Binding::new(self.shared, id, capability))
+        Ok(Binding::new(&self.shared, id, capability))
     }
 
     /// Replaces the semantic context (dedupes, validates), then refreshes.
@@ -311,13 +315,13 @@ impl Host<'_> {
     }
 }
 
-/// The consumer surface of a runtime (borrowed view).
-#[derive(Clone, Copy)]
-pub struct Client<'a> {
-    shared: &'a Arc<Shared>,
+/// The consumer surface of a runtime.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
 }
 
-impl Client<'_> {
+impl Client {
     /// The current snapshot: the same `Arc` until the revision changes.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, HostError> {
         if shared::in_restricted_callback() {
@@ -342,7 +346,7 @@ impl Client<'_> {
     /// Subscribes to snapshot revisions.
     pub fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> Result<Subscription, HostError> {
         let id = self.shared.subscribe(subscriber)?;
-        Ok(Subscription { shared: Arc::downgrade(self.shared), id })
+        Ok(Subscription { shared: Arc::downgrade(&self.shared), id })
     }
 
     /// Invokes a capability with raw input text. Returns the invocation id;

@@ -10,7 +10,7 @@ use super::callbacks::{AvailabilityCheck, Clock, ConfirmationObserver, EventObse
 use super::confirm::{PendingConfirmation, Receipt};
 use super::invoke::InvocationCore;
 use super::preflight::PreflightCore;
-use super::snapshot::{Entry, Snapshot};
+use super::snapshot::{BoundSet, Entry, Snapshot};
 use super::types::{Availability, ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
 use super::HostError;
 use crate::catalog::Catalog;
@@ -49,10 +49,17 @@ pub(crate) struct BindingCore {
     pub revision: AtomicU64,
 }
 
+/// The availability checks of installed bindings, by capability index.
+pub(crate) type Checks = Vec<(u32, Arc<dyn AvailabilityCheck>)>;
+
 pub(crate) struct State {
     pub closed: bool,
     pub bindings: Vec<Option<Arc<BindingCore>>>,
     pub bound_count: usize,
+    /// Bound capabilities, shared with snapshots (copied on write).
+    pub bound: Arc<BoundSet>,
+    /// Checks to sample on refresh, sorted by index (copied on write).
+    pub checks: Arc<Checks>,
     pub next_binding_id: u64,
     pub context: Arc<SemanticContext>,
     /// The latest revision handed out (the installed snapshot may lag while
@@ -132,7 +139,8 @@ impl Shared {
     pub(crate) fn new(catalog: Catalog, config: Config) -> Arc<Shared> {
         let n = catalog.capabilities().len();
         let context = Arc::new(SemanticContext::empty());
-        let snapshot = Arc::new(Snapshot::new(0, catalog.clone(), context.clone(), vec![Entry::Unbound; n]));
+        let bound = Arc::new(BoundSet::new(n));
+        let snapshot = Arc::new(Snapshot::new(0, catalog.clone(), context.clone(), bound.clone(), Vec::new()));
         // A per-runtime salt keeps generated ids of different runtimes apart.
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u64(system_now_ms() as u64);
@@ -144,6 +152,8 @@ impl Shared {
                 closed: false,
                 bindings: vec![None; n],
                 bound_count: 0,
+                bound,
+                checks: Arc::new(Vec::new()),
                 next_binding_id: 1,
                 context,
                 revision: 0,
@@ -250,8 +260,12 @@ impl Shared {
     pub(crate) fn sample(check: Option<&Arc<dyn AvailabilityCheck>>) -> Entry {
         match check {
             None => Entry::BoundAvailable,
-            Some(cb) => Entry::Bound(Arc::new(cb.check().unwrap_or_else(|()| Availability::check_failed()))),
+            Some(cb) => Entry::Bound(Shared::ask(cb)),
         }
+    }
+
+    fn ask(check: &Arc<dyn AvailabilityCheck>) -> Availability {
+        check.check().unwrap_or_else(|()| Availability::check_failed())
     }
 
     /// The installed binding of a capability.
@@ -281,6 +295,12 @@ impl Shared {
             }
             let id = st.next_binding_id;
             st.next_binding_id += 1;
+            Arc::make_mut(&mut st.bound).set(capability, true);
+            if let Some(check) = &availability {
+                let checks = Arc::make_mut(&mut st.checks);
+                let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
+                checks.insert(at, (capability as u32, check.clone()));
+            }
             st.bindings[capability] =
                 Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
             st.bound_count += 1;
@@ -298,10 +318,18 @@ impl Shared {
             if st.closed {
                 return Err(HostError::Closed);
             }
-            match &st.bindings[capability] {
-                Some(b) if b.id == id => {
+            let installed = st.bindings[capability].as_ref().map(|b| (b.id, b.availability.is_some()));
+            match installed {
+                Some((installed_id, has_check)) if installed_id == id => {
                     st.bound_count -= 1;
-                    st.bindings[capability].take()
+                    Arc::make_mut(&mut st.bound).set(capability, false);
+                    let check = if has_check {
+                        let checks = Arc::make_mut(&mut st.checks);
+                        checks.iter().position(|(i, _)| *i as usize == capability).map(|p| checks.remove(p))
+                    } else {
+                        None
+                    };
+                    Some((st.bindings[capability].take(), check))
                 }
                 _ => None,
             }
@@ -416,32 +444,18 @@ impl Shared {
     }
 
     fn refresh_once(self: &Arc<Self>) {
-        let (revision, context, mut entries, checks) = {
+        let (revision, context, bound, checks) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
             st.revision += 1;
-            let mut entries = Vec::with_capacity(st.bindings.len());
-            let mut checks = Vec::new();
-            for (i, b) in st.bindings.iter().enumerate() {
-                entries.push(match b {
-                    None => Entry::Unbound,
-                    Some(b) => {
-                        if let Some(check) = &b.availability {
-                            checks.push((i, check.clone()));
-                        }
-                        Entry::BoundAvailable
-                    }
-                });
-            }
-            (st.revision, st.context.clone(), entries, checks)
+            (st.revision, st.context.clone(), st.bound.clone(), st.checks.clone())
         };
-        for (i, check) in &checks {
-            entries[*i] = Shared::sample(Some(check));
-        }
+        // Host code: no lock held.
+        let samples: Vec<(u32, Availability)> = checks.iter().map(|(i, check)| (*i, Shared::ask(check))).collect();
         drop(checks);
-        let snapshot = Arc::new(Snapshot::new(revision, self.catalog.clone(), context, entries));
+        let snapshot = Arc::new(Snapshot::new(revision, self.catalog.clone(), context, bound, samples));
         let (subscribers, replaced) = {
             let mut st = self.state.lock();
             if st.closed {
@@ -452,7 +466,8 @@ impl Shared {
             } else {
                 None
             };
-            (st.subscribers.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>(), replaced)
+            let subscribers: Vec<Arc<dyn Subscriber>> = st.subscribers.iter().map(|(_, s)| s.clone()).collect();
+            (subscribers, replaced)
         };
         drop(replaced);
         for s in subscribers {
@@ -525,8 +540,9 @@ impl Shared {
             preflights.sort_by_key(|(k, _)| *k);
             let bindings: Vec<_> = st.bindings.iter_mut().filter_map(|b| b.take()).collect();
             st.bound_count = 0;
+            let checks = std::mem::take(&mut st.checks);
             let subscribers = std::mem::take(&mut st.subscribers);
-            (invocations, confirmations, preflights, bindings, subscribers)
+            (invocations, confirmations, preflights, (bindings, checks), subscribers)
         };
         for (_, core) in invocations {
             self.abort_on_close(&core);

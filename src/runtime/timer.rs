@@ -1,7 +1,9 @@
 //! The real-time expiry timer: the only thread the library owns
-//! (PIPELINE.md section 7). One process-wide thread, started on first use,
-//! serves every runtime that is not in manual-timer mode; it holds runtimes
-//! weakly, so a freed runtime's timers simply lapse.
+//! (PIPELINE.md section 7). One process-wide thread serves every runtime
+//! that is not in manual-timer mode; it holds runtimes weakly, so a freed
+//! runtime's timers simply lapse. It starts when a wake-up is armed and
+//! ends after it has had nothing to do for [`IDLE_EXIT`], so a process with
+//! no pending confirmation has no rcip thread.
 
 use super::shared::Shared;
 use std::cmp::Reverse;
@@ -32,22 +34,26 @@ impl Ord for Due {
     }
 }
 
+/// How long the timer thread waits with nothing armed before it ends.
+const IDLE_EXIT: Duration = Duration::from_secs(2);
+
+struct Queue {
+    due: BinaryHeap<Reverse<Due>>,
+    seq: u64,
+    running: bool,
+}
+
 struct Timer {
-    queue: Mutex<(BinaryHeap<Reverse<Due>>, u64)>,
+    queue: Mutex<Queue>,
     wake: Condvar,
 }
 
 fn timer() -> &'static Timer {
     static TIMER: OnceLock<Timer> = OnceLock::new();
-    static STARTED: OnceLock<()> = OnceLock::new();
-    let t = TIMER.get_or_init(|| Timer { queue: Mutex::new((BinaryHeap::new(), 0)), wake: Condvar::new() });
-    STARTED.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("rcip-timer".into())
-            .spawn(run)
-            .expect("spawn the rcip timer thread");
-    });
-    t
+    TIMER.get_or_init(|| Timer {
+        queue: Mutex::new(Queue { due: BinaryHeap::new(), seq: 0, running: false }),
+        wake: Condvar::new(),
+    })
 }
 
 /// Arms a wake-up for `runtime` when its clock reaches `expires_at` (epoch
@@ -60,10 +66,20 @@ pub(crate) fn schedule(runtime: &Arc<Shared>, expires_at: i64) {
 fn schedule_in(runtime: Weak<Shared>, delay: Duration) {
     let t = timer();
     let mut q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
-    q.1 += 1;
-    let seq = q.1;
-    q.0.push(Reverse(Due { at: Instant::now() + delay, seq, runtime }));
-    t.wake.notify_one();
+    q.seq += 1;
+    let seq = q.seq;
+    q.due.push(Reverse(Due { at: Instant::now() + delay, seq, runtime }));
+    if q.running {
+        t.wake.notify_one();
+        return;
+    }
+    q.running = true;
+    let spawned = std::thread::Builder::new().name("rcip-timer".into()).spawn(run);
+    if spawned.is_err() {
+        // No thread: the wake-ups stay queued for the next attempt, and
+        // hosts can still expire confirmations with run_due_timers.
+        q.running = false;
+    }
 }
 
 fn run() {
@@ -73,9 +89,16 @@ fn run() {
             let mut q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 let now = Instant::now();
-                match q.0.peek() {
-                    None => q = t.wake.wait(q).unwrap_or_else(|e| e.into_inner()),
-                    Some(Reverse(first)) if first.at <= now => break q.0.pop().map(|Reverse(d)| d.runtime),
+                match q.due.peek() {
+                    None => {
+                        let (guard, timeout) = t.wake.wait_timeout(q, IDLE_EXIT).unwrap_or_else(|e| e.into_inner());
+                        q = guard;
+                        if timeout.timed_out() && q.due.is_empty() {
+                            q.running = false;
+                            return;
+                        }
+                    }
+                    Some(Reverse(first)) if first.at <= now => break q.due.pop().map(|Reverse(d)| d.runtime),
                     Some(Reverse(first)) => {
                         let wait = first.at - now;
                         q = t.wake.wait_timeout(q, wait).unwrap_or_else(|e| e.into_inner()).0;

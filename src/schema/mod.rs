@@ -9,6 +9,16 @@
 //! Instances are expected to be normalised by [`crate::json`] (numbers as
 //! doubles).
 
+mod compile;
+mod eval;
+mod node;
+mod regex;
+mod uri;
+mod value;
+
+use compile::Compiler;
+use eval::Evaluator;
+use node::Program;
 use serde_json::Value;
 use std::fmt;
 
@@ -29,8 +39,12 @@ pub struct ValidationIssue {
 pub struct SchemaError {
     /// JSON pointer inside the schema where the problem is (`""` = root).
     pub pointer: String,
-    /// Short name of the rule (`meta-schema`, `unknown keyword`, `format`,
-    /// `reference`, `strict types`, ...).
+    /// Short name of the rule: `$schema`, `meta-schema`, `unknown keyword`,
+    /// `nullable`, `id`, `async`, `strict types`, `union type`,
+    /// `strict required`, `strict tuple`, `if/then/else`, `contains`,
+    /// `regular expression`, `matching properties`, `format`, `enum`,
+    /// `reference`, `dynamic reference`, `identifier`,
+    /// `duplicate identifier` or `anchor`.
     pub rule: &'static str,
     /// A sentence in rcip's own words.
     pub message: String,
@@ -46,7 +60,7 @@ impl fmt::Display for SchemaError {
 /// A compiled schema: immutable, `Send + Sync`, shared by every runtime made
 /// from the catalog that holds it.
 pub struct Schema {
-    validator: jsonschema::Validator,
+    program: Program,
 }
 
 impl fmt::Debug for Schema {
@@ -55,170 +69,120 @@ impl fmt::Debug for Schema {
     }
 }
 
-const KNOWN_KEYWORDS: &[&str] = &[
-    "$async", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef", "$schema", "$id",
-    "$defs", "$vocabulary", "$comment", "definitions", "id", "$ref", "maximum", "minimum",
-    "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "maxLength", "minLength", "pattern",
-    "maxProperties", "minProperties", "required", "maxItems", "minItems", "uniqueItems", "type",
-    "nullable", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if", "then", "else",
-    "propertyNames", "additionalProperties", "dependencies", "properties", "patternProperties",
-    "prefixItems", "items", "contains", "format", "title", "description", "default", "deprecated",
-    "readOnly", "writeOnly", "examples", "contentMediaType", "contentEncoding", "contentSchema",
-    "dependentRequired", "dependentSchemas", "maxContains", "minContains", "unevaluatedProperties",
-    "unevaluatedItems",
-];
-
-/// Keywords whose value is a map of name to subschema.
-const MAP_OF_SCHEMAS: &[&str] = &["$defs", "definitions", "properties", "patternProperties", "dependentSchemas"];
-/// Keywords whose value is a subschema.
-const ONE_SCHEMA: &[&str] = &[
-    "not", "if", "then", "else", "propertyNames", "additionalProperties", "items", "contains",
-    "unevaluatedProperties", "unevaluatedItems", "contentSchema",
-];
-/// Keywords whose value is a list of subschemas.
-const LIST_OF_SCHEMAS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
-
-fn escape_pointer_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
+/// The meta-schema URI the reference knows (with or without a final `#`).
+const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 impl Schema {
     /// Compiles `schema` as strict JSON Schema 2020-12. Every problem found
     /// is returned (at least one on failure).
+    ///
+    /// Order, as in the reference: `$schema` names the 2020-12 dialect, the
+    /// schema is valid against the 2020-12 meta-schema (checked by the
+    /// jsonschema crate), then the strict rules hold on every subschema the
+    /// reference compiles.
     pub fn compile(schema: &Value) -> Result<Schema, Vec<SchemaError>> {
-        let mut errors = Vec::new();
-        if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
-            errors.push(SchemaError {
-                pointer: e.instance_path().to_string(),
-                rule: "meta-schema",
-                message: format!("not a valid JSON Schema 2020-12 ({})", e),
-            });
+        if let Some(dialect) = schema.get("$schema") {
+            let known = dialect.as_str().is_some_and(|d| d.strip_suffix('#').unwrap_or(d) == DIALECT);
+            if !known {
+                return Err(vec![SchemaError {
+                    pointer: "/$schema".to_string(),
+                    rule: "$schema",
+                    message: format!(
+                        "{} is not a known meta-schema; only \"{DIALECT}\" (JSON Schema 2020-12) is supported",
+                        dialect
+                    ),
+                }]);
+            }
+        }
+        let meta = jsonschema::draft202012::meta::validator();
+        if !meta.is_valid(schema) {
+            let errors = meta
+                .iter_errors(schema)
+                .map(|e| SchemaError {
+                    pointer: e.instance_path().to_string(),
+                    rule: "meta-schema",
+                    message: format!("not a valid JSON Schema 2020-12: {e}"),
+                })
+                .collect();
             return Err(errors);
         }
-        strict_walk(schema, "", &mut errors);
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        let validator = jsonschema::draft202012::options()
-            .should_validate_formats(false)
-            .build(schema)
-            .map_err(|e| {
-                vec![SchemaError { pointer: String::new(), rule: "reference", message: e.to_string() }]
-            })?;
-        Ok(Schema { validator })
+        let program = Compiler::compile(schema)?;
+        Ok(Schema { program })
     }
 
     /// True when `instance` satisfies the schema.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        self.validator.is_valid(instance)
+        Evaluator::is_valid(&self.program, instance)
     }
 
-    /// Every issue of `instance` (empty when valid).
+    /// Every issue of `instance` (empty when valid), as the reference
+    /// reports them with `allErrors`.
     pub fn validate(&self, instance: &Value) -> Vec<ValidationIssue> {
-        if self.validator.is_valid(instance) {
+        if self.is_valid(instance) {
             return Vec::new();
         }
-        self.validator
-            .iter_errors(instance)
-            .map(|e| {
-                let keyword = match e.kind().keyword() {
-                    "falseSchema" => "false schema".to_string(),
-                    k => k.to_string(),
-                };
-                ValidationIssue {
-                    instance_path: e.instance_path().to_string(),
-                    keyword,
-                    message: e.to_string(),
-                }
-            })
-            .collect()
+        let mut issues = Evaluator::issues(&self.program, instance);
+        if issues.is_empty() {
+            // Every failing keyword reports an issue; keep "empty = valid"
+            // true even if one did not.
+            debug_assert!(false, "an invalid instance got no issue");
+            issues.push(ValidationIssue {
+                instance_path: String::new(),
+                keyword: "false schema".to_string(),
+                message: "the value does not match the schema".to_string(),
+            });
+        }
+        issues
     }
 }
 
-/// A first pass of Ajv's strict checks: unknown keywords, `format`, and
-/// references that leave the document.
-fn strict_walk(schema: &Value, pointer: &str, errors: &mut Vec<SchemaError>) {
-    let map = match schema {
-        Value::Object(map) => map,
-        _ => return,
-    };
-    for (key, value) in map {
-        let here = format!("{}/{}", pointer, escape_pointer_token(key));
-        if !KNOWN_KEYWORDS.contains(&key.as_str()) {
-            errors.push(SchemaError {
-                pointer: here.clone(),
-                rule: "unknown keyword",
-                message: format!("\"{key}\" is not a JSON Schema 2020-12 keyword (strict mode)"),
-            });
-            continue;
-        }
-        match key.as_str() {
-            "format" => errors.push(SchemaError {
-                pointer: here.clone(),
-                rule: "format",
-                message: "no format is known, so \"format\" is refused (strict mode)".to_string(),
-            }),
-            "$ref" | "$dynamicRef" => {
-                if let Value::String(r) = value {
-                    if !r.starts_with('#') {
-                        errors.push(SchemaError {
-                            pointer: here.clone(),
-                            rule: "reference",
-                            message: format!("\"{r}\" leaves the document; only local references resolve"),
-                        });
-                    }
-                }
+/// Runs a schema corpus (the layout of the shared Ajv corpus files) and
+/// returns the results in the layout `compare_schema.py` reads:
+/// `{"entries": [{"id", "compile", "compileErrors"?, "tests": [{"valid", "issues"}]}]}`.
+pub fn corpus_results(corpus: &Value) -> Value {
+    let mut entries = Vec::new();
+    let empty = Vec::new();
+    let list = corpus.get("entries").and_then(Value::as_array).unwrap_or(&empty);
+    for entry in list {
+        let id = entry.get("id").cloned().unwrap_or(Value::Null);
+        let schema = entry.get("schema").cloned().unwrap_or(Value::Bool(true));
+        let tests = entry.get("tests").and_then(Value::as_array).unwrap_or(&empty);
+        let mut out = serde_json::Map::new();
+        out.insert("id".into(), id);
+        match Schema::compile(&schema) {
+            Ok(compiled) => {
+                out.insert("compile".into(), "ok".into());
+                let results: Vec<Value> = tests
+                    .iter()
+                    .map(|t| {
+                        let data = t.get("data").unwrap_or(&Value::Null);
+                        let issues = compiled.validate(data);
+                        let valid = issues.is_empty();
+                        serde_json::json!({
+                            "valid": valid,
+                            "issues": issues.iter().map(|i| serde_json::json!({
+                                "instancePath": i.instance_path,
+                                "keyword": i.keyword,
+                                "message": i.message,
+                            })).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                out.insert("tests".into(), Value::Array(results));
             }
-            _ => {}
-        }
-        if MAP_OF_SCHEMAS.contains(&key.as_str()) {
-            if let Value::Object(children) = value {
-                for (name, child) in children {
-                    strict_walk(child, &format!("{}/{}", here, escape_pointer_token(name)), errors);
-                }
-            }
-        } else if ONE_SCHEMA.contains(&key.as_str()) {
-            strict_walk(value, &here, errors);
-        } else if LIST_OF_SCHEMAS.contains(&key.as_str()) {
-            if let Value::Array(items) = value {
-                for (i, child) in items.iter().enumerate() {
-                    strict_walk(child, &format!("{here}/{i}"), errors);
-                }
+            Err(errors) => {
+                out.insert("compile".into(), "error".into());
+                out.insert(
+                    "compileErrors".into(),
+                    Value::Array(errors.iter().map(|e| Value::String(e.to_string())).collect()),
+                );
+                out.insert("tests".into(), Value::Array(Vec::new()));
             }
         }
+        entries.push(Value::Object(out));
     }
+    serde_json::json!({ "entries": entries })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn compiles_and_reports_issues() {
-        let s = Schema::compile(&json!({
-            "type": "object",
-            "properties": {"done": {"type": "boolean"}},
-            "required": ["done"],
-            "additionalProperties": false
-        }))
-        .unwrap();
-        assert!(s.validate(&json!({"done": true})).is_empty());
-        let issues = s.validate(&json!({"done": "yes"}));
-        assert_eq!(issues.len(), 1);
-        assert_eq!(issues[0].instance_path, "/done");
-        assert_eq!(issues[0].keyword, "type");
-    }
-
-    #[test]
-    fn refuses_what_strict_mode_refuses() {
-        let e = Schema::compile(&json!({"type": "string", "format": "email"})).unwrap_err();
-        assert_eq!(e[0].rule, "format");
-        let e = Schema::compile(&json!({"properties": {"a": {"tpye": "string"}}})).unwrap_err();
-        assert_eq!(e[0].rule, "unknown keyword");
-        assert_eq!(e[0].pointer, "/properties/a/tpye");
-        let e = Schema::compile(&json!({"$ref": "http://example.com/s.json"})).unwrap_err();
-        assert_eq!(e[0].rule, "reference");
-        assert!(Schema::compile(&json!({"type": 5})).is_err());
-    }
-}
+mod tests;

@@ -1,0 +1,440 @@
+//! Strict rules and issue shapes of [`Schema`], each checked against what
+//! the reference (Ajv 8, `Ajv2020`, `strict: true`, `allErrors: true`) does.
+
+use super::*;
+use serde_json::json;
+
+fn compile(schema: Value) -> Schema {
+    match Schema::compile(&schema) {
+        Ok(s) => s,
+        Err(e) => panic!("{schema} should compile: {e:?}"),
+    }
+}
+
+/// The rules of the errors `schema` is refused with.
+fn refused(schema: Value) -> Vec<(String, &'static str)> {
+    match Schema::compile(&schema) {
+        Ok(_) => panic!("{schema} should be refused"),
+        Err(e) => {
+            assert!(!e.is_empty());
+            e.into_iter().map(|e| (e.pointer, e.rule)).collect()
+        }
+    }
+}
+
+fn has(errors: &[(String, &'static str)], pointer: &str, rule: &str) -> bool {
+    errors.iter().any(|(p, r)| p == pointer && *r == rule)
+}
+
+/// The (instancePath, keyword) pairs of the issues, sorted.
+fn issues(schema: &Schema, data: Value) -> Vec<(String, String)> {
+    let list = schema.validate(&data);
+    assert_eq!(list.is_empty(), schema.is_valid(&data), "validate and is_valid disagree on {data}");
+    let mut pairs: Vec<(String, String)> = list.into_iter().map(|i| (i.instance_path, i.keyword)).collect();
+    pairs.sort();
+    pairs
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = list.iter().map(|(p, k)| (p.to_string(), k.to_string())).collect();
+    v.sort();
+    v
+}
+
+// ---- strict compile -------------------------------------------------------
+
+#[test]
+fn unknown_keywords_are_refused_where_compiled() {
+    let e = refused(json!({"type": "object", "properties": {"a": {"type": "string", "tpye": "x"}}}));
+    assert!(has(&e, "/properties/a/tpye", "unknown keyword"));
+    for kw in ["$anchor", "additionalItems", "example", "x-internal", "discriminator", "errorMessage"] {
+        let e = refused(json!({"type": "string", kw: "x"}));
+        assert!(has(&e, &format!("/{kw}"), "unknown keyword"), "{kw}");
+    }
+    // A $defs entry nothing references is never compiled, so never checked.
+    compile(json!({"type": "string", "$defs": {"x": {"x-note": 1, "format": "email"}}}));
+    // A referenced one is.
+    let e = refused(json!({"type": "object", "properties": {"c": {"$ref": "#/$defs/c"}}, "$defs": {"c": {"type": "string", "maxLenght": 3}}}));
+    assert!(has(&e, "/$defs/c/maxLenght", "unknown keyword"));
+    // Annotations are known.
+    compile(json!({"type": "string", "title": "t", "description": "d", "default": "x", "examples": ["a"],
+        "deprecated": false, "readOnly": true, "writeOnly": false, "$comment": "c",
+        "contentMediaType": "text/plain", "contentEncoding": "base64"}));
+}
+
+#[test]
+fn schema_dialect_and_meta_schema() {
+    compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}));
+    compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema#", "type": "string"}));
+    assert!(has(&refused(json!({"$schema": "http://json-schema.org/draft-07/schema#"})), "/$schema", "$schema"));
+    // $schema inside a subschema is ignored.
+    compile(json!({"type": "object", "properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"}}}));
+    let e = refused(json!({"type": "string", "minLength": -1}));
+    assert!(has(&e, "/minLength", "meta-schema"));
+    assert!(has(&refused(json!({"type": "strng"})), "/type", "meta-schema"));
+    assert!(has(&refused(json!({"type": "number", "multipleOf": 0})), "/multipleOf", "meta-schema"));
+}
+
+#[test]
+fn nullable_and_id() {
+    let s = compile(json!({"type": "string", "nullable": true}));
+    assert!(s.is_valid(&json!(null)) && s.is_valid(&json!("a")) && !s.is_valid(&json!(1)));
+    assert!(has(&refused(json!({"nullable": true})), "/nullable", "nullable"));
+    assert!(has(&refused(json!({"type": ["string", "null"], "nullable": false})), "/nullable", "nullable"));
+    assert!(has(&refused(json!({"id": "https://example.com/x", "type": "string"})), "/id", "id"));
+}
+
+#[test]
+fn strict_types() {
+    // Union types: only one type, or one type and null.
+    assert!(has(&refused(json!({"type": ["string", "number"]})), "/type", "union type"));
+    assert!(has(&refused(json!({"type": ["number", "integer"]})), "/type", "union type"));
+    compile(json!({"type": ["string", "null"], "minLength": 1}));
+    // Type-specific keywords need their type.
+    assert!(has(&refused(json!({"minimum": 1})), "/minimum", "strict types"));
+    assert!(has(&refused(json!({"type": "integer", "minLength": 1})), "/minLength", "strict types"));
+    compile(json!({"type": "integer", "minimum": 1, "multipleOf": 2}));
+    // Types flow into allOf/anyOf/oneOf/not/if/then/else, not into properties.
+    compile(json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}]}));
+    assert!(has(&refused(json!({"type": "object", "properties": {"a": {"minLength": 1}}})), "/properties/a/minLength", "strict types"));
+    // A type the context does not allow.
+    let e = refused(json!({"type": "object", "oneOf": [{"type": "object"}, {"type": "array"}]}));
+    assert!(has(&e, "/oneOf/1/type", "strict types"));
+    compile(json!({"type": "number", "allOf": [{"type": "integer"}]}));
+    assert!(has(&refused(json!({"type": "integer", "allOf": [{"type": "number"}]})), "/allOf/0/type", "strict types"));
+    // propertyNames applies to strings.
+    compile(json!({"type": "object", "propertyNames": {"pattern": "^a"}}));
+    assert!(has(&refused(json!({"type": "object", "propertyNames": {"type": "integer"}})), "/propertyNames/type", "strict types"));
+    // A schema whose only rule is $ref skips the check; the referring type does not reach the target.
+    compile(json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string", "minLength": 1}}}));
+    assert!(has(
+        &refused(json!({"type": "string", "$ref": "#/$defs/s", "$defs": {"s": {"minLength": 1}}})),
+        "/$defs/s/minLength",
+        "strict types"
+    ));
+}
+
+#[test]
+fn strict_required() {
+    assert!(has(&refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]})), "/required", "strict required"));
+    assert!(has(&refused(json!({"type": "object", "additionalProperties": {"type": "string"}, "required": ["k"]})), "/required", "strict required"));
+    // required inside allOf does not see the parent's properties (compiled before them)...
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "allOf": [{"required": ["a"]}]})),
+        "/allOf/0/required",
+        "strict required"
+    ));
+    // ...but properties reached earlier through $ref count.
+    compile(json!({"type": "object", "$ref": "#/$defs/p", "required": ["a"],
+        "$defs": {"p": {"type": "object", "properties": {"a": {"type": "string"}}}}}));
+    // dependentSchemas sees only the last non-trivial property.
+    compile(json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
+        "dependentSchemas": {"shipping": {"required": ["shipping"]}}}));
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
+            "dependentSchemas": {"shipping": {"required": ["address"]}}})),
+        "/dependentSchemas/shipping/required",
+        "strict required"
+    ));
+}
+
+#[test]
+fn strict_tuples_conditionals_and_contains() {
+    assert!(has(&refused(json!({"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]})), "/prefixItems", "strict tuple"));
+    compile(json!({"type": "array", "prefixItems": [{"type": "number"}], "minItems": 1, "maxItems": 1}));
+    compile(json!({"type": "array", "prefixItems": [{"type": "number"}], "minItems": 1, "items": false}));
+    assert!(has(&refused(json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 1})), "/prefixItems", "strict tuple"));
+
+    assert!(has(&refused(json!({"type": "number", "if": {"minimum": 0}})), "/if", "if/then/else"));
+    assert!(has(&refused(json!({"type": "number", "then": {"minimum": 0}})), "/then", "if/then/else"));
+    assert!(has(&refused(json!({"type": "number", "else": {"minimum": 0}})), "/else", "if/then/else"));
+
+    assert!(has(&refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 0})), "/minContains", "contains"));
+    assert!(has(&refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 3, "maxContains": 2})), "/minContains", "contains"));
+    assert!(has(&refused(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 0})), "/minContains", "contains"));
+    assert!(has(&refused(json!({"type": "array", "maxContains": 2})), "/maxContains", "contains"));
+}
+
+#[test]
+fn formats_enums_regexes_and_matching_properties() {
+    assert!(has(&refused(json!({"type": "string", "format": "email"})), "/format", "format"));
+    assert!(has(&refused(json!({"type": "string", "enum": []})), "/enum", "enum"));
+    assert!(has(&refused(json!({"type": "string", "pattern": "^[\\w-.]+$"})), "/pattern", "regular expression"));
+    assert!(has(&refused(json!({"type": "string", "pattern": "(unclosed"})), "/pattern", "regular expression"));
+    assert!(has(&refused(json!({"type": "string", "pattern": "a\\-b"})), "/pattern", "regular expression"));
+    assert!(has(
+        &refused(json!({"type": "object", "patternProperties": {"^(x": {"type": "string"}}})),
+        "/patternProperties/^(x",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"x-id": {"type": "string"}}, "patternProperties": {"^x-": {"type": "string"}}})),
+        "/properties/x-id",
+        "matching properties"
+    ));
+}
+
+#[test]
+fn references_and_identifiers() {
+    assert!(has(&refused(json!({"type": "object", "properties": {"a": {"$ref": "#/definitions/money"}}})), "/properties/a/$ref", "reference"));
+    assert!(has(&refused(json!({"$ref": "https://example.com/s.json"})), "/$ref", "reference"));
+    assert!(has(&refused(json!({"$ref": "./user.schema.json#/$defs/user"})), "/$ref", "reference"));
+    let e = refused(json!({"type": "object", "properties": {
+        "a": {"$id": "https://example.com/dup", "type": "string"},
+        "b": {"$id": "https://example.com/dup", "type": "integer"}}}));
+    assert!(e.iter().any(|(_, r)| *r == "duplicate identifier"));
+    assert!(has(&refused(json!({"$dynamicRef": "https://example.com/x#a"})), "/$dynamicRef", "dynamic reference"));
+    // Local references, an embedded $id, escaped pointers and the meta-schema resolve.
+    let s = compile(json!({"$id": "https://example.com/root", "type": "object",
+        "properties": {"a": {"$ref": "item"}, "b~/c": {"type": "integer"}, "d": {"$ref": "#/properties/b~0~1c"}},
+        "$defs": {"i": {"$id": "item", "type": "string"}}}));
+    assert_eq!(issues(&s, json!({"a": 1, "d": "x"})), pairs(&[("/a", "type"), ("/d", "type")]));
+    let meta = compile(json!({"$ref": "https://json-schema.org/draft/2020-12/schema"}));
+    assert!(meta.is_valid(&json!({"minLength": 1})));
+    assert_eq!(issues(&meta, json!({"minLength": -1})), pairs(&[("/minLength", "minimum")]));
+}
+
+#[test]
+fn every_problem_is_listed() {
+    let e = refused(json!({"type": "object", "properties": {
+        "a": {"type": "string", "format": "email"},
+        "b": {"type": ["string", "integer"]},
+        "c": {"type": "string", "minLenght": 1}}}));
+    assert!(has(&e, "/properties/a/format", "format"));
+    assert!(has(&e, "/properties/b/type", "union type"));
+    assert!(has(&e, "/properties/c/minLenght", "unknown keyword"));
+    let shown = Schema::compile(&json!({"type": "string", "format": "email"})).unwrap_err()[0].to_string();
+    assert!(shown.starts_with("format at \"/format\": "), "{shown}");
+}
+
+// ---- issues ---------------------------------------------------------------
+
+#[test]
+fn type_and_keyword_issues() {
+    let s = compile(json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "multipleOf": 2}}}));
+    assert_eq!(issues(&s, json!({"n": "x"})), pairs(&[("/n", "type")]));
+    assert_eq!(issues(&s, json!({"n": 3})), pairs(&[("/n", "minimum"), ("/n", "multipleOf")]));
+    assert_eq!(issues(&s, json!({"n": 6.5})), pairs(&[("/n", "type"), ("/n", "multipleOf")]));
+    assert!(s.validate(&json!({"n": 6})).is_empty());
+    let messages = s.validate(&json!({"n": 3}));
+    assert!(messages.iter().all(|i| !i.message.is_empty()));
+}
+
+#[test]
+fn numbers_are_doubles() {
+    let cents = compile(json!({"type": "number", "multipleOf": 0.01}));
+    assert!(!cents.is_valid(&json!(19.99)), "19.99 / 0.01 is not an integer in doubles");
+    assert!(cents.is_valid(&json!(0.5)));
+    let half = compile(json!({"type": "number", "multipleOf": 0.5}));
+    assert!(!half.is_valid(&json!(1e308)));
+    let big = compile(json!({"const": 9007199254740993u64}));
+    let parse = |t: &str| crate::json::parse_str(t, &crate::json::Limits::default()).unwrap();
+    let big = {
+        let _ = big;
+        compile(parse(r#"{"const": 9007199254740993}"#))
+    };
+    assert!(big.is_valid(&parse("9007199254740992")));
+    assert!(!big.is_valid(&parse("9007199254740994")));
+    let int = compile(json!({"type": "integer"}));
+    assert!(int.is_valid(&parse("1.0")) && int.is_valid(&parse("1e300")) && !int.is_valid(&parse("1.5")));
+}
+
+#[test]
+fn every_required_and_additional_property() {
+    let s = compile(json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "required": ["a", "b"], "additionalProperties": false}));
+    assert_eq!(
+        issues(&s, json!({"x": 1, "y": 2})),
+        pairs(&[("", "required"), ("", "required"), ("", "additionalProperties"), ("", "additionalProperties")])
+    );
+    let ap = compile(json!({"type": "object", "additionalProperties": {"type": "integer"}}));
+    assert_eq!(issues(&ap, json!({"a": "1", "b": 2, "c": true})), pairs(&[("/a", "type"), ("/c", "type")]));
+    let pat = compile(json!({"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": false}));
+    assert_eq!(issues(&pat, json!({"x-a": 1, "b": 1})), pairs(&[("/x-a", "type"), ("", "additionalProperties")]));
+}
+
+#[test]
+fn any_of_one_of_not() {
+    let one = compile(json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]}));
+    assert_eq!(issues(&one, json!(5)), pairs(&[("", "oneOf")]));
+    assert_eq!(issues(&one, json!(-1.5)), pairs(&[("", "type"), ("", "minimum"), ("", "oneOf")]));
+    assert!(one.validate(&json!(2.5)).is_empty());
+    // Once two branches match, later ones are not evaluated.
+    let bools = compile(json!({"oneOf": [true, true, false]}));
+    assert_eq!(issues(&bools, json!("x")), pairs(&[("", "oneOf")]));
+    let any = compile(json!({"anyOf": [{"type": "string"}, {"type": "number"}]}));
+    assert_eq!(issues(&any, json!(null)), pairs(&[("", "type"), ("", "type"), ("", "anyOf")]));
+    assert!(any.validate(&json!(1)).is_empty());
+    let not = compile(json!({"type": "string", "not": {"const": "root"}}));
+    assert_eq!(issues(&not, json!("root")), pairs(&[("", "not")]));
+}
+
+#[test]
+fn if_then_else_reports_the_branch_then_if() {
+    let s = compile(json!({"type": "object", "properties": {"mode": {"type": "string"}, "config": {"type": "object"}},
+        "if": {"properties": {"mode": {"const": "advanced"}}, "required": ["mode"]},
+        "then": {"properties": {"config": {"type": "object", "properties": {"level": {"type": "integer"}}, "required": ["level"]}}, "required": ["config"]}}));
+    assert!(s.validate(&json!({"mode": "basic"})).is_empty());
+    assert_eq!(issues(&s, json!({"mode": "advanced"})), pairs(&[("", "required"), ("", "if")]));
+    assert_eq!(issues(&s, json!({"mode": "advanced", "config": {"level": "x"}})), pairs(&[("/config/level", "type"), ("", "if")]));
+}
+
+#[test]
+fn contains_reports_each_scanned_item() {
+    let s = compile(json!({"type": "array", "contains": {"type": "string", "const": "admin"}}));
+    assert_eq!(issues(&s, json!(["user"])), pairs(&[("/0", "const"), ("", "contains")]));
+    assert_eq!(issues(&s, json!([])), pairs(&[("", "contains")]));
+    assert!(s.validate(&json!(["user", "admin"])).is_empty());
+    let max = compile(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 1}));
+    assert_eq!(issues(&max, json!([1, "a", 2, 3])), pairs(&[("/1", "type"), ("", "contains")]));
+}
+
+#[test]
+fn property_names_dependent_required_and_items() {
+    let names = compile(json!({"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"}}));
+    assert_eq!(
+        issues(&names, json!({"A": 1, "b-c": 2, "ok": 3})),
+        pairs(&[("", "pattern"), ("", "propertyNames"), ("", "pattern"), ("", "propertyNames")])
+    );
+    let dep = compile(json!({"type": "object", "properties": {"card": {"type": "string"}, "cvv": {"type": "string"}, "exp": {"type": "string"}},
+        "dependentRequired": {"card": ["cvv", "exp"]}}));
+    assert_eq!(issues(&dep, json!({"card": "x"})), pairs(&[("", "dependentRequired"), ("", "dependentRequired")]));
+    let tuple = compile(json!({"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": false}));
+    assert_eq!(issues(&tuple, json!(["a", 1, 2])), pairs(&[("", "items")]));
+    let no_items = compile(json!({"type": "array", "items": false}));
+    assert_eq!(issues(&no_items, json!([1, 2])), pairs(&[("/0", "false schema"), ("/1", "false schema")]));
+}
+
+#[test]
+fn unevaluated_properties_and_items() {
+    let s = compile(json!({"type": "object", "properties": {"a": {"type": "string"}},
+        "allOf": [{"properties": {"b": {"type": "string"}}}], "unevaluatedProperties": false}));
+    assert!(s.validate(&json!({"a": "x", "b": "y"})).is_empty());
+    assert_eq!(issues(&s, json!({"a": "x", "c": 1, "d": 2})), pairs(&[("", "unevaluatedProperties"), ("", "unevaluatedProperties")]));
+    // anyOf: only matching branches evaluate.
+    let any = compile(json!({"type": "object", "anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]}, {"properties": {"b": {"const": 1}}, "required": ["b"]}],
+        "unevaluatedProperties": false}));
+    assert!(any.is_valid(&json!({"a": 1})));
+    assert_eq!(issues(&any, json!({"a": 1, "b": 2})), pairs(&[("", "unevaluatedProperties")]));
+    // contains marks every item evaluated, as in the reference.
+    let items = compile(json!({"type": "array", "contains": {"type": "string"}, "unevaluatedItems": {"type": "number"}}));
+    assert!(items.is_valid(&json!(["a", true])));
+}
+
+#[test]
+fn instance_paths_are_escaped_pointers() {
+    let s = compile(json!({"type": "object", "properties": {
+        "a/b": {"type": "integer"}, "c~d": {"type": "integer"}, "": {"type": "integer"},
+        "list": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}}}}));
+    assert_eq!(
+        issues(&s, json!({"a/b": "1", "c~d": "1", "": "1", "list": [{"x": 1}, {"x": "2"}]})),
+        pairs(&[("/a~1b", "type"), ("/c~0d", "type"), ("/", "type"), ("/list/1/x", "type")])
+    );
+}
+
+#[test]
+fn patterns_match_as_javascript() {
+    let s = compile(json!({"type": "string", "pattern": "^\\d+$"}));
+    assert!(s.is_valid(&json!("123")));
+    assert!(!s.is_valid(&json!("١٢٣")), "\\d is ASCII only in JavaScript");
+    let letters = compile(json!({"type": "string", "pattern": "^\\p{L}+$"}));
+    assert!(letters.is_valid(&json!("héllo")));
+    let unanchored = compile(json!({"type": "string", "pattern": "b"}));
+    assert!(unanchored.is_valid(&json!("abc")));
+}
+
+#[test]
+fn boolean_schemas_and_loops() {
+    let f = compile(json!(false));
+    assert_eq!(issues(&f, json!(1)), pairs(&[("", "false schema")]));
+    assert!(compile(json!(true)).is_valid(&json!({"any": 1})));
+    let p = compile(json!({"type": "object", "properties": {"a": false}}));
+    assert_eq!(issues(&p, json!({"a": 1})), pairs(&[("/a", "false schema")]));
+    // A recursive schema follows the data.
+    let tree = compile(json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}}));
+    assert!(tree.is_valid(&json!({"kids": [{"kids": []}]})));
+    assert_eq!(issues(&tree, json!({"kids": [{"kids": [1]}]})), pairs(&[("/kids/0/kids/0", "type")]));
+}
+
+#[test]
+fn schema_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Schema>();
+}
+
+#[test]
+fn deep_instances_within_the_payload_depth_limit() {
+    // Payloads may nest 1000 levels (crate::json::DEFAULT_MAX_DEPTH); a
+    // recursive schema follows them on a host thread's stack.
+    let depth = crate::json::DEFAULT_MAX_DEPTH;
+    let text = "[".repeat(depth) + &"]".repeat(depth);
+    let data = crate::json::parse_str(&text, &crate::json::Limits::default()).unwrap();
+    let s = compile(json!({"type": "array", "items": {"$ref": "#"}}));
+    let handle = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || (s.is_valid(&data), s.validate(&data).len()))
+        .unwrap();
+    assert_eq!(handle.join().unwrap(), (true, 0));
+}
+
+/// Valid-path speed against the jsonschema crate on a typical contract:
+/// `cargo test --release --lib schema::tests::valid_path_speed -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn valid_path_speed() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "customer": {"type": "string", "minLength": 1, "maxLength": 80},
+            "currency": {"enum": ["EUR", "USD", "GBP"]},
+            "lines": {"type": "array", "minItems": 1, "items": {
+                "type": "object",
+                "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"}, "qty": {"type": "integer", "minimum": 1}, "price": {"type": "number", "minimum": 0}},
+                "required": ["sku", "qty", "price"], "additionalProperties": false}},
+            "note": {"type": ["string", "null"]}
+        },
+        "required": ["customer", "currency", "lines"],
+        "additionalProperties": false
+    });
+    let data = json!({"customer": "ACME", "currency": "EUR", "note": null, "lines": [
+        {"sku": "ABC-1234", "qty": 2, "price": 9.5}, {"sku": "XYZ-0001", "qty": 1, "price": 100},
+        {"sku": "DEF-0042", "qty": 10, "price": 0.25}]});
+    let ours = compile(schema.clone());
+    let crate_validator = jsonschema::draft202012::options().should_validate_formats(false).build(&schema).unwrap();
+    assert!(ours.validate(&data).is_empty() && crate_validator.is_valid(&data));
+    let n = 200_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(ours.validate(std::hint::black_box(&data)).is_empty());
+    }
+    let a = t.elapsed();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(crate_validator.is_valid(std::hint::black_box(&data)));
+    }
+    let b = t.elapsed();
+    println!("rcip validate (valid): {:?}/call; jsonschema is_valid: {:?}/call", a / n, b / n);
+}
+
+#[test]
+fn evaluated_properties_forgotten_by_a_failing_conditional_merge() {
+    // Ajv forgets the properties it knew were evaluated before a merge that
+    // only happens on success, when that merge does not happen.
+    let s = compile(json!({"type": "object",
+        "properties": {"p": {"type": "object"}},
+        "dependentSchemas": {"p": {"properties": {"z": {"type": "boolean"}}}},
+        "unevaluatedProperties": false}));
+    assert!(s.is_valid(&json!({"p": {}, "z": true})));
+    assert_eq!(
+        issues(&s, json!({"p": {}, "z": 1})),
+        pairs(&[("/z", "type"), ("", "unevaluatedProperties"), ("", "unevaluatedProperties")])
+    );
+    // $ref is applied before anyOf: a failing first branch loses "a" even
+    // when the second branch passes (checked against Ajv 8.20.0).
+    let any = compile(json!({"type": "object",
+        "$ref": "#/$defs/base", "$defs": {"base": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+        "anyOf": [{"properties": {"b": {"type": "string"}}, "required": ["b"]}, {"properties": {"c": {"type": "string"}}}],
+        "unevaluatedProperties": false}));
+    assert!(any.is_valid(&json!({"a": 1, "b": "x"})));
+    assert_eq!(issues(&any, json!({"a": 1, "c": "x"})), pairs(&[("", "unevaluatedProperties")]));
+}

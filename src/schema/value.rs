@@ -1,0 +1,127 @@
+//! JSON values as the reference sees them: every number is a double,
+//! equality is deep equality with numbers compared as doubles.
+
+use serde_json::Value;
+
+/// The JSON types a `type` keyword names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JType {
+    Null,
+    Boolean,
+    Object,
+    Array,
+    Number,
+    Integer,
+    String,
+}
+
+impl JType {
+    pub fn parse(name: &str) -> Option<JType> {
+        Some(match name {
+            "null" => JType::Null,
+            "boolean" => JType::Boolean,
+            "object" => JType::Object,
+            "array" => JType::Array,
+            "number" => JType::Number,
+            "integer" => JType::Integer,
+            "string" => JType::String,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            JType::Null => "null",
+            JType::Boolean => "boolean",
+            JType::Object => "object",
+            JType::Array => "array",
+            JType::Number => "number",
+            JType::Integer => "integer",
+            JType::String => "string",
+        }
+    }
+
+    /// Whether `v` has this type (`integer`: a number with no fraction).
+    pub fn matches(self, v: &Value) -> bool {
+        match (self, v) {
+            (JType::Null, Value::Null)
+            | (JType::Boolean, Value::Bool(_))
+            | (JType::Object, Value::Object(_))
+            | (JType::Array, Value::Array(_))
+            | (JType::String, Value::String(_))
+            | (JType::Number, Value::Number(_)) => true,
+            (JType::Integer, Value::Number(n)) => {
+                let f = as_f64(n);
+                f.is_finite() && f.fract() == 0.0
+            }
+            _ => false,
+        }
+    }
+}
+
+pub(crate) fn as_f64(n: &serde_json::Number) -> f64 {
+    crate::json::as_double(n)
+}
+
+/// Deep equality with numbers compared as doubles (`1` equals `1.0`).
+pub(crate) fn js_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => as_f64(x) == as_f64(y),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| js_equal(p, q)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| js_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// `multipleOf` as the reference computes it: `data / m` must be an
+/// integer in double arithmetic, read back through `parseInt` (so a
+/// quotient of 1e21 or more, written with an exponent, never is).
+pub(crate) fn is_multiple_of(data: f64, m: f64) -> bool {
+    let q = data / m;
+    q.is_finite() && q.fract() == 0.0 && q.abs() < 1e21
+}
+
+/// Length of a string in code points, as the reference counts it.
+pub(crate) fn js_length(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// One JSON pointer token, escaped (`~` as `~0`, `/` as `~1`).
+pub(crate) fn escape_token(token: &str) -> String {
+    if !token.contains(['~', '/']) {
+        return token.to_string();
+    }
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// The inverse of [`escape_token`].
+pub(crate) fn unescape_token(token: &str) -> String {
+    if !token.contains('~') {
+        return token.to_string();
+    }
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn doubles_everywhere() {
+        assert!(!is_multiple_of(19.99, 0.01));
+        assert!(is_multiple_of(0.3, 0.1) == (0.3f64 / 0.1).fract().eq(&0.0));
+        assert!(is_multiple_of(10.0, 2.0));
+        assert!(!is_multiple_of(1e308, 0.5));
+        assert!(!is_multiple_of(1e22, 1.0));
+        assert!(js_equal(&json!([1, {"a": 2.5}]), &json!([1.0, {"a": 2.5}])));
+        assert!(!js_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(JType::Integer.matches(&json!(1e300)));
+        assert!(!JType::Integer.matches(&json!(1.5)));
+        assert_eq!(js_length("a😀"), 2);
+        assert_eq!(escape_token("a/b~c"), "a~1b~0c");
+        assert_eq!(unescape_token("a~1b~0c"), "a/b~c");
+    }
+}
