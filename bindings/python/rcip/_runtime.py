@@ -291,11 +291,23 @@ def _report_without_runtime(exc: BaseException, where: str) -> None:
 
 
 class _ResultEntry(_Entry):
-    """Delivers an outcome or report text into a future."""
+    """Delivers an outcome or report text into a future, after handing it to
+    the optional ``on_result`` callback (on the settling thread, at the
+    moment the library delivers it)."""
 
-    def __init__(self, future: "concurrent.futures.Future[Any]", parse: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        future: "concurrent.futures.Future[Any]",
+        parse: Callable[[str], Any],
+        on_result: Optional[Callable[[Any], Any]] = None,
+        state: Optional[_RuntimeState] = None,
+    ) -> None:
+        if on_result is not None and not callable(on_result):
+            raise TypeError("rcip: on_outcome must be callable")
         self.future = future
         self.parse = parse
+        self.on_result = on_result
+        self.state = state
 
     def deliver(self, text: str) -> None:
         try:
@@ -303,6 +315,14 @@ class _ResultEntry(_Entry):
         except BaseException as exc:  # noqa: BLE001
             _set_future(self.future, exception=exc)
             return
+        if self.on_result is not None:
+            try:
+                self.on_result(value)
+            except BaseException as exc:  # noqa: BLE001
+                if self.state is not None:
+                    self.state.report(exc, "an outcome callback")
+                else:
+                    _report_without_runtime(exc, "an outcome callback")
         _set_future(self.future, result=value)
 
 
@@ -1200,12 +1220,16 @@ class Client:
         input_json: Optional[Union[str, bytes]] = None,
         invocation_id: Optional[str] = None,
         cancel: Optional[CancelToken] = None,
+        on_outcome: Optional[Callable[[Outcome], Any]] = None,
     ) -> PendingOutcome:
         """Starts an invocation and returns at once: a future of its
-        ``Outcome`` (possibly already done). ``input_json`` passes raw text."""
+        ``Outcome`` (possibly already done). ``input_json`` passes raw text.
+        ``on_outcome(outcome)`` runs when the library delivers the outcome
+        (on the settling thread, possibly before this returns), before the
+        future is resolved."""
         future = PendingOutcome()
         future.set_running_or_notify_cancel()
-        key = _register(_ResultEntry(future, Outcome.from_json))
+        key = _register(_ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state))
         cap = _id_bytes(capability_id, "capability_id")
         text = _payload(input, input_json)
         inv_id = None if invocation_id is None else _id_bytes(invocation_id, "invocation_id")
@@ -1263,9 +1287,16 @@ class Client:
             if cancel is None:
                 token.close()
 
-    def submit_preflight(self, proposals: Iterable[ProposalLike], *, cancel: Optional[CancelToken] = None) -> PendingOutcome:
+    def submit_preflight(
+        self,
+        proposals: Iterable[ProposalLike],
+        *,
+        cancel: Optional[CancelToken] = None,
+        on_report: Optional[Callable[[PreflightReport], Any]] = None,
+    ) -> PendingOutcome:
         """Starts a preflight of 1 to 16 proposals; a future of its
-        ``PreflightReport``. ``PreflightBatchInvalidError`` for another count."""
+        ``PreflightReport`` (``on_report`` as ``submit``'s ``on_outcome``).
+        ``PreflightBatchInvalidError`` for another count."""
         items = [_proposal(p) for p in proposals]
         ids = [_id_bytes(p.capability_id, "capability_id") for p in items]
         texts = [_payload(p.input, p.input_json) for p in items]
@@ -1274,7 +1305,7 @@ class Client:
         text_array = (c_char_p * n)(*texts) if n else None
         future = PendingOutcome()
         future.set_running_or_notify_cancel()
-        key = _register(_ResultEntry(future, PreflightReport.from_json))
+        key = _register(_ResultEntry(future, PreflightReport.from_json, on_report, self._runtime._state))
         with self._runtime._handle.use():
             with _token_use(cancel) as token_ptr:
                 _call_registering(
@@ -1367,12 +1398,15 @@ class Host:
         with self._runtime._handle.use():
             check(lib.rcip_host_refresh(self._runtime._host_ptr))
 
-    def submit_confirmation(self, confirmation_id: str, approved: bool) -> PendingOutcome:
+    def submit_confirmation(
+        self, confirmation_id: str, approved: bool, *, on_outcome: Optional[Callable[[Outcome], Any]] = None
+    ) -> PendingOutcome:
         """Approves or declines a pending confirmation; a future of the
-        outcome (the approved re-run's, or a decline/expiry/not-found one)."""
+        outcome (the approved re-run's, or a decline/expiry/not-found one).
+        ``on_outcome`` as for ``Client.submit``."""
         future = PendingOutcome()
         future.set_running_or_notify_cancel()
-        key = _register(_ResultEntry(future, Outcome.from_json))
+        key = _register(_ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state))
         cid = _id_bytes(confirmation_id, "confirmation_id")
         with self._runtime._handle.use():
             _call_registering(

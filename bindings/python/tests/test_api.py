@@ -696,3 +696,23 @@ def test_close_from_inside_a_handler(catalog):
     future = runtime.client.submit("greeting.say", {"name": "x"})
     assert runtime.closed
     assert future.result(1).status in ("succeeded", "failed")
+
+
+def test_on_outcome_callbacks_run_as_the_library_delivers(catalog):
+    order = []
+    with rcip.Runtime(catalog, on_event=lambda e: order.append(e.phase)) as runtime:
+        runtime.host.bind("greeting.say", hello)
+        runtime.host.bind("tickets.purge", lambda inv: {})
+        future = runtime.client.submit("greeting.say", {"name": "x"}, on_outcome=lambda o: order.append(o.status))
+        assert future.done() and order == ["requested", "started", "succeeded", "succeeded"]
+        report = runtime.client.submit_preflight([("greeting.say", {"name": "x"})], on_report=lambda r: order.append("report"))
+        assert report.done() and order[-1] == "report"
+        cid = runtime.client.invoke("tickets.purge", {}).confirmation.id
+        runtime.host.submit_confirmation(cid, False, on_outcome=lambda o: order.append(o.code))
+        assert order[-1] == "CONFIRMATION_DECLINED"
+        errors = []
+        runtime._state.on_error = lambda exc, where: errors.append(where)
+        assert runtime.client.submit("greeting.say", {"name": "x"}, on_outcome=lambda o: 1 / 0).result().ok  # contained
+        assert errors == ["an outcome callback"]
+        with pytest.raises(TypeError):
+            runtime.client.submit("greeting.say", {"name": "x"}, on_outcome="nope")  # type: ignore[arg-type]
