@@ -41,4 +41,5 @@ PY
 
 # The whole suite, against the installed package (not the source tree).
 cp -R "$ROOT/bindings/python/tests" "$TMP/tests"
+cp -R "$ROOT/bindings/python/examples" "$TMP/examples"
 env -u RCIP_LIBRARY RCIP_TEST_INSTALLED=1 RCIP_REPO_ROOT="$ROOT" "$VENV/bin/pytest" -q -p no:cacheprovider "$TMP/tests"
