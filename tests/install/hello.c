@@ -12,7 +12,8 @@ static const char *CATALOG =
     " \"scopes\": [],"
     " \"capabilities\": [{\"id\": \"ping\", \"title\": \"Ping\", \"description\": \"Answers pong.\","
     "   \"scopeIds\": [], \"effect\": \"read\", \"inputSchema\": {\"type\": \"object\"},"
-    "   \"outputSchema\": {\"type\": \"object\", \"required\": [\"pong\"]}}]}";
+    "   \"outputSchema\": {\"type\": \"object\", \"properties\": {\"pong\": {\"type\": \"boolean\"}},"
+    "                    \"required\": [\"pong\"]}}]}";
 
 static void pong(void *user_data, rcip_invocation *invocation) {
     (void)user_data;
