@@ -398,10 +398,10 @@ class _BindingEntry(_Entry):
             elif isinstance(answer, Availability):
                 available, code, reason = answer.available, answer.reason_code, answer.reason
             elif isinstance(answer, Mapping):
-                available = answer.get("available")
-                if not isinstance(available, bool):
+                flag = answer.get("available")
+                if not isinstance(flag, bool):
                     raise TypeError("rcip: an availability answer needs a boolean 'available'")
-                code, reason = answer.get("reasonCode"), answer.get("reason")
+                available, code, reason = flag, answer.get("reasonCode"), answer.get("reason")
             else:
                 raise TypeError("rcip: an availability check returned %s" % type(answer).__name__)
             rc = lib.rcip_availability_set(
@@ -749,19 +749,24 @@ class Invocation(Owner):
         inv._own(ptr, lib.rcip_invocation_free, "invocation")
         inv._deferred = False
         inv._settled = False
-        inv._token: Optional[CancelToken] = None
-        inv.exception: Optional[BaseException] = None
+        inv._token = None
+        inv.exception = None
         inv.id = _lib.borrowed_string(lib.rcip_invocation_id(ptr)) or ""
         inv.capability_id = _lib.borrowed_string(lib.rcip_invocation_capability_id(ptr)) or ""
         inv.input_json = _lib.borrowed_string(lib.rcip_invocation_input(ptr)) or "null"
         inv._context_json = _lib.borrowed_string(lib.rcip_invocation_semantic_context(ptr)) or "{}"
-        inv._input: Any = _UNPARSED
+        inv._input = _UNPARSED
         return inv
 
     id: str
     capability_id: str
     input_json: str
     exception: Optional[BaseException]
+    _context_json: str
+    _input: Any
+    _token: Optional["CancelToken"]
+    _deferred: bool
+    _settled: bool
 
     @property
     def input(self) -> Any:
@@ -890,7 +895,7 @@ class PolicyRequest(Owner):
         req._own(ptr, lib.rcip_policy_request_free, "policy request")
         req._deferred = False
         req._settled = False
-        req.exception: Optional[BaseException] = None
+        req.exception = None
         req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
         req.invocation_id = _lib.borrowed_string(lib.rcip_policy_request_invocation_id(ptr))
         req.context = json.loads(req.context_json)
@@ -899,6 +904,9 @@ class PolicyRequest(Owner):
     context: Dict[str, Any]
     context_json: str
     invocation_id: Optional[str]
+    exception: Optional[BaseException]
+    _deferred: bool
+    _settled: bool
 
     @property
     def capability(self) -> Dict[str, Any]:
@@ -1052,7 +1060,7 @@ class Runtime(Owner):
         on_error: Optional[Callable[[BaseException, str], Any]] = None,
     ) -> None:
         own_catalog = not isinstance(catalog, Catalog)
-        cat = Catalog(catalog) if own_catalog else catalog  # type: ignore[arg-type]
+        cat: Catalog = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
         self._state = _RuntimeState(loop if loop is not None else _running_loop(), on_error)
         builder = _new_out()
         try:
@@ -1348,7 +1356,9 @@ class Host:
     def bind(self, capability_id: str, handler: Handler, availability: Optional[AvailabilityCheck] = None) -> "Binding":
         """Binds ``handler(invocation)`` (a plain or coroutine function) and
         an optional ``availability()`` check, then refreshes. The binding
-        unbinds when closed (or used as a context manager)."""
+        stays in effect until ``close()``/``unbind()`` (or the end of a
+        ``with`` block, or the runtime closing), whether or not the returned
+        object is kept."""
         entry = _BindingEntry(self._runtime._state, capability_id, handler, availability)
         key = _register(entry)
         cap = _id_bytes(capability_id, "capability_id")
@@ -1437,6 +1447,7 @@ class Binding(Owner):
     unmount. Valid after the runtime closes (then it raises ``ClosedError``)."""
 
     capability_id: str
+    _state: "weakref.ReferenceType[_RuntimeState]"
 
     @classmethod
     def _adopt(cls, ptr: int, capability_id: str, state: _RuntimeState) -> "Binding":
@@ -1482,7 +1493,10 @@ class Binding(Owner):
 
 
 class Subscription(Owner):
-    """A snapshot subscription; ``close()`` unsubscribes."""
+    """A snapshot subscription; ``close()`` unsubscribes. The runtime keeps
+    it in effect until it is closed, whether or not you keep the object."""
+
+    _state: "weakref.ReferenceType[_RuntimeState]"
 
     @classmethod
     def _adopt(cls, ptr: int, state: _RuntimeState) -> "Subscription":
