@@ -307,6 +307,35 @@ void test_runtime_destroyed_with_pending_work() {
     CHECK_THROWS_CODE(b.unbind(), RCIP_RESULT_CLOSED);
 }
 
+void test_throwing_clock_ids_and_observers_are_contained() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<std::string> reported;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .clock([]() -> int64_t { throw std::runtime_error("clock bug"); })
+                                .id_generator([](std::string_view) -> std::optional<std::string> { throw 7; })
+                                .on_confirmation([](const rcip::ConfirmationNotice &) { throw std::bad_alloc(); })
+                                .on_error([&](std::exception_ptr, const char *where) { reported.push_back(where); })
+                                .build();
+    rcip::Subscription sub = runtime.client().subscribe([](uint64_t) { throw std::logic_error("subscriber bug"); });
+    rcip::Binding b = runtime.host().bind("greeting.say", hello);
+    rcip::Binding p = runtime.host().bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    rcip::Outcome o = runtime.client().invoke("greeting.say", R"({"name": "x"})").get();
+    CHECK(o.ok());
+    CHECK(o.invocation_id.rfind("invocation_", 0) == 0);  // the built-in generator answered
+    CHECK(runtime.client().invoke("tickets.purge", "{}").get().status == rcip::Status::ConfirmationRequired);
+    rcip::CancelToken token;
+    token.on_cancel([] { throw std::runtime_error("on_cancel bug"); });
+    token.cancel();  // swallowed, never std::terminate
+    bool clock = false, ids = false, subscriber = false, confirmation = false;
+    for (const std::string &w : reported) {
+        clock |= w == "clock";
+        ids |= w == "id generator";
+        subscriber |= w == "subscriber";
+        confirmation |= w == "confirmation callback";
+    }
+    CHECK(clock && ids && subscriber && confirmation);
+}
+
 void test_json_helpers() {
     CHECK(rcip::json::quote("a\"b\\\n\x01") == "\"a\\\"b\\\\\\n\\u0001\"");
     CHECK(rcip::json::unquote("\"\\u00e9\\ud83d\\ude00\"") == "\xc3\xa9\xf0\x9f\x98\x80");
@@ -331,6 +360,7 @@ int main() {
     test_confirmation_expiry_with_a_manual_clock();
     test_context_snapshot_subscription_preflight();
     test_runtime_destroyed_with_pending_work();
+    test_throwing_clock_ids_and_observers_are_contained();
     test_json_helpers();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
