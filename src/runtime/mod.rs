@@ -140,12 +140,14 @@ impl RuntimeBuilder {
     }
 
     /// Payload limits: maximum text size in bytes and nesting depth
-    /// (defaults 8 MiB and 1000; both at least 1).
+    /// (defaults 8 MiB and 1000); 0 keeps a value as it is.
     pub fn limits(&mut self, max_bytes: usize, max_depth: usize) -> Result<&mut RuntimeBuilder, HostError> {
-        if max_bytes == 0 || max_depth == 0 {
-            return Err(HostError::InvalidArgument("payload limits must be at least 1".into()));
+        if max_bytes != 0 {
+            self.config.limits.max_bytes = max_bytes;
         }
-        self.config.limits = Limits { max_bytes, max_depth };
+        if max_depth != 0 {
+            self.config.limits.max_depth = max_depth;
+        }
         Ok(self)
     }
 

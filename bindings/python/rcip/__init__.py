@@ -7,7 +7,7 @@
         outcome = runtime.client.invoke("greeting.say", {"name": "Ada"})
         print(outcome.status, outcome.output)
 
-See docs/BINDINGS.md for the full tour.
+See the README (sections "Python" and "Installing") for the full tour.
 """
 
 from ._lib import EXPECTED_ABI_VERSION

@@ -23,6 +23,7 @@ from .errors import (
     AlreadyCompletedError,
     ClosedError,
     DeadlockError,
+    InvalidArgumentError,
     RcipError,
     check,
     error_for,
@@ -1075,13 +1076,11 @@ class Runtime(Owner):
                 if confirmation_ttl_ms is not None:
                     check(lib.rcip_runtime_builder_set_confirmation_ttl_ms(bp, int(confirmation_ttl_ms)))
                 if max_payload_len is not None or max_depth is not None:
-                    check(
-                        lib.rcip_runtime_builder_set_limits(
-                            bp,
-                            int(max_payload_len if max_payload_len is not None else 8 * 1024 * 1024),
-                            int(max_depth if max_depth is not None else 1000),
-                        )
-                    )
+                    for name, limit in (("max_payload_len", max_payload_len), ("max_depth", max_depth)):
+                        if limit is not None and int(limit) < 1:
+                            raise InvalidArgumentError(103, "%s must be at least 1, not %d" % (name, int(limit)))
+                    # 0 keeps the library's default for a limit not given.
+                    check(lib.rcip_runtime_builder_set_limits(bp, int(max_payload_len or 0), int(max_depth or 0)))
                 if policy is not None:
                     key = _register(_PolicyEntry(self._state, policy))
                     _call_registering(key, lambda: lib.rcip_runtime_builder_set_policy(bp, _policy_trampoline, key, _user_data_free))
