@@ -14,7 +14,6 @@ use crate::runtime::{
     JsonText, LifecycleEvent, OutcomeSink, Policy, PolicyRequest, Subscriber,
 };
 use std::ffi::{c_char, c_void, CString};
-use std::sync::Arc;
 
 /// Releases host data registered with a callback. Called exactly once, on
 /// the thread that releases the registration, after its last callback
@@ -181,25 +180,22 @@ pub(crate) struct CBinding {
     pub user_data: UserData,
 }
 
-pub(crate) struct CHandler(pub Arc<CBinding>);
-
-impl Handler for CHandler {
+// One allocation serves as the binding's handler and availability check.
+impl Handler for CBinding {
     fn call(&self, invocation: Invocation) {
         let handle = Box::into_raw(Box::new(rcip_invocation::new(invocation)));
         // Safety: the host's function with the host's data; the handle is
         // now owned by the handler.
-        unsafe { (self.0.handler)(self.0.user_data.ptr(), handle) };
+        unsafe { (self.handler)(self.user_data.ptr(), handle) };
     }
 }
 
-pub(crate) struct CAvailability(pub Arc<CBinding>);
-
-impl AvailabilityCheck for CAvailability {
+impl AvailabilityCheck for CBinding {
     fn check(&self) -> Result<Availability, ()> {
-        let Some(cb) = self.0.availability else { return Ok(Availability::available()) };
+        let Some(cb) = self.availability else { return Ok(Availability::available()) };
         let mut sink = rcip_availability_sink::new();
         // Safety: the sink lives across the call, as documented.
-        let rc = unsafe { cb(self.0.user_data.ptr(), &mut sink) };
+        let rc = unsafe { cb(self.user_data.ptr(), &mut sink) };
         if rc != 0 {
             return Err(());
         }

@@ -15,6 +15,7 @@ use super::types::{Availability, ErrorCode, EventPhase, LifecycleEvent, Semantic
 use super::HostError;
 use crate::catalog::Catalog;
 use crate::json::Limits;
+use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -67,6 +68,8 @@ pub(crate) struct State {
     pub bound_count: usize,
     /// Bound capabilities, shared with snapshots (copied on write).
     pub bound: Arc<BoundSet>,
+    /// An empty set, to stand in for a recipe's set about to be replaced.
+    pub no_bound: Arc<BoundSet>,
     /// Checks to sample on refresh, sorted by index (copied on write).
     pub checks: Arc<Checks>,
     pub next_binding_id: u64,
@@ -95,7 +98,8 @@ pub(crate) struct Shared {
     pub config: Config,
     pub state: Mutex<State>,
     pub closed: AtomicBool,
-    id_salt: String,
+    /// Keeps generated ids of different runtimes apart; made on first use.
+    id_salt: OnceCell<String>,
     id_counter: AtomicU64,
 }
 
@@ -153,10 +157,6 @@ impl Shared {
         let context = Arc::new(SemanticContext::empty());
         let bound = Arc::new(BoundSet::new(n));
         let published = Published { revision: 0, context: context.clone(), bound: bound.clone(), samples: None };
-        // A per-runtime salt keeps generated ids of different runtimes apart.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(system_now_ms() as u64);
-        let salt = base36(h.finish() % 36u64.pow(6));
         Arc::new(Shared {
             catalog,
             config,
@@ -165,6 +165,7 @@ impl Shared {
                 bindings: vec![None; n],
                 bound_count: 0,
                 bound,
+                no_bound: Arc::new(BoundSet::default()),
                 checks: Arc::new(Vec::new()),
                 next_binding_id: 1,
                 context,
@@ -182,7 +183,7 @@ impl Shared {
                 next_seq: 1,
             }),
             closed: AtomicBool::new(false),
-            id_salt: format!("{}{}", base36(system_now_ms().max(0) as u64), salt),
+            id_salt: OnceCell::new(),
             id_counter: AtomicU64::new(0),
         })
     }
@@ -227,17 +228,22 @@ impl Shared {
             }
         }
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let salt = self.id_salt.get_or_init(|| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(system_now_ms() as u64);
+            format!("{}{}", base36(system_now_ms().max(0) as u64), base36(h.finish() % 36u64.pow(6)))
+        });
         // Written on the stack, then one allocation for the shared id.
         let mut buf = [0u8; 96];
         let mut w = std::io::Cursor::new(&mut buf[..]);
         use std::io::Write as _;
-        if write!(w, "{prefix}_{}_{n}", self.id_salt).is_ok() {
+        if write!(w, "{prefix}_{salt}_{n}").is_ok() {
             let len = w.position() as usize;
             if let Ok(s) = std::str::from_utf8(&buf[..len]) {
                 return Arc::from(s);
             }
         }
-        Arc::from(format!("{prefix}_{}_{n}", self.id_salt))
+        Arc::from(format!("{prefix}_{salt}_{n}"))
     }
 
     /// Emits a lifecycle event to every observer, in registration order.
@@ -303,62 +309,95 @@ impl Shared {
         let Some(capability) = self.catalog.capability_index(capability_id) else {
             return Err(HostError::NotInCatalog(capability_id.to_string()));
         };
-        let id = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return Err(HostError::Closed);
-            }
-            if st.bindings[capability].is_some() {
-                return Err(HostError::AlreadyBound(capability_id.to_string()));
-            }
-            let id = st.next_binding_id;
-            st.next_binding_id += 1;
-            Arc::make_mut(&mut st.bound).set(capability, true);
-            if let Some(check) = &availability {
-                let checks = Arc::make_mut(&mut st.checks);
-                let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
-                checks.insert(at, (capability as u32, check.clone()));
-            }
-            st.bindings[capability] =
-                Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
-            st.bound_count += 1;
-            id
-        };
-        self.refresh();
+        let inline = !self.refreshing_here();
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
+        }
+        if st.bindings[capability].is_some() {
+            return Err(HostError::AlreadyBound(capability_id.to_string()));
+        }
+        let id = st.next_binding_id;
+        st.next_binding_id += 1;
+        let inline = inline && st.checks.is_empty() && availability.is_none();
+        if inline {
+            Shared::release_published_bound(&mut st);
+        }
+        Arc::make_mut(&mut st.bound).set(capability, true);
+        if let Some(check) = &availability {
+            let checks = Arc::make_mut(&mut st.checks);
+            let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
+            checks.insert(at, (capability as u32, check.clone()));
+        }
+        st.bindings[capability] = Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
+        st.bound_count += 1;
+        self.finish_change(st, inline);
         Ok((id, capability))
+    }
+
+    /// True while this thread is inside a refresh of this runtime (a new
+    /// refresh would be queued behind it).
+    fn refreshing_here(self: &Arc<Self>) -> bool {
+        let key = Arc::as_ptr(self) as usize;
+        REFRESHING.with(|r| r.borrow().iter().any(|e| e.0 == key))
+    }
+
+    /// Before an inline change of the bound set: the published recipe is
+    /// replaced in the same critical section, so its reference to the set
+    /// is let go first and the set is changed in place (unless a snapshot
+    /// someone read still holds it).
+    fn release_published_bound(st: &mut State) {
+        st.published.bound = st.no_bound.clone();
+    }
+
+    /// After a binding change made under `st`: with nothing to sample, the
+    /// refresh happens in the same critical section (no reader can see the
+    /// change without its revision); else a regular refresh follows.
+    fn finish_change(self: &Arc<Self>, mut st: parking_lot::MutexGuard<'_, State>, inline: bool) {
+        if !inline {
+            drop(st);
+            return self.refresh();
+        }
+        st.revision += 1;
+        let revision = st.revision;
+        let published = Published { revision, context: st.context.clone(), bound: st.bound.clone(), samples: None };
+        let (subscribers, replaced) = Shared::publish(&mut st, published);
+        drop(st);
+        drop(replaced);
+        self.notify(revision, subscribers);
     }
 
     /// Removes the binding `id` if it is still installed; refreshes then.
     pub(crate) fn unbind(self: &Arc<Self>, id: u64, capability: usize) -> Result<bool, HostError> {
         self.enter()?;
-        let removed = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return Err(HostError::Closed);
-            }
-            let installed = st.bindings[capability].as_ref().map(|b| (b.id, b.availability.is_some()));
-            match installed {
-                Some((installed_id, has_check)) if installed_id == id => {
-                    st.bound_count -= 1;
-                    Arc::make_mut(&mut st.bound).set(capability, false);
-                    let check = if has_check {
-                        let checks = Arc::make_mut(&mut st.checks);
-                        checks.iter().position(|(i, _)| *i as usize == capability).map(|p| checks.remove(p))
-                    } else {
-                        None
-                    };
-                    Some((st.bindings[capability].take(), check))
-                }
-                _ => None,
-            }
-        };
-        let changed = removed.is_some();
-        // Dropping the binding may release host user data: no lock held.
-        drop(removed);
-        if changed {
-            self.refresh();
+        let inline = !self.refreshing_here();
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
         }
-        Ok(changed)
+        let installed = st.bindings[capability].as_ref().map(|b| (b.id, b.availability.is_some()));
+        let Some((installed_id, has_check)) = installed else { return Ok(false) };
+        if installed_id != id {
+            return Ok(false);
+        }
+        st.bound_count -= 1;
+        let check = if has_check {
+            let checks = Arc::make_mut(&mut st.checks);
+            checks.iter().position(|(i, _)| *i as usize == capability).map(|p| checks.remove(p))
+        } else {
+            None
+        };
+        let inline = inline && st.checks.is_empty();
+        if inline {
+            Shared::release_published_bound(&mut st);
+        }
+        Arc::make_mut(&mut st.bound).set(capability, false);
+        let removed = st.bindings[capability].take();
+        // Notifying subscribers and dropping the binding (which may release
+        // host user data) happen with no lock held.
+        self.finish_change(st, inline);
+        drop((removed, check));
+        Ok(true)
     }
 
     /// Sets a binding's revision; refreshes when it changed on an installed
