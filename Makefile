@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c valgrind install clean
+.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install install-cpp-header valgrind install clean
 
 all: lib
 
@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c
+test: test-rust test-conformance test-c test-python test-cpp test-install
 
 test-rust:
 	$(CARGO) build --lib   # the conformance crate links the shared library
@@ -83,7 +83,7 @@ valgrind: $(C_EXAMPLES)
 	  *) $(VALGRIND) $$e > /dev/null || exit 1;; esac; \
 	done
 
-install: lib cli
+install: lib cli install-cpp-header
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 0755 $(LIBDIR)/rcip $(DESTDIR)$(PREFIX)/bin/rcip
 	install -m 0755 $(LIBDIR)/librcip.so $(DESTDIR)$(PREFIX)/lib/librcip.so.$(VERSION)
@@ -92,6 +92,50 @@ install: lib cli
 	install -m 0644 $(LIBDIR)/librcip.a $(DESTDIR)$(PREFIX)/lib/librcip.a
 	install -m 0644 include/rcip.h $(DESTDIR)$(PREFIX)/include/rcip.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' rcip.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rcip.pc
+
+# ----- bindings: Python (ctypes) and C++ (header-only), and the install tests
+
+PYTHON ?= python3
+VENV   := $(BUILD)/venv
+VENV_PY := $(VENV)/bin/python
+
+CXXFLAGS_STRICT := -std=c++17 -Wall -Wextra -Wpedantic -Werror -pthread -g
+# Sanitizers when the toolchain links them (the Rust side stays uninstrumented);
+# `make test-cpp CPP_SANITIZE=` turns them off.
+CPP_SANITIZE ?= $(shell printf 'int main(){return 0;}\n' | $(CXX) -x c++ -fsanitize=address,undefined - -o /dev/null 2>/dev/null && echo -fsanitize=address,undefined -fno-sanitize-recover=undefined)
+
+BINDINGS_SUBMAKE := $(MAKE) --no-print-directory -f Makefile
+
+.PHONY: test-python test-cpp test-install install-cpp-header
+
+$(VENV)/.pytest-installed:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install --quiet --disable-pip-version-check 'pytest>=7' 'mypy>=1.5'
+	touch $@
+
+# The C dispatch desk is built too: the Python port must print the same outcome codes.
+test-python: lib $(VENV)/.pytest-installed $(BUILD)/dispatch_desk
+	cd bindings/python && RCIP_LIBRARY=$(CURDIR)/$(LIBDIR)/librcip.so RCIP_C_DEMO=$(CURDIR)/$(BUILD)/dispatch_desk \
+	  $(CURDIR)/$(VENV_PY) -m pytest -q tests
+	cd bindings/python && $(CURDIR)/$(VENV_PY) -m mypy rcip
+
+$(BUILD)/test_rcip_cpp: bindings/cpp/tests/test_rcip.cpp bindings/cpp/include/rcip/rcip.hpp include/rcip.h lib | $(BUILD)
+	$(CXX) $(CXXFLAGS_STRICT) $(CPP_SANITIZE) -Iinclude -Ibindings/cpp/include $< -o $@ $(LINK_RCIP)
+
+$(BUILD)/quickstart_cpp: bindings/cpp/examples/quickstart.cpp bindings/cpp/include/rcip/rcip.hpp include/rcip.h lib | $(BUILD)
+	$(CXX) $(CXXFLAGS_STRICT) $(CPP_SANITIZE) -Iinclude -Ibindings/cpp/include $< -o $@ $(LINK_RCIP)
+
+test-cpp: $(BUILD)/test_rcip_cpp $(BUILD)/quickstart_cpp
+	$(BUILD)/test_rcip_cpp
+	$(BUILD)/quickstart_cpp
+
+test-install:
+	RCIP_MAKE='$(BINDINGS_SUBMAKE)' CC='$(CC)' CXX='$(CXX)' sh tests/install/native.sh
+	PYTHON='$(PYTHON)' sh tests/install/python.sh
+
+install-cpp-header:
+	install -d $(DESTDIR)$(PREFIX)/include/rcip
+	install -m 0644 bindings/cpp/include/rcip/rcip.hpp $(DESTDIR)$(PREFIX)/include/rcip/rcip.hpp
 
 clean:
 	$(CARGO) clean

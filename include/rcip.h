@@ -227,7 +227,8 @@ typedef struct rcip_host rcip_host;
  * Functions: `rcip_invocation_id`, `rcip_invocation_capability_id`,
  * `rcip_invocation_input`, `rcip_invocation_semantic_context`,
  * `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
- * `rcip_invocation_fail`, `rcip_invocation_free`.
+ * `rcip_invocation_fail`, `rcip_invocation_is_settled`,
+ * `rcip_invocation_free`.
  */
 typedef struct rcip_invocation rcip_invocation;
 
@@ -256,7 +257,8 @@ typedef struct rcip_mcp_session rcip_mcp_session;
  * Thread safety: synchronized (any thread, concurrently).
  * Functions: `rcip_policy_request_context`,
  * `rcip_policy_request_invocation_id`, `rcip_policy_request_decide`,
- * `rcip_policy_request_fail`, `rcip_policy_request_free`.
+ * `rcip_policy_request_fail`, `rcip_policy_request_is_settled`,
+ * `rcip_policy_request_free`.
  */
 typedef struct rcip_policy_request rcip_policy_request;
 
@@ -941,10 +943,12 @@ const char *rcip_invocation_input(const struct rcip_invocation *invocation);
 const char *rcip_invocation_semantic_context(const struct rcip_invocation *invocation);
 
 /**
- * The invocation's cancellation token: cancelled when the consumer cancels
- * the invocation's token or the runtime is freed. Poll it with
+ * The invocation's own cancellation token (one per invocation, never the
+ * consumer's token itself): cancelled when the consumer cancels the token
+ * it passed to the invocation, or when the runtime is freed. Poll it with
  * `rcip_cancel_token_is_cancelled` or register with
- * `rcip_cancel_token_on_cancel`.
+ * `rcip_cancel_token_on_cancel`; registrations on it end with the
+ * invocation's handle, so they never accumulate on a consumer token.
  *
  * Ownership: borrowed from `invocation`; valid until
  * `rcip_invocation_free`. Do not free it; `rcip_cancel_token_clone` gives a
@@ -990,6 +994,15 @@ rcip_result rcip_invocation_complete(const struct rcip_invocation *invocation, c
  * is reported as EXECUTION_ABORTED".
  */
 rcip_result rcip_invocation_fail(const struct rcip_invocation *invocation, bool aborted);
+
+/**
+ * True once the handle was settled (completed or failed, by the host or
+ * by freeing); false for NULL.
+ *
+ * Ownership: `invocation` is borrowed for the call.
+ * Thread safety: any thread.
+ */
+bool rcip_invocation_is_settled(const struct rcip_invocation *invocation);
 
 /**
  * Frees the handle. An unsettled handle is settled as a failure first
@@ -1136,7 +1149,8 @@ const char *rcip_policy_request_invocation_id(const struct rcip_policy_request *
  * unknown key, a reason that is not a string, no decision) leave the
  * request undecided; a `decision` that is none of the three settles the
  * request as a policy failure (`POLICY_EVALUATION_FAILED`) and also returns
- * `RCIP_RESULT_INVALID_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a second
+ * `RCIP_RESULT_INVALID_ARGUMENT` (`rcip_policy_request_is_settled` tells
+ * the two apart); `RCIP_RESULT_ALREADY_COMPLETED` on a second
  * settle; `RCIP_RESULT_WRONG_CONTEXT`. Deciding after the runtime stopped
  * waiting (token cancelled, runtime freed) returns OK and changes nothing.
  * Thread safety: any thread; what the decision makes runnable (handler,
@@ -1156,6 +1170,15 @@ rcip_result rcip_policy_request_decide(const struct rcip_policy_request *request
  * Rule: PIPELINE.md section 4 step 11.
  */
 rcip_result rcip_policy_request_fail(const struct rcip_policy_request *request);
+
+/**
+ * True once the request was settled (decided, failed, or settled as a
+ * failure by a decision that is none of the three); false for NULL.
+ *
+ * Ownership: `request` is borrowed for the call.
+ * Thread safety: any thread.
+ */
+bool rcip_policy_request_is_settled(const struct rcip_policy_request *request);
 
 /**
  * Frees the handle; an undecided request is settled as a policy failure
@@ -1183,10 +1206,12 @@ const char *rcip_result_str(uint32_t code);
  * Shape: one sentence naming the argument, JSON pointer or rule that
  * failed (never payload values or secrets); NULL when the latest fallible
  * call on this thread succeeded.
- * Ownership: owned by the library; valid until the next rcip call on this
- * thread. Copy it if you need it longer; do not free it.
- * Thread safety: per thread. A call made inside a callback replaces it, so
- * read it right after the failing call.
+ * Ownership: owned by the library; valid until the next call on this
+ * thread of an rcip function that returns `rcip_result` (each clears or
+ * sets it; functions returning a value or nothing, `_free` included, leave
+ * it as it was). Copy it if you need it longer; do not free it.
+ * Thread safety: per thread. A fallible call made inside a callback
+ * replaces it, so read it right after the failing call.
  */
 const char *rcip_last_error_message(void);
 
@@ -1220,12 +1245,11 @@ rcip_result rcip_runtime_builder_set_confirmation_ttl_ms(struct rcip_runtime_bui
  * Sets the payload limits for capability input and handler output text.
  *
  * Units: `max_payload_len` in bytes (default 8388608, 8 MiB);
- * `max_depth` in nesting levels of arrays and objects (default 1000).
- * Deeper or larger text is not a JSON value (`INPUT_INVALID` /
- * `OUTPUT_INVALID`), found before parsing.
+ * `max_depth` in nesting levels of arrays and objects (default 1000);
+ * 0 keeps a value as it is. Deeper or larger text is not a JSON value
+ * (`INPUT_INVALID` / `OUTPUT_INVALID`), found before parsing.
  * Ownership: `builder` is borrowed for the call.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
- * `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 8 (limits).
  */

@@ -18,6 +18,9 @@ pub const DEFAULT_MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Default maximum nesting depth of payload text (arrays and objects).
 pub const DEFAULT_MAX_DEPTH: usize = 1000;
 
+/// Text this short nests at most this deep: parsed without the stack guard.
+const SHALLOW_TEXT: usize = 96;
+
 /// Limits applied to payload text (capability input, handler output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -115,21 +118,31 @@ pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
     if text.len() > limits.max_bytes {
         return Err(JsonError::TooLarge { len: text.len(), max: limits.max_bytes });
     }
-    check_depth(text.as_bytes(), limits.max_depth)?;
+    // Every nesting level takes at least one byte, so text no longer than
+    // the limit cannot nest deeper than it.
+    if text.len() > limits.max_depth {
+        check_depth(text.as_bytes(), limits.max_depth)?;
+    }
     let mut de = serde_json::Deserializer::from_str(text);
-    // Depth was bounded above; serde_json's own 128-level guard would refuse
-    // the documented default of 1000.
-    de.disable_recursion_limit();
-    let parsed = {
-        // Grows the stack on demand, so depth 1000 also parses on host threads
-        // with small stacks.
+    let parsed = if text.len() <= SHALLOW_TEXT {
+        // At most SHALLOW_TEXT levels: serde_json's own recursion guard
+        // (128) cannot trigger, and the stack needed is small.
+        <Value as serde::Deserialize>::deserialize(&mut de)
+    } else {
+        // Depth was bounded above; serde_json's own 128-level guard would
+        // refuse the documented default of 1000.
+        de.disable_recursion_limit();
+        // Grows the stack on demand, so depth 1000 also parses on host
+        // threads with small stacks.
         let stacker = serde_stacker::Deserializer::new(&mut de);
         <Value as serde::Deserialize>::deserialize(stacker)
     }
     .and_then(|v| de.end().map(|()| v));
     match parsed {
         Ok(mut value) => {
-            normalize_numbers(&mut value);
+            if may_need_normalizing(text.as_bytes()) {
+                normalize_numbers(&mut value);
+            }
             Ok(value)
         }
         Err(e) => Err(JsonError::Syntax {
@@ -147,6 +160,30 @@ fn syntax_reason(e: &serde_json::Error) -> String {
         Some(i) => full[..i].to_string(),
         None => full,
     }
+}
+
+/// False when no number in the text can change under [`normalize_numbers`]:
+/// integers of at most 15 digits with no fraction or exponent, other than
+/// `-0`, are already what JavaScript holds. Conservative: characters inside strings count too.
+fn may_need_normalizing(bytes: &[u8]) -> bool {
+    let mut run = 0usize;
+    let mut prev = 0u8;
+    for &b in bytes {
+        if b.is_ascii_digit() {
+            run += 1;
+            // `-0` parses as the double -0.
+            if run > 15 || (b == b'0' && prev == b'-') {
+                return true;
+            }
+        } else {
+            if run > 0 && matches!(b, b'.' | b'e' | b'E') {
+                return true;
+            }
+            run = 0;
+        }
+        prev = b;
+    }
+    false
 }
 
 /// Rewrites every number as the double JavaScript would hold: integers with
@@ -230,6 +267,22 @@ mod tests {
         assert!(matches!(parse("{} x"), Err(JsonError::Syntax { .. })));
         assert!(matches!(parse_bytes(b"\"\xff\"", &Limits::default()), Err(JsonError::NotUtf8)));
         assert_eq!(parse(r#""\ud83d\ude00""#).unwrap(), json!("😀"));
+    }
+
+    #[test]
+    fn the_fast_path_never_skips_a_needed_normalization() {
+        for text in [
+            "0", "-0", "1", "-1", "123456789012345", "1234567890123456", "-1234567890123456", "1.5", "1e3", "1E3",
+            "-0.0", "[1,-0]", "{\"a\":-0}", "\"-0\"", "[0.0]", "9007199254740993", "[10,-20,300]", "1.0e0",
+        ] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let mut always = v.clone();
+            normalize_numbers(&mut always);
+            if !may_need_normalizing(text.as_bytes()) {
+                assert_eq!(v.to_string(), always.to_string(), "{text}");
+            }
+            assert_eq!(parse(text).unwrap().to_string(), always.to_string(), "{text}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::{CapabilityDef, CatalogInner, CatalogProblem, Effect, ScopeDef, PROTO
 use crate::schema::Schema;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// True when `s` matches `[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*`
 /// (PIPELINE.md section 1, identifiers).
@@ -255,7 +256,7 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
 
     // scopes
     let mut scopes = Vec::new();
-    let mut scope_index: HashMap<String, usize> = HashMap::new();
+    let mut scope_index: HashMap<String, usize, ahash::RandomState> = HashMap::default();
     let mut scope_ids_seen: HashMap<String, usize> = HashMap::new();
     let mut parents: Vec<(String, String, String)> = Vec::new(); // (pointer, scope id, parent)
     if let Some(list) = cx.required(map, "", None, "the catalog", "scopes") {
@@ -316,7 +317,7 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
 
     // capabilities
     let mut capabilities = Vec::new();
-    let mut capability_index: HashMap<String, usize> = HashMap::new();
+    let mut capability_index: HashMap<String, usize, ahash::RandomState> = HashMap::default();
     if let Some(list) = cx.required(map, "", None, "the catalog", "capabilities") {
         match list {
             Value::Array(items) => {
@@ -356,7 +357,7 @@ fn check_capability(
     item: &Value,
     i: usize,
     scopes: &HashMap<String, usize>,
-    capability_index: &mut HashMap<String, usize>,
+    capability_index: &mut HashMap<String, usize, ahash::RandomState>,
 ) -> Option<CapabilityDef> {
     let p = format!("/capabilities/{i}");
     let what = format!("capability {i}");
@@ -575,6 +576,7 @@ fn check_capability(
 
     Some(CapabilityDef {
         id: id.to_string(),
+        shared_id: Arc::from(id),
         title: title.to_string(),
         description: description.to_string(),
         scope_ids,

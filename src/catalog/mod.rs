@@ -60,6 +60,8 @@ pub struct ScopeDef {
 /// schemas.
 pub struct CapabilityDef {
     pub id: String,
+    /// The id, shared by the outcomes and events of this capability.
+    pub(crate) shared_id: Arc<str>,
     pub title: String,
     pub description: String,
     pub scope_ids: Vec<String>,
@@ -150,8 +152,8 @@ pub(crate) struct CatalogInner {
     pub application: Value,
     pub scopes: Vec<ScopeDef>,
     pub capabilities: Vec<CapabilityDef>,
-    pub capability_index: HashMap<String, usize>,
-    pub scope_index: HashMap<String, usize>,
+    pub capability_index: HashMap<String, usize, ahash::RandomState>,
+    pub scope_index: HashMap<String, usize, ahash::RandomState>,
     /// `"application":{...},"scopes":[...]` as JSON text, for snapshots.
     pub(crate) snapshot_head: String,
 }

@@ -11,10 +11,9 @@ use super::policy::rcip_policy_request;
 use super::sink::{rcip_availability_sink, rcip_string_sink};
 use crate::runtime::{
     Availability, AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, Invocation,
-    LifecycleEvent, OutcomeSink, Policy, PolicyRequest, Subscriber,
+    JsonText, LifecycleEvent, OutcomeSink, Policy, PolicyRequest, Subscriber,
 };
 use std::ffi::{c_char, c_void, CString};
-use std::sync::Arc;
 
 /// Releases host data registered with a callback. Called exactly once, on
 /// the thread that releases the registration, after its last callback
@@ -167,7 +166,11 @@ impl Drop for UserData {
 
 /// JSON text as a C string (JSON never holds a raw NUL).
 pub(crate) fn c_json(json: &str) -> CString {
-    CString::new(json).unwrap_or_else(|_| CString::new(json.replace('\0', "\\u0000")).unwrap_or_default())
+    let mut bytes = Vec::with_capacity(json.len() + 1);
+    bytes.extend_from_slice(json.as_bytes());
+    bytes.push(0);
+    CString::from_vec_with_nul(bytes)
+        .unwrap_or_else(|_| CString::new(json.replace('\0', "\\u0000")).unwrap_or_default())
 }
 
 /// A binding's two callbacks and their shared user data.
@@ -177,25 +180,22 @@ pub(crate) struct CBinding {
     pub user_data: UserData,
 }
 
-pub(crate) struct CHandler(pub Arc<CBinding>);
-
-impl Handler for CHandler {
+// One allocation serves as the binding's handler and availability check.
+impl Handler for CBinding {
     fn call(&self, invocation: Invocation) {
         let handle = Box::into_raw(Box::new(rcip_invocation::new(invocation)));
         // Safety: the host's function with the host's data; the handle is
         // now owned by the handler.
-        unsafe { (self.0.handler)(self.0.user_data.ptr(), handle) };
+        unsafe { (self.handler)(self.user_data.ptr(), handle) };
     }
 }
 
-pub(crate) struct CAvailability(pub Arc<CBinding>);
-
-impl AvailabilityCheck for CAvailability {
+impl AvailabilityCheck for CBinding {
     fn check(&self) -> Result<Availability, ()> {
-        let Some(cb) = self.0.availability else { return Ok(Availability::available()) };
+        let Some(cb) = self.availability else { return Ok(Availability::available()) };
         let mut sink = rcip_availability_sink::new();
         // Safety: the sink lives across the call, as documented.
-        let rc = unsafe { cb(self.0.user_data.ptr(), &mut sink) };
+        let rc = unsafe { cb(self.user_data.ptr(), &mut sink) };
         if rc != 0 {
             return Err(());
         }
@@ -219,28 +219,29 @@ impl Policy for CPolicy {
 /// A one-shot JSON callback (outcome or report).
 pub(crate) struct COnce {
     cb: unsafe extern "C" fn(*mut c_void, *const c_char),
-    user_data: Arc<UserData>,
+    user_data: UserData,
 }
 
 impl COnce {
-    /// A sink and a second handle on its user data, so that an export whose
-    /// call the runtime refused can disarm `user_data_free`.
     pub(crate) fn new(
         cb: unsafe extern "C" fn(*mut c_void, *const c_char),
         user_data: *mut c_void,
         user_data_free: rcip_user_data_free_callback,
-    ) -> (Box<COnce>, Arc<UserData>) {
-        let data = Arc::new(UserData::new(user_data, user_data_free));
-        (Box::new(COnce { cb, user_data: data.clone() }), data)
+    ) -> Box<COnce> {
+        Box::new(COnce { cb, user_data: UserData::new(user_data, user_data_free) })
     }
 }
 
 impl OutcomeSink for COnce {
-    fn deliver(self: Box<Self>, json: &str) {
-        let text = c_json(json);
-        // Safety: the text lives across the call.
-        unsafe { (self.cb)(self.user_data.ptr(), text.as_ptr()) };
+    fn deliver(self: Box<Self>, json: &JsonText) {
+        // Safety: the NUL-terminated text lives across the call.
+        unsafe { (self.cb)(self.user_data.ptr(), json.as_c_ptr()) };
         // `self` drops here: user_data_free runs after the callback.
+    }
+
+    fn refused(self: Box<Self>) {
+        // The registering call failed: the host keeps its data.
+        self.user_data.disarm();
     }
 }
 

@@ -196,7 +196,7 @@ pub unsafe extern "C" fn rcip_client_invoke(
         let invocation_id = opt_str_arg(invocation_id, "invocation_id")?;
         let token = cancel_token.as_ref().map(|t| &t.0);
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let (sink, data) = COnce::new(cb, user_data, user_data_free);
+        let sink = COnce::new(cb, user_data, user_data_free);
         match client.invoke(capability_id, input, invocation_id, token, sink) {
             Ok(id) => {
                 if let Some(out) = invocation_id_out.as_mut() {
@@ -204,10 +204,8 @@ pub unsafe extern "C" fn rcip_client_invoke(
                 }
                 Ok(())
             }
-            Err(e) => {
-                data.disarm();
-                Err(e.into())
-            }
+            // A refused call never calls back: the sink was disarmed.
+            Err(e) => Err(e.into()),
         }
     })
 }
@@ -305,13 +303,11 @@ pub unsafe extern "C" fn rcip_client_preflight(
             proposals.push((id.to_string(), input.to_vec()));
         }
         let token = cancel_token.as_ref().map(|t| &t.0);
-        let (sink, data) = COnce::new(cb, user_data, user_data_free);
+        let sink = COnce::new(cb, user_data, user_data_free);
         match client.preflight(proposals, token, sink) {
             Ok(()) => Ok(()),
-            Err(e) => {
-                data.disarm();
-                Err(e.into())
-            }
+            // A refused call never calls back: the sink was disarmed.
+            Err(e) => Err(e.into()),
         }
     })
 }

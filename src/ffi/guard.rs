@@ -1,7 +1,7 @@
 //! The panic guard every export runs in, and argument checks (STYLE.md
 //! section 4): NULL pointers, UTF-8, and slices checked before use.
 
-use super::result::{clear_last_error, rcip_result, set_last_error};
+use super::result::{clear_last_error, rcip_result, restore_last_error, save_last_error, set_last_error};
 use crate::runtime::HostError;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -72,14 +72,17 @@ pub(crate) fn run(body: impl FnOnce() -> FfiResult) -> rcip_result {
 }
 
 /// Runs an export body that returns a plain value; a panic gives `default`.
+/// Such exports report no error, so the thread's last error message is the
+/// same after the call as before it, even when the call ran callbacks that
+/// made fallible calls (a `_free` that unbinds, say).
 pub(crate) fn run_or<T>(default: T, body: impl FnOnce() -> T) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    let saved = save_last_error();
+    let result = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(v) => v,
-        Err(payload) => {
-            set_last_error(&format!("internal error: {}", panic_text(&*payload)));
-            default
-        }
-    }
+        Err(_) => default,
+    };
+    restore_last_error(saved);
+    result
 }
 
 /// The guard every `rcip_result` export's body is: `ffi_guard!({ ... })`.
@@ -165,6 +168,13 @@ mod tests {
         let msg = unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap().to_string();
         assert!(msg.contains("boom"), "{msg}");
         assert_eq!(run_or(7, || -> i32 { panic!("again") }), 7);
+        // A plain-value export keeps the message, even if it made calls.
+        let kept = unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap().to_string();
+        assert_eq!(kept, msg);
+        run_or((), || {
+            let _ = run(|| Ok(()));
+        });
+        assert_eq!(unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap(), msg);
         assert_eq!(run(|| Ok(())), rcip_result::Ok);
         assert!(rcip_last_error_message().is_null(), "success clears the message");
         assert_eq!(run(|| Err(FfiError::null("thing"))), rcip_result::NullArgument);

@@ -2,13 +2,13 @@
 
 use super::binding::rcip_binding;
 use super::callback::{
-    rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CAvailability,
-    CBinding, CHandler, COnce, UserData,
+    rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CBinding, COnce,
+    UserData,
 };
 use super::guard::{bytes_arg, ffi_guard, out_arg, ref_arg, str_arg, FfiError, FfiResult};
 use super::result::rcip_result;
 use super::runtime::{rcip_host, rcip_runtime};
-use crate::runtime::{AvailabilityCheck, Host};
+use crate::runtime::{AvailabilityCheck, Handler, Host};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -54,8 +54,8 @@ pub unsafe extern "C" fn rcip_host_bind(
         let handler = handler.ok_or_else(|| FfiError::null("handler"))?;
         let callbacks = Arc::new(CBinding { handler, availability, user_data: UserData::new(user_data, user_data_free) });
         let check: Option<Arc<dyn AvailabilityCheck>> =
-            if availability.is_some() { Some(Arc::new(CAvailability(callbacks.clone()))) } else { None };
-        let handler = Arc::new(CHandler(callbacks.clone()));
+            if availability.is_some() { Some(callbacks.clone() as Arc<dyn AvailabilityCheck>) } else { None };
+        let handler = callbacks.clone() as Arc<dyn Handler>;
         match host.bind(capability_id, handler, check) {
             Ok(binding) => {
                 *out = Box::into_raw(Box::new(rcip_binding(binding)));
@@ -163,15 +163,12 @@ pub unsafe extern "C" fn rcip_host_resolve_confirmation(
         let host = host_arg(host)?;
         let id = str_arg(confirmation_id, "confirmation_id")?;
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let (sink, data) = COnce::new(cb, user_data, user_data_free);
+        let sink = COnce::new(cb, user_data, user_data_free);
         match host.resolve_confirmation(id, approved, sink) {
             Ok(()) => Ok(()),
-            Err(e) => {
-                // Refused before anything was delivered: the host keeps
-                // its data.
-                data.disarm();
-                Err(e.into())
-            }
+            // Refused before anything was delivered: the sink was disarmed
+            // and the host keeps its data.
+            Err(e) => Err(e.into()),
         }
     })
 }

@@ -16,7 +16,8 @@ use std::ffi::{c_char, CString};
 /// Functions: `rcip_invocation_id`, `rcip_invocation_capability_id`,
 /// `rcip_invocation_input`, `rcip_invocation_semantic_context`,
 /// `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
-/// `rcip_invocation_fail`, `rcip_invocation_free`.
+/// `rcip_invocation_fail`, `rcip_invocation_is_settled`,
+/// `rcip_invocation_free`.
 pub struct rcip_invocation {
     inner: Invocation,
     id: OnceCell<CString>,
@@ -102,10 +103,12 @@ pub unsafe extern "C" fn rcip_invocation_semantic_context(invocation: *const rci
     })
 }
 
-/// The invocation's cancellation token: cancelled when the consumer cancels
-/// the invocation's token or the runtime is freed. Poll it with
+/// The invocation's own cancellation token (one per invocation, never the
+/// consumer's token itself): cancelled when the consumer cancels the token
+/// it passed to the invocation, or when the runtime is freed. Poll it with
 /// `rcip_cancel_token_is_cancelled` or register with
-/// `rcip_cancel_token_on_cancel`.
+/// `rcip_cancel_token_on_cancel`; registrations on it end with the
+/// invocation's handle, so they never accumulate on a consumer token.
 ///
 /// Ownership: borrowed from `invocation`; valid until
 /// `rcip_invocation_free`. Do not free it; `rcip_cancel_token_clone` gives a
@@ -168,6 +171,16 @@ pub unsafe extern "C" fn rcip_invocation_fail(invocation: *const rcip_invocation
         h.inner.fail(aborted)?;
         Ok(())
     })
+}
+
+/// True once the handle was settled (completed or failed, by the host or
+/// by freeing); false for NULL.
+///
+/// Ownership: `invocation` is borrowed for the call.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_is_settled(invocation: *const rcip_invocation) -> bool {
+    ffi_guard_or!(false, { invocation.as_ref().is_some_and(|h| h.inner.is_settled()) })
 }
 
 /// Frees the handle. An unsettled handle is settled as a failure first

@@ -15,7 +15,8 @@ use std::ffi::{c_char, CString};
 /// Thread safety: synchronized (any thread, concurrently).
 /// Functions: `rcip_policy_request_context`,
 /// `rcip_policy_request_invocation_id`, `rcip_policy_request_decide`,
-/// `rcip_policy_request_fail`, `rcip_policy_request_free`.
+/// `rcip_policy_request_fail`, `rcip_policy_request_is_settled`,
+/// `rcip_policy_request_free`.
 pub struct rcip_policy_request {
     inner: PolicyRequest,
     invocation_id: OnceCell<Option<CString>>,
@@ -81,7 +82,8 @@ pub unsafe extern "C" fn rcip_policy_request_invocation_id(request: *const rcip_
 /// unknown key, a reason that is not a string, no decision) leave the
 /// request undecided; a `decision` that is none of the three settles the
 /// request as a policy failure (`POLICY_EVALUATION_FAILED`) and also returns
-/// `RCIP_RESULT_INVALID_ARGUMENT`; `RCIP_RESULT_ALREADY_COMPLETED` on a second
+/// `RCIP_RESULT_INVALID_ARGUMENT` (`rcip_policy_request_is_settled` tells
+/// the two apart); `RCIP_RESULT_ALREADY_COMPLETED` on a second
 /// settle; `RCIP_RESULT_WRONG_CONTEXT`. Deciding after the runtime stopped
 /// waiting (token cancelled, runtime freed) returns OK and changes nothing.
 /// Thread safety: any thread; what the decision makes runnable (handler,
@@ -112,6 +114,16 @@ pub unsafe extern "C" fn rcip_policy_request_fail(request: *const rcip_policy_re
         r.inner.fail()?;
         Ok(())
     })
+}
+
+/// True once the request was settled (decided, failed, or settled as a
+/// failure by a decision that is none of the three); false for NULL.
+///
+/// Ownership: `request` is borrowed for the call.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_policy_request_is_settled(request: *const rcip_policy_request) -> bool {
+    ffi_guard_or!(false, { request.as_ref().is_some_and(|r| r.inner.is_settled()) })
 }
 
 /// Frees the handle; an undecided request is settled as a policy failure

@@ -52,19 +52,46 @@ pub enum rcip_result {
 }
 
 thread_local! {
-    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// The message, and a count of its changes.
+    static LAST_ERROR: RefCell<(Option<CString>, u64)> = const { RefCell::new((None, 0)) };
 }
 
 /// Clears this thread's last error message (every fallible export does it on
 /// entry).
 pub(crate) fn clear_last_error() {
-    LAST_ERROR.with(|e| *e.borrow_mut() = None);
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        if e.0.is_some() {
+            e.0 = None;
+            e.1 += 1;
+        }
+    });
+}
+
+/// The message (copied when there is one) and its change count.
+pub(crate) fn save_last_error() -> (Option<CString>, u64) {
+    LAST_ERROR.with(|e| e.borrow().clone())
+}
+
+/// Puts a saved message back if it changed since it was saved.
+pub(crate) fn restore_last_error(saved: (Option<CString>, u64)) {
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        if e.1 != saved.1 {
+            e.0 = saved.0;
+            e.1 += 1;
+        }
+    });
 }
 
 /// Records this thread's last error message.
 pub(crate) fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = Some(text));
+    LAST_ERROR.with(|e| {
+        let mut e = e.borrow_mut();
+        e.0 = Some(text);
+        e.1 += 1;
+    });
 }
 
 /// Static text describing a result code.
@@ -105,14 +132,16 @@ fn result_text(code: u32) -> &'static CStr {
 /// Shape: one sentence naming the argument, JSON pointer or rule that
 /// failed (never payload values or secrets); NULL when the latest fallible
 /// call on this thread succeeded.
-/// Ownership: owned by the library; valid until the next rcip call on this
-/// thread. Copy it if you need it longer; do not free it.
-/// Thread safety: per thread. A call made inside a callback replaces it, so
-/// read it right after the failing call.
+/// Ownership: owned by the library; valid until the next call on this
+/// thread of an rcip function that returns `rcip_result` (each clears or
+/// sets it; functions returning a value or nothing, `_free` included, leave
+/// it as it was). Copy it if you need it longer; do not free it.
+/// Thread safety: per thread. A fallible call made inside a callback
+/// replaces it, so read it right after the failing call.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_last_error_message() -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        LAST_ERROR.with(|e| match &*e.borrow() {
+        LAST_ERROR.with(|e| match &e.borrow().0 {
             Some(s) => s.as_ptr(),
             None => std::ptr::null(),
         })

@@ -122,12 +122,11 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *
 /// Sets the payload limits for capability input and handler output text.
 ///
 /// Units: `max_payload_len` in bytes (default 8388608, 8 MiB);
-/// `max_depth` in nesting levels of arrays and objects (default 1000).
-/// Deeper or larger text is not a JSON value (`INPUT_INVALID` /
-/// `OUTPUT_INVALID`), found before parsing.
+/// `max_depth` in nesting levels of arrays and objects (default 1000);
+/// 0 keeps a value as it is. Deeper or larger text is not a JSON value
+/// (`INPUT_INVALID` / `OUTPUT_INVALID`), found before parsing.
 /// Ownership: `builder` is borrowed for the call.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
-/// `RCIP_RESULT_INVALID_ARGUMENT` (a zero).
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 8 (limits).
 #[unsafe(no_mangle)]

@@ -8,7 +8,7 @@
 //! [`HostError::WrongContext`](super::HostError::WrongContext).
 
 use super::handles::{Invocation, PolicyRequest};
-use super::types::{Availability, LifecycleEvent};
+use super::types::{Availability, JsonText, LifecycleEvent};
 
 /// Runs a capability. It receives the completion handle and settles it
 /// (complete or fail) exactly once, before returning or later from any
@@ -106,14 +106,19 @@ impl<F: Fn(u64) + Send + Sync> Subscriber for F {
     }
 }
 
-/// Receives one invocation outcome (or one preflight report), as the record
-/// and its JSON text. Called exactly once.
+/// Receives one invocation outcome (or one preflight report) as JSON text.
+/// `deliver` is called exactly once, unless the runtime refuses the call
+/// that registered the sink (closed runtime, wrong context): then it calls
+/// `refused` instead, and never `deliver`.
 pub trait OutcomeSink: Send {
-    fn deliver(self: Box<Self>, json: &str);
+    fn deliver(self: Box<Self>, json: &JsonText);
+
+    /// The registering call was refused; nothing will be delivered.
+    fn refused(self: Box<Self>) {}
 }
 
 impl<F: FnOnce(&str) + Send> OutcomeSink for F {
-    fn deliver(self: Box<Self>, json: &str) {
-        (*self)(json)
+    fn deliver(self: Box<Self>, json: &JsonText) {
+        (*self)(json.as_str())
     }
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 /// A confirmation waiting for the host.
 pub(crate) struct PendingConfirmation {
     pub id: String,
-    pub invocation_id: String,
-    pub capability_id: String,
+    pub invocation_id: Arc<str>,
+    pub capability_id: Arc<str>,
     pub capability: usize,
     pub payload: Arc<Payload>,
     pub token: Option<CancelToken>,
@@ -29,8 +29,8 @@ pub(crate) struct PendingConfirmation {
 /// What is kept of an expired or cancelled confirmation (no payload).
 pub(crate) struct Receipt {
     pub confirmation_id: String,
-    pub invocation_id: String,
-    pub capability_id: String,
+    pub invocation_id: Arc<str>,
+    pub capability_id: Arc<str>,
     pub code: ErrorCode,
 }
 
@@ -186,7 +186,7 @@ impl Shared {
                 None => None,
                 Some(c) => {
                     st.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
-                    st.reserved.remove(&c.invocation_id);
+                    st.reserved.remove(&*c.invocation_id);
                     Shared::push_receipt(&mut st, &c, ErrorCode::ExecutionAborted);
                     Some(c)
                 }
@@ -213,7 +213,7 @@ impl Shared {
                 }
                 st.deadlines.remove(&first);
                 if let Some(c) = st.confirmations.remove(&first.2) {
-                    st.reserved.remove(&c.invocation_id);
+                    st.reserved.remove(&*c.invocation_id);
                     Shared::push_receipt(&mut st, &c, ErrorCode::ConfirmationExpired);
                     due.push(c);
                 }
@@ -248,7 +248,10 @@ impl Shared {
 
     /// The host resolves a confirmation: always one outcome, through `sink`.
     pub(crate) fn resolve(self: &Arc<Self>, confirmation_id: &str, approved: bool, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
-        self.enter()?;
+        if let Err(e) = self.enter() {
+            sink.refused();
+            return Err(e);
+        }
         let now = self.now();
         enum Found {
             Pending(PendingConfirmation, bool, bool),
@@ -258,12 +261,14 @@ impl Shared {
         let found = {
             let mut st = self.state.lock();
             if st.closed {
+                drop(st);
+                sink.refused();
                 return Err(HostError::Closed);
             }
             // 1. Pending → remove it and release its id.
             if let Some(c) = st.confirmations.remove(confirmation_id) {
                 st.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
-                st.reserved.remove(&c.invocation_id);
+                st.reserved.remove(&*c.invocation_id);
                 let binding_same = st.bindings[c.capability].as_ref().is_some_and(|b| b.id == c.binding_id);
                 let context_same = *st.context == *c.context;
                 Found::Pending(c, binding_same, context_same)
@@ -281,16 +286,16 @@ impl Shared {
                     capability_id: r.capability_id,
                     error: RcipError::new(r.code),
                 };
-                sink.deliver(&outcome.to_json());
+                sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
             Found::Nothing => {
                 let outcome = Outcome::Failed {
                     invocation_id: self.generate_id("invocation"),
-                    capability_id: "unknown".to_string(),
+                    capability_id: Arc::from("unknown"),
                     error: RcipError::new(ErrorCode::ConfirmationNotFound),
                 };
-                sink.deliver(&outcome.to_json());
+                sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
             Found::Pending(c, b, x) => (c, b, x),
@@ -323,7 +328,7 @@ impl Shared {
                 Outcome::Denied { invocation_id, capability_id, error }
             };
             self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
-            sink.deliver(&outcome.to_json());
+            sink.deliver(&outcome.to_json_text());
             self.notify_confirmation(|| closed_json(&c, reason));
             return Ok(());
         }
@@ -332,6 +337,7 @@ impl Shared {
         let start = Start {
             id: c.invocation_id.clone(),
             capability_id: c.capability_id.clone(),
+            capability: Some(c.capability),
             input: Ok(c.payload.clone()),
             token: c.token.clone(),
             confirmed: true,

@@ -8,7 +8,7 @@ use super::cancel::{CancelToken, Registration};
 use super::callbacks::OutcomeSink;
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
-use super::shared::Shared;
+use super::shared::{BindingCore, Shared};
 use super::snapshot::Entry;
 use super::types::{
     messages, ConfirmationRecord, NulString, Decision, ErrorCode, EventPhase, Outcome, PolicyAnswer, RcipError, SemanticContext,
@@ -25,11 +25,14 @@ use std::sync::{Arc, Weak};
 pub(crate) struct Payload {
     pub value: Value,
     text: OnceCell<NulString>,
+    /// The length of the text it was parsed from: the serialised text is
+    /// about as long.
+    len_hint: usize,
 }
 
 impl Payload {
-    pub(crate) fn new(value: Value) -> Arc<Payload> {
-        Arc::new(Payload { value, text: OnceCell::new() })
+    pub(crate) fn new(value: Value, len_hint: usize) -> Arc<Payload> {
+        Arc::new(Payload { value, text: OnceCell::new(), len_hint })
     }
 
     /// The input as compact JSON text (canonical: the last of duplicate keys
@@ -39,7 +42,7 @@ impl Payload {
     }
 
     pub(crate) fn nul_text(&self) -> &NulString {
-        self.text.get_or_init(|| NulString::new(serde_json::to_string(&self.value).unwrap_or_else(|_| "null".into())))
+        self.text.get_or_init(|| NulString::from_value(&self.value, self.len_hint))
     }
 }
 
@@ -73,8 +76,8 @@ pub(crate) struct InvState {
 pub(crate) struct InvocationCore {
     pub shared: Weak<Shared>,
     pub key: u64,
-    pub id: String,
-    pub capability_id: String,
+    pub id: Arc<str>,
+    pub capability_id: Arc<str>,
     pub capability: Option<usize>,
     pub payload: Option<Arc<Payload>>,
     pub token: Option<CancelToken>,
@@ -151,8 +154,9 @@ fn denied(core: &InvocationCore, error: RcipError) -> Ending {
 
 /// Parsed arguments of an invoke.
 pub(crate) struct Start {
-    pub id: String,
-    pub capability_id: String,
+    pub id: Arc<str>,
+    pub capability_id: Arc<str>,
+    pub capability: Option<usize>,
     pub input: Result<Arc<Payload>, JsonError>,
     pub token: Option<CancelToken>,
     pub confirmed: bool,
@@ -168,38 +172,48 @@ impl Shared {
         invocation_id: Option<&str>,
         token: Option<&CancelToken>,
         sink: Box<dyn OutcomeSink>,
-    ) -> Result<String, HostError> {
-        self.enter()?;
+    ) -> Result<Arc<str>, HostError> {
         // 1. The supplied id (an empty string is an id), else a generated one.
-        let id = match invocation_id {
-            Some(id) => id.to_string(),
+        if let Err(e) = self.enter() {
+            sink.refused();
+            return Err(e);
+        }
+        let id: Arc<str> = match invocation_id {
+            Some(id) => Arc::from(id),
             None => self.generate_id("invocation"),
         };
         // Parsing has no side effects, so it may precede the reservation
         // check; its failure is reported after it (step 4).
-        let input = crate::json::parse_bytes(input, &self.config.limits).map(Payload::new);
-        let start = Start { id: id.clone(), capability_id: capability_id.to_string(), input, token: token.cloned(), confirmed: false };
+        let input = crate::json::parse_bytes(input, &self.config.limits).map(|v| Payload::new(v, input.len()));
+        let capability = self.catalog.capability_index(capability_id);
+        let capability_id = match capability {
+            Some(i) => self.catalog.capabilities()[i].shared_id.clone(),
+            None => Arc::from(capability_id),
+        };
+        let start = Start { id: id.clone(), capability_id, capability, input, token: token.cloned(), confirmed: false };
         self.run(start, sink)?;
         Ok(id)
     }
 
     /// Steps 2–11 (and on, when the policy answers inline).
     pub(crate) fn run(self: &Arc<Self>, start: Start, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
-        let capability = self.catalog.capability_index(&start.capability_id);
+        let capability = start.capability;
         // 2–3. Reservation.
         let core = {
             let mut st = self.state.lock();
             if st.closed {
+                drop(st);
+                sink.refused();
                 return Err(HostError::Closed);
             }
-            if st.reserved.contains(&start.id) {
+            if st.reserved.contains(&*start.id) {
                 drop(st);
                 let outcome = Outcome::Failed {
                     invocation_id: start.id,
                     capability_id: start.capability_id,
                     error: RcipError::new(ErrorCode::InvocationAlreadyActive),
                 };
-                sink.deliver(&outcome.to_json());
+                sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
             st.reserved.insert(start.id.clone());
@@ -243,25 +257,32 @@ impl Shared {
 
     /// Steps 6–10, shared with preflight: the capability, its binding, live
     /// availability (the host's reason is the message), the input schema and
-    /// the token. Returns the capability, the binding id and the sampled
-    /// availability.
+    /// the token. Returns the capability, the binding id, the sampled
+    /// availability and the context to capture at step 11.
     pub(crate) fn precheck(
         &self,
         capability: Option<usize>,
         payload: &Payload,
         token: Option<&CancelToken>,
-    ) -> Result<(usize, u64, Entry), RcipError> {
+    ) -> Result<(usize, u64, Entry, Arc<SemanticContext>), RcipError> {
         // 6.
         let Some(capability) = capability else {
             return Err(RcipError::new(ErrorCode::CapabilityNotFound));
         };
         // 7.
-        let Some(binding) = self.installed(capability) else {
+        let (binding, context) = {
+            let st = self.state.lock();
+            (st.bindings[capability].clone(), st.context.clone())
+        };
+        let Some(binding) = binding else {
             return Err(RcipError::new(ErrorCode::CapabilityUnbound));
         };
         // 8.
         let entry = Shared::sample(binding.availability.as_ref());
         let binding_id = binding.id;
+        // Step 11 captures the context after the availability check: read it
+        // again only if host code (the check) ran since it was read above.
+        let context = if binding.availability.is_some() { self.context() } else { context };
         drop(binding);
         if let Entry::Bound(a) = &entry {
             if !a.available {
@@ -282,7 +303,7 @@ impl Shared {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
         }
-        Ok((capability, binding_id, entry))
+        Ok((capability, binding_id, entry, context))
     }
 
     /// Steps 12, 14 and 16, shared with preflight: token, binding identity,
@@ -293,8 +314,8 @@ impl Shared {
         token: Option<&CancelToken>,
         capability: usize,
         binding_id: u64,
-        context: &SemanticContext,
-    ) -> Result<(), RcipError> {
+        context: &Arc<SemanticContext>,
+    ) -> Result<Arc<BindingCore>, RcipError> {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
         }
@@ -309,19 +330,25 @@ impl Shared {
                 return Err(RcipError::new(ErrorCode::CapabilityUnbound));
             }
         };
-        if *current != *context {
+        if !Arc::ptr_eq(&current, context) && *current != **context {
             drop(binding);
             return Err(RcipError::with_message(ErrorCode::PolicyDenied, messages::CONTEXT_CHANGED));
         }
         let live = Shared::sample(binding.availability.as_ref());
-        drop(binding);
         if !live.is_available() {
+            drop(binding);
             return Err(RcipError::with_message(ErrorCode::CapabilityUnavailable, messages::NO_LONGER_AVAILABLE));
         }
-        Ok(())
+        Ok(binding)
     }
 
-    fn recheck_invocation(&self, core: &InvocationCore, capability: usize, binding_id: u64, context: &SemanticContext) -> Result<(), Ending> {
+    fn recheck_invocation(
+        &self,
+        core: &InvocationCore,
+        capability: usize,
+        binding_id: u64,
+        context: &Arc<SemanticContext>,
+    ) -> Result<Arc<BindingCore>, Ending> {
         self.recheck(core.token.as_ref(), capability, binding_id, context).map_err(|e| {
             if e.code == ErrorCode::PolicyDenied {
                 denied(core, e)
@@ -334,13 +361,12 @@ impl Shared {
     /// Steps 6–11.
     fn checks_and_policy(self: &Arc<Self>, core: &Arc<InvocationCore>) {
         let payload = core.payload.clone().expect("parsed input");
-        let (capability, binding_id, entry) = match self.precheck(core.capability, &payload, core.token.as_ref()) {
+        let (capability, binding_id, entry, context) = match self.precheck(core.capability, &payload, core.token.as_ref()) {
             Ok(x) => x,
             Err(e) => return self.finish(core, failed(core, e)),
         };
         let def = &self.catalog.capabilities()[capability];
         // 11. Capture the context and the live capability snapshot.
-        let context = self.context();
         let _ = core.binding_id.set(binding_id);
         let _ = core.context.set(context.clone());
         let policy = match &self.config.policy {
@@ -473,7 +499,8 @@ impl Shared {
             }
             PolicyAnswer::Decision(d) => d,
         };
-        // 12.
+        // 12. (Steps 12 and 14 are the same check with no host code in
+        // between, so one live reading serves both.)
         if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
             return self.finish(core, e);
         }
@@ -484,10 +511,6 @@ impl Shared {
                 None => RcipError::new(ErrorCode::PolicyDenied),
             };
             return self.finish(core, denied(core, error));
-        }
-        // 14.
-        if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
-            return self.finish(core, e);
         }
         // 15.
         if let Decision::Confirm { reason } = decision {
@@ -501,14 +524,11 @@ impl Shared {
             return;
         }
         self.emit(&core.id, &core.capability_id, EventPhase::Started, None, None);
-        if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
-            return self.finish(core, e);
-        }
-        // 17.
-        let binding = match self.installed(capability) {
-            Some(b) if b.id == binding_id => b,
-            _ => return self.finish(core, failed(core, RcipError::new(ErrorCode::CapabilityUnbound))),
+        let binding = match self.recheck_invocation(core, capability, binding_id, &context) {
+            Ok(b) => b,
+            Err(e) => return self.finish(core, e),
         };
+        // 17.
         {
             let mut inner = core.inner.lock();
             if !matches!(inner.phase, Phase::Checking) {
@@ -589,7 +609,7 @@ impl Shared {
                 let outcome = Outcome::Succeeded {
                     invocation_id: core.id.clone(),
                     capability_id: core.capability_id.clone(),
-                    output: Arc::new(output),
+                    output,
                 };
                 self.finish(
                     core,
@@ -614,7 +634,7 @@ impl Shared {
         reason: Option<String>,
     ) {
         let def = &self.catalog.capabilities()[capability];
-        let confirmation_id = self.generate_id("confirmation");
+        let confirmation_id = self.generate_id("confirmation").to_string();
         let expires_at = self.now().saturating_add(self.config.ttl_ms);
         let record = ConfirmationRecord {
             id: confirmation_id.clone(),
@@ -666,7 +686,7 @@ impl Shared {
             let mut st = self.state.lock();
             st.invocations.remove(&core.key);
             if !ending.keep_reservation {
-                st.reserved.remove(&core.id);
+                st.reserved.remove(&*core.id);
             }
         }
         if let (Some(token), Some(r)) = (&core.token, registration) {
@@ -679,7 +699,7 @@ impl Shared {
             self.refresh();
         }
         if let Some(sink) = sink {
-            sink.deliver(&ending.outcome.to_json());
+            sink.deliver(&ending.outcome.to_json_text());
         }
     }
 

@@ -33,7 +33,7 @@ pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::{
-    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, LifecycleEvent, Outcome, OutcomeStatus, RcipError,
+    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, LifecycleEvent, Outcome, OutcomeStatus, RcipError,
     SemanticContext,
 };
 
@@ -140,12 +140,14 @@ impl RuntimeBuilder {
     }
 
     /// Payload limits: maximum text size in bytes and nesting depth
-    /// (defaults 8 MiB and 1000; both at least 1).
+    /// (defaults 8 MiB and 1000); 0 keeps a value as it is.
     pub fn limits(&mut self, max_bytes: usize, max_depth: usize) -> Result<&mut RuntimeBuilder, HostError> {
-        if max_bytes == 0 || max_depth == 0 {
-            return Err(HostError::InvalidArgument("payload limits must be at least 1".into()));
+        if max_bytes != 0 {
+            self.config.limits.max_bytes = max_bytes;
         }
-        self.config.limits = Limits { max_bytes, max_depth };
+        if max_depth != 0 {
+            self.config.limits.max_depth = max_depth;
+        }
         Ok(self)
     }
 
@@ -358,7 +360,7 @@ impl Client {
         invocation_id: Option<&str>,
         token: Option<&CancelToken>,
         sink: Box<dyn OutcomeSink>,
-    ) -> Result<String, HostError> {
+    ) -> Result<Arc<str>, HostError> {
         self.shared.invoke(capability_id, input, invocation_id, token, sink)
     }
 

@@ -28,7 +28,7 @@ pub(crate) enum PolicyTarget {
 /// One question to the host policy.
 pub(crate) struct PolicyCore {
     pub target: PolicyTarget,
-    pub invocation_id: Option<String>,
+    pub invocation_id: Option<Arc<str>>,
     catalog: Catalog,
     capability: usize,
     entry: Entry,
@@ -43,7 +43,7 @@ impl PolicyCore {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         target: PolicyTarget,
-        invocation_id: Option<String>,
+        invocation_id: Option<Arc<str>>,
         catalog: Catalog,
         capability: usize,
         entry: Entry,

@@ -7,7 +7,7 @@ use super::handles::PolicyRequest;
 use super::invoke::Payload;
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
 use super::shared::Shared;
-use super::types::{messages, push_json_str, Decision, ErrorCode, PolicyAnswer, RcipError, SemanticContext};
+use super::types::{messages, push_json_str, Decision, ErrorCode, JsonText, PolicyAnswer, RcipError, SemanticContext};
 use super::HostError;
 use crate::catalog::Effect;
 use parking_lot::Mutex;
@@ -61,8 +61,12 @@ impl Shared {
         token: Option<&CancelToken>,
         sink: Box<dyn OutcomeSink>,
     ) -> Result<(), HostError> {
-        self.enter()?;
+        if let Err(e) = self.enter() {
+            sink.refused();
+            return Err(e);
+        }
         if proposals.is_empty() || proposals.len() > MAX_PREFLIGHT_PROPOSALS {
+            sink.refused();
             return Err(HostError::PreflightBatchInvalid(proposals.len()));
         }
         let mut capability_ids = Vec::with_capacity(proposals.len());
@@ -72,7 +76,7 @@ impl Shared {
             capability_ids.push(id);
             match crate::json::parse_bytes(&text, &self.config.limits) {
                 Ok(v) => {
-                    payloads.push(Some(Payload::new(v)));
+                    payloads.push(Some(Payload::new(v, text.len())));
                     slots.push(Slot::Waiting);
                 }
                 Err(e) => {
@@ -87,6 +91,8 @@ impl Shared {
         let core = {
             let mut st = self.state.lock();
             if st.closed {
+                drop(st);
+                sink.refused();
                 return Err(HostError::Closed);
             }
             let key = Shared::next_seq(&mut st);
@@ -153,14 +159,13 @@ impl Shared {
     fn preflight_ask(self: &Arc<Self>, core: &Arc<PreflightCore>, i: usize) {
         let payload = core.payloads[i].clone().expect("parsed input");
         let capability = self.catalog.capability_index(&core.capability_ids[i]);
-        let (capability, binding_id, entry) = match self.precheck(capability, &payload, core.token.as_ref()) {
+        let (capability, binding_id, entry, context) = match self.precheck(capability, &payload, core.token.as_ref()) {
             Ok(x) => x,
             Err(e) => {
                 set_if_open(core, i, Slot::Final(Verdict::Blocked(e)));
                 return;
             }
         };
-        let context = self.context();
         let effect = self.catalog.capabilities()[capability].effect;
         let Some(policy) = self.config.policy.clone() else {
             let answer = PolicyAnswer::Decision(default_decision(effect, false));
@@ -217,7 +222,7 @@ impl Shared {
             PolicyAnswer::Decision(decision) => {
                 match self.recheck(core.token.as_ref(), taken.capability, taken.binding_id, &taken.context) {
                     Err(e) => Verdict::Blocked(e),
-                    Ok(()) => match decision {
+                    Ok(_) => match decision {
                         Decision::Allow => Verdict::Ready(def.effect),
                         Decision::Deny { reason } => Verdict::Blocked(match reason {
                             Some(r) => RcipError::with_message(ErrorCode::PolicyDenied, r),
@@ -328,7 +333,7 @@ impl Shared {
         }
         out.push_str("]}");
         if let Some(sink) = sink {
-            sink.deliver(&out);
+            sink.deliver(&JsonText::from(out));
         }
     }
 }

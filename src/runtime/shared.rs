@@ -10,11 +10,12 @@ use super::callbacks::{AvailabilityCheck, Clock, ConfirmationObserver, EventObse
 use super::confirm::{PendingConfirmation, Receipt};
 use super::invoke::InvocationCore;
 use super::preflight::PreflightCore;
-use super::snapshot::{Entry, Snapshot};
+use super::snapshot::{BoundSet, Entry, Snapshot};
 use super::types::{Availability, ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
 use super::HostError;
 use crate::catalog::Catalog;
 use crate::json::Limits;
+use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -49,20 +50,41 @@ pub(crate) struct BindingCore {
     pub revision: AtomicU64,
 }
 
+/// The recipe of a snapshot: cheap to record on every refresh; the
+/// snapshot object is made from it when someone reads it.
+pub(crate) struct Published {
+    pub revision: u64,
+    pub context: Arc<SemanticContext>,
+    pub bound: Arc<BoundSet>,
+    pub samples: Option<Arc<Vec<(u32, Availability)>>>,
+}
+
+/// The availability checks of installed bindings, by capability index.
+pub(crate) type Checks = Vec<(u32, Arc<dyn AvailabilityCheck>)>;
+
 pub(crate) struct State {
     pub closed: bool,
     pub bindings: Vec<Option<Arc<BindingCore>>>,
     pub bound_count: usize,
+    /// Bound capabilities, shared with snapshots (copied on write).
+    pub bound: Arc<BoundSet>,
+    /// An empty set, to stand in for a recipe's set about to be replaced.
+    pub no_bound: Arc<BoundSet>,
+    /// Checks to sample on refresh, sorted by index (copied on write).
+    pub checks: Arc<Checks>,
     pub next_binding_id: u64,
     pub context: Arc<SemanticContext>,
     /// The latest revision handed out (the installed snapshot may lag while
     /// a refresh samples availability).
     pub revision: u64,
-    pub snapshot: Arc<Snapshot>,
+    /// What the snapshot of the latest installed revision holds.
+    pub published: Published,
+    /// That snapshot, built on first read.
+    pub snapshot: Option<Arc<Snapshot>>,
     pub subscribers: Vec<(u64, Arc<dyn Subscriber>)>,
     pub next_subscriber_id: u64,
-    pub reserved: HashSet<String>,
-    pub invocations: HashMap<u64, Arc<InvocationCore>>,
+    pub reserved: HashSet<Arc<str>, ahash::RandomState>,
+    pub invocations: HashMap<u64, Arc<InvocationCore>, ahash::RandomState>,
     pub confirmations: HashMap<String, PendingConfirmation>,
     /// Pending confirmation deadlines: (expiresAt, creation sequence, id).
     pub deadlines: BTreeSet<(i64, u64, String)>,
@@ -76,7 +98,8 @@ pub(crate) struct Shared {
     pub config: Config,
     pub state: Mutex<State>,
     pub closed: AtomicBool,
-    id_salt: String,
+    /// Keeps generated ids of different runtimes apart; made on first use.
+    id_salt: OnceCell<String>,
     id_counter: AtomicU64,
 }
 
@@ -132,11 +155,8 @@ impl Shared {
     pub(crate) fn new(catalog: Catalog, config: Config) -> Arc<Shared> {
         let n = catalog.capabilities().len();
         let context = Arc::new(SemanticContext::empty());
-        let snapshot = Arc::new(Snapshot::new(0, catalog.clone(), context.clone(), vec![Entry::Unbound; n]));
-        // A per-runtime salt keeps generated ids of different runtimes apart.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(system_now_ms() as u64);
-        let salt = base36(h.finish() % 36u64.pow(6));
+        let bound = Arc::new(BoundSet::new(n));
+        let published = Published { revision: 0, context: context.clone(), bound: bound.clone(), samples: None };
         Arc::new(Shared {
             catalog,
             config,
@@ -144,14 +164,18 @@ impl Shared {
                 closed: false,
                 bindings: vec![None; n],
                 bound_count: 0,
+                bound,
+                no_bound: Arc::new(BoundSet::default()),
+                checks: Arc::new(Vec::new()),
                 next_binding_id: 1,
                 context,
                 revision: 0,
-                snapshot,
+                published,
+                snapshot: None,
                 subscribers: Vec::new(),
                 next_subscriber_id: 1,
-                reserved: HashSet::new(),
-                invocations: HashMap::new(),
+                reserved: HashSet::default(),
+                invocations: HashMap::default(),
                 confirmations: HashMap::new(),
                 deadlines: BTreeSet::new(),
                 receipts: VecDeque::new(),
@@ -159,7 +183,7 @@ impl Shared {
                 next_seq: 1,
             }),
             closed: AtomicBool::new(false),
-            id_salt: format!("{}{}", base36(system_now_ms().max(0) as u64), salt),
+            id_salt: OnceCell::new(),
             id_counter: AtomicU64::new(0),
         })
     }
@@ -193,18 +217,33 @@ impl Shared {
 
     /// A new id for `prefix` (`invocation` or `confirmation`): the host's
     /// generator, else (or when it fails) the built-in one.
-    pub(crate) fn generate_id(&self, prefix: &str) -> String {
+    pub(crate) fn generate_id(&self, prefix: &str) -> Arc<str> {
         if let Some(generator) = &self.config.id_generator {
             let got = {
                 let _g = RestrictedGuard::enter();
                 generator.generate(prefix)
             };
             if let Some(id) = got {
-                return id;
+                return Arc::from(id);
             }
         }
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
-        format!("{prefix}_{}_{n}", self.id_salt)
+        let salt = self.id_salt.get_or_init(|| {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(system_now_ms() as u64);
+            format!("{}{}", base36(system_now_ms().max(0) as u64), base36(h.finish() % 36u64.pow(6)))
+        });
+        // Written on the stack, then one allocation for the shared id.
+        let mut buf = [0u8; 96];
+        let mut w = std::io::Cursor::new(&mut buf[..]);
+        use std::io::Write as _;
+        if write!(w, "{prefix}_{salt}_{n}").is_ok() {
+            let len = w.position() as usize;
+            if let Ok(s) = std::str::from_utf8(&buf[..len]) {
+                return Arc::from(s);
+            }
+        }
+        Arc::from(format!("{prefix}_{salt}_{n}"))
     }
 
     /// Emits a lifecycle event to every observer, in registration order.
@@ -250,13 +289,12 @@ impl Shared {
     pub(crate) fn sample(check: Option<&Arc<dyn AvailabilityCheck>>) -> Entry {
         match check {
             None => Entry::BoundAvailable,
-            Some(cb) => Entry::Bound(Arc::new(cb.check().unwrap_or_else(|()| Availability::check_failed()))),
+            Some(cb) => Entry::Bound(Shared::ask(cb)),
         }
     }
 
-    /// The installed binding of a capability.
-    pub(crate) fn installed(&self, capability: usize) -> Option<Arc<BindingCore>> {
-        self.state.lock().bindings[capability].clone()
+    fn ask(check: &Arc<dyn AvailabilityCheck>) -> Availability {
+        check.check().unwrap_or_else(|()| Availability::check_failed())
     }
 
     // ----- bindings -------------------------------------------------------
@@ -271,48 +309,95 @@ impl Shared {
         let Some(capability) = self.catalog.capability_index(capability_id) else {
             return Err(HostError::NotInCatalog(capability_id.to_string()));
         };
-        let id = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return Err(HostError::Closed);
-            }
-            if st.bindings[capability].is_some() {
-                return Err(HostError::AlreadyBound(capability_id.to_string()));
-            }
-            let id = st.next_binding_id;
-            st.next_binding_id += 1;
-            st.bindings[capability] =
-                Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
-            st.bound_count += 1;
-            id
-        };
-        self.refresh();
+        let inline = !self.refreshing_here();
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
+        }
+        if st.bindings[capability].is_some() {
+            return Err(HostError::AlreadyBound(capability_id.to_string()));
+        }
+        let id = st.next_binding_id;
+        st.next_binding_id += 1;
+        let inline = inline && st.checks.is_empty() && availability.is_none();
+        if inline {
+            Shared::release_published_bound(&mut st);
+        }
+        Arc::make_mut(&mut st.bound).set(capability, true);
+        if let Some(check) = &availability {
+            let checks = Arc::make_mut(&mut st.checks);
+            let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
+            checks.insert(at, (capability as u32, check.clone()));
+        }
+        st.bindings[capability] = Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
+        st.bound_count += 1;
+        self.finish_change(st, inline);
         Ok((id, capability))
+    }
+
+    /// True while this thread is inside a refresh of this runtime (a new
+    /// refresh would be queued behind it).
+    fn refreshing_here(self: &Arc<Self>) -> bool {
+        let key = Arc::as_ptr(self) as usize;
+        REFRESHING.with(|r| r.borrow().iter().any(|e| e.0 == key))
+    }
+
+    /// Before an inline change of the bound set: the published recipe is
+    /// replaced in the same critical section, so its reference to the set
+    /// is let go first and the set is changed in place (unless a snapshot
+    /// someone read still holds it).
+    fn release_published_bound(st: &mut State) {
+        st.published.bound = st.no_bound.clone();
+    }
+
+    /// After a binding change made under `st`: with nothing to sample, the
+    /// refresh happens in the same critical section (no reader can see the
+    /// change without its revision); else a regular refresh follows.
+    fn finish_change(self: &Arc<Self>, mut st: parking_lot::MutexGuard<'_, State>, inline: bool) {
+        if !inline {
+            drop(st);
+            return self.refresh();
+        }
+        st.revision += 1;
+        let revision = st.revision;
+        let published = Published { revision, context: st.context.clone(), bound: st.bound.clone(), samples: None };
+        let (subscribers, replaced) = Shared::publish(&mut st, published);
+        drop(st);
+        drop(replaced);
+        self.notify(revision, subscribers);
     }
 
     /// Removes the binding `id` if it is still installed; refreshes then.
     pub(crate) fn unbind(self: &Arc<Self>, id: u64, capability: usize) -> Result<bool, HostError> {
         self.enter()?;
-        let removed = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return Err(HostError::Closed);
-            }
-            match &st.bindings[capability] {
-                Some(b) if b.id == id => {
-                    st.bound_count -= 1;
-                    st.bindings[capability].take()
-                }
-                _ => None,
-            }
-        };
-        let changed = removed.is_some();
-        // Dropping the binding may release host user data: no lock held.
-        drop(removed);
-        if changed {
-            self.refresh();
+        let inline = !self.refreshing_here();
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
         }
-        Ok(changed)
+        let installed = st.bindings[capability].as_ref().map(|b| (b.id, b.availability.is_some()));
+        let Some((installed_id, has_check)) = installed else { return Ok(false) };
+        if installed_id != id {
+            return Ok(false);
+        }
+        st.bound_count -= 1;
+        let check = if has_check {
+            let checks = Arc::make_mut(&mut st.checks);
+            checks.iter().position(|(i, _)| *i as usize == capability).map(|p| checks.remove(p))
+        } else {
+            None
+        };
+        let inline = inline && st.checks.is_empty();
+        if inline {
+            Shared::release_published_bound(&mut st);
+        }
+        Arc::make_mut(&mut st.bound).set(capability, false);
+        let removed = st.bindings[capability].take();
+        // Notifying subscribers and dropping the binding (which may release
+        // host user data) happen with no lock held.
+        self.finish_change(st, inline);
+        drop((removed, check));
+        Ok(true)
     }
 
     /// Sets a binding's revision; refreshes when it changed on an installed
@@ -369,7 +454,14 @@ impl Shared {
 
     /// The installed snapshot.
     pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
-        self.state.lock().snapshot.clone()
+        let mut st = self.state.lock();
+        if let Some(s) = &st.snapshot {
+            return s.clone();
+        }
+        let p = &st.published;
+        let s = Arc::new(Snapshot::new(p.revision, self.catalog.clone(), p.context.clone(), p.bound.clone(), p.samples.clone()));
+        st.snapshot = Some(s.clone());
+        s
     }
 
     /// Increments the revision, samples availability, installs the new
@@ -416,45 +508,56 @@ impl Shared {
     }
 
     fn refresh_once(self: &Arc<Self>) {
-        let (revision, context, mut entries, checks) = {
+        let (revision, context, bound, checks) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
             st.revision += 1;
-            let mut entries = Vec::with_capacity(st.bindings.len());
-            let mut checks = Vec::new();
-            for (i, b) in st.bindings.iter().enumerate() {
-                entries.push(match b {
-                    None => Entry::Unbound,
-                    Some(b) => {
-                        if let Some(check) = &b.availability {
-                            checks.push((i, check.clone()));
-                        }
-                        Entry::BoundAvailable
-                    }
-                });
+            let revision = st.revision;
+            if st.checks.is_empty() {
+                // Nothing to sample: publish now, in the same critical section.
+                let published = Published { revision, context: st.context.clone(), bound: st.bound.clone(), samples: None };
+                let (subscribers, replaced) = Shared::publish(&mut st, published);
+                drop(st);
+                drop(replaced);
+                return self.notify(revision, subscribers);
             }
-            (st.revision, st.context.clone(), entries, checks)
+            (revision, st.context.clone(), st.bound.clone(), st.checks.clone())
         };
-        for (i, check) in &checks {
-            entries[*i] = Shared::sample(Some(check));
-        }
+        // Host code: no lock held.
+        let samples: Vec<(u32, Availability)> =
+            checks.iter().map(|(i, check)| (*i, Shared::ask(check))).filter(|(_, a)| !a.is_plain_available()).collect();
         drop(checks);
-        let snapshot = Arc::new(Snapshot::new(revision, self.catalog.clone(), context, entries));
+        let samples = if samples.is_empty() { None } else { Some(Arc::new(samples)) };
         let (subscribers, replaced) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
-            let replaced = if st.snapshot.revision < revision {
-                Some(std::mem::replace(&mut st.snapshot, snapshot))
-            } else {
-                None
-            };
-            (st.subscribers.iter().map(|(_, s)| s.clone()).collect::<Vec<_>>(), replaced)
+            Shared::publish(&mut st, Published { revision, context, bound, samples })
         };
         drop(replaced);
+        self.notify(revision, subscribers);
+    }
+
+    /// Installs a newer recipe (a late, older one is dropped); returns the
+    /// subscribers to notify and what to drop once the lock is released.
+    fn publish(st: &mut State, published: Published) -> (Vec<Arc<dyn Subscriber>>, Option<(Published, Option<Arc<Snapshot>>)>) {
+        let replaced = if st.published.revision < published.revision {
+            Some((std::mem::replace(&mut st.published, published), st.snapshot.take()))
+        } else {
+            None
+        };
+        let subscribers = if st.subscribers.is_empty() {
+            Vec::new()
+        } else {
+            st.subscribers.iter().map(|(_, s)| s.clone()).collect()
+        };
+        (subscribers, replaced)
+    }
+
+    fn notify(&self, revision: u64, subscribers: Vec<Arc<dyn Subscriber>>) {
         for s in subscribers {
             if self.is_closed() {
                 break;
@@ -525,8 +628,9 @@ impl Shared {
             preflights.sort_by_key(|(k, _)| *k);
             let bindings: Vec<_> = st.bindings.iter_mut().filter_map(|b| b.take()).collect();
             st.bound_count = 0;
+            let checks = std::mem::take(&mut st.checks);
             let subscribers = std::mem::take(&mut st.subscribers);
-            (invocations, confirmations, preflights, bindings, subscribers)
+            (invocations, confirmations, preflights, (bindings, checks), subscribers)
         };
         for (_, core) in invocations {
             self.abort_on_close(&core);

@@ -2,7 +2,10 @@
 //! (`RcipCapabilityFilter`), PIPELINE.md section 2.
 //!
 //! A snapshot is immutable and shared: the runtime builds one per revision
-//! and hands out the same `Arc` until the next refresh. Its JSON text is
+//! and hands out the same `Arc` until the next refresh. Building one costs
+//! no work per capability: it records which capabilities are bound (a
+//! shared bit set, copied only when a binding changes) and the answers of
+//! the availability callbacks sampled by the refresh; the JSON text is
 //! built on first read and cached.
 
 use super::types::{Availability, NulString, SemanticContext};
@@ -12,20 +15,18 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// What a snapshot records for one capability.
+/// The live state of a bound capability (a sampled availability).
 #[derive(Clone, Debug)]
 pub(crate) enum Entry {
-    Unbound,
     /// Bound, with no availability callback: `{"available": true}`.
     BoundAvailable,
     /// Bound, with the answer of its availability callback.
-    Bound(Arc<Availability>),
+    Bound(Availability),
 }
 
 impl Entry {
     pub(crate) fn is_available(&self) -> bool {
         match self {
-            Entry::Unbound => false,
             Entry::BoundAvailable => true,
             Entry::Bound(a) => a.available,
         }
@@ -33,18 +34,71 @@ impl Entry {
 
     /// Writes `,"bound":..,"available":..,"availability"?:..,"relevance":..}`.
     pub(crate) fn write_live_fields(&self, current: bool, out: &mut String) {
+        let r = match self {
+            Entry::BoundAvailable => EntryRef::BoundAvailable,
+            Entry::Bound(a) => EntryRef::Bound(a),
+        };
+        write_live_fields(r, current, out)
+    }
+}
+
+/// A borrowed [`Entry`].
+#[derive(Clone, Copy)]
+pub(crate) enum EntryRef<'a> {
+    Unbound,
+    BoundAvailable,
+    Bound(&'a Availability),
+}
+
+impl EntryRef<'_> {
+    fn is_available(self) -> bool {
         match self {
-            Entry::Unbound => out.push_str(",\"bound\":false,\"available\":false"),
-            Entry::BoundAvailable => {
-                out.push_str(",\"bound\":true,\"available\":true,\"availability\":{\"available\":true}")
-            }
-            Entry::Bound(a) => {
-                out.push_str(if a.available { ",\"bound\":true,\"available\":true" } else { ",\"bound\":true,\"available\":false" });
-                out.push_str(",\"availability\":");
-                a.write_json(out);
-            }
+            EntryRef::Unbound => false,
+            EntryRef::BoundAvailable => true,
+            EntryRef::Bound(a) => a.available,
         }
-        out.push_str(if current { ",\"relevance\":\"current\"}" } else { ",\"relevance\":\"other\"}" });
+    }
+
+    fn write_live_fields(self, current: bool, out: &mut String) {
+        write_live_fields(self, current, out)
+    }
+}
+
+/// Writes `,"bound":..,"available":..,"availability"?:..,"relevance":..}`.
+fn write_live_fields(entry: EntryRef<'_>, current: bool, out: &mut String) {
+    match entry {
+        EntryRef::Unbound => out.push_str(",\"bound\":false,\"available\":false"),
+        EntryRef::BoundAvailable => {
+            out.push_str(",\"bound\":true,\"available\":true,\"availability\":{\"available\":true}")
+        }
+        EntryRef::Bound(a) => {
+            out.push_str(if a.available { ",\"bound\":true,\"available\":true" } else { ",\"bound\":true,\"available\":false" });
+            out.push_str(",\"availability\":");
+            a.write_json(out);
+        }
+    }
+    out.push_str(if current { ",\"relevance\":\"current\"}" } else { ",\"relevance\":\"other\"}" });
+}
+
+/// Which capabilities (by catalog index) are bound.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BoundSet(Vec<u64>);
+
+impl BoundSet {
+    pub(crate) fn new(n: usize) -> BoundSet {
+        BoundSet(vec![0; n.div_ceil(64)])
+    }
+
+    pub(crate) fn contains(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    pub(crate) fn set(&mut self, i: usize, bound: bool) {
+        if bound {
+            self.0[i / 64] |= 1 << (i % 64);
+        } else {
+            self.0[i / 64] &= !(1 << (i % 64));
+        }
     }
 }
 
@@ -53,7 +107,10 @@ pub struct Snapshot {
     pub(crate) revision: u64,
     pub(crate) catalog: Catalog,
     pub(crate) context: Arc<SemanticContext>,
-    pub(crate) entries: Vec<Entry>,
+    bound: Arc<BoundSet>,
+    /// Availability answers other than a plain `{"available": true}` of the
+    /// bound capabilities that have a check, sorted by capability index.
+    samples: Option<Arc<Vec<(u32, Availability)>>>,
     json: OnceCell<NulString>,
 }
 
@@ -64,8 +121,32 @@ impl std::fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(revision: u64, catalog: Catalog, context: Arc<SemanticContext>, entries: Vec<Entry>) -> Snapshot {
-        Snapshot { revision, catalog, context, entries, json: OnceCell::new() }
+    pub(crate) fn new(
+        revision: u64,
+        catalog: Catalog,
+        context: Arc<SemanticContext>,
+        bound: Arc<BoundSet>,
+        samples: Option<Arc<Vec<(u32, Availability)>>>,
+    ) -> Snapshot {
+        debug_assert!(samples.as_ref().is_none_or(|s| s.windows(2).all(|w| w[0].0 < w[1].0)));
+        Snapshot { revision, catalog, context, bound, samples, json: OnceCell::new() }
+    }
+
+    /// Each capability's entry, in catalog order.
+    fn entries(&self) -> impl Iterator<Item = EntryRef<'_>> + '_ {
+        let mut samples = self.samples.iter().flat_map(|s| s.iter()).peekable();
+        (0..self.catalog.capabilities().len()).map(move |i| {
+            if !self.bound.contains(i) {
+                return EntryRef::Unbound;
+            }
+            while samples.peek().is_some_and(|(j, _)| (*j as usize) < i) {
+                samples.next();
+            }
+            match samples.peek() {
+                Some((j, a)) if *j as usize == i => EntryRef::Bound(a),
+                _ => EntryRef::BoundAvailable,
+            }
+        })
     }
 
     /// The snapshot's revision.
@@ -100,7 +181,7 @@ impl Snapshot {
         out.push_str(",\"context\":");
         out.push_str(self.context.json());
         out.push_str(",\"capabilities\":[");
-        for (i, (cap, entry)) in caps.iter().zip(&self.entries).enumerate() {
+        for (i, (cap, entry)) in caps.iter().zip(self.entries()).enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -117,7 +198,7 @@ impl Snapshot {
         let caps = self.catalog.capabilities();
         let mut out = String::from("[");
         let mut first = true;
-        for (cap, entry) in caps.iter().zip(&self.entries) {
+        for (cap, entry) in caps.iter().zip(self.entries()) {
             let current = self.context.is_current(&cap.scope_ids);
             if filter.current_only && !current {
                 continue;

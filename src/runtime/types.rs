@@ -185,10 +185,10 @@ impl ConfirmationRecord {
 /// The result of an invocation (`RcipInvocationOutcome`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    Succeeded { invocation_id: String, capability_id: String, output: Arc<Value> },
-    Failed { invocation_id: String, capability_id: String, error: RcipError },
-    Denied { invocation_id: String, capability_id: String, error: RcipError },
-    ConfirmationRequired { invocation_id: String, capability_id: String, confirmation: ConfirmationRecord },
+    Succeeded { invocation_id: Arc<str>, capability_id: Arc<str>, output: Value },
+    Failed { invocation_id: Arc<str>, capability_id: Arc<str>, error: RcipError },
+    Denied { invocation_id: Arc<str>, capability_id: Arc<str>, error: RcipError },
+    ConfirmationRequired { invocation_id: Arc<str>, capability_id: Arc<str>, confirmation: ConfirmationRecord },
 }
 
 impl Outcome {
@@ -232,29 +232,40 @@ impl Outcome {
 
     /// The outcome record as JSON text (FORMAT.md shape O).
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(160);
+        let mut out = String::with_capacity(192);
+        self.write_json(&mut out);
+        out
+    }
+
+    /// The outcome record as delivered to sinks.
+    pub(crate) fn to_json_text(&self) -> JsonText {
+        let mut out = String::with_capacity(192);
+        self.write_json(&mut out);
+        JsonText::from(out)
+    }
+
+    fn write_json(&self, out: &mut String) {
         out.push_str("{\"status\":\"");
         out.push_str(self.status().as_str());
         out.push_str("\",\"invocationId\":");
-        push_json_str(&mut out, self.invocation_id());
+        push_json_str(out, self.invocation_id());
         out.push_str(",\"capabilityId\":");
-        push_json_str(&mut out, self.capability_id());
+        push_json_str(out, self.capability_id());
         match self {
             Outcome::Succeeded { output, .. } => {
                 out.push_str(",\"output\":");
-                push_json_value(&mut out, output);
+                push_json_value(out, output);
             }
             Outcome::Failed { error, .. } | Outcome::Denied { error, .. } => {
                 out.push_str(",\"error\":");
-                error.write_json(&mut out);
+                error.write_json(out);
             }
             Outcome::ConfirmationRequired { confirmation, .. } => {
                 out.push_str(",\"confirmation\":");
-                confirmation.write_json(&mut out);
+                confirmation.write_json(out);
             }
         }
         out.push('}');
-        out
     }
 }
 
@@ -271,6 +282,12 @@ impl Availability {
     /// `{"available": true}`.
     pub fn available() -> Availability {
         Availability { available: true, reason_code: None, reason: None }
+    }
+
+    /// True for `{"available": true}` with no reason: what a binding without
+    /// a check shows too.
+    pub fn is_plain_available(&self) -> bool {
+        self.available && self.reason_code.is_none() && self.reason.is_none()
     }
 
     /// What a failing availability check shows (PIPELINE.md section 2).
@@ -524,6 +541,41 @@ impl Decision {
     }
 }
 
+/// JSON text delivered to outcome and report sinks. It is stored with a
+/// trailing NUL so that the C ABI lends it to callbacks without a copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonText(NulString);
+
+impl JsonText {
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub(crate) fn as_c_ptr(&self) -> *const std::ffi::c_char {
+        self.0.as_c_ptr()
+    }
+}
+
+impl From<String> for JsonText {
+    fn from(text: String) -> JsonText {
+        JsonText(NulString::new(text))
+    }
+}
+
+impl std::ops::Deref for JsonText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for JsonText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Text stored with a trailing NUL, so the C ABI can lend it without a
 /// copy. JSON text never holds a raw NUL (it is escaped as `\u0000`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -534,6 +586,18 @@ impl NulString {
         debug_assert!(!text.contains('\0'));
         text.push('\0');
         NulString(text)
+    }
+
+    /// A JSON value as compact text; `len_hint` sizes the buffer.
+    pub(crate) fn from_value(value: &Value, len_hint: usize) -> NulString {
+        let mut buf = Vec::with_capacity(len_hint + 1);
+        if serde_json::to_writer(&mut buf, value).is_err() {
+            buf.clear();
+            buf.extend_from_slice(b"null");
+        }
+        buf.push(0);
+        // serde_json writes UTF-8.
+        NulString(String::from_utf8(buf).unwrap_or_else(|_| "null\0".to_string()))
     }
 
     /// The text without the NUL.
@@ -622,8 +686,8 @@ mod tests {
     #[test]
     fn outcome_shapes() {
         let o = Outcome::Failed {
-            invocation_id: "i1".into(),
-            capability_id: "a.b".into(),
+            invocation_id: Arc::from("i1"),
+            capability_id: Arc::from("a.b"),
             error: RcipError {
                 code: ErrorCode::InputInvalid,
                 message: "m".into(),

@@ -1,0 +1,615 @@
+//! rcip-bench: speed and memory of librcip through its C ABI.
+//!
+//!   rcip-bench [--json] [--runs N] [--quick]
+//!
+//! Each workload is timed over at least 31 runs; a run executes a batch of
+//! operations and yields ns/op. The table shows the minimum, median and
+//! spread (interquartile range over the median); the targets of issue 6 are
+//! ratios of minima from the same run, printed as PASS/FAIL lines and a
+//! final "N passed, M failed" line. Exit status 1 when a target fails.
+//!
+//! The library is linked in-process so that a counting global allocator
+//! sees its allocations; the workloads call the exported C functions.
+
+use rcip::catalog::Catalog;
+use rcip::ffi::binding::*;
+use rcip::ffi::catalog::*;
+use rcip::ffi::client::*;
+use rcip::ffi::host::*;
+use rcip::ffi::invocation::*;
+use rcip::ffi::policy::*;
+use rcip::ffi::result::rcip_result;
+use rcip::ffi::runtime::*;
+use rcip::ffi::sink::*;
+use rcip::ffi::snapshot::*;
+use rcip::runtime::{Outcome, RcipError};
+use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::ptr;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::time::Instant;
+
+// ----- counting allocator ----------------------------------------------------
+
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+/// Counting is on only while memory is measured: shared counters updated by
+/// every allocation would make two threads contend on one cache line.
+static COUNTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn counting(on: bool) {
+    COUNTING.store(on, Ordering::SeqCst);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        System.dealloc(p, layout);
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let q = System.realloc(p, layout, new_size);
+        if !q.is_null() && COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+// ----- fixtures ----------------------------------------------------------------
+
+/// The schema of workload (a), for input and output.
+const SCHEMA: &str = r#"{"type":"object","properties":{"title":{"type":"string","maxLength":200},"priority":{"type":"integer","minimum":1,"maximum":5},"done":{"type":"boolean"}},"required":["title","priority"],"additionalProperties":false}"#;
+const INPUT: &str = r#"{"title":"Buy milk","priority":3,"done":false}"#;
+
+/// A catalog of `n` capabilities: index 0 is `bench.read` (workload (a));
+/// with `distinct`, every schema differs (maxLength varies).
+fn catalog_json(n: usize, distinct: bool) -> String {
+    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+    let caps: Vec<Value> = (0..n)
+        .map(|i| {
+            let (mut input, mut output) = (schema.clone(), schema.clone());
+            if distinct {
+                input["properties"]["title"]["maxLength"] = json!(200 + 2 * i);
+                output["properties"]["title"]["maxLength"] = json!(201 + 2 * i);
+            }
+            let (id, effect) = match i {
+                0 => ("bench.read".to_string(), "read"),
+                1 => ("bench.purge".to_string(), "destructive"),
+                _ => (format!("bench.cap{i}"), "read"),
+            };
+            json!({"id": id, "title": format!("Capability {i}"), "description": "A benchmark capability.",
+                   "scopeIds": ["main"], "effect": effect, "inputSchema": input, "outputSchema": output,
+                   "tags": ["bench"], "usage": {"whenToUse": "When benchmarking."}})
+        })
+        .collect();
+    json!({"protocolVersion": "1.0",
+           "application": {"id": "bench", "name": "Bench", "description": "Benchmark catalog."},
+           "scopes": [{"id": "main", "title": "Main", "description": "Main view."}],
+           "capabilities": caps})
+    .to_string()
+}
+
+fn cs(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+fn check(rc: rcip_result, what: &str) {
+    assert_eq!(rc, rcip_result::Ok, "{what}: {:?}", unsafe {
+        let m = rcip::ffi::result::rcip_last_error_message();
+        if m.is_null() { String::new() } else { CStr::from_ptr(m).to_string_lossy().into_owned() }
+    });
+}
+
+unsafe extern "C" fn handler_echo(_: *mut c_void, inv: *mut rcip_invocation) {
+    rcip_invocation_complete(inv, rcip_invocation_input(inv));
+    rcip_invocation_free(inv);
+}
+
+static OUTCOMES: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn on_outcome(_: *mut c_void, _json: *const c_char) {
+    OUTCOMES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Keeps the last confirmation id seen (workload f).
+unsafe extern "C" fn on_confirmation_outcome(ud: *mut c_void, json: *const c_char) {
+    let slot = &mut *(ud as *mut Vec<u8>);
+    let text = CStr::from_ptr(json).to_bytes();
+    slot.clear();
+    if let Some(i) = find(text, b"\"confirmation\":{\"id\":\"") {
+        let rest = &text[i + 22..];
+        let end = rest.iter().position(|&b| b == b'"').unwrap();
+        slot.extend_from_slice(&rest[..end]);
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+unsafe extern "C" fn policy_allow(_: *mut c_void, req: *mut rcip_policy_request) {
+    let ctx = CStr::from_ptr(rcip_policy_request_context(req)).to_bytes();
+    assert!(find(ctx, b"\"id\":\"bench.read\"").is_some(), "the policy context names the capability");
+    rcip_policy_request_decide(req, c"{\"decision\":\"allow\"}".as_ptr());
+    rcip_policy_request_free(req);
+}
+
+unsafe extern "C" fn available(_: *mut c_void, sink: *mut rcip_availability_sink) -> i32 {
+    rcip_availability_set(sink, true, ptr::null(), ptr::null());
+    0
+}
+
+struct Rt {
+    runtime: *mut rcip_runtime,
+    bindings: Vec<*mut rcip_binding>,
+}
+
+// Safety: the runtime and bindings are synchronized objects (header).
+unsafe impl Send for Rt {}
+unsafe impl Sync for Rt {}
+
+impl Rt {
+    unsafe fn new(catalog: *const rcip_catalog, policy: bool) -> Rt {
+        let mut b = ptr::null_mut();
+        check(rcip_runtime_builder_new(catalog, &mut b), "builder");
+        if policy {
+            check(rcip_runtime_builder_set_policy(b, Some(policy_allow), ptr::null_mut(), None), "policy");
+        }
+        let mut runtime = ptr::null_mut();
+        check(rcip_runtime_builder_build(b, &mut runtime), "build");
+        Rt { runtime, bindings: Vec::new() }
+    }
+
+    /// Binds capabilities 0..n (ids from the catalog); the first
+    /// `with_checks` get an availability callback.
+    unsafe fn bind(&mut self, ids: &[CString], with_checks: usize) {
+        let host = rcip_runtime_host(self.runtime);
+        self.bindings.reserve(ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            let check = if i < with_checks { Some(available as unsafe extern "C" fn(_, _) -> i32) } else { None };
+            let mut binding = ptr::null_mut();
+            check_rc(rcip_host_bind(host, id.as_ptr(), Some(handler_echo), check, ptr::null_mut(), None, &mut binding));
+            self.bindings.push(binding);
+        }
+    }
+
+    fn client(&self) -> *const rcip_client {
+        rcip_runtime_client(self.runtime)
+    }
+}
+
+fn check_rc(rc: rcip_result) {
+    check(rc, "call")
+}
+
+impl Drop for Rt {
+    fn drop(&mut self) {
+        unsafe {
+            // Runtime first: the bindings then have nothing left to unbind.
+            rcip_runtime_free(self.runtime);
+            for b in self.bindings.drain(..) {
+                rcip_binding_free(b);
+            }
+        }
+    }
+}
+
+fn ids_of(n: usize) -> Vec<CString> {
+    (0..n)
+        .map(|i| match i {
+            0 => cs("bench.read"),
+            1 => cs("bench.purge"),
+            _ => cs(&format!("bench.cap{i}")),
+        })
+        .collect()
+}
+
+unsafe fn load(text: &str) -> *mut rcip_catalog {
+    let mut c = ptr::null_mut();
+    check(rcip_catalog_new(cs(text).as_ptr(), &mut c), "catalog");
+    c
+}
+
+unsafe fn invoke(client: *const rcip_client, input: &CStr) {
+    rcip_client_invoke(client, c"bench.read".as_ptr(), input.as_ptr(), ptr::null(), ptr::null(), Some(on_outcome), ptr::null_mut(), None, ptr::null_mut());
+}
+
+// ----- measurement -------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct Stat {
+    name: String,
+    min: f64,
+    median: f64,
+    spread: f64,
+    runs: usize,
+}
+
+fn stat(name: &str, mut samples: Vec<f64>) -> Stat {
+    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = samples.len();
+    let q = |f: f64| samples[((n - 1) as f64 * f).round() as usize];
+    Stat { name: name.into(), min: samples[0], median: q(0.5), spread: (q(0.75) - q(0.25)) / q(0.5), runs: n }
+}
+
+/// Times `runs` runs of `batch` calls of `op`, after a warm-up run.
+fn time(name: &str, runs: usize, batch: usize, mut op: impl FnMut()) -> Stat {
+    for _ in 0..batch {
+        op();
+    }
+    let samples = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..batch {
+                op();
+            }
+            t.elapsed().as_nanos() as f64 / batch as f64
+        })
+        .collect();
+    stat(name, samples)
+}
+
+struct Bench {
+    runs: usize,
+    scale: usize,
+    stats: Vec<Stat>,
+    targets: Vec<(String, bool, String)>,
+    figures: Vec<(String, f64)>,
+}
+
+impl Bench {
+    fn add(&mut self, s: Stat) -> f64 {
+        let m = s.min;
+        self.stats.push(s);
+        m
+    }
+
+    fn target(&mut self, name: &str, ok: bool, detail: String) {
+        self.targets.push((name.into(), ok, detail));
+    }
+
+    fn n(&self, base: usize) -> usize {
+        (base / self.scale).max(1)
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let json_out = args.iter().any(|a| a == "--json");
+    let quick = args.iter().any(|a| a == "--quick");
+    let runs = args
+        .iter()
+        .position(|a| a == "--runs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(31usize)
+        .max(if quick { 5 } else { 31 });
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        // For callgrind / perf: run one workload a fixed number of times.
+        let what = args.get(i + 1).map(String::as_str).unwrap_or("a");
+        counting(true);
+        let before = ALLOCS.load(Ordering::SeqCst);
+        unsafe { profile(what, 20_000) };
+        eprintln!("{:.1} allocations (incl. reallocs) per op", (ALLOCS.load(Ordering::SeqCst) - before) as f64 / 20_000.0);
+        return;
+    }
+    let mut b = Bench { runs, scale: if quick { 10 } else { 1 }, stats: Vec::new(), targets: Vec::new(), figures: Vec::new() };
+    unsafe { run_all(&mut b) };
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if json_out {
+        let out = json!({
+            "cores": cores,
+            "runs": b.runs,
+            "workloads": b.stats.iter().map(|s| json!({"name": s.name, "minNsPerOp": s.min, "medianNsPerOp": s.median, "spread": s.spread, "runs": s.runs})).collect::<Vec<_>>(),
+            "figures": b.figures.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            "targets": b.targets.iter().map(|(n, ok, d)| json!({"name": n, "pass": ok, "detail": d})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out).unwrap());
+    } else {
+        println!("rcip-bench: {cores} cores, {} runs per workload", b.runs);
+        println!("{:<58} {:>12} {:>12} {:>8}", "workload", "min ns/op", "median", "spread");
+        for s in &b.stats {
+            println!("{:<58} {:>12.0} {:>12.0} {:>7.1}%", s.name, s.min, s.median, s.spread * 100.0);
+        }
+        for (k, v) in &b.figures {
+            println!("{k}: {v:.0}");
+        }
+        println!();
+        for (name, ok, detail) in &b.targets {
+            println!("{} {name}: {detail}", if *ok { "PASS" } else { "FAIL" });
+        }
+    }
+    let failed = b.targets.iter().filter(|t| !t.1).count();
+    println!("{} passed, {} failed", b.targets.len() - failed, failed);
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
+
+unsafe fn run_all(b: &mut Bench) {
+    let runs = b.runs;
+    let small = load(&catalog_json(2, false));
+    let input = cs(INPUT);
+
+    // (a) invoke, default policy, synchronous handler.
+    let mut rt = Rt::new(small, false);
+    rt.bind(&ids_of(1), 0);
+    let client = rt.client();
+    let a = b.add(time("(a) invoke", runs, b.n(2000), || invoke(client, &input)));
+    drop(rt);
+
+    // (b) as (a) with a C policy callback.
+    let mut rt = Rt::new(small, true);
+    rt.bind(&ids_of(1), 0);
+    let client = rt.client();
+    let bb = b.add(time("(b) invoke with a C policy", runs, b.n(2000), || invoke(client, &input)));
+    drop(rt);
+
+    // (c) the floor of (a).
+    let catalog = Catalog::from_bytes(catalog_json(2, false).as_bytes()).unwrap();
+    let def = catalog.capability("bench.read").unwrap();
+    let c = b.add(time("(c) floor: parse, validate, parse, validate, outcome", runs, b.n(2000), || {
+        let v: Value = serde_json::from_str(INPUT).unwrap();
+        assert!(def.input.validate(&v).is_empty());
+        let out: Value = serde_json::from_str(INPUT).unwrap();
+        assert!(def.output.validate(&out).is_empty());
+        let o = Outcome::Succeeded { invocation_id: "invocation_x_1".into(), capability_id: "bench.read".into(), output: out };
+        std::hint::black_box(o.to_json());
+    }));
+    let _ = RcipError::new;
+
+    // (d) refresh + snapshot JSON at 10, 100, 1000 bound capabilities.
+    let mut d1000 = 0.0;
+    let mut serde1000 = 0.0;
+    let mut unchanged = 0.0;
+    for n in [10usize, 100, 1000] {
+        let cat = load(&catalog_json(n, false));
+        let mut rt = Rt::new(cat, false);
+        rt.bind(&ids_of(n), 0);
+        let host = rcip_runtime_host(rt.runtime);
+        let client = rt.client();
+        let batch = b.n(if n == 1000 { 50 } else { 500 });
+        let d = b.add(time(&format!("(d) refresh + snapshot JSON, {n} bound"), runs, batch, || {
+            rcip_host_refresh(host);
+            let mut s = ptr::null();
+            rcip_client_snapshot(client, &mut s);
+            std::hint::black_box(rcip_snapshot_json(s));
+            rcip_snapshot_free(s);
+        }));
+        if n == 1000 {
+            d1000 = d;
+            let mut s = ptr::null();
+            rcip_client_snapshot(client, &mut s);
+            let value: Value = serde_json::from_str(CStr::from_ptr(rcip_snapshot_json(s)).to_str().unwrap()).unwrap();
+            rcip_snapshot_free(s);
+            serde1000 = b.add(time("(d) serde_json::to_string of that snapshot Value, 1000", runs, batch, || {
+                std::hint::black_box(serde_json::to_string(&value).unwrap());
+            }));
+            unchanged = b.add(time("(d) snapshot read, nothing changed (1000 bound)", runs, b.n(20000), || {
+                let mut s = ptr::null();
+                rcip_client_snapshot(client, &mut s);
+                std::hint::black_box(rcip_snapshot_json(s));
+                rcip_snapshot_free(s);
+            }));
+        }
+        drop(rt);
+        rcip_catalog_free(cat);
+    }
+
+    // (e) runtime from a compiled 100-capability catalog + bind all, against
+    // compiling that catalog.
+    let text100 = catalog_json(100, true);
+    let c_text100 = cs(&text100);
+    let compile = b.add(time("(e) rcip_catalog_new, 100 capabilities (200 schemas)", runs, 1, || {
+        let mut c = ptr::null_mut();
+        rcip_catalog_new(c_text100.as_ptr(), &mut c);
+        rcip_catalog_free(c);
+    }));
+    let cat100 = load(&text100);
+    let ids100 = ids_of(100);
+    // Runtimes are dropped after each timed batch, outside the timing.
+    let batch = b.n(100);
+    let mut made: Vec<Rt> = Vec::with_capacity(batch);
+    let create = {
+        let mut samples = Vec::with_capacity(runs);
+        for run in 0..=runs {
+            let t = Instant::now();
+            for _ in 0..batch {
+                let mut rt = Rt::new(cat100, false);
+                rt.bind(&ids100, 0);
+                made.push(rt);
+            }
+            let ns = t.elapsed().as_nanos() as f64 / batch as f64;
+            made.clear();
+            if run > 0 {
+                samples.push(ns);
+            }
+        }
+        b.add(stat("(e) runtime from it + bind all 100", samples))
+    };
+    // Memory: live heap per runtime with every capability bound, before
+    // any snapshot is read.
+    // (Blocks allocated before counting starts and freed while it runs
+    // would lower the figure: nothing else runs meanwhile.)
+    counting(true);
+    let before = LIVE.load(Ordering::SeqCst);
+    let mut rt = Rt::new(cat100, false);
+    rt.bind(&ids100, 0);
+    let per_runtime = LIVE.load(Ordering::SeqCst) - before;
+    counting(false);
+    drop(rt);
+    b.figures.push(("live heap bytes per runtime (100 bound, no snapshot read)".into(), per_runtime as f64));
+
+    // (f) destructive: confirmation_required, then approved by the host.
+    let mut rt = Rt::new(small, false);
+    rt.bind(&ids_of(2), 0);
+    let client = rt.client();
+    let host = rcip_runtime_host(rt.runtime);
+    let mut slot: Vec<u8> = Vec::with_capacity(64);
+    let slot_ptr = &mut slot as *mut Vec<u8> as *mut c_void;
+    let empty = cs("{\"title\":\"x\",\"priority\":1}");
+    b.add(time("(f) destructive: confirmation_required + host approval", runs, b.n(1000), || {
+        rcip_client_invoke(client, c"bench.purge".as_ptr(), empty.as_ptr(), ptr::null(), ptr::null(), Some(on_confirmation_outcome), slot_ptr, None, ptr::null_mut());
+        let id = CString::new((*(slot_ptr as *mut Vec<u8>)).clone()).unwrap();
+        rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
+    }));
+    drop(rt);
+
+    // (g) throughput on two threads.
+    let per_thread = b.n(4000);
+    let one = {
+        let mut rt = Rt::new(small, false);
+        rt.bind(&ids_of(1), 0);
+        let client = rt.client() as usize;
+        let s = time_threads(runs, 1, per_thread, move |_| client);
+        drop(rt);
+        s
+    };
+    let two_runtimes = {
+        let mut r1 = Rt::new(small, false);
+        r1.bind(&ids_of(1), 0);
+        let mut r2 = Rt::new(small, false);
+        r2.bind(&ids_of(1), 0);
+        let clients = [r1.client() as usize, r2.client() as usize];
+        time_threads(runs, 2, per_thread, move |t| clients[t])
+    };
+    let shared = {
+        let mut rt = Rt::new(small, false);
+        rt.bind(&ids_of(1), 0);
+        let client = rt.client() as usize;
+        time_threads(runs, 2, per_thread, move |_| client)
+    };
+    b.figures.push(("(g) invocations/s, one thread".into(), one));
+    b.figures.push(("(g) invocations/s, two threads, two runtimes, one catalog".into(), two_runtimes));
+    b.figures.push(("(g) invocations/s, two threads, one shared runtime".into(), shared));
+
+    // (h) (a) with 1000 bound capabilities; (h2) 500 of them with checks.
+    let cat1000 = load(&catalog_json(1000, false));
+    let mut rt = Rt::new(cat1000, false);
+    rt.bind(&ids_of(1000), 0);
+    let client = rt.client();
+    let h = b.add(time("(h) invoke, 1000 bound capabilities", runs, b.n(1000), || invoke(client, &input)));
+    drop(rt);
+    let mut rt = Rt::new(cat1000, false);
+    rt.bind(&ids_of(1000), 500);
+    let client = rt.client();
+    let h2 = b.add(time("(h2) invoke, 1000 bound, 500 with availability callbacks", runs, b.n(200), || invoke(client, &input)));
+    drop(rt);
+    rcip_catalog_free(cat1000);
+    rcip_catalog_free(cat100);
+    rcip_catalog_free(small);
+
+    let r = |x: f64, y: f64| x / y;
+    b.target("(a) <= 1.5 x (c)", a <= 1.5 * c, format!("{a:.0} / {c:.0} = {:.2}", r(a, c)));
+    b.target("(b) <= 1.25 x (a)", bb <= 1.25 * a, format!("{bb:.0} / {a:.0} = {:.2}", r(bb, a)));
+    b.target("unchanged snapshot read <= 0.05 x (a)", unchanged <= 0.05 * a, format!("{unchanged:.0} / {a:.0} = {:.3}", r(unchanged, a)));
+    b.target(
+        "(d) at 1000 <= 0.3 x serde_json serialising it",
+        d1000 <= 0.3 * serde1000,
+        format!("{d1000:.0} / {serde1000:.0} = {:.3}", r(d1000, serde1000)),
+    );
+    b.target("(e) <= 1/1000 of compiling", create * 1000.0 <= compile, format!("{create:.0} / {compile:.0} = {:.5}", r(create, compile)));
+    b.target(
+        "(g) two runtimes >= 1.7 x one thread",
+        two_runtimes >= 1.7 * one,
+        format!("{two_runtimes:.0} / {one:.0} = {:.2}", r(two_runtimes, one)),
+    );
+    b.target("(g) one shared runtime >= 1.2 x one thread", shared >= 1.2 * one, format!("{shared:.0} / {one:.0} = {:.2}", r(shared, one)));
+    b.target("(h) <= 2 x (a)", h <= 2.0 * a, format!("{h:.0} / {a:.0} = {:.2}", r(h, a)));
+    b.target("(h2) <= 8 x (a)", h2 <= 8.0 * a, format!("{h2:.0} / {a:.0} = {:.2}", r(h2, a)));
+    b.target(
+        "live heap per runtime (100 bound) <= 64 KiB",
+        per_runtime <= 64 * 1024,
+        format!("{per_runtime} bytes"),
+    );
+}
+
+/// Best throughput (invocations per second, all threads together) over
+/// `runs` runs of `per_thread` invocations on each of `threads` threads.
+fn time_threads(runs: usize, threads: usize, per_thread: usize, client_of: impl Fn(usize) -> usize + Sync) -> f64 {
+    let input = cs(INPUT);
+    let input_ptr = input.as_ptr() as usize;
+    let mut best = 0.0f64;
+    for _ in 0..runs + 1 {
+        let barrier = std::sync::Barrier::new(threads);
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                let client = client_of(i) as *const rcip_client as usize;
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    let client = client as *const rcip_client;
+                    let input = unsafe { CStr::from_ptr(input_ptr as *const c_char) };
+                    for _ in 0..per_thread {
+                        unsafe { invoke(client, input) };
+                    }
+                });
+            }
+        });
+        let per_s = (threads * per_thread) as f64 / t.elapsed().as_secs_f64();
+        best = best.max(per_s);
+    }
+    best
+}
+
+/// Runs one workload `n` times without timing (for profilers).
+unsafe fn profile(what: &str, n: usize) {
+    let small = load(&catalog_json(2, false));
+    let input = cs(INPUT);
+    match what {
+        "a" | "b" => {
+            let mut rt = Rt::new(small, what == "b");
+            rt.bind(&ids_of(1), 0);
+            let client = rt.client();
+            for _ in 0..n {
+                invoke(client, &input);
+            }
+        }
+        "c" => {
+            let catalog = Catalog::from_bytes(catalog_json(2, false).as_bytes()).unwrap();
+            let def = catalog.capability("bench.read").unwrap();
+            for _ in 0..n {
+                let v: Value = serde_json::from_str(INPUT).unwrap();
+                assert!(def.input.validate(&v).is_empty());
+                let out: Value = serde_json::from_str(INPUT).unwrap();
+                assert!(def.output.validate(&out).is_empty());
+                let o = Outcome::Succeeded { invocation_id: "invocation_x_1".into(), capability_id: "bench.read".into(), output: out };
+                std::hint::black_box(o.to_json());
+            }
+        }
+        "e" => {
+            let cat100 = load(&catalog_json(100, true));
+            let ids = ids_of(100);
+            for _ in 0..n / 100 {
+                let mut rt = Rt::new(cat100, false);
+                rt.bind(&ids, 0);
+            }
+        }
+        other => eprintln!("unknown workload {other}"),
+    }
+}

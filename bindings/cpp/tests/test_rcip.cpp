@@ -1,0 +1,367 @@
+// Tests of the C++ wrapper (bindings/cpp/include/rcip/rcip.hpp). Built with
+// -std=c++17 -Wall -Wextra -Wpedantic -Werror and, where the machine allows
+// it, -fsanitize=address,undefined. Prints "N passed, M failed".
+#include <rcip/rcip.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int g_failed = 0;
+int g_checks = 0;
+
+#define CHECK(cond)                                                             \
+    do {                                                                        \
+        ++g_checks;                                                             \
+        if (!(cond)) {                                                          \
+            ++g_failed;                                                         \
+            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                       \
+    } while (0)
+
+#define CHECK_THROWS_CODE(expr, expected_code)                                  \
+    do {                                                                        \
+        ++g_checks;                                                             \
+        bool thrown_ = false;                                                   \
+        try {                                                                   \
+            (void)(expr);                                                       \
+        } catch (const rcip::Error &e_) {                                       \
+            thrown_ = e_.code() == (expected_code);                             \
+            if (!thrown_) std::fprintf(stderr, "got code %u: %s\n", static_cast<unsigned>(e_.code()), e_.what()); \
+        }                                                                       \
+        if (!thrown_) {                                                         \
+            ++g_failed;                                                         \
+            std::fprintf(stderr, "%s:%d: expected rcip::Error %s from %s\n", __FILE__, __LINE__, #expected_code, #expr); \
+        }                                                                       \
+    } while (0)
+
+const char *CATALOG = R"({
+  "protocolVersion": "1.0",
+  "application": {"id": "desk", "name": "Desk", "description": "A help desk."},
+  "scopes": [{"id": "tickets", "title": "Tickets", "description": "Ticket queue."}],
+  "capabilities": [
+    {"id": "greeting.say", "title": "Say hello", "description": "Greets someone.", "scopeIds": [], "effect": "read",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]},
+     "outputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {"id": "tickets.create", "title": "Create ticket", "description": "Opens a ticket.", "scopeIds": ["tickets"],
+     "effect": "write", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+    {"id": "tickets.purge", "title": "Purge tickets", "description": "Deletes closed tickets.", "scopeIds": ["tickets"],
+     "effect": "destructive", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}
+  ]})";
+
+constexpr int64_t CLOCK_START = 1767225600000;
+
+std::string hello(rcip::Invocation &inv) {
+    std::string name = rcip::json::string_member(inv.input(), "name");
+    return "{\"text\": " + rcip::json::quote("hello " + name) + "}";
+}
+
+void test_catalog_and_errors() {
+    CHECK(rcip::abi_matches());
+    CHECK(rcip::version() == "0.1.0");
+    rcip::Catalog catalog(CATALOG);
+    CHECK(catalog.raw() != nullptr);
+    CHECK_THROWS_CODE(rcip::Catalog("{\"protocolVersion\": \"2.0\"}"), RCIP_RESULT_INVALID_CATALOG);
+    std::string report = rcip::Catalog::check("{}");
+    CHECK(rcip::json::member(report, "ok").value_or("") == "false");
+    try {
+        rcip::Catalog bad("{not json");
+        CHECK(false);
+    } catch (const rcip::Error &e) {
+        CHECK(e.code() == RCIP_RESULT_INVALID_CATALOG);
+        CHECK(std::strlen(e.what()) > 0);
+    }
+    rcip::Schema schema(R"({"type": "integer"})");
+    CHECK(schema.is_valid("3"));
+    CHECK(!schema.is_valid("\"x\""));
+    CHECK_THROWS_CODE(rcip::Schema(R"({"frobnicate": 1})"), RCIP_RESULT_INVALID_ARGUMENT);
+}
+
+void test_invoke_sync_handler() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    rcip::Binding binding = runtime.host().bind("greeting.say", hello);
+    CHECK(binding.installed());
+    rcip::Outcome o = runtime.client().invoke("greeting.say", R"({"name": "Ada"})").get();
+    CHECK(o.ok());
+    CHECK(o.status == rcip::Status::Succeeded);
+    CHECK(rcip::json::string_member(o.output, "text") == "hello Ada");
+    CHECK(o.capability_id == "greeting.say");
+    CHECK(!o.invocation_id.empty());
+
+    rcip::Outcome bad = runtime.client().invoke("greeting.say", R"({"name": ""})").get();
+    CHECK(bad.status == rcip::Status::Failed && bad.error_code == "INPUT_INVALID");
+    CHECK(runtime.client().invoke("greeting.say", "{not json").get().error_code == "INPUT_INVALID");
+    CHECK(runtime.client().invoke("nope.nothing", "{}").get().error_code == "CAPABILITY_NOT_FOUND");
+
+    rcip::InvokeOptions options;
+    options.invocation_id = "my-id";
+    std::string seen;
+    std::string id = runtime.client().invoke("greeting.say", R"({"name": "Bo"})", [&](rcip::Outcome out) { seen = out.output; }, options);
+    CHECK(id == "my-id");
+    CHECK(rcip::json::string_member(seen, "text") == "hello Bo");
+}
+
+void test_binding_raii_unbinds() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    {
+        rcip::Binding b = runtime.host().bind("greeting.say", hello);
+        CHECK_THROWS_CODE(runtime.host().bind("greeting.say", hello), RCIP_RESULT_ALREADY_BOUND);
+        rcip::Binding moved = std::move(b);
+        CHECK(!b && moved.installed());
+    }
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "x"})").get().error_code == "CAPABILITY_UNBOUND");
+    CHECK_THROWS_CODE(runtime.host().bind("nope.nothing", hello), RCIP_RESULT_NOT_IN_CATALOG);
+    rcip::Binding b = runtime.host().bind("greeting.say", hello);
+    b.set_revision(3);
+    b.unbind();
+    CHECK(!b.installed());
+}
+
+void test_throwing_lambdas_become_errors() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<std::string> reported;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .policy([](rcip::PolicyRequest &req) -> rcip::Decision {
+                                    if (req.capability_id() == "tickets.create") throw std::runtime_error("policy bug");
+                                    return rcip::Decision::allow();
+                                })
+                                .on_event([](const rcip::Event &) { throw 42; })
+                                .on_error([&](std::exception_ptr, const char *where) { reported.push_back(where); })
+                                .build();
+    rcip::Host host = runtime.host();
+    rcip::Binding a = host.bind("greeting.say", [](rcip::Invocation &) -> std::string { throw std::runtime_error("handler bug"); });
+    rcip::Binding c = host.bind("tickets.create", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    rcip::Binding d = host.bind(
+        "tickets.purge", [](rcip::Invocation &) { throw rcip::Aborted(); },
+        []() -> rcip::Availability { return true; });
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "x"})").get().error_code == "EXECUTION_FAILED");
+    CHECK(runtime.client().invoke("tickets.create", "{}").get().error_code == "POLICY_EVALUATION_FAILED");
+    CHECK(runtime.client().invoke("tickets.purge", "{}").get().error_code == "EXECUTION_ABORTED");
+    bool handler_reported = false, policy_reported = false, event_reported = false;
+    for (const std::string &w : reported) {
+        handler_reported |= w == "handler";
+        policy_reported |= w == "policy";
+        event_reported |= w == "event observer";
+    }
+    CHECK(handler_reported && policy_reported && event_reported);
+
+    a.reset();
+    rcip::Binding e = host.bind(
+        "greeting.say", hello, []() -> rcip::Availability { throw std::logic_error("availability bug"); });
+    rcip::Outcome unavailable = runtime.client().invoke("greeting.say", R"({"name": "x"})").get();
+    CHECK(unavailable.error_code == "CAPABILITY_UNAVAILABLE");
+    std::string snap(runtime.client().snapshot().json());
+    CHECK(snap.find("AVAILABILITY_CHECK_FAILED") != std::string::npos);
+
+}
+
+void test_handler_returning_unsettled_fails() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog).policy([](rcip::PolicyRequest &) { return rcip::Decision::allow(); }).build();
+    rcip::Binding b = runtime.host().bind("tickets.create", [](rcip::Invocation &) {});
+    CHECK(runtime.client().invoke("tickets.create", "{}").get().error_code == "EXECUTION_FAILED");
+}
+
+void test_deferred_handler_on_another_thread() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    std::vector<std::thread> threads;
+    rcip::Binding b = runtime.host().bind("greeting.say", [&](rcip::Invocation &inv) {
+        threads.emplace_back([owned = std::move(inv)]() mutable {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            owned.complete(R"({"text": "later"})");
+            try {
+                owned.complete(R"({"text": "twice"})");
+            } catch (const rcip::Error &e) {
+                if (e.code() != RCIP_RESULT_ALREADY_COMPLETED) std::abort();
+            }
+        });
+    });
+    std::future<rcip::Outcome> f = runtime.client().invoke("greeting.say", R"({"name": "x"})");
+    CHECK(f.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    CHECK(rcip::json::string_member(f.get().output, "text") == "later");
+    for (auto &t : threads) t.join();
+}
+
+void test_deferred_policy_and_cancellation() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<rcip::PolicyRequest> held;
+    std::mutex m;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .policy([&](rcip::PolicyRequest &req) {
+                                    std::lock_guard<std::mutex> lock(m);
+                                    held.push_back(std::move(req));
+                                })
+                                .build();
+    rcip::Binding b = runtime.host().bind("tickets.create", [](rcip::Invocation &inv) { inv.complete(R"({"id": 1})"); });
+    std::future<rcip::Outcome> allowed = runtime.client().invoke("tickets.create", "{}");
+    CHECK(allowed.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout);
+    std::thread([&] { held.at(0).allow(); }).join();
+    CHECK(allowed.get().ok());
+
+    rcip::CancelToken token;
+    rcip::CancelToken copy = token;  // a clone: the same token
+    rcip::InvokeOptions options;
+    options.cancel = &token;
+    std::future<rcip::Outcome> cancelled = runtime.client().invoke("tickets.create", "{}", options);
+    std::atomic<int> told{0};
+    copy.on_cancel([&] { ++told; });
+    copy.cancel();
+    CHECK(token.cancelled());
+    CHECK(told == 1);
+    CHECK(cancelled.get().error_code == "EXECUTION_ABORTED");
+    held.at(1).deny("too late");  // a late answer is ignored
+}
+
+void test_confirmation_expiry_with_a_manual_clock() {
+    rcip::Catalog catalog(CATALOG);
+    std::atomic<int64_t> now{CLOCK_START};
+    std::vector<rcip::ConfirmationNotice> notices;
+    std::vector<rcip::Event> events;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .clock([&] { return now.load(); })
+                                .manual_timers()
+                                .confirmation_ttl_ms(1000)
+                                .on_confirmation([&](const rcip::ConfirmationNotice &n) { notices.push_back(n); })
+                                .on_event([&](const rcip::Event &e) { events.push_back(e); })
+                                .build();
+    rcip::Binding b = runtime.host().bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete(R"({"purged": 1})"); });
+    rcip::Outcome pending = runtime.client().invoke("tickets.purge", "{}").get();
+    CHECK(pending.status == rcip::Status::ConfirmationRequired);
+    CHECK(pending.expires_at == CLOCK_START + 1000);
+    CHECK(runtime.next_deadline().value_or(0) == CLOCK_START + 1000);
+    CHECK(notices.size() == 1 && notices[0].event == "opened" && notices[0].confirmation_id == pending.confirmation_id);
+    now += 1000;
+    runtime.run_due_timers();
+    CHECK(!runtime.next_deadline());
+    CHECK(notices.back().event == "closed" && notices.back().reason == "expired");
+    CHECK(events.back().error_code == "CONFIRMATION_EXPIRED" && events.back().timestamp == CLOCK_START + 1000);
+    CHECK(runtime.host().resolve_confirmation(pending.confirmation_id, true).get().error_code == "CONFIRMATION_EXPIRED");
+
+    rcip::Outcome again = runtime.client().invoke("tickets.purge", "{}").get();
+    rcip::Outcome approved = runtime.host().resolve_confirmation(again.confirmation_id, true).get();
+    CHECK(approved.ok() && approved.invocation_id == again.invocation_id);
+}
+
+void test_context_snapshot_subscription_preflight() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .id_generator([](std::string_view prefix) -> std::optional<std::string> {
+                                    static int n = 0;
+                                    return std::string(prefix) + "-" + std::to_string(++n);
+                                })
+                                .build();
+    std::vector<uint64_t> revisions;
+    rcip::Subscription sub = runtime.client().subscribe([&](uint64_t r) { revisions.push_back(r); });
+    runtime.host().set_context({"tickets"}, std::string("tickets"));
+    CHECK_THROWS_CODE(runtime.host().set_context({"nope"}), RCIP_RESULT_UNKNOWN_SCOPE);
+    CHECK_THROWS_CODE(runtime.host().set_context_json("{oops"), RCIP_RESULT_INVALID_JSON);
+    rcip::Binding b = runtime.host().bind("greeting.say", hello);
+    rcip::Snapshot snap = runtime.client().snapshot();
+    CHECK(snap.revision() == 2);
+    CHECK(rcip::json::member(snap.json(), "context").value_or("").find("tickets") != std::string_view::npos);
+    CHECK((revisions == std::vector<uint64_t>{1, 2}));
+    sub.reset();
+    runtime.host().refresh();
+    CHECK(revisions.size() == 2);
+    std::string listed = runtime.client().list_capabilities(R"({"effect": "read"})");
+    CHECK(rcip::json::elements(listed).size() == 1);
+    CHECK_THROWS_CODE(runtime.client().list_capabilities(R"({"effect": "boom"})"), RCIP_RESULT_INVALID_ARGUMENT);
+    runtime.host().clear_context();
+
+    rcip::PreflightReport report = runtime.client()
+                                       .preflight({{"greeting.say", R"({"name": "x"})"}, {"tickets.create", "{}"}, {"greeting.say", "{"}})
+                                       .get();
+    CHECK(report.consistent && report.outcomes.size() == 3);
+    CHECK(report.outcomes[0].status == "ready");
+    CHECK(report.outcomes[1].status == "blocked" && report.outcomes[1].error_code == "CAPABILITY_UNBOUND");
+    CHECK(report.outcomes[2].error_code == "INPUT_INVALID");
+    CHECK_THROWS_CODE(runtime.client().preflight({}), RCIP_RESULT_PREFLIGHT_BATCH_INVALID);
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "x"})").get().invocation_id == "invocation-1");
+    CHECK(runtime.stats().find("\"bindings\":1") != std::string::npos);
+}
+
+void test_runtime_destroyed_with_pending_work() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<rcip::Invocation> held;
+    rcip::Binding b;
+    std::future<rcip::Outcome> pending;
+    {
+        rcip::Runtime runtime(catalog);
+        b = runtime.host().bind("greeting.say", [&](rcip::Invocation &inv) { held.push_back(std::move(inv)); });
+        pending = runtime.client().invoke("greeting.say", R"({"name": "x"})");
+        CHECK(pending.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout);
+    }
+    CHECK(pending.get().error_code == "EXECUTION_ABORTED");
+    CHECK(held.at(0).cancelled());
+    held.at(0).complete(R"({"text": "late"})");  // OK and ignored
+    CHECK(!b.installed());
+    CHECK_THROWS_CODE(b.unbind(), RCIP_RESULT_CLOSED);
+}
+
+void test_throwing_clock_ids_and_observers_are_contained() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<std::string> reported;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .clock([]() -> int64_t { throw std::runtime_error("clock bug"); })
+                                .id_generator([](std::string_view) -> std::optional<std::string> { throw 7; })
+                                .on_confirmation([](const rcip::ConfirmationNotice &) { throw std::bad_alloc(); })
+                                .on_error([&](std::exception_ptr, const char *where) { reported.push_back(where); })
+                                .build();
+    rcip::Subscription sub = runtime.client().subscribe([](uint64_t) { throw std::logic_error("subscriber bug"); });
+    rcip::Binding b = runtime.host().bind("greeting.say", hello);
+    rcip::Binding p = runtime.host().bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    rcip::Outcome o = runtime.client().invoke("greeting.say", R"({"name": "x"})").get();
+    CHECK(o.ok());
+    CHECK(o.invocation_id.rfind("invocation_", 0) == 0);  // the built-in generator answered
+    CHECK(runtime.client().invoke("tickets.purge", "{}").get().status == rcip::Status::ConfirmationRequired);
+    rcip::CancelToken token;
+    token.on_cancel([] { throw std::runtime_error("on_cancel bug"); });
+    token.cancel();  // swallowed, never std::terminate
+    bool clock = false, ids = false, subscriber = false, confirmation = false;
+    for (const std::string &w : reported) {
+        clock |= w == "clock";
+        ids |= w == "id generator";
+        subscriber |= w == "subscriber";
+        confirmation |= w == "confirmation callback";
+    }
+    CHECK(clock && ids && subscriber && confirmation);
+}
+
+void test_json_helpers() {
+    CHECK(rcip::json::quote("a\"b\\\n\x01") == "\"a\\\"b\\\\\\n\\u0001\"");
+    CHECK(rcip::json::unquote("\"\\u00e9\\ud83d\\ude00\"") == "\xc3\xa9\xf0\x9f\x98\x80");
+    std::string_view obj = R"( {"a": [1, {"b": "}"}], "c" : "d", "e": {"f": true}} )";
+    CHECK(rcip::json::member(obj, "c").value_or("") == "\"d\"");
+    CHECK(rcip::json::member(obj, "e").value_or("") == R"({"f": true})");
+    CHECK(rcip::json::elements(rcip::json::member(obj, "a").value_or("")).size() == 2);
+    CHECK(!rcip::json::member(obj, "z"));
+    CHECK(!rcip::json::member("[1]", "a"));
+}
+
+}  // namespace
+
+int main() {
+    test_catalog_and_errors();
+    test_invoke_sync_handler();
+    test_binding_raii_unbinds();
+    test_throwing_lambdas_become_errors();
+    test_handler_returning_unsettled_fails();
+    test_deferred_handler_on_another_thread();
+    test_deferred_policy_and_cancellation();
+    test_confirmation_expiry_with_a_manual_clock();
+    test_context_snapshot_subscription_preflight();
+    test_runtime_destroyed_with_pending_work();
+    test_throwing_clock_ids_and_observers_are_contained();
+    test_json_helpers();
+    std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
+    return g_failed ? 1 : 0;
+}

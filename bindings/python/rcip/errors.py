@@ -1,0 +1,159 @@
+"""Exceptions: ``RcipError`` for result codes (misuse and host configuration),
+``Aborted`` for handlers that give up, ``DeadlockError`` for a blocking call
+that could never return."""
+
+from __future__ import annotations
+
+import enum
+from typing import Dict, Type
+
+from ._lib import lib
+
+
+class Result(enum.IntEnum):
+    """``rcip_result`` values (include/rcip.h); never renumbered."""
+
+    OK = 0
+    NULL_ARGUMENT = 100
+    INVALID_UTF8 = 101
+    INVALID_JSON = 102
+    INVALID_ARGUMENT = 103
+    INVALID_CATALOG = 200
+    NOT_IN_CATALOG = 201
+    ALREADY_BOUND = 202
+    UNKNOWN_SCOPE = 203
+    PRIMARY_NOT_ACTIVE = 204
+    ALREADY_USED = 300
+    ALREADY_COMPLETED = 301
+    CLOSED = 302
+    PREFLIGHT_BATCH_INVALID = 303
+    WRONG_CONTEXT = 304
+    PANIC = 900
+
+
+class RcipError(Exception):
+    """A non-OK ``rcip_result``. ``code`` is the value (an ``int``; a
+    ``Result`` when known), ``message`` the library's detail
+    (``rcip_last_error_message``) or the code's fixed text."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        try:
+            self.code: int = Result(code)
+        except ValueError:
+            self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        name = self.code.name if isinstance(self.code, Result) else str(self.code)
+        return "%s: %s" % (name, self.message)
+
+
+class NullArgumentError(RcipError):
+    pass
+
+
+class InvalidUtf8Error(RcipError):
+    pass
+
+
+class InvalidJsonError(RcipError):
+    pass
+
+
+class InvalidArgumentError(RcipError):
+    pass
+
+
+class InvalidCatalogError(RcipError):
+    pass
+
+
+class NotInCatalogError(RcipError):
+    pass
+
+
+class AlreadyBoundError(RcipError):
+    pass
+
+
+class UnknownScopeError(RcipError):
+    pass
+
+
+class PrimaryNotActiveError(RcipError):
+    pass
+
+
+class AlreadyUsedError(RcipError):
+    pass
+
+
+class AlreadyCompletedError(RcipError):
+    pass
+
+
+class ClosedError(RcipError):
+    pass
+
+
+class PreflightBatchInvalidError(RcipError):
+    pass
+
+
+class WrongContextError(RcipError):
+    pass
+
+
+class PanicError(RcipError):
+    pass
+
+
+_BY_CODE: Dict[int, Type[RcipError]] = {
+    Result.NULL_ARGUMENT: NullArgumentError,
+    Result.INVALID_UTF8: InvalidUtf8Error,
+    Result.INVALID_JSON: InvalidJsonError,
+    Result.INVALID_ARGUMENT: InvalidArgumentError,
+    Result.INVALID_CATALOG: InvalidCatalogError,
+    Result.NOT_IN_CATALOG: NotInCatalogError,
+    Result.ALREADY_BOUND: AlreadyBoundError,
+    Result.UNKNOWN_SCOPE: UnknownScopeError,
+    Result.PRIMARY_NOT_ACTIVE: PrimaryNotActiveError,
+    Result.ALREADY_USED: AlreadyUsedError,
+    Result.ALREADY_COMPLETED: AlreadyCompletedError,
+    Result.CLOSED: ClosedError,
+    Result.PREFLIGHT_BATCH_INVALID: PreflightBatchInvalidError,
+    Result.WRONG_CONTEXT: WrongContextError,
+    Result.PANIC: PanicError,
+}
+
+
+def result_str(code: int) -> str:
+    """The library's fixed sentence for a result code."""
+    return lib.rcip_result_str(code).decode("utf-8")
+
+
+def error_for(code: int) -> RcipError:
+    """The exception for a failed call; reads ``rcip_last_error_message`` at
+    once (the next rcip call on this thread replaces it)."""
+    detail = lib.rcip_last_error_message()
+    message = detail.decode("utf-8", "replace") if detail else result_str(code)
+    return _BY_CODE.get(code, RcipError)(code, message)
+
+
+def check(code: int) -> None:
+    """Raises the ``RcipError`` subclass for a non-OK result."""
+    if code:
+        raise error_for(code)
+
+
+class Aborted(Exception):
+    """Raise it from a handler to fail the invocation as an abort
+    (``EXECUTION_ABORTED``). ``asyncio.CancelledError`` does the same."""
+
+
+class DeadlockError(RuntimeError):
+    """A blocking call (``invoke``, ``preflight``, ``resolve_confirmation``)
+    was made on the thread running the runtime's asyncio loop while coroutine
+    callbacks are registered: the outcome would need that loop, which the call
+    blocks. Use the ``*_async`` variant there."""

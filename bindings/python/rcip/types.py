@@ -1,0 +1,368 @@
+"""Small typed values: outcomes, reports, events, notices, decisions."""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+
+class Status(str, enum.Enum):
+    """An outcome's ``status``. A ``str``: ``outcome.status == "succeeded"`` works."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DENIED = "denied"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Effect(str, enum.Enum):
+    READ = "read"
+    WRITE = "write"
+    EXTERNAL = "external"
+    DESTRUCTIVE = "destructive"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RawJson:
+    """Payload text passed through unchanged: return it from a handler (its
+    output text) or pass it as ``input`` (the input text). Text that is not a
+    JSON value becomes an ``OUTPUT_INVALID`` / ``INPUT_INVALID`` outcome."""
+
+    text: Union[str, bytes]
+
+
+@dataclass(frozen=True)
+class ValidationIssue:
+    instance_path: str
+    keyword: str
+    message: str
+
+    @classmethod
+    def _from(cls, d: Mapping[str, Any]) -> "ValidationIssue":
+        return cls(d.get("instancePath", ""), d.get("keyword", ""), d.get("message", ""))
+
+
+@dataclass(frozen=True)
+class OutcomeError:
+    """``{"code", "message", "validationIssues"?}``: ``code`` is the stable
+    RCIP error code (``INPUT_INVALID``, ``POLICY_DENIED``, ...)."""
+
+    code: str
+    message: str
+    validation_issues: Optional[Tuple[ValidationIssue, ...]] = None
+
+    @classmethod
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["OutcomeError"]:
+        if d is None:
+            return None
+        issues = d.get("validationIssues")
+        return cls(
+            d.get("code", ""),
+            d.get("message", ""),
+            None if issues is None else tuple(ValidationIssue._from(i) for i in issues),
+        )
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A pending confirmation as the consumer sees it; ``expires_at`` in epoch ms."""
+
+    id: str
+    title: str
+    description: str
+    effect: str
+    expires_at: int
+
+    @classmethod
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["Confirmation"]:
+        if d is None:
+            return None
+        return cls(d.get("id", ""), d.get("title", ""), d.get("description", ""), d.get("effect", ""), d.get("expiresAt", 0))
+
+
+def _status(value: str) -> Union[Status, str]:
+    try:
+        return Status(value)
+    except ValueError:
+        return value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One invocation's outcome (the outcome record of conformance/FORMAT.md)."""
+
+    status: Union[Status, str]
+    invocation_id: str
+    capability_id: str
+    output: Any = None
+    error: Optional[OutcomeError] = None
+    confirmation: Optional[Confirmation] = None
+    json: str = field(default="", repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.SUCCEEDED
+
+    @property
+    def code(self) -> Optional[str]:
+        """The error code, or ``None`` for ``succeeded`` and ``confirmation_required``."""
+        return None if self.error is None else self.error.code
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The record as the library wrote it (a fresh copy)."""
+        return json.loads(self.json)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Outcome":
+        d = json.loads(text)
+        return cls(
+            _status(d.get("status", "")),
+            d.get("invocationId", ""),
+            d.get("capabilityId", ""),
+            d.get("output"),
+            OutcomeError._from(d.get("error")),
+            Confirmation._from(d.get("confirmation")),
+            text,
+        )
+
+
+@dataclass(frozen=True)
+class PreflightOutcome:
+    status: str  # "ready" | "confirmation_required" | "blocked"
+    capability_id: str
+    effect: Optional[str] = None
+    reason: Optional[str] = None
+    error: Optional[OutcomeError] = None
+
+
+@dataclass(frozen=True)
+class PreflightReport:
+    revision: int
+    checked_at: int
+    consistent: bool
+    outcomes: Tuple[PreflightOutcome, ...]
+    json: str = field(default="", repr=False, compare=False)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(self.json)
+
+    @classmethod
+    def from_json(cls, text: str) -> "PreflightReport":
+        d = json.loads(text)
+        return cls(
+            d.get("revision", 0),
+            d.get("checkedAt", 0),
+            bool(d.get("consistent")),
+            tuple(
+                PreflightOutcome(o.get("status", ""), o.get("capabilityId", ""), o.get("effect"), o.get("reason"), OutcomeError._from(o.get("error")))
+                for o in d.get("outcomes", [])
+            ),
+            text,
+        )
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One preflight proposal; ``input_json`` (raw text) wins over ``input``."""
+
+    capability_id: str
+    input: Any = None
+    input_json: Optional[Union[str, bytes]] = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A redacted lifecycle event (no input, output or message)."""
+
+    timestamp: int
+    invocation_id: str
+    capability_id: str
+    phase: str
+    error_code: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {
+            "timestamp": self.timestamp,
+            "invocationId": self.invocation_id,
+            "capabilityId": self.capability_id,
+            "phase": self.phase,
+        }
+        if self.error_code is not None:
+            d["errorCode"] = self.error_code
+        return d
+
+    @classmethod
+    def from_json(cls, text: str) -> "Event":
+        d = json.loads(text)
+        return cls(d.get("timestamp", 0), d.get("invocationId", ""), d.get("capabilityId", ""), d.get("phase", ""), d.get("errorCode"))
+
+
+@dataclass(frozen=True)
+class ConfirmationNotice:
+    """What the host's confirmation callback is told. ``event`` is
+    ``"opened"`` (with ``confirmation`` and the captured ``input``, for the
+    dialog) or ``"closed"`` (with ``reason``: approved, declined, expired,
+    cancelled, invalidated or closed)."""
+
+    event: str
+    confirmation_id: str
+    invocation_id: str
+    capability_id: str
+    confirmation: Optional[Confirmation] = None
+    input: Any = None
+    reason: Optional[str] = None
+    json: str = field(default="", repr=False, compare=False)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(self.json)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ConfirmationNotice":
+        d = json.loads(text)
+        confirmation = Confirmation._from(d.get("confirmation"))
+        return cls(
+            d.get("event", ""),
+            confirmation.id if confirmation else d.get("confirmationId", ""),
+            d.get("invocationId", ""),
+            d.get("capabilityId", ""),
+            confirmation,
+            d.get("input"),
+            d.get("reason"),
+            text,
+        )
+
+
+@dataclass(frozen=True)
+class Availability:
+    """An availability answer (``RcipAvailability``). An availability check
+    may also return a plain ``bool`` or a mapping with these keys."""
+
+    available: bool
+    reason_code: Optional[str] = None
+    reason: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy decision. A policy may also return ``"allow"``, ``"deny"``,
+    ``"confirm"`` or a mapping ``{"decision", "reason"?}``."""
+
+    decision: str
+    reason: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"decision": self.decision}
+        if self.reason is not None:
+            d["reason"] = self.reason
+        return d
+
+
+def allow() -> Decision:
+    return Decision("allow")
+
+
+def deny(reason: Optional[str] = None) -> Decision:
+    return Decision("deny", reason)
+
+
+def confirm(reason: Optional[str] = None) -> Decision:
+    return Decision("confirm", reason)
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    valid: bool
+    issues: Tuple[ValidationIssue, ...]
+
+
+@dataclass(frozen=True)
+class CatalogProblem:
+    pointer: str
+    rule: str
+    message: str
+    id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CatalogReport:
+    """``rcip_catalog_check``: every problem of a catalog, in document order."""
+
+    ok: bool
+    problems: Tuple[CatalogProblem, ...]
+
+
+class Snapshot:
+    """An immutable snapshot of one revision. ``client.snapshot()`` returns
+    the same object until the revision changes."""
+
+    __slots__ = ("revision", "json", "_data", "_lock")
+
+    def __init__(self, revision: int, text: str) -> None:
+        self.revision = revision
+        self.json = text
+        self._data: Optional[Dict[str, Any]] = None
+        self._lock = threading.Lock()
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A fresh parsed copy of the snapshot."""
+        with self._lock:
+            if self._data is None:
+                self._data = json.loads(self.json)
+            return copy.deepcopy(self._data)
+
+    @property
+    def capabilities(self) -> List[Dict[str, Any]]:
+        return self.to_dict()["capabilities"]
+
+    @property
+    def context(self) -> Dict[str, Any]:
+        return self.to_dict()["context"]
+
+    def capability(self, capability_id: str) -> Optional[Dict[str, Any]]:
+        for c in self.capabilities:
+            if c.get("id") == capability_id:
+                return c
+        return None
+
+    def __repr__(self) -> str:
+        return "Snapshot(revision=%d)" % self.revision
+
+
+class ManualClock:
+    """A clock that moves only when told (epoch milliseconds). Pass it as
+    ``Runtime(clock=...)``, usually with ``manual_timers=True``; after
+    ``advance`` call ``runtime.run_due_timers()`` to expire confirmations."""
+
+    def __init__(self, start_ms: Optional[int] = None) -> None:
+        self._now = int(time.time() * 1000) if start_ms is None else int(start_ms)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        return self._now
+
+    def now(self) -> int:
+        return self._now
+
+    def advance(self, ms: int) -> int:
+        with self._lock:
+            self._now += int(ms)
+            return self._now
+
+    def set(self, ms: int) -> None:
+        with self._lock:
+            self._now = int(ms)
+
+
+ProposalLike = Union[Proposal, Tuple[str, Any], Mapping[str, Any]]
+ScopeIds = Sequence[str]

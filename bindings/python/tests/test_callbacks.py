@@ -1,0 +1,291 @@
+"""Exceptions in every callback kind become the documented outcome, never a
+crash; callbacks survive garbage collection; registrations are released."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import weakref
+
+import pytest
+from conftest import CLOCK_START, HERE
+
+import rcip
+from rcip._handle import registry
+
+
+class Boom(Exception):
+    pass
+
+
+# ----- exceptions in callbacks --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "exc, code",
+    [
+        (Boom("handler bug"), "EXECUTION_FAILED"),
+        (KeyboardInterrupt(), "EXECUTION_FAILED"),
+        (SystemExit(3), "EXECUTION_FAILED"),
+        (rcip.Aborted(), "EXECUTION_ABORTED"),
+        (asyncio.CancelledError(), "EXECUTION_ABORTED"),
+    ],
+)
+def test_handler_exceptions(catalog, errors, exc, code):
+    def handler(inv):
+        raise exc
+
+    with rcip.Runtime(catalog, on_error=errors) as runtime:
+        runtime.host.bind("greeting.say", handler)
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).code == code
+    reported = [e for e, _ in errors]
+    if code == "EXECUTION_FAILED":
+        assert reported == [exc] and "greeting.say" in errors[0][1]
+    else:
+        assert reported == []  # an abort is not an error
+
+
+@pytest.mark.parametrize("exc", [Boom("async bug"), KeyboardInterrupt()])
+def test_coroutine_handler_exceptions(catalog, errors, exc):
+    async def main():
+        async def handler(inv):
+            await asyncio.sleep(0)
+            raise exc
+
+        async def aborting(inv):
+            raise rcip.Aborted()
+
+        runtime = rcip.Runtime(catalog, on_error=errors)
+        runtime.host.bind("greeting.say", handler)
+        runtime.host.bind("tickets.list", aborting)
+        failed = await runtime.client.invoke_async("greeting.say", {"name": "x"})
+        aborted = await runtime.client.invoke_async("tickets.list", {})
+        runtime.close()
+        return failed, aborted
+
+    failed, aborted = asyncio.run(main())
+    assert failed.code == "EXECUTION_FAILED" and aborted.code == "EXECUTION_ABORTED"
+
+
+@pytest.mark.parametrize("answer", [Boom("policy bug"), KeyboardInterrupt(), "maybe", 42, None, {"decision": "allow", "extra": 1}])
+def test_policy_failures(catalog, errors, answer):
+    def policy(request):
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    with rcip.Runtime(catalog, policy=policy, on_error=errors) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).code == "POLICY_EVALUATION_FAILED"
+        preflight = runtime.client.preflight([("greeting.say", {"name": "x"})])
+        assert preflight.outcomes[0].error.code == "POLICY_EVALUATION_FAILED"
+    assert errors  # reported, not swallowed silently
+
+
+def test_coroutine_policy_failure(catalog, errors):
+    async def main():
+        async def policy(request):
+            raise Boom("async policy bug")
+
+        runtime = rcip.Runtime(catalog, policy=policy, on_error=errors)
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        outcome = await runtime.client.invoke_async("greeting.say", {"name": "x"})
+        runtime.close()
+        return outcome
+
+    assert asyncio.run(main()).code == "POLICY_EVALUATION_FAILED"
+    assert isinstance(errors[0][0], Boom)
+
+
+@pytest.mark.parametrize("answer", [Boom("availability bug"), KeyboardInterrupt(), "yes", {"available": "yes"}, {"reason": "x"}])
+def test_availability_failures(catalog, errors, answer):
+    def availability():
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    with rcip.Runtime(catalog, on_error=errors) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"}, availability=availability)
+        entry = runtime.client.snapshot().capability("greeting.say")
+        assert entry["available"] is False
+        assert entry["availability"]["reasonCode"] == "AVAILABILITY_CHECK_FAILED"
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).code == "CAPABILITY_UNAVAILABLE"
+    assert errors
+
+
+def test_clock_failure_falls_back_to_the_system_clock(catalog, errors):
+    def clock():
+        raise Boom("clock bug")
+
+    events = []
+    with rcip.Runtime(catalog, clock=clock, on_event=events.append, on_error=errors) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).ok
+    assert events[0].timestamp > CLOCK_START - 10**12  # a real time, not a crash
+    assert isinstance(errors[0][0], Boom)
+
+
+def test_id_generator_failure_falls_back(catalog, errors):
+    def ids(prefix):
+        raise Boom("id bug")
+
+    with rcip.Runtime(catalog, id_generator=ids, on_error=errors) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).invocation_id.startswith("invocation_")
+    assert isinstance(errors[0][0], Boom)
+
+
+def test_observer_failures_change_no_outcome(catalog, errors):
+    def on_event(event):
+        raise Boom("event bug")
+
+    def on_confirmation(notice):
+        raise KeyboardInterrupt
+
+    with rcip.Runtime(catalog, on_event=on_event, on_confirmation=on_confirmation, on_error=errors) as runtime:
+        sub = runtime.client.subscribe(lambda revision: 1 / 0)
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        runtime.host.bind("tickets.purge", lambda inv: {})
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).ok
+        assert runtime.client.invoke("tickets.purge", {}).status == "confirmation_required"
+        token = rcip.CancelToken()
+        token.on_cancel(lambda: [][1])
+        token.cancel()
+        sub.close()
+    kinds = {type(e) for e, _ in errors}
+    assert {Boom, KeyboardInterrupt, ZeroDivisionError} <= kinds
+
+
+def test_errors_are_logged_without_on_error(catalog, caplog):
+    with rcip.Runtime(catalog) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: 1 / 0)
+        with caplog.at_level("ERROR", logger="rcip"):
+            assert runtime.client.invoke("greeting.say", {"name": "x"}).code == "EXECUTION_FAILED"
+    assert "ZeroDivisionError" in caplog.text
+
+
+def test_a_failing_on_error_is_contained(catalog):
+    def on_error(exc, where):
+        raise RuntimeError("on_error bug")
+
+    with rcip.Runtime(catalog, on_error=on_error) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: 1 / 0)
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).code == "EXECUTION_FAILED"
+
+
+# ----- lifetimes ----------------------------------------------------------------------------
+
+
+def test_callbacks_registered_then_collected_still_fire(catalog):
+    """Nothing but the library refers to these callables: gc must not free them."""
+    seen = []
+    baseline = len(registry)
+    runtime = rcip.Runtime(
+        catalog,
+        policy=lambda request: (seen.append("policy"), "allow")[1],
+        on_event=lambda event: seen.append(event.phase),
+        on_confirmation=lambda notice: seen.append(notice.event),
+        clock=lambda: CLOCK_START,
+        id_generator=lambda prefix: None,
+    )
+    runtime.host.bind("greeting.say", lambda inv: {"text": "gc"}, availability=lambda: True)
+    runtime.client.subscribe(lambda revision: seen.append(revision))
+    token = rcip.CancelToken()
+    token.on_cancel(lambda: seen.append("cancelled"))
+    gc.collect()
+    gc.collect()
+    assert runtime.client.invoke("greeting.say", {"name": "x"}).output == {"text": "gc"}
+    token.cancel()
+    assert "policy" in seen and "succeeded" in seen and 2 in seen and "cancelled" in seen
+    runtime.close()
+    token.close()
+    gc.collect()
+    assert len(registry) == baseline  # every registration released
+
+
+def test_registrations_are_released(catalog):
+    baseline = len(registry)
+    runtime = rcip.Runtime(catalog, policy=lambda r: "allow", on_event=lambda e: None)
+    binding = runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+    sub = runtime.client.subscribe(lambda r: None)
+    runtime.client.invoke("greeting.say", {"name": "x"})
+    runtime.client.preflight([("greeting.say", {"name": "x"})])
+    assert len(registry) == baseline + 4  # policy, observer, binding, subscriber
+    binding.close()
+    sub.close()
+    assert len(registry) == baseline + 2
+    runtime.close()
+    assert len(registry) == baseline
+    with pytest.raises(rcip.NotInCatalogError):
+        rcip.Runtime(catalog).host.bind("nope.nothing", lambda inv: None)
+    assert len(registry) == baseline  # a refused registration is undone
+
+
+def test_runtime_collected_when_unreferenced(catalog):
+    runtime = rcip.Runtime(catalog)
+    runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+    ref = weakref.ref(runtime)
+    del runtime
+    gc.collect()
+    assert ref() is None
+
+
+def test_binding_kept_until_closed_even_when_dropped(catalog):
+    with rcip.Runtime(catalog) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": "kept"})
+        gc.collect()
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).ok
+
+
+def test_builder_failure_releases_registrations(catalog):
+    baseline = len(registry)
+    with pytest.raises(rcip.InvalidArgumentError):
+        rcip.Runtime(catalog, policy=lambda r: "allow", on_event=lambda e: None, confirmation_ttl_ms=2**63)
+    assert len(registry) == baseline
+
+
+EXIT_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys, threading
+    sys.path.insert(0, {tests!r})
+    from conftest import CATALOG
+    import rcip
+
+    held = []
+    runtime = rcip.Runtime(CATALOG, confirmation_ttl_ms=60000,
+                           on_event=lambda e: None, on_confirmation=lambda n: None)
+    runtime.host.bind("greeting.say", lambda inv: held.append(inv.defer()))
+    runtime.host.bind("tickets.purge", lambda inv: {{}})
+    runtime.client.subscribe(lambda r: None)
+    pending = runtime.client.submit("greeting.say", {{"name": "x"}})    # a handler never settled
+    runtime.client.invoke("tickets.purge", {{}})                        # a confirmation on the real timer
+    token = rcip.CancelToken()
+    token.on_cancel(lambda: None)
+
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    async def slow(inv):
+        await asyncio.sleep(60)
+    arun = rcip.Runtime(CATALOG, loop=loop)
+    arun.host.bind("tickets.list", slow)
+    arun.client.submit("tickets.list", {{}})                          # a coroutine handler running
+    schema = rcip.Schema({{"type": "object"}})
+    catalog = rcip.Catalog(CATALOG)
+    print("alive", flush=True)
+    {exit}
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["pass", "sys.exit(0)", "raise SystemExit(0)"])
+def test_exit_with_live_handles_prints_nothing(how):
+    script = EXIT_SCRIPT.format(tests=HERE, exit=how)
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "alive\n"
+    assert proc.stderr == ""
