@@ -11,9 +11,19 @@
  * lifecycle event and checking each outcome against the plan.
  *
  *   build/dispatch_desk [--json] [--ttl-ms N] [--catalog FILE] [--plan FILE]
+ *   build/dispatch_desk --mcp [--mcp-elicit | --mcp-options JSON] [--control FIFO]
+ *                       [--json] [--ttl-ms N] [--catalog FILE]
  *
  * Exit status: 0 every outcome was as the plan expected; 1 some differed;
  * 2 the catalog, the plan or the command line could not be used.
+ *
+ * With --mcp the agent is not a plan but any MCP client (a desktop
+ * assistant, an IDE agent) that starts this program: the desk is served
+ * over MCP on standard input and output (rcip_mcp_session_serve_stdio),
+ * the transcript goes to standard error, and the dispatcher's console is
+ * the --control FIFO: each batch of plan lines written to it (desk,
+ * set_context, clear_context, sleep, snapshot, list) runs while the desk
+ * is being served. See docs/MCP.md.
  *
  * Map of this file:
  *   1. transcript printing (thread-safe: callbacks arrive on other threads)
@@ -22,7 +32,8 @@
  *   4. the host policy and the confirmation dialog
  *   5. lifecycle events and snapshot revisions
  *   6. the plan runner (the agent's side: snapshot, list, invoke, preflight)
- *   7. main: catalog, runtime, bindings, run, teardown
+ *   7. MCP mode: the dispatcher's console (--control)
+ *   8. main: catalog, runtime, bindings, run or serve, teardown
  *
  * Ownership rules shown here (see include/rcip.h for the full contract):
  *   - Handles we create we free: catalog (rcip_catalog_free, right after
@@ -52,13 +63,17 @@
 #include "dispatch/plan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /*
  * Confirmation expiry: this host uses the system clock and the library's
@@ -78,6 +93,9 @@
 #define ARCHIVE_POLL_MS 10
 /* Most worker threads one run starts (archive searches). */
 #define MAX_WORKERS 64
+/* Confirmation lifetime when serving MCP: a person answers, so rcip's own
+ * default (two minutes) rather than the plan runner's short one. */
+#define MCP_TTL_MS 120000
 
 /* ======================================================================
  * 1. Transcript printing
@@ -85,8 +103,9 @@
 
 static struct {
     pthread_mutex_t mutex;
-    bool json; /* --json: one JSON object per line instead of text */
-} out = {PTHREAD_MUTEX_INITIALIZER, false};
+    bool json;    /* --json: one JSON object per line instead of text */
+    FILE *stream; /* stdout; stderr with --mcp, where stdout is the protocol's */
+} out = {PTHREAD_MUTEX_INITIALIZER, false, NULL};
 
 /* A line of readable text (nothing in --json mode). */
 static void say(const char *format, ...)
@@ -103,9 +122,9 @@ static void say(const char *format, ...)
     va_list args;
     va_start(args, format);
     pthread_mutex_lock(&out.mutex);
-    vprintf(format, args);
-    fputc('\n', stdout);
-    fflush(stdout);
+    vfprintf(out.stream, format, args);
+    fputc('\n', out.stream);
+    fflush(out.stream);
     pthread_mutex_unlock(&out.mutex);
     va_end(args);
 }
@@ -115,9 +134,9 @@ static void emit(sbuf *sb)
 {
     if (out.json) {
         pthread_mutex_lock(&out.mutex);
-        fputs(sb->data ? sb->data : "{}", stdout);
-        fputc('\n', stdout);
-        fflush(stdout);
+        fputs(sb->data ? sb->data : "{}", out.stream);
+        fputc('\n', out.stream);
+        fflush(out.stream);
         pthread_mutex_unlock(&out.mutex);
     }
     sb_free(sb);
@@ -1573,7 +1592,148 @@ static void run_step(runner *r, size_t index)
 }
 
 /* ======================================================================
- * 7. main
+ * 7. MCP mode: the dispatcher's console
+ *
+ * While an MCP client drives the desk, the dispatcher keeps working. Each
+ * batch of plan lines written to the --control FIFO (open, write, close)
+ * runs as soon as it arrives, on the console thread, with the plan
+ * runner's own step functions. Only the dispatcher's operations belong
+ * here: the agent's (invoke, resolve, preflight) come over MCP.
+ * ====================================================================== */
+
+typedef struct console {
+    const char *path;         /* a FIFO */
+    const runner *desk_runner; /* the app and the bindings */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mutex;    /* guards stop and done */
+    bool stop;
+    bool done;
+} console;
+
+static bool console_op(plan_op op)
+{
+    return op == OP_DESK || op == OP_SET_CONTEXT || op == OP_CLEAR_CONTEXT || op == OP_SLEEP ||
+           op == OP_SNAPSHOT || op == OP_LIST;
+}
+
+static bool console_flag(console *c, const bool *flag)
+{
+    pthread_mutex_lock(&c->mutex);
+    bool value = *flag;
+    pthread_mutex_unlock(&c->mutex);
+    return value;
+}
+
+static void *console_main(void *arg)
+{
+    console *c = arg;
+    for (;;) {
+        plan batch;
+        char error[512];
+        /* Blocks in fopen until the dispatcher opens the FIFO, then reads
+         * until the dispatcher closes it. */
+        bool loaded = plan_load(c->path, &batch, error, sizeof error);
+        if (console_flag(c, &c->stop)) {
+            if (loaded) {
+                plan_free(&batch);
+            }
+            break;
+        }
+        if (!loaded) {
+            host_log("dispatcher", "console: %s", error);
+            continue;
+        }
+        /* A runner of its own: the batch, the desk's app and bindings. */
+        runner r;
+        memset(&r, 0, sizeof r);
+        r.app = c->desk_runner->app;
+        memcpy(r.bindings, c->desk_runner->bindings, sizeof r.bindings);
+        r.ttl_ms = c->desk_runner->ttl_ms;
+        r.plan = &batch;
+        for (size_t i = 0; i < batch.count; i++) {
+            const plan_step *s = &batch.steps[i];
+            if (console_op(s->op)) {
+                run_step(&r, i);
+            } else {
+                host_log("dispatcher", "console: line %zu: %s is the agent's to do (over MCP): skipped",
+                         s->line, plan_op_name(s->op));
+            }
+        }
+        host_log("dispatcher", "console: %zu step(s) done, %zu check(s) differed", batch.count,
+                 r.mismatches);
+        rcip_snapshot_free(r.last_snapshot);
+        free(r.mismatch_steps);
+        plan_free(&batch);
+    }
+    pthread_mutex_lock(&c->mutex);
+    c->done = true;
+    pthread_mutex_unlock(&c->mutex);
+    return NULL;
+}
+
+/* Stops the console thread, which may be waiting in fopen for a writer. */
+static void console_stop(console *c)
+{
+    if (!c->started) {
+        return;
+    }
+    pthread_mutex_lock(&c->mutex);
+    c->stop = true;
+    pthread_mutex_unlock(&c->mutex);
+    /* Play the writer: a non-blocking open for writing succeeds only while
+     * the thread has the FIFO open for reading (else ENXIO: it is running a
+     * batch, and will wait in fopen soon). Closing it at once is its EOF. */
+    while (!console_flag(c, &c->done)) {
+        int fd = open(c->path, O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) {
+            close(fd);
+        }
+        sleep_ms(10);
+    }
+    pthread_join(c->thread, NULL);
+}
+
+/*
+ * Serves the desk to one MCP client over standard input and output until
+ * the client closes standard input. The session uses only the client
+ * surface (and, with "confirmation": "elicit", resolves confirmations with
+ * the MCP user's answer); the dialog keeps holding confirmations for the
+ * dispatcher, who is never bypassed otherwise.
+ */
+static int serve_mcp(const rcip_runtime *runtime, const runner *desk_runner,
+                     const char *options, const char *control_path)
+{
+    rcip_mcp_session *session = NULL;
+    /* on_message NULL: rcip writes each message to stdout, one per line. */
+    if (!rcip_ok(rcip_mcp_session_new(runtime, options, NULL, NULL, NULL, &session),
+                 "rcip_mcp_session_new")) {
+        return 2;
+    }
+    console c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.mutex, NULL);
+    c.path = control_path;
+    c.desk_runner = desk_runner;
+    if (control_path) {
+        c.started = pthread_create(&c.thread, NULL, console_main, &c) == 0;
+        if (!c.started) {
+            fprintf(stderr, "dispatch_desk: cannot start the console thread\n");
+        }
+    }
+    host_log("desk", "serving over MCP on standard input and output (options %s)%s%s",
+             options ? options : "{}", control_path ? "; dispatcher console: " : "",
+             control_path ? control_path : "");
+    rcip_result rc = rcip_mcp_session_serve_stdio(session);
+    host_log("desk", "the MCP client closed standard input");
+    console_stop(&c);
+    rcip_mcp_session_free(session);
+    pthread_mutex_destroy(&c.mutex);
+    return rcip_ok(rc, "rcip_mcp_session_serve_stdio") ? 0 : 1;
+}
+
+/* ======================================================================
+ * 8. main
  * ====================================================================== */
 
 static char *read_file(const char *path, char *error, size_t error_size)
@@ -1604,15 +1764,24 @@ static int usage(const char *program, int status)
 {
     fprintf(status ? stderr : stdout,
             "usage: %s [--json] [--ttl-ms N] [--catalog FILE] [--plan FILE]\n"
-            "  Runs an agent plan against the dispatch desk and checks every outcome.\n"
+            "       %s --mcp [--mcp-elicit | --mcp-options JSON] [--control FIFO] [--json]\n"
+            "                [--ttl-ms N] [--catalog FILE]\n"
+            "  Runs an agent plan against the dispatch desk and checks every outcome;\n"
+            "  with --mcp, serves the desk to an MCP client on stdin/stdout instead.\n"
             "  --catalog  RcipApplicationDefinition JSON (default "
             "examples-c/dispatch/catalog.json)\n"
             "  --plan     JSON Lines plan, see README.md, \"Plan files\" (default "
             "examples-c/dispatch/plan.jsonl)\n"
             "  --ttl-ms   confirmation lifetime in ms (default %d)\n"
             "  --json     print the transcript as JSON lines\n"
-            "Exit status: 0 all outcomes as expected, 1 some differed, 2 unusable input.\n",
-            program, DEFAULT_TTL_MS);
+            "  --mcp          serve over MCP (stdio); the transcript goes to stderr\n"
+            "  --mcp-elicit   let the MCP client's user approve confirmations (elicitation)\n"
+            "  --mcp-options  the MCP session's options JSON (docs/MCP.md)\n"
+            "  --control      a FIFO: batches of plan lines (desk, set_context, ...) the\n"
+            "                 dispatcher runs while serving (default TTL with --mcp: %d ms)\n"
+            "Exit status: 0 all outcomes as expected (--mcp: the client hung up), 1 some\n"
+            "differed, 2 unusable input.\n",
+            program, program, DEFAULT_TTL_MS, MCP_TTL_MS);
     return status;
 }
 
@@ -1638,7 +1807,10 @@ int main(int argc, char **argv)
 {
     const char *catalog_path = "examples-c/dispatch/catalog.json";
     const char *plan_path = "examples-c/dispatch/plan.jsonl";
+    bool plan_given = false, ttl_given = false, mcp = false;
+    const char *mcp_options = NULL, *control_path = NULL;
     long ttl_ms = DEFAULT_TTL_MS;
+    out.stream = stdout;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             out.json = true;
@@ -1646,7 +1818,19 @@ int main(int argc, char **argv)
             catalog_path = argv[++i];
         } else if (strcmp(argv[i], "--plan") == 0 && i + 1 < argc) {
             plan_path = argv[++i];
+            plan_given = true;
+        } else if (strcmp(argv[i], "--mcp") == 0) {
+            mcp = true;
+        } else if (strcmp(argv[i], "--mcp-elicit") == 0 && !mcp_options) {
+            mcp = true;
+            mcp_options = "{\"confirmation\": \"elicit\"}";
+        } else if (strcmp(argv[i], "--mcp-options") == 0 && i + 1 < argc && !mcp_options) {
+            mcp = true;
+            mcp_options = argv[++i];
+        } else if (strcmp(argv[i], "--control") == 0 && i + 1 < argc) {
+            control_path = argv[++i];
         } else if (strcmp(argv[i], "--ttl-ms") == 0 && i + 1 < argc) {
+            ttl_given = true;
             char *end;
             ttl_ms = strtol(argv[++i], &end, 10);
             if (*end || ttl_ms < 1 || ttl_ms > 3600000) {
@@ -1659,6 +1843,27 @@ int main(int argc, char **argv)
             return usage(argv[0], 2);
         }
     }
+    if (mcp) {
+        /* Standard output belongs to the protocol now. */
+        out.stream = stderr;
+        signal(SIGPIPE, SIG_IGN); /* a client that hangs up is not a crash */
+        if (!ttl_given) {
+            ttl_ms = MCP_TTL_MS;
+        }
+        struct stat st;
+        if (plan_given) {
+            fprintf(stderr, "dispatch_desk: --plan and --mcp exclude each other (the agent is the MCP client)\n");
+            return 2;
+        }
+        if (control_path && (stat(control_path, &st) != 0 || !S_ISFIFO(st.st_mode))) {
+            fprintf(stderr, "dispatch_desk: --control %s: not a FIFO (create it with mkfifo)\n",
+                    control_path);
+            return 2;
+        }
+    } else if (control_path) {
+        fprintf(stderr, "dispatch_desk: --control needs --mcp\n");
+        return 2;
+    }
 
     /* The header and the library must agree. */
     if (rcip_abi_version() != RCIP_ABI_VERSION) {
@@ -1669,8 +1874,8 @@ int main(int argc, char **argv)
 
     /* Read the whole plan first: a bad line stops us before anything runs. */
     char error[512];
-    plan agent_plan;
-    if (!plan_load(plan_path, &agent_plan, error, sizeof error)) {
+    plan agent_plan = {NULL, 0};
+    if (!mcp && !plan_load(plan_path, &agent_plan, error, sizeof error)) {
         fprintf(stderr, "dispatch_desk: %s\n", error);
         return 2;
     }
@@ -1764,10 +1969,16 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* 5. Run the plan. */
     r.app = &a;
-    r.plan = &agent_plan;
     r.ttl_ms = ttl_ms;
+    if (mcp) {
+        /* 5'. Or serve the desk to an MCP client until it hangs up. */
+        status = serve_mcp(runtime, &r, mcp_options, control_path);
+        goto done;
+    }
+
+    /* 5. Run the plan. */
+    r.plan = &agent_plan;
     r.outcomes = xcalloc(agent_plan.count, sizeof *r.outcomes);
     if (out.json) {
         sbuf sb;

@@ -47,6 +47,12 @@
 #define RCIP_RECEIPT_CAPACITY 256
 
 /**
+ * The largest message an MCP session reads unless its `maxMessageBytes`
+ * option says otherwise, in bytes (16 MiB).
+ */
+#define RCIP_MCP_DEFAULT_MAX_MESSAGE_BYTES ((16 * 1024) * 1024)
+
+/**
  * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
  * `if (rc)` tests for failure. Values are grouped and never renumbered:
  * 1xx argument errors, 2xx host configuration, 3xx state, 9xx internal.
@@ -227,6 +233,21 @@ typedef struct rcip_host rcip_host;
 typedef struct rcip_invocation rcip_invocation;
 
 /**
+ * An MCP server session (MCP revision 2025-11-25) over a runtime's
+ * consumer surface: `initialize`, `ping`, `tools/list`, `tools/call`,
+ * cancellation and `notifications/tools/list_changed`; see docs/MCP.md
+ * for the mapping.
+ *
+ * Ownership: owned by the caller; freed with `rcip_mcp_session_free`. The
+ * session keeps the runtime's core alive; after `rcip_runtime_free` its
+ * tool calls are answered with a JSON-RPC internal error.
+ * Thread safety: synchronized (any thread, concurrently).
+ * Functions: `rcip_mcp_session_new`, `rcip_mcp_session_receive`,
+ * `rcip_mcp_session_serve_stdio`, `rcip_mcp_session_free`.
+ */
+typedef struct rcip_mcp_session rcip_mcp_session;
+
+/**
  * One question to the host policy: an invocation (`phase` `"invoke"`), an
  * approved confirmation's re-run (`confirmed` true) or a preflight proposal
  * (`phase` `"preflight"`).
@@ -387,6 +408,23 @@ typedef void (*rcip_handler_callback)(void *user_data, struct rcip_invocation *i
  * one).
  */
 typedef int32_t (*rcip_availability_callback)(void *user_data, struct rcip_availability_sink *sink);
+
+/**
+ * Receives each message an MCP session sends (`rcip_mcp_session_new`):
+ * responses, server requests (`elicitation/create`) and notifications
+ * (`notifications/tools/list_changed`, `notifications/cancelled`).
+ *
+ * `message_json` is one complete JSON-RPC 2.0 message, UTF-8, without a
+ * trailing newline (the stdio transport writes it followed by `\n`), valid
+ * during the call only. Called one message at a time, never concurrently,
+ * in order, on whichever thread produced or is delivering messages (the
+ * thread of `rcip_mcp_session_receive`, or a thread that settles an
+ * invocation), with no rcip lock held. It may call any rcip function,
+ * including `rcip_mcp_session_receive` on the same session (that
+ * message's replies follow after this call returns); it must not free
+ * the session.
+ */
+typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_json);
 
 /**
  * The host policy (`rcip_runtime_builder_set_policy`).
@@ -975,6 +1013,104 @@ bool rcip_invocation_is_settled(const struct rcip_invocation *invocation);
  * Thread safety: any thread, once no other thread uses the handle.
  */
 void rcip_invocation_free(struct rcip_invocation *invocation);
+
+/**
+ * Creates an MCP session over `runtime`.
+ *
+ * Shape: `options_json` is NULL (defaults) or `{"filter"?:
+ * RcipCapabilityFilter (which capabilities tools/list offers: e.g.
+ * `{"context": "current"}` or `{"availableOnly": true}`; calls are not
+ * filtered), "confirmation"?: "host" (default: a `confirmation_required`
+ * outcome is an error result naming the confirmation and its expiry; only
+ * the host approves) | "elicit" (host opt-in: ask the MCP client's user
+ * with `elicitation/create` and resolve the confirmation with the answer;
+ * a client without form elicitation is answered as with "host"),
+ * "pageSize"?: 1..1000 (tools per tools/list page; default all),
+ * "serverName"?: string, "serverVersion"?: string, "instructions"?:
+ * string (defaults: the application's id, version and description),
+ * "maxMessageBytes"?: integer >= 1024 (default 16 MiB)}`. Messages are
+ * JSON-RPC 2.0 text (docs/MCP.md).
+ * Ownership: `runtime` is borrowed (the session keeps its own reference to
+ * the runtime's core); `options_json` is borrowed for the call;
+ * `user_data` is kept until the session is freed and its last message
+ * delivered, then `user_data_free` runs once (with a NULL `on_message`,
+ * before this returns). `*session_out` is new (free
+ * it with `rcip_mcp_session_free`); NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (runtime, session_out),
+ * `RCIP_RESULT_INVALID_JSON` (options not JSON),
+ * `RCIP_RESULT_INVALID_ARGUMENT` (options of the wrong shape or an unknown
+ * key), `RCIP_RESULT_CLOSED` (the runtime is closed),
+ * `RCIP_RESULT_WRONG_CONTEXT`. On failure neither `on_message` nor
+ * `user_data_free` is ever called.
+ * Thread safety: any thread, also inside callbacks.
+ * Callbacks: `on_message` per `rcip_mcp_message_callback`; NULL writes
+ * each message to the process's standard output as one line and flushes
+ * it (the MCP stdio transport, for `rcip_mcp_session_serve_stdio`): the
+ * host must then write nothing else to standard output, and should ignore
+ * `SIGPIPE`.
+ * Rule: MCP 2025-11-25 (lifecycle, tools, cancellation, elicitation); the
+ * session uses only the consumer surface, plus, with "elicit", the host's
+ * confirmation resolution.
+ */
+rcip_result rcip_mcp_session_new(const struct rcip_runtime *runtime, const char *options_json, rcip_mcp_message_callback on_message, void *user_data, rcip_user_data_free_callback user_data_free, struct rcip_mcp_session **session_out);
+
+/**
+ * Passes one message from the MCP client to the session.
+ *
+ * Shape: `message_json` is one JSON-RPC 2.0 message (a request,
+ * notification or response to the session's own request), without the
+ * newline. Text that is not JSON or not valid JSON-RPC is answered through
+ * the message callback with the standard error (`-32700` parse error,
+ * `-32600` invalid request, with id `null` when it could not be read),
+ * never with an `rcip_result`; an unknown method is `-32601`, an unknown
+ * tool or bad params `-32602`, a request id already in flight `-32600`.
+ * Ownership: `message_json` is borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (session, message_json). A closed
+ * session (after standard input ended in `rcip_mcp_session_serve_stdio`)
+ * ignores messages.
+ * Thread safety: any thread, concurrently, also inside callbacks
+ * (including the session's message callback). Replies are sent before
+ * this returns unless they wait for a handler, the user, or another
+ * thread that is delivering messages.
+ * Rule: JSON-RPC 2.0; MCP 2025-11-25 base protocol.
+ */
+rcip_result rcip_mcp_session_receive(const struct rcip_mcp_session *session, const char *message_json);
+
+/**
+ * Serves the session over standard input and output (the MCP stdio
+ * transport): reads newline-delimited messages from standard input and
+ * passes each to the session until standard input ends, then closes the
+ * session (calls in flight are cancelled; nothing more is sent).
+ *
+ * Shape: each input line is one JSON-RPC message (UTF-8; `\r\n` accepted;
+ * blank lines skipped); a line longer than `maxMessageBytes` is answered
+ * with `-32700`. The session's messages go where `rcip_mcp_session_new`
+ * sent them (NULL callback: standard output, one line each).
+ * Ownership: `session` is borrowed until this returns; do not free it
+ * meanwhile.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED` (the
+ * session is already serving on another thread). A read error ends the
+ * loop like the end of input (the client is gone) and returns OK.
+ * Thread safety: blocks the calling thread; other threads may use the
+ * session and the runtime meanwhile (outcomes settled elsewhere are sent
+ * from there).
+ * Rule: MCP 2025-11-25, transports, "stdio".
+ */
+rcip_result rcip_mcp_session_serve_stdio(const struct rcip_mcp_session *session);
+
+/**
+ * Closes and frees the session: calls in flight are cancelled and get no
+ * response, nothing more is sent, the snapshot subscription ends. A
+ * message being delivered on another thread completes; `user_data_free`
+ * runs after it, on the thread that releases the last reference.
+ *
+ * Ownership: consumes `session`. NULL does nothing; freeing twice is
+ * undefined, and so is freeing it while `rcip_mcp_session_serve_stdio`
+ * runs.
+ * Thread safety: any thread, except from inside the session's own
+ * message callback.
+ */
+void rcip_mcp_session_free(struct rcip_mcp_session *session);
 
 /**
  * What the policy is asked (`RcipPolicyContext`).

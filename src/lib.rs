@@ -1,6 +1,7 @@
 //! rcip: the RCIP 1.0 capability runtime as a native library.
 //!
 //! Layers, top to bottom (DESIGN.md): [`ffi`] (the C ABI, only conversions),
+//! [`mcp`] (an MCP server session over the consumer surface),
 //! [`runtime`] (the state machine: bindings, context, snapshots, the
 //! invocation pipeline, policy, confirmation, cancellation, timers, events),
 //! [`schema`] (strict JSON Schema 2020-12), [`catalog`] (definitions,
@@ -13,5 +14,6 @@
 pub mod catalog;
 pub mod ffi;
 pub mod json;
+pub mod mcp;
 pub mod runtime;
 pub mod schema;

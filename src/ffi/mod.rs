@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod client;
 pub mod host;
 pub mod invocation;
+pub mod mcp;
 pub mod policy;
 pub mod result;
 pub mod runtime;

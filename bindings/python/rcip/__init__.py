@@ -7,10 +7,14 @@
         outcome = runtime.client.invoke("greeting.say", {"name": "Ada"})
         print(outcome.status, outcome.output)
 
+    # Serve the runtime to any MCP client over stdio (docs/MCP.md):
+    rcip.McpSession(runtime).serve_stdio()
+
 See the README (sections "Python" and "Installing") for the full tour.
 """
 
 from ._lib import EXPECTED_ABI_VERSION
+from ._mcp import McpSession
 from ._runtime import (
     Binding,
     CancelToken,
@@ -103,6 +107,7 @@ __all__ = [
     "InvalidUtf8Error",
     "Invocation",
     "ManualClock",
+    "McpSession",
     "NotInCatalogError",
     "NullArgumentError",
     "Outcome",

@@ -85,6 +85,7 @@ CONFIRMATION_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 EVENT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
+MCP_MESSAGE_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 
 _R = c_uint32  # rcip_result
 _P = c_void_p  # any handle
@@ -142,6 +143,11 @@ _PROTOTYPES = {
     "rcip_invocation_complete": (_R, [_P, c_char_p]),
     "rcip_invocation_fail": (_R, [_P, c_bool]),
     "rcip_invocation_free": (None, [_P]),
+    # MCP session (the bridge to Model Context Protocol clients)
+    "rcip_mcp_session_new": (_R, [_P, c_char_p, MCP_MESSAGE_CALLBACK, _P, USER_DATA_FREE_CALLBACK, _PP]),
+    "rcip_mcp_session_receive": (_R, [_P, c_char_p]),
+    "rcip_mcp_session_serve_stdio": (_R, [_P]),
+    "rcip_mcp_session_free": (None, [_P]),
     # policy request (completion handle of a policy)
     "rcip_policy_request_context": (c_char_p, [_P]),
     "rcip_policy_request_invocation_id": (c_char_p, [_P]),

@@ -1,0 +1,691 @@
+//! The session state machine. Locking rule: the state lock is never held
+//! while calling the runtime or the output (both may call back into the
+//! session), so every method collects what it has to send and sends it
+//! after releasing the lock.
+
+use super::jsonrpc::{
+    self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+};
+use super::outbox::Outbox;
+use super::tools::{self, Unwrapped};
+use super::{ConfirmationMode, McpOptions, McpOutput, MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_PROTOCOL_REVISION};
+use crate::catalog::Catalog;
+use crate::json::Limits;
+use crate::runtime::{CancelToken, Client, Host, HostError, Runtime, Snapshot, Subscriber, Subscription};
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+/// Nesting depth accepted in a message: the default payload depth (1000)
+/// plus the envelope (`params.arguments`) and a `{"input": ...}` wrapper.
+const MESSAGE_MAX_DEPTH: usize = 1010;
+
+/// An MCP server session over one runtime. See the [module](super) docs.
+///
+/// Thread safety: every method may be called from any thread, also
+/// concurrently and from inside the output. Dropping the session closes it
+/// ([`close`](Self::close)).
+pub struct McpSession {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSession").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    client: Client,
+    /// Present only with [`ConfirmationMode::Elicit`]: the one host control
+    /// the session uses, to resolve a confirmation with the user's answer.
+    host: Option<Host>,
+    catalog: Catalog,
+    options: McpOptions,
+    application: String,
+    server_info: Value,
+    instructions: Option<String>,
+    limits: Limits,
+    outbox: Outbox,
+    state: Mutex<State>,
+    subscription: Mutex<Option<Subscription>>,
+    serving: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    /// `initialize` was answered.
+    initialized: bool,
+    /// `notifications/initialized` arrived.
+    ready: bool,
+    /// The client declared form-mode elicitation.
+    elicitation: bool,
+    /// Requests received and not answered yet, by [`id_key`].
+    calls: HashMap<String, Call>,
+    /// Elicitations sent and not answered yet, by [`id_key`] of our id.
+    elicitations: HashMap<String, Elicitation>,
+    next_request: u64,
+    /// The revision and the text of what tools/list returned (without the
+    /// revision) when last computed.
+    tools_seen: Option<(u64, String)>,
+    /// A change seen before `notifications/initialized`.
+    list_changed_pending: bool,
+    closed: bool,
+}
+
+struct Call {
+    id: Value,
+    token: Option<CancelToken>,
+    /// `notifications/cancelled` arrived: the request gets no response.
+    cancelled: bool,
+    /// Our elicitation request, while the user is being asked.
+    elicitation: Option<Value>,
+}
+
+struct Elicitation {
+    call: String,
+    confirmation_id: String,
+    output_wrapped: bool,
+}
+
+/// What a tools/call needs when its outcome arrives.
+#[derive(Clone)]
+struct CallContext {
+    key: String,
+    output_wrapped: bool,
+    input: Arc<Value>,
+    /// The user was already asked (a second confirmation is not asked).
+    asked: bool,
+}
+
+type Reply = Result<Value, (i64, String)>;
+
+struct Watcher(Weak<Inner>);
+
+impl Subscriber for Watcher {
+    fn notify(&self, _revision: u64) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.on_revision();
+        }
+    }
+}
+
+impl McpSession {
+    /// A session over `runtime`, sending through `output`. With
+    /// [`ConfirmationMode::Elicit`] it also keeps the runtime's host view,
+    /// used only to resolve confirmations with the user's answer.
+    ///
+    /// The session keeps the runtime's core alive; after the runtime is
+    /// closed, calls are answered with `-32603`.
+    pub fn new(runtime: &Runtime, options: McpOptions, output: Arc<dyn McpOutput>) -> Result<McpSession, HostError> {
+        let catalog = runtime.catalog().clone();
+        let app = catalog.application();
+        let app_str = |k: &str| app.get(k).and_then(Value::as_str).map(str::to_string);
+        let application = app_str("name").or_else(|| app_str("id")).unwrap_or_else(|| "the application".into());
+        let mut server_info = Map::new();
+        server_info.insert(
+            "name".into(),
+            Value::String(options.server_name.clone().or_else(|| app_str("id")).unwrap_or_else(|| "rcip".into())),
+        );
+        if let Some(title) = app_str("name") {
+            server_info.insert("title".into(), Value::String(title));
+        }
+        server_info.insert(
+            "version".into(),
+            Value::String(
+                options
+                    .server_version
+                    .clone()
+                    .or_else(|| app_str("version"))
+                    .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string()),
+            ),
+        );
+        let instructions = options.instructions.clone().or_else(|| app_str("description"));
+        let limits = Limits {
+            max_bytes: options.max_message_bytes.unwrap_or(MCP_DEFAULT_MAX_MESSAGE_BYTES),
+            max_depth: MESSAGE_MAX_DEPTH,
+        };
+        let host = (options.confirmation == ConfirmationMode::Elicit).then(|| runtime.host());
+        let inner = Arc::new(Inner {
+            client: runtime.client(),
+            host,
+            catalog,
+            options,
+            application,
+            server_info: Value::Object(server_info),
+            instructions,
+            limits,
+            outbox: Outbox::new(output),
+            state: Mutex::new(State::default()),
+            subscription: Mutex::new(None),
+            serving: AtomicBool::new(false),
+        });
+        let subscription = inner.client.subscribe(Arc::new(Watcher(Arc::downgrade(&inner))))?;
+        *inner.subscription.lock() = Some(subscription);
+        Ok(McpSession { inner })
+    }
+
+    /// An output that writes each message as one line to the process's
+    /// standard output and flushes it (the MCP stdio transport). Write
+    /// errors (the client went away) are ignored.
+    pub fn stdout_output() -> Arc<dyn McpOutput> {
+        Arc::new(|message: &str| {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(message.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
+        })
+    }
+
+    /// Takes one JSON-RPC message (the bytes of one line, without the
+    /// newline). Everything it makes the session send is sent before this
+    /// returns, unless the output is busy on another thread (then that
+    /// thread sends it) or the reply waits for a capability or the user.
+    pub fn receive(&self, message: &[u8]) {
+        self.inner.receive(message);
+    }
+
+    /// Reads newline-delimited messages from `input` until it ends, passing
+    /// each to [`receive`](Self::receive); blank lines are skipped, a line
+    /// longer than the message limit is answered with `-32700`. Then closes
+    /// the session (the client is gone). A second concurrent call returns
+    /// an `AlreadyExists` error at once.
+    pub fn serve<R: BufRead>(&self, mut input: R) -> std::io::Result<()> {
+        if self.inner.serving.swap(true, Ordering::SeqCst) {
+            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the session is already serving"));
+        }
+        let max = self.inner.limits.max_bytes;
+        let mut line = Vec::new();
+        let result = loop {
+            line.clear();
+            match read_line(&mut input, &mut line, max) {
+                Ok(Line::End) => break Ok(()),
+                Ok(Line::TooLong) => {
+                    let text = format!("Parse error: the message is longer than {max} bytes");
+                    self.inner.outbox.send(error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text));
+                }
+                Ok(Line::Text) => {
+                    let text = line.strip_suffix(b"\r").unwrap_or(&line);
+                    if !text.iter().all(u8::is_ascii_whitespace) {
+                        self.inner.receive(text);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(e),
+            }
+        };
+        self.inner.close();
+        self.inner.serving.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// [`serve`](Self::serve) on the process's standard input. Pair it with
+    /// [`stdout_output`](Self::stdout_output); the host must write nothing
+    /// else to standard output.
+    pub fn serve_stdio(&self) -> std::io::Result<()> {
+        self.serve(std::io::stdin().lock())
+    }
+
+    /// Closes the session: every call in flight is cancelled (their tokens)
+    /// and gets no response, nothing more is sent, the snapshot
+    /// subscription ends. Idempotent.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+enum Line {
+    Text,
+    TooLong,
+    End,
+}
+
+/// Reads one line (up to `\n`, not included) into `line`, keeping at most
+/// `max` bytes; the rest of a longer line is read and dropped.
+fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else if any {
+                Line::Text
+            } else {
+                Line::End
+            });
+        }
+        any = true;
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > max {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(buf.len());
+        input.consume(used);
+        if done.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Text });
+        }
+    }
+}
+
+fn params_object(params: Option<Value>) -> Result<Map<String, Value>, (i64, String)> {
+    match params {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err((INVALID_PARAMS, "Invalid params: params must be an object".into())),
+    }
+}
+
+impl Inner {
+    fn send(&self, message: String) {
+        self.outbox.send(message);
+    }
+
+    fn close(&self) {
+        let tokens: Vec<CancelToken> = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            st.closed = true;
+            st.elicitations.clear();
+            st.calls.drain().filter_map(|(_, c)| c.token).collect()
+        };
+        self.outbox.close();
+        let subscription = self.subscription.lock().take();
+        drop(subscription);
+        for t in tokens {
+            t.cancel();
+        }
+    }
+
+    fn receive(self: &Arc<Self>, bytes: &[u8]) {
+        if self.state.lock().closed {
+            return;
+        }
+        match classify(bytes, &self.limits) {
+            Incoming::Invalid { id, code, message } => self.send(error_response(&id, code, &message)),
+            Incoming::Ignored => {}
+            Incoming::Response { id, outcome } => self.on_response(&id, outcome),
+            Incoming::Notification { method, params } => self.on_notification(&method, params),
+            Incoming::Request { id, method, params } => self.on_request(id, &method, params),
+        }
+    }
+
+    fn on_request(self: &Arc<Self>, id: Value, method: &str, params: Option<Value>) {
+        let key = id_key(&id);
+        {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            if st.calls.contains_key(&key) {
+                drop(st);
+                let text = format!("Invalid Request: request id {id} is already in flight");
+                self.send(error_response(&id, INVALID_REQUEST, &text));
+                return;
+            }
+            st.calls.insert(key.clone(), Call { id, token: None, cancelled: false, elicitation: None });
+        }
+        let reply = match method {
+            "initialize" => self.initialize(params),
+            "ping" => Ok(json!({})),
+            "tools/list" => self.require_initialized().and_then(|()| self.tools_list(params)),
+            "tools/call" => match self.require_initialized().and_then(|()| params_object(params)) {
+                Ok(p) => {
+                    self.tools_call(key, p);
+                    return;
+                }
+                Err(e) => Err(e),
+            },
+            other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        };
+        self.finish(&key, reply);
+    }
+
+    /// Answers request `key` unless it was cancelled (then it gets no
+    /// response) or already answered.
+    fn finish(&self, key: &str, reply: Reply) {
+        let call = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            st.calls.remove(key)
+        };
+        let Some(call) = call else { return };
+        if call.cancelled {
+            return;
+        }
+        self.send(match reply {
+            Ok(result) => jsonrpc::response(&call.id, result),
+            Err((code, message)) => error_response(&call.id, code, &message),
+        });
+    }
+
+    fn require_initialized(&self) -> Result<(), (i64, String)> {
+        if self.state.lock().initialized {
+            Ok(())
+        } else {
+            Err((INVALID_REQUEST, "Invalid Request: the session is not initialized (send initialize first)".into()))
+        }
+    }
+
+    fn initialize(&self, params: Option<Value>) -> Reply {
+        let p = params_object(params)?;
+        if !p.get("protocolVersion").is_some_and(Value::is_string) {
+            return Err((INVALID_PARAMS, "Invalid params: initialize needs \"protocolVersion\" (a string)".into()));
+        }
+        let capabilities = match p.get("capabilities") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err((INVALID_PARAMS, "Invalid params: \"capabilities\" must be an object".into())),
+        };
+        // Form elicitation: `{"form": {...}}`, or an empty object (the
+        // 2025-11-25 backwards-compatible spelling of form support).
+        let elicitation = match capabilities.get("elicitation") {
+            Some(Value::Object(e)) => e.is_empty() || e.get("form").is_some_and(Value::is_object),
+            _ => false,
+        };
+        let baseline = self.tools_fingerprint();
+        {
+            let mut st = self.state.lock();
+            if st.initialized {
+                return Err((INVALID_REQUEST, "Invalid Request: initialize was already answered".into()));
+            }
+            st.initialized = true;
+            st.elicitation = elicitation;
+            if let Some((revision, text)) = baseline {
+                st.tools_seen = Some((revision, text));
+            }
+        }
+        let mut result = Map::new();
+        // Any proposed revision is answered with the one this session
+        // speaks (MCP lifecycle, "Version Negotiation").
+        result.insert("protocolVersion".into(), Value::String(MCP_PROTOCOL_REVISION.into()));
+        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}}));
+        result.insert("serverInfo".into(), self.server_info.clone());
+        if let Some(i) = &self.instructions {
+            result.insert("instructions".into(), Value::String(i.clone()));
+        }
+        Ok(Value::Object(result))
+    }
+
+    /// The tools of `snapshot` that pass the session's filter.
+    fn tools_of(&self, snapshot: &Snapshot, with_revision: bool) -> Vec<Value> {
+        let list = snapshot.list_json(&self.options.filter);
+        let entries = crate::json::parse_str(&list, &Limits::UNLIMITED).unwrap_or(Value::Array(Vec::new()));
+        let revision = with_revision.then(|| snapshot.revision());
+        match entries {
+            Value::Array(items) => items.iter().map(|e| tools::tool_from_entry(e, revision)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The current revision and what tools/list returns, without the
+    /// revision, as text.
+    fn tools_fingerprint(&self) -> Option<(u64, String)> {
+        let snapshot = self.client.snapshot().ok()?;
+        let tools = Value::Array(self.tools_of(&snapshot, false));
+        Some((snapshot.revision(), tools.to_string()))
+    }
+
+    fn tools_list(&self, params: Option<Value>) -> Reply {
+        let p = params_object(params)?;
+        let snapshot = self.client.snapshot().map_err(internal)?;
+        let tools = self.tools_of(&snapshot, true);
+        let start = match p.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => match (self.options.page_size, c.strip_prefix("rcip-").and_then(|n| n.parse::<usize>().ok())) {
+                (Some(_), Some(n)) if n <= tools.len() => n,
+                _ => return Err((INVALID_PARAMS, format!("Invalid params: unknown cursor {c:?}"))),
+            },
+            Some(_) => return Err((INVALID_PARAMS, "Invalid params: \"cursor\" must be a string".into())),
+        };
+        let mut result = Map::new();
+        match self.options.page_size {
+            Some(size) => {
+                let end = (start + size).min(tools.len());
+                result.insert("tools".into(), Value::Array(tools[start..end].to_vec()));
+                if end < tools.len() {
+                    result.insert("nextCursor".into(), Value::String(format!("rcip-{end}")));
+                }
+            }
+            None => {
+                result.insert("tools".into(), Value::Array(tools));
+            }
+        }
+        Ok(Value::Object(result))
+    }
+
+    fn tools_call(self: &Arc<Self>, key: String, mut p: Map<String, Value>) {
+        let name = match p.remove("name") {
+            Some(Value::String(n)) => n,
+            _ => return self.finish(&key, Err((INVALID_PARAMS, "Invalid params: tools/call needs \"name\" (a string)".into()))),
+        };
+        let arguments = match p.remove("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(v @ Value::Object(_)) => v,
+            Some(_) => return self.finish(&key, Err((INVALID_PARAMS, "Invalid params: \"arguments\" must be an object".into()))),
+        };
+        let Some(capability) = self.catalog.capability(&name) else {
+            return self.finish(&key, Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
+        };
+        let output_wrapped = !tools::is_object_schema(&capability.output_schema);
+        let input = match tools::unwrap_arguments(arguments, &capability.input_schema) {
+            Unwrapped::Input(v) => v,
+            Unwrapped::Invalid { keyword, message } => {
+                let outcome = tools::unwrap_failure(&name, keyword, &message);
+                let result = tools::call_result(&outcome, output_wrapped, &self.application, None);
+                return self.finish(&key, Ok(result));
+            }
+        };
+        let text = input.to_string();
+        let token = CancelToken::new();
+        let cancelled = {
+            let mut st = self.state.lock();
+            match st.calls.get_mut(&key) {
+                Some(call) => {
+                    call.token = Some(token.clone());
+                    call.cancelled
+                }
+                None => return, // closed meanwhile
+            }
+        };
+        if cancelled {
+            // notifications/cancelled overtook the call on another thread.
+            token.cancel();
+        }
+        let context = CallContext { key: key.clone(), output_wrapped, input: Arc::new(input), asked: false };
+        let weak = Arc::downgrade(self);
+        let sink = move |outcome: &str| {
+            if let Some(inner) = weak.upgrade() {
+                inner.on_outcome(context, outcome);
+            }
+        };
+        if let Err(e) = self.client.invoke(&name, text.as_bytes(), None, Some(&token), Box::new(sink)) {
+            self.finish(&key, Err(internal(e)));
+        }
+    }
+
+    fn on_outcome(self: &Arc<Self>, context: CallContext, outcome_text: &str) {
+        let outcome = crate::json::parse_str(outcome_text, &Limits::UNLIMITED).unwrap_or(Value::Null);
+        let status = outcome.get("status").and_then(Value::as_str).unwrap_or("");
+        let mut note = None;
+        if status == "confirmation_required" && self.host.is_some() && !context.asked {
+            match self.ask_user(&context, &outcome) {
+                Ok(()) => return,
+                Err(why) => note = Some(why),
+            }
+        }
+        let result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
+        self.finish(&context.key, Ok(result));
+    }
+
+    /// Sends `elicitation/create` for the confirmation of `outcome`; the
+    /// answer resolves it. `Err` (with a note for the result) when the
+    /// client cannot be asked.
+    fn ask_user(&self, context: &CallContext, outcome: &Value) -> Result<(), &'static str> {
+        let confirmation_id = outcome.pointer("/confirmation/id").and_then(Value::as_str).unwrap_or_default();
+        let request = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err("The session is closed.");
+            }
+            if !st.elicitation {
+                return Err("This MCP client does not support form elicitation, so its user cannot be asked here.");
+            }
+            if !st.ready {
+                return Err("The MCP client has not finished initialization, so its user cannot be asked yet.");
+            }
+            st.next_request += 1;
+            let id = Value::String(format!("rcip-elicitation-{}", st.next_request));
+            match st.calls.get_mut(&context.key) {
+                Some(call) if !call.cancelled => call.elicitation = Some(id.clone()),
+                _ => return Err("The call was cancelled."),
+            }
+            st.elicitations.insert(
+                id_key(&id),
+                Elicitation {
+                    call: context.key.clone(),
+                    confirmation_id: confirmation_id.to_string(),
+                    output_wrapped: context.output_wrapped,
+                },
+            );
+            jsonrpc::request(&id, "elicitation/create", tools::elicitation_params(outcome, &context.input, &self.application))
+        };
+        self.send(request);
+        Ok(())
+    }
+
+    fn on_response(self: &Arc<Self>, id: &Value, outcome: Result<Value, Value>) {
+        let (elicitation, approved) = {
+            let mut st = self.state.lock();
+            let Some(e) = st.elicitations.remove(&id_key(id)) else { return };
+            match st.calls.get_mut(&e.call) {
+                Some(call) if !call.cancelled => call.elicitation = None,
+                _ => return,
+            }
+            // Only an explicit accept approves; decline, cancel, an error
+            // or anything malformed declines.
+            let approved = matches!(&outcome, Ok(r) if r.get("action").and_then(Value::as_str) == Some("accept"));
+            (e, approved)
+        };
+        let Some(host) = &self.host else { return };
+        let context = CallContext {
+            key: elicitation.call.clone(),
+            output_wrapped: elicitation.output_wrapped,
+            input: Arc::new(Value::Null),
+            asked: true,
+        };
+        let weak = Arc::downgrade(self);
+        let sink = move |outcome: &str| {
+            if let Some(inner) = weak.upgrade() {
+                inner.on_outcome(context, outcome);
+            }
+        };
+        if let Err(e) = host.resolve_confirmation(&elicitation.confirmation_id, approved, Box::new(sink)) {
+            self.finish(&elicitation.call, Err(internal(e)));
+        }
+    }
+
+    fn on_notification(&self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/initialized" => {
+                let send = {
+                    let mut st = self.state.lock();
+                    if !st.initialized || st.ready {
+                        return;
+                    }
+                    st.ready = true;
+                    std::mem::take(&mut st.list_changed_pending)
+                };
+                if send {
+                    self.send(jsonrpc::notification("notifications/tools/list_changed", None));
+                }
+            }
+            "notifications/cancelled" => {
+                let Some(request_id) = params.as_ref().and_then(|p| p.get("requestId")) else { return };
+                let key = id_key(request_id);
+                let (token, elicitation) = {
+                    let mut st = self.state.lock();
+                    let Some(call) = st.calls.get_mut(&key) else { return };
+                    if call.cancelled {
+                        return;
+                    }
+                    call.cancelled = true;
+                    let token = call.token.clone();
+                    let elicitation = call.elicitation.take();
+                    if let Some(e) = &elicitation {
+                        // No outcome will come: the runtime ends the pending
+                        // confirmation itself when the token is cancelled.
+                        st.elicitations.remove(&id_key(e));
+                        st.calls.remove(&key);
+                    }
+                    (token, elicitation)
+                };
+                if let Some(e) = elicitation {
+                    let params = json!({"requestId": e, "reason": "The tool call was cancelled."});
+                    self.send(jsonrpc::notification("notifications/cancelled", Some(params)));
+                }
+                if let Some(t) = token {
+                    t.cancel();
+                }
+            }
+            // notifications/progress, notifications/roots/list_changed, and
+            // anything unknown: notifications are never answered.
+            _ => {}
+        }
+    }
+
+    /// A snapshot revision: tells the client when what tools/list returns
+    /// changed.
+    fn on_revision(&self) {
+        let Some((revision, text)) = self.tools_fingerprint() else { return };
+        let send = {
+            let mut st = self.state.lock();
+            if st.closed || !st.initialized {
+                return;
+            }
+            match &st.tools_seen {
+                Some((seen, _)) if *seen >= revision => return,
+                Some((_, seen_text)) if *seen_text == text => {
+                    st.tools_seen = Some((revision, text));
+                    return;
+                }
+                _ => {}
+            }
+            st.tools_seen = Some((revision, text));
+            if st.ready {
+                true
+            } else {
+                st.list_changed_pending = true;
+                false
+            }
+        };
+        if send {
+            self.send(jsonrpc::notification("notifications/tools/list_changed", None));
+        }
+    }
+}
+
+fn internal(e: HostError) -> (i64, String) {
+    (INTERNAL_ERROR, format!("Internal error: {e}"))
+}
