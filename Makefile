@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp install-cpp-header valgrind install clean
 
 all: lib
 
@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-python test-cpp test-install
+test: test-rust test-conformance test-c test-python test-cpp test-install test-mcp
 
 test-rust:
 	$(CARGO) build --lib   # the conformance crate links the shared library
@@ -136,6 +136,22 @@ test-install:
 install-cpp-header:
 	install -d $(DESTDIR)$(PREFIX)/include/rcip
 	install -m 0644 bindings/cpp/include/rcip/rcip.hpp $(DESTDIR)$(PREFIX)/include/rcip/rcip.hpp
+
+# ----- the MCP bridge against the real `mcp` client package (tests/mcp)
+
+MCP_VENV := $(BUILD)/mcp-venv
+
+.PHONY: test-mcp
+
+# Reinstalled when the pins change.
+$(MCP_VENV)/.installed: tests/mcp/requirements.txt | $(BUILD)
+	rm -rf $(MCP_VENV)
+	$(PYTHON) -m venv $(MCP_VENV)
+	$(MCP_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
+	touch $@
+
+test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
+	$(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp
 
 clean:
 	$(CARGO) clean

@@ -406,9 +406,9 @@ fn annotations_follow_the_effect() {
     let h = harness(McpOptions::default());
     h.init(json!({}));
     let tools = h.tools();
-    assert_eq!(tool(&tools, "notes.list")["annotations"], json!({"readOnlyHint": true}));
-    assert_eq!(tool(&tools, "notes.add")["annotations"], json!({"destructiveHint": false}));
-    assert_eq!(tool(&tools, "notes.purge")["annotations"], json!({"destructiveHint": true}));
+    assert_eq!(tool(&tools, "notes.list")["annotations"], json!({"readOnlyHint": true, "openWorldHint": false}));
+    assert_eq!(tool(&tools, "notes.add")["annotations"], json!({"destructiveHint": false, "openWorldHint": false}));
+    assert_eq!(tool(&tools, "notes.purge")["annotations"], json!({"destructiveHint": true, "openWorldHint": false}));
     assert_eq!(tool(&tools, "mail.send")["annotations"], json!({"destructiveHint": false, "openWorldHint": true}));
     assert_eq!(tools::annotations("bogus"), json!({}));
 }

@@ -42,13 +42,16 @@ pub(crate) fn wrap_schema(inner: &Value, capability_id: &str, key: &str) -> Valu
 
 /// Tool annotations by effect: read → `readOnlyHint: true`; destructive →
 /// `destructiveHint: true`; write and external → `destructiveHint: false`;
-/// external → `openWorldHint: true`. `idempotentHint` is never set: RCIP
-/// does not say whether a capability is idempotent.
+/// external → `openWorldHint: true`, and the other effects
+/// `openWorldHint: false` (MCP reads a missing hint as true, which would
+/// claim that every application capability reaches the outside world).
+/// `idempotentHint` is never set: RCIP does not say whether a capability is
+/// idempotent.
 pub(crate) fn annotations(effect: &str) -> Value {
     match effect {
-        "read" => json!({"readOnlyHint": true}),
-        "destructive" => json!({"destructiveHint": true}),
-        "write" => json!({"destructiveHint": false}),
+        "read" => json!({"readOnlyHint": true, "openWorldHint": false}),
+        "destructive" => json!({"destructiveHint": true, "openWorldHint": false}),
+        "write" => json!({"destructiveHint": false, "openWorldHint": false}),
         "external" => json!({"destructiveHint": false, "openWorldHint": true}),
         _ => json!({}),
     }

@@ -101,11 +101,11 @@ async def test_tools_list_maps_every_capability_with_annotations() -> None:
             assert meta["rcip/availability"]["available"] is meta["rcip/available"]
             assert isinstance(meta["rcip/revision"], int)
         read = tools["board.listOpenVisits"].annotations
-        assert (read.read_only_hint, read.destructive_hint, read.open_world_hint) == (True, None, None)
+        assert (read.read_only_hint, read.destructive_hint, read.open_world_hint) == (True, None, False)
         write = tools["visits.assignTechnician"].annotations
-        assert (write.read_only_hint, write.destructive_hint, write.open_world_hint) == (None, False, None)
+        assert (write.read_only_hint, write.destructive_hint, write.open_world_hint) == (None, False, False)
         destructive = tools["visits.close"].annotations
-        assert (destructive.read_only_hint, destructive.destructive_hint) == (None, True)
+        assert (destructive.read_only_hint, destructive.destructive_hint, destructive.open_world_hint) == (None, True, False)
 
 
 # ---- tools/call -------------------------------------------------------
