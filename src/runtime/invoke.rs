@@ -298,10 +298,17 @@ impl Shared {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
         }
-        let (binding, current) = {
+        let (binding, current, closed) = {
             let st = self.state.lock();
-            (st.bindings[capability].clone(), st.context.clone())
+            (st.bindings[capability].clone(), st.context.clone(), st.closed)
         };
+        // A policy answer or handler result racing the free resumes on a
+        // closing runtime, whose bindings are gone: that is the teardown
+        // outcome, not CAPABILITY_UNBOUND (PIPELINE.md section 9).
+        if closed {
+            drop(binding);
+            return Err(RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED));
+        }
         let binding = match binding {
             Some(b) if b.id == binding_id => b,
             other => {
@@ -507,6 +514,11 @@ impl Shared {
         // 17.
         let binding = match self.installed(capability) {
             Some(b) if b.id == binding_id => b,
+            // Closing takes the bindings and sets `closed` in one step.
+            _ if self.is_closed() => {
+                let error = RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED);
+                return self.finish(core, failed(core, error));
+            }
             _ => return self.finish(core, failed(core, RcipError::new(ErrorCode::CapabilityUnbound))),
         };
         {
