@@ -8,9 +8,9 @@ use parking_lot::Mutex;
 use rcip::catalog::Catalog;
 use rcip::runtime::{Availability, Decision, EventPhase, Invocation, LifecycleEvent, PolicyRequest, RuntimeBuilder};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn catalog() -> Catalog {
     let text = json!({
@@ -110,4 +110,53 @@ fn a_decision_racing_the_free_ends_aborted() {
     for o in &all {
         assert_eq!(o["error"]["code"], "EXECUTION_ABORTED", "{o}");
     }
+}
+
+/// Expiries the library's timer thread is delivering when the runtime is
+/// freed: every callback of them starts before `rcip_runtime_free`
+/// returns (PIPELINE.md section 9: no callback starts afterwards). Before
+/// the fix, the free returned while the timer thread still had the second
+/// expiry's event and closed notice to deliver.
+#[test]
+fn no_timer_callback_starts_after_the_free_returned() {
+    let now = Arc::new(AtomicI64::new(1_000_000));
+    let starts: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+    let (delivering_tx, delivering_rx) = mpsc::channel::<()>();
+    let delivering_tx = Mutex::new(Some(delivering_tx));
+    let mut builder = RuntimeBuilder::new(&catalog());
+    builder.confirmation_ttl_ms(50).unwrap();
+    let n2 = now.clone();
+    builder.clock(Arc::new(move || n2.load(Ordering::SeqCst)));
+    let s1 = starts.clone();
+    builder.event_observer(Arc::new(move |e: &LifecycleEvent| {
+        s1.lock().push((Instant::now(), format!("event {:?} {}", e.phase, e.invocation_id)));
+    }));
+    let s2 = starts.clone();
+    builder.confirmation_observer(Arc::new(move |json: &str| {
+        s2.lock().push((Instant::now(), json.to_string()));
+        if json.contains("\"reason\":\"expired\"") {
+            if let Some(tx) = delivering_tx.lock().take() {
+                // The timer thread is inside its first expiry: free now.
+                tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+    }));
+    let runtime = builder.build();
+    let _b = runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap().detach();
+    let outcomes = Outcomes::default();
+    runtime.client().invoke("visits.close", b"{}", Some("c1"), None, outcomes.sink()).unwrap();
+    runtime.client().invoke("visits.close", b"{}", Some("c2"), None, outcomes.sink()).unwrap();
+    assert_eq!(outcomes.all().len(), 2);
+    // Both fall due at once on the timer thread.
+    now.fetch_add(50, Ordering::SeqCst);
+    delivering_rx.recv_timeout(Duration::from_secs(5)).expect("the timer expired a confirmation");
+    drop(runtime);
+    let freed = Instant::now();
+    std::thread::sleep(Duration::from_millis(500));
+    let starts = starts.lock();
+    let late: Vec<_> = starts.iter().filter(|(t, _)| *t > freed).map(|(_, what)| what.clone()).collect();
+    assert!(late.is_empty(), "callbacks started after the free returned: {late:?}");
+    let closed = starts.iter().filter(|(_, what)| what.contains("\"event\":\"closed\"")).count();
+    assert_eq!(closed, 2, "each confirmation closed once: {:?}", *starts);
 }
