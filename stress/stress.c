@@ -973,6 +973,11 @@ static void preflight_policy(rcip_policy_request *req) {
         rcip_policy_request_free(req);
         return;
     }
+    /* Now and then the policy cancels the preflight's token inline: the
+     * report settles inside this callback, before the preflight call has
+     * asked about its other proposals. */
+    if (s->token && below(16) == 0)
+        expect_rc(rcip_cancel_token_cancel(s->token), RCIP_RESULT_OK, "rcip_cancel_token_cancel (inside a policy)");
     uint32_t r = below(10);
     if (r < 5) decide(req, ALLOW, RCIP_RESULT_OK);
     else if (r < 6) decide(req, CONFIRM, RCIP_RESULT_OK);
@@ -1035,6 +1040,17 @@ static void policy(void *ud, rcip_policy_request *req) {
         defer_policy(s, req, A_DECIDE, below(1500));
         return;
     case PL_CANCEL_POLICY:
+        if (below(8) == 0) {
+            /* cancelled inside the policy callback: the invocation ends
+             * inline; the decision that follows later is late */
+            atomic_store(&s->cancelled, 1);
+            expect_rc(rcip_cancel_token_cancel(s->token), RCIP_RESULT_OK, "rcip_cancel_token_cancel (inside a policy)");
+            atomic_store(&s->cancel_done_seq, next_seq());
+            if (atomic_load(&s->outcomes) != 1 || atomic_load(&s->first_code) != C_ABORTED)
+                violation(V_UNEXPECTED_OUTCOME, "%s: a cancel inside the policy callback did not end the invocation", s->id);
+            defer_policy(s, req, A_DECIDE, below(1000));
+            return;
+        }
         defer_policy(s, req, A_CANCEL_POLICY, below(1000));
         return;
     case PL_RACE_POLICY: {
