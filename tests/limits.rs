@@ -322,6 +322,7 @@ fn depth_100000_is_refused_before_parsing_and_the_runtime_keeps_working() {
     let grown = peak_growth(|| outcome = host.invoke_c(&deep));
     assert_eq!(status(&outcome), "failed INPUT_INVALID");
     assert!(outcome.contains("nest deeper than the limit of 1000"), "{outcome}");
+    eprintln!("refusing 100000-deep input: peak heap growth {grown} bytes");
     assert!(grown < 64 * 1024, "refusing the deep input grew the heap by {grown} bytes");
     assert_eq!(status(&host.invoke(deep_object.as_bytes())), "failed INPUT_INVALID");
     let empty = c("{}");
@@ -330,6 +331,7 @@ fn depth_100000_is_refused_before_parsing_and_the_runtime_keeps_working() {
     *OUTPUT.lock().unwrap() = None;
     assert_eq!(status(&outcome), "failed OUTPUT_INVALID");
     assert!(outcome.contains("nest deeper than the limit of 1000"), "{outcome}");
+    eprintln!("refusing 100000-deep output: peak heap growth {grown} bytes");
     assert!(grown < 64 * 1024, "refusing the deep output grew the heap by {grown} bytes");
     // Unbalanced: only opening brackets.
     assert_eq!(status(&host.invoke("[".repeat(100_000).as_bytes())), "failed INPUT_INVALID");
