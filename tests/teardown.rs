@@ -74,7 +74,7 @@ fn a_decision_racing_the_free_ends_aborted() {
     }));
     let runtime = builder.build();
     let a2 = armed.clone();
-    let _binding = runtime
+    runtime
         .host()
         .bind(
             "visits.note",
@@ -143,7 +143,7 @@ fn no_timer_callback_starts_after_the_free_returned() {
         }
     }));
     let runtime = builder.build();
-    let _b = runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap().detach();
+    runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap().detach();
     let outcomes = Outcomes::default();
     runtime.client().invoke("visits.close", b"{}", Some("c1"), None, outcomes.sink()).unwrap();
     runtime.client().invoke("visits.close", b"{}", Some("c2"), None, outcomes.sink()).unwrap();
