@@ -1420,7 +1420,10 @@ rcip_result rcip_runtime_stats(const struct rcip_runtime *runtime, char **stats_
  * blocked `EXECUTION_ABORTED`), pending confirmations end without receipts
  * (the confirmation callback hears `closed`), bindings and subscriptions
  * are released. No callback of the runtime starts afterwards; user data is
- * released once running callbacks return.
+ * released once running callbacks return. Expiries the library's timer
+ * thread is delivering for this runtime finish first (the call waits for
+ * their callbacks to return), so do not call it while holding a lock that
+ * the confirmation callback, the event observer or the clock takes.
  *
  * Ownership: consumes `runtime`; its client and host views become invalid.
  * Handles still held (completion handles, bindings, tokens, snapshots, the

@@ -319,10 +319,17 @@ impl Shared {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
         }
-        let (binding, current) = {
+        let (binding, current, closed) = {
             let st = self.state.lock();
-            (st.bindings[capability].clone(), st.context.clone())
+            (st.bindings[capability].clone(), st.context.clone(), st.closed)
         };
+        // A policy answer or handler result racing the free resumes on a
+        // closing runtime, whose bindings are gone: that is the teardown
+        // outcome, not CAPABILITY_UNBOUND (PIPELINE.md section 9).
+        if closed {
+            drop(binding);
+            return Err(RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED));
+        }
         let binding = match binding {
             Some(b) if b.id == binding_id => b,
             other => {

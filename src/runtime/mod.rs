@@ -260,6 +260,26 @@ impl Runtime {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_limit_keeps_the_current_value() {
+        let catalog = Catalog::from_bytes(
+            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
+                 "scopes": [], "capabilities": []}"#,
+        )
+        .unwrap();
+        let mut b = RuntimeBuilder::new(&catalog);
+        b.limits(40, 3).unwrap();
+        b.limits(0, 10).unwrap();
+        assert_eq!(b.config.limits, Limits { max_bytes: 40, max_depth: 10 });
+        b.limits(7, 0).unwrap();
+        assert_eq!(b.config.limits, Limits { max_bytes: 7, max_depth: 10 });
+    }
+}
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.shared.clone().close();

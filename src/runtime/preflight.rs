@@ -134,9 +134,15 @@ impl Shared {
                 }
             }
         }
-        // Steps 6–11 for each proposal, in order.
+        // Steps 6–11 for each proposal, in order. A cancellation (from a
+        // policy callback or another thread) may settle the report meanwhile,
+        // which takes the slots: check `done` before indexing them.
         for i in 0..core.capability_ids.len() {
-            if !matches!(core.inner.lock().slots[i], Slot::Waiting) || self.is_closed() {
+            let waiting = {
+                let inner = core.inner.lock();
+                !inner.done && matches!(inner.slots[i], Slot::Waiting)
+            };
+            if !waiting || self.is_closed() {
                 continue;
             }
             self.preflight_ask(&core, i);
@@ -146,6 +152,9 @@ impl Shared {
         for i in 0..core.capability_ids.len() {
             let taken = {
                 let mut inner = core.inner.lock();
+                if inner.done {
+                    break;
+                }
                 take_answer(&mut inner.slots[i])
             };
             if let Some(t) = taken {

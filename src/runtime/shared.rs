@@ -16,7 +16,7 @@ use super::HostError;
 use crate::catalog::Catalog;
 use crate::json::Limits;
 use once_cell::sync::OnceCell;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hasher};
@@ -101,6 +101,10 @@ pub(crate) struct Shared {
     /// Keeps generated ids of different runtimes apart; made on first use.
     id_salt: OnceCell<String>,
     id_counter: AtomicU64,
+    /// Expiries the library's timer thread is delivering for this runtime
+    /// now; closing waits for them (no callback starts after the free).
+    timer_busy: Mutex<u32>,
+    timer_idle: Condvar,
 }
 
 thread_local! {
@@ -110,6 +114,23 @@ thread_local! {
     /// Runtimes this thread is refreshing, with the number of refreshes
     /// queued behind the current one (PIPELINE.md section 2).
     static REFRESHING: RefCell<Vec<(usize, u32)>> = const { RefCell::new(Vec::new()) };
+    /// The runtime whose expiries this (timer) thread is delivering.
+    static TIMER_WORK: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The timer thread delivering one runtime's expiries (see
+/// [`Shared::timer_work`]).
+pub(crate) struct TimerWork(Arc<Shared>);
+
+impl Drop for TimerWork {
+    fn drop(&mut self) {
+        TIMER_WORK.with(|t| t.set(0));
+        let mut busy = self.0.timer_busy.lock();
+        *busy -= 1;
+        if *busy == 0 {
+            self.0.timer_idle.notify_all();
+        }
+    }
 }
 
 /// True while this thread runs a clock or id-generator callback.
@@ -185,6 +206,8 @@ impl Shared {
             closed: AtomicBool::new(false),
             id_salt: OnceCell::new(),
             id_counter: AtomicU64::new(0),
+            timer_busy: Mutex::new(0),
+            timer_idle: Condvar::new(),
         })
     }
 
@@ -202,6 +225,20 @@ impl Shared {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The timer thread starts delivering this runtime's expiries (its clock,
+    /// events and confirmation notices); `None` once it is closed. A close
+    /// waits until the work ends, so that none of these callbacks starts
+    /// after the free returned (PIPELINE.md section 9).
+    pub(crate) fn timer_work(self: &Arc<Self>) -> Option<TimerWork> {
+        let mut busy = self.timer_busy.lock();
+        if self.is_closed() {
+            return None;
+        }
+        *busy += 1;
+        TIMER_WORK.with(|t| t.set(Arc::as_ptr(self) as usize));
+        Some(TimerWork(self.clone()))
     }
 
     /// The runtime's clock, in epoch milliseconds.
@@ -643,5 +680,14 @@ impl Shared {
         }
         drop(bindings);
         drop(subscribers);
+        // Expiries the timer thread took before the close finish delivering
+        // before the free returns (unless this is the timer thread, closing
+        // from one of those callbacks). No lock is held while they run.
+        if TIMER_WORK.with(|t| t.get()) != Arc::as_ptr(self) as usize {
+            let mut busy = self.timer_busy.lock();
+            while *busy > 0 {
+                self.timer_idle.wait(&mut busy);
+            }
+        }
     }
 }

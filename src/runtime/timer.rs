@@ -107,6 +107,9 @@ fn run() {
             }
         };
         let Some(runtime) = due.and_then(|w| w.upgrade()) else { continue };
+        // A closed runtime gets no more callbacks; a close that starts now
+        // waits until this work is done.
+        let Some(work) = runtime.timer_work() else { continue };
         // No panic may end the timer thread: expiries of other runtimes
         // depend on it.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -121,5 +124,6 @@ fn run() {
                 }
             }
         }));
+        drop(work);
     }
 }
