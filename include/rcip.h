@@ -451,7 +451,11 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * Order: `opened` comes after the consumer's `confirmation_required`
  * outcome; `closed` comes after the confirmation's event and the resolving
  * call's outcome, except for `approved`, which comes first and is followed
- * by the approved re-run (its events and its outcome).
+ * by the approved re-run (its events and its outcome). A `closed` notice
+ * never comes before its `opened` one: when the confirmation ends (on
+ * another thread, or from inside the consumer's outcome callback) before
+ * `opened` was delivered, `closed` is held back and delivered right after
+ * it, on the thread that delivered `opened`.
  * Called on the thread where it happens (the timer thread for real-time
  * expiry), with no rcip lock held; it may resolve the confirmation inline.
  */

@@ -328,3 +328,36 @@ fn concurrent_invocations_on_one_runtime_settle_once_each() {
     assert_eq!(count.load(Ordering::SeqCst), 800);
     assert_eq!(runtime.client().snapshot().unwrap().revision(), 801);
 }
+
+#[test]
+fn the_closed_notice_never_comes_before_the_opened_one() {
+    // The consumer's outcome callback resolves the confirmation at once,
+    // before the runtime has told the host that it opened.
+    let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let n2 = notices.clone();
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.confirmation_observer(Arc::new(move |json: &str| n2.lock().push(serde_json::from_str(json).unwrap())));
+    let runtime = Arc::new(b.build());
+    let _bind = runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    runtime.host().set_context(SemanticContext::new(vec!["visits.detail".into()], None)).unwrap();
+    let resolved = Outcomes::default();
+    let (rt, res) = (runtime.clone(), resolved.clone());
+    runtime
+        .client()
+        .invoke(
+            "visits.close",
+            b"{}",
+            None,
+            None,
+            Box::new(move |json: &str| {
+                let o: Value = serde_json::from_str(json).unwrap();
+                let id = o["confirmation"]["id"].as_str().unwrap().to_string();
+                rt.host().resolve_confirmation(&id, true, res.sink()).unwrap();
+            }),
+        )
+        .unwrap();
+    assert_eq!(resolved.all()[0]["status"], "succeeded");
+    let events: Vec<String> = notices.lock().iter().map(|n| n["event"].as_str().unwrap().to_string()).collect();
+    assert_eq!(events, ["opened", "closed"]);
+    assert_eq!(notices.lock()[1]["reason"], "approved");
+}

@@ -24,7 +24,14 @@ pub(crate) struct PendingConfirmation {
     pub context: Arc<SemanticContext>,
     pub expires_at: i64,
     pub seq: u64,
+    /// Orders the host's notices: `closed` never before `opened`.
+    pub notices: Arc<NoticeGate>,
 }
+
+/// Holds back a `closed` notice that another thread produces before the
+/// opening thread has told the host that the confirmation opened.
+#[derive(Default)]
+pub(crate) struct NoticeGate(parking_lot::Mutex<(bool, Option<String>)>);
 
 /// What is kept of an expired or cancelled confirmation (no payload).
 pub(crate) struct Receipt {
@@ -93,7 +100,25 @@ impl Shared {
             context,
             expires_at: record.expires_at,
             seq: 0,
+            notices: Arc::new(NoticeGate::default()),
         }
+    }
+
+    /// Tells the host's confirmation callback that `c` ended, after its
+    /// `opened` notice (held back until that notice was delivered).
+    fn notify_closed(&self, c: &PendingConfirmation, reason: CloseReason) {
+        if self.config.confirmation_observer.is_none() {
+            return;
+        }
+        let json = closed_json(c, reason);
+        {
+            let mut gate = c.notices.0.lock();
+            if !gate.0 {
+                gate.1 = Some(json);
+                return;
+            }
+        }
+        self.notify_confirmation(|| json);
     }
 
     /// Stores a new confirmation; false when the runtime closed meanwhile.
@@ -115,6 +140,7 @@ impl Shared {
         core: &Arc<InvocationCore>,
         record: &ConfirmationRecord,
         payload: &Payload,
+        notices: &NoticeGate,
     ) {
         if self.is_closed() {
             return;
@@ -131,6 +157,14 @@ impl Shared {
             out.push('}');
             out
         });
+        let held_back = {
+            let mut gate = notices.0.lock();
+            gate.0 = true;
+            gate.1.take()
+        };
+        if let Some(closed) = held_back {
+            self.notify_confirmation(|| closed);
+        }
         if !self.config.manual_timers {
             super::timer::schedule(self, record.expires_at);
         }
@@ -195,7 +229,7 @@ impl Shared {
         let Some(mut c) = removed else { return };
         c.registration = None; // it is running now
         self.emit(&c.invocation_id, &c.capability_id, EventPhase::Failed, Some(ErrorCode::ExecutionAborted), None);
-        self.notify_confirmation(|| closed_json(&c, CloseReason::Cancelled));
+        self.notify_closed(&c, CloseReason::Cancelled);
     }
 
     /// Expires every confirmation due at `now`, in `expiresAt` order (ties in
@@ -230,7 +264,7 @@ impl Shared {
                 Some(ErrorCode::ConfirmationExpired),
                 Some(c.expires_at),
             );
-            self.notify_confirmation(|| closed_json(&c, CloseReason::Expired));
+            self.notify_closed(&c, CloseReason::Expired);
         }
         n
     }
@@ -243,7 +277,7 @@ impl Shared {
     /// Teardown: the confirmation ends without a receipt.
     pub(crate) fn close_confirmation_on_teardown(self: &Arc<Self>, mut c: PendingConfirmation) {
         Shared::unregister_confirmation_token(&mut c);
-        self.notify_confirmation(|| closed_json(&c, CloseReason::Closed));
+        self.notify_closed(&c, CloseReason::Closed);
     }
 
     /// The host resolves a confirmation: always one outcome, through `sink`.
@@ -329,11 +363,11 @@ impl Shared {
             };
             self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
             sink.deliver(&outcome.to_json_text());
-            self.notify_confirmation(|| closed_json(&c, reason));
+            self.notify_closed(&c, reason);
             return Ok(());
         }
         // 5. Re-run from step 2 with the captured request, confirmed.
-        self.notify_confirmation(|| closed_json(&c, CloseReason::Approved));
+        self.notify_closed(&c, CloseReason::Approved);
         let start = Start {
             id: c.invocation_id.clone(),
             capability_id: c.capability_id.clone(),

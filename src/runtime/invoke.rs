@@ -657,6 +657,7 @@ impl Shared {
         };
         let payload = core.payload.clone().expect("parsed input");
         let pending = self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
+        let notices = pending.notices.clone();
         if !self.register_confirmation(core, pending) {
             return;
         }
@@ -669,7 +670,7 @@ impl Shared {
                 refresh: false,
             },
         );
-        self.after_confirmation_opened(core, &record, &payload);
+        self.after_confirmation_opened(core, &record, &payload, &notices);
     }
 
     /// Ends the invocation if it has not ended yet.
