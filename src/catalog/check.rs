@@ -7,7 +7,6 @@ use super::{CapabilityDef, CatalogInner, CatalogProblem, Effect, ScopeDef, PROTO
 use crate::schema::Schema;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// True when `s` matches `[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*`
 /// (PIPELINE.md section 1, identifiers).
@@ -576,7 +575,6 @@ fn check_capability(
 
     Some(CapabilityDef {
         id: id.to_string(),
-        shared_id: Arc::from(id),
         title: title.to_string(),
         description: description.to_string(),
         scope_ids,

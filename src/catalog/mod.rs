@@ -60,8 +60,6 @@ pub struct ScopeDef {
 /// schemas.
 pub struct CapabilityDef {
     pub id: String,
-    /// The id, shared by the outcomes and events of this capability.
-    pub(crate) shared_id: Arc<str>,
     pub title: String,
     pub description: String,
     pub scope_ids: Vec<String>,

@@ -187,7 +187,7 @@ impl Shared {
         let input = crate::json::parse_bytes(input, &self.config.limits).map(|v| Payload::new(v, input.len()));
         let capability = self.catalog.capability_index(capability_id);
         let capability_id = match capability {
-            Some(i) => self.catalog.capabilities()[i].shared_id.clone(),
+            Some(i) => self.capability_id(i),
             None => Arc::from(capability_id),
         };
         let start = Start { id: id.clone(), capability_id, capability, input, token: token.cloned(), confirmed: false };

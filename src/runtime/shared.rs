@@ -98,6 +98,10 @@ pub(crate) struct Shared {
     pub config: Config,
     pub state: Mutex<State>,
     pub closed: AtomicBool,
+    /// Each capability's id, shared by this runtime's invocations, outcomes
+    /// and events (per runtime, so that runtimes sharing a catalog do not
+    /// contend on one reference count); made on first use.
+    capability_ids: Box<[OnceCell<Arc<str>>]>,
     /// Keeps generated ids of different runtimes apart; made on first use.
     id_salt: OnceCell<String>,
     id_counter: AtomicU64,
@@ -204,6 +208,7 @@ impl Shared {
                 next_seq: 1,
             }),
             closed: AtomicBool::new(false),
+            capability_ids: (0..n).map(|_| OnceCell::new()).collect(),
             id_salt: OnceCell::new(),
             id_counter: AtomicU64::new(0),
             timer_busy: Mutex::new(0),
@@ -250,6 +255,11 @@ impl Shared {
             }
             None => system_now_ms(),
         }
+    }
+
+    /// The id of capability `i`, as this runtime shares it.
+    pub(crate) fn capability_id(&self, i: usize) -> Arc<str> {
+        self.capability_ids[i].get_or_init(|| Arc::from(self.catalog.capabilities()[i].id.as_str())).clone()
     }
 
     /// A new id for `prefix` (`invocation` or `confirmation`): the host's
