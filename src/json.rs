@@ -113,6 +113,70 @@ pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, JsonError> {
     parse_str(text, limits)
 }
 
+/// A parsed payload and whether its text is already canonical.
+pub struct Parsed {
+    pub value: Value,
+    /// True when the text is exactly what serde_json's compact writer
+    /// produces for `value`, so it can be reused instead of serialising.
+    pub canonical: bool,
+}
+
+/// Parses payload bytes (as [`parse_bytes`]) and tells whether the text is
+/// canonical (see [`Parsed::canonical`]).
+pub fn parse_payload(bytes: &[u8], limits: &Limits) -> Result<Parsed, JsonError> {
+    let value = parse_bytes(bytes, limits)?;
+    let canonical = is_canonical(bytes, &value);
+    Ok(Parsed { value, canonical })
+}
+
+/// True when `text` (which parsed into `value`) is byte for byte what
+/// serde_json writes for `value`: no whitespace outside strings, no escape
+/// at all (serde_json's escapes are the only ones it writes), numbers that
+/// normalisation leaves alone (integers of at most 15 digits), and no
+/// duplicate key (as many `:` outside strings as object entries).
+fn is_canonical(text: &[u8], value: &Value) -> bool {
+    if may_need_normalizing(text) {
+        return false;
+    }
+    let mut in_string = false;
+    let mut colons = 0usize;
+    for &b in text {
+        match b {
+            b'\\' => return false,
+            b'"' => in_string = !in_string,
+            b' ' | b'\t' | b'\n' | b'\r' if !in_string => return false,
+            b':' if !in_string => colons += 1,
+            _ => {}
+        }
+    }
+    entries(value, 0).is_some_and(|n| n == colons)
+}
+
+/// Object entries in `value`, all levels; `None` past 64 levels (such
+/// values are simply serialised).
+fn entries(value: &Value, depth: usize) -> Option<usize> {
+    if depth > 64 {
+        return None;
+    }
+    match value {
+        Value::Object(map) => {
+            let mut n = map.len();
+            for v in map.values() {
+                n += entries(v, depth + 1)?;
+            }
+            Some(n)
+        }
+        Value::Array(items) => {
+            let mut n = 0;
+            for v in items {
+                n += entries(v, depth + 1)?;
+            }
+            Some(n)
+        }
+        _ => Some(0),
+    }
+}
+
 /// Parses payload text into a JSON value with the reference's semantics.
 pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
     if text.len() > limits.max_bytes {
@@ -282,6 +346,35 @@ mod tests {
                 assert_eq!(v.to_string(), always.to_string(), "{text}");
             }
             assert_eq!(parse(text).unwrap().to_string(), always.to_string(), "{text}");
+        }
+    }
+
+    #[test]
+    fn canonical_text_is_exactly_what_serde_writes() {
+        let cases = [
+            (r#"{"title":"Buy milk","priority":3,"done":false}"#, true),
+            (r#"{"a":[1,2,{"b":null}],"c":"x:y"}"#, true),
+            (r#"[]"#, true),
+            (r#""plain""#, true),
+            (r#"{"a": 1}"#, false),
+            (r#"{"a":1,"a":2}"#, false),
+            (r#"{"a":{"a":1,"a":2}}"#, false),
+            (r#"{"a":"\u00e9"}"#, false),
+            (r#"{"a":"\/"}"#, false),
+            (r#"{"a":"\n"}"#, false),
+            (r#"{"a":1.0}"#, false),
+            (r#"{"a":-0}"#, false),
+            (r#"{"a":1e2}"#, false),
+            (r#"{"a":12345678901234567}"#, false),
+            ("{\n}", false),
+            (r#"{"k":"é ☃ 😀"}"#, true),
+        ];
+        for (text, want) in cases {
+            let p = parse_payload(text.as_bytes(), &Limits::default()).unwrap();
+            assert_eq!(p.canonical, want, "{text}");
+            if p.canonical {
+                assert_eq!(serde_json::to_string(&p.value).unwrap(), text);
+            }
         }
     }
 

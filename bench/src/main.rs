@@ -314,8 +314,9 @@ fn main() {
         let what = args.get(i + 1).map(String::as_str).unwrap_or("a");
         counting(true);
         let before = ALLOCS.load(Ordering::SeqCst);
-        unsafe { profile(what, 20_000) };
-        eprintln!("{:.1} allocations (incl. reallocs) per op", (ALLOCS.load(Ordering::SeqCst) - before) as f64 / 20_000.0);
+        let n: usize = std::env::var("RCIP_PROFILE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+        unsafe { profile(what, n) };
+        eprintln!("{:.1} allocations (incl. reallocs) per op", (ALLOCS.load(Ordering::SeqCst) - before) as f64 / n as f64);
         return;
     }
     let mut b = Bench { runs, scale: if quick { 10 } else { 1 }, stats: Vec::new(), targets: Vec::new(), figures: Vec::new() };

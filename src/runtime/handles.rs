@@ -97,7 +97,10 @@ impl Invocation {
     /// still succeeds.
     pub fn complete_text(&self, output: &[u8]) -> Result<(), HostError> {
         let Some(shared) = self.take()? else { return Ok(()) };
-        let parsed = crate::json::parse_bytes(output, &shared.config.limits);
+        let parsed = crate::json::parse_payload(output, &shared.config.limits).map(|p| {
+            let text = if p.canonical { std::str::from_utf8(output).ok().map(str::to_string) } else { None };
+            (p.value, text)
+        });
         shared.handler_settled(&self.core, HandlerResult::Output(parsed));
         Ok(())
     }
@@ -106,7 +109,7 @@ impl Invocation {
     pub fn complete(&self, mut output: Value) -> Result<(), HostError> {
         let Some(shared) = self.take()? else { return Ok(()) };
         crate::json::normalize_numbers(&mut output);
-        shared.handler_settled(&self.core, HandlerResult::Output(Ok(output)));
+        shared.handler_settled(&self.core, HandlerResult::Output(Ok((output, None))));
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use super::policy::{default_decision, PolicyCore, PolicyTarget};
 use super::shared::{BindingCore, Shared};
 use super::snapshot::Entry;
 use super::types::{
-    messages, ConfirmationRecord, NulString, Decision, ErrorCode, EventPhase, Outcome, PolicyAnswer, RcipError, SemanticContext,
+    messages, ConfirmationRecord, JsonText, NulString, Decision, ErrorCode, EventPhase, Outcome, PolicyAnswer, RcipError, SemanticContext,
 };
 use super::HostError;
 use crate::json::JsonError;
@@ -35,6 +35,18 @@ impl Payload {
         Arc::new(Payload { value, text: OnceCell::new(), len_hint })
     }
 
+    /// A payload from parsed text: canonical text is kept as the payload's
+    /// text instead of being serialised again later.
+    pub(crate) fn from_parsed(parsed: crate::json::Parsed, bytes: &[u8]) -> Arc<Payload> {
+        let text = OnceCell::new();
+        if parsed.canonical {
+            if let Ok(s) = std::str::from_utf8(bytes) {
+                let _ = text.set(NulString::copy_of(s));
+            }
+        }
+        Arc::new(Payload { value: parsed.value, text, len_hint: bytes.len() })
+    }
+
     /// The input as compact JSON text (canonical: the last of duplicate keys
     /// only, numbers as the reference holds them).
     pub(crate) fn text(&self) -> &str {
@@ -48,7 +60,8 @@ impl Payload {
 
 /// What a handler settled with.
 pub(crate) enum HandlerResult {
-    Output(Result<Value, JsonError>),
+    /// The output value, and its text when that text is canonical.
+    Output(Result<(Value, Option<String>), JsonError>),
     Failed { aborted: bool },
 }
 
@@ -124,6 +137,8 @@ impl InvocationCore {
 /// How an invocation ends.
 pub(crate) struct Ending {
     pub outcome: Outcome,
+    /// The outcome's JSON text, when it was rendered without the record.
+    pub rendered: Option<JsonText>,
     /// The lifecycle event to emit first (none for steps 2 and 4).
     pub event: Option<(EventPhase, Option<ErrorCode>)>,
     /// Keep the id reserved (a confirmation now holds it).
@@ -136,6 +151,7 @@ fn failed(core: &InvocationCore, error: RcipError) -> Ending {
     let code = error.code;
     Ending {
         outcome: Outcome::Failed { invocation_id: core.id.clone(), capability_id: core.capability_id.clone(), error },
+        rendered: None,
         event: Some((EventPhase::Failed, Some(code))),
         keep_reservation: false,
         refresh: false,
@@ -146,6 +162,7 @@ fn denied(core: &InvocationCore, error: RcipError) -> Ending {
     let code = error.code;
     Ending {
         outcome: Outcome::Denied { invocation_id: core.id.clone(), capability_id: core.capability_id.clone(), error },
+        rendered: None,
         event: Some((EventPhase::Denied, Some(code))),
         keep_reservation: false,
         refresh: false,
@@ -184,7 +201,7 @@ impl Shared {
         };
         // Parsing has no side effects, so it may precede the reservation
         // check; its failure is reported after it (step 4).
-        let input = crate::json::parse_bytes(input, &self.config.limits).map(|v| Payload::new(v, input.len()));
+        let input = crate::json::parse_payload(input, &self.config.limits).map(|p| Payload::from_parsed(p, input));
         let capability = self.catalog.capability_index(capability_id);
         let capability_id = match capability {
             Some(i) => self.capability_id(i),
@@ -246,7 +263,7 @@ impl Shared {
                 capability_id: core.capability_id.clone(),
                 error: RcipError::with_message(ErrorCode::InputInvalid, format!("{} ({e}).", messages::INPUT_NOT_JSON.trim_end_matches('.'))),
             };
-            self.finish(&core, Ending { outcome, event: None, keep_reservation: false, refresh: false });
+            self.finish(&core, Ending { outcome, rendered: None, event: None, keep_reservation: false, refresh: false });
             return Ok(());
         }
         // 5.
@@ -606,13 +623,15 @@ impl Shared {
                 );
                 self.finish(core, failed(core, error))
             }
-            HandlerResult::Output(Ok(output)) => {
+            HandlerResult::Output(Ok((output, text))) => {
                 let issues = def.output.validate(&output);
                 if !issues.is_empty() {
                     let mut error = RcipError::new(ErrorCode::OutputInvalid);
                     error.validation_issues = Some(issues);
                     return self.finish(core, failed(core, error));
                 }
+                // Canonical output text goes into the record as it is.
+                let rendered = text.map(|t| Outcome::succeeded_json(&core.id, &core.capability_id, &t));
                 let outcome = Outcome::Succeeded {
                     invocation_id: core.id.clone(),
                     capability_id: core.capability_id.clone(),
@@ -620,7 +639,7 @@ impl Shared {
                 };
                 self.finish(
                     core,
-                    Ending { outcome, event: Some((EventPhase::Succeeded, None)), keep_reservation: false, refresh: true },
+                    Ending { outcome, rendered, event: Some((EventPhase::Succeeded, None)), keep_reservation: false, refresh: true },
                 )
             }
             HandlerResult::Failed { aborted } => {
@@ -665,6 +684,7 @@ impl Shared {
             core,
             Ending {
                 outcome,
+                rendered: None,
                 event: Some((EventPhase::ConfirmationRequested, None)),
                 keep_reservation: true,
                 refresh: false,
@@ -707,7 +727,10 @@ impl Shared {
             self.refresh();
         }
         if let Some(sink) = sink {
-            sink.deliver(&ending.outcome.to_json_text());
+            match &ending.rendered {
+                Some(text) => sink.deliver(text),
+                None => sink.deliver(&ending.outcome.to_json_text()),
+            }
         }
     }
 

@@ -237,6 +237,20 @@ impl Outcome {
         out
     }
 
+    /// The `succeeded` record with `output_text` (canonical JSON of the
+    /// output) embedded as it is.
+    pub(crate) fn succeeded_json(invocation_id: &str, capability_id: &str, output_text: &str) -> JsonText {
+        let mut out = String::with_capacity(64 + invocation_id.len() + capability_id.len() + output_text.len());
+        out.push_str("{\"status\":\"succeeded\",\"invocationId\":");
+        push_json_str(&mut out, invocation_id);
+        out.push_str(",\"capabilityId\":");
+        push_json_str(&mut out, capability_id);
+        out.push_str(",\"output\":");
+        out.push_str(output_text);
+        out.push('}');
+        JsonText::from(out)
+    }
+
     /// The outcome record as delivered to sinks.
     pub(crate) fn to_json_text(&self) -> JsonText {
         let mut out = String::with_capacity(192);
@@ -588,6 +602,14 @@ impl NulString {
         NulString(text)
     }
 
+    /// A copy of `text` with its NUL, in one allocation.
+    pub(crate) fn copy_of(text: &str) -> NulString {
+        let mut s = String::with_capacity(text.len() + 1);
+        s.push_str(text);
+        s.push('\0');
+        NulString(s)
+    }
+
     /// A JSON value as compact text; `len_hint` sizes the buffer.
     pub(crate) fn from_value(value: &Value, len_hint: usize) -> NulString {
         let mut buf = Vec::with_capacity(len_hint + 1);
@@ -716,6 +738,17 @@ mod tests {
             serde_json::from_str::<Value>(&e.to_json()).unwrap(),
             json!({"timestamp": 5, "invocationId": "i", "capabilityId": "c", "phase": "failed", "errorCode": "POLICY_DENIED"})
         );
+    }
+
+    #[test]
+    fn the_succeeded_record_from_text_equals_the_serialised_one() {
+        let text = r#"{"a":[1,"x",{"b":null}]}"#;
+        let o = Outcome::Succeeded {
+            invocation_id: Arc::from("i\"1"),
+            capability_id: Arc::from("c.d"),
+            output: serde_json::from_str(text).unwrap(),
+        };
+        assert_eq!(Outcome::succeeded_json("i\"1", "c.d", text).as_str(), o.to_json());
     }
 
     #[test]
