@@ -129,8 +129,10 @@ impl Shared {
             }
         }
         // Steps 6–11 for each proposal, in order.
+        // (A token already cancelled, or cancelled by a policy, settles the
+        // report and empties the slots: `get` keeps the loops in bounds.)
         for i in 0..core.capability_ids.len() {
-            if !matches!(core.inner.lock().slots[i], Slot::Waiting) || self.is_closed() {
+            if !matches!(core.inner.lock().slots.get(i), Some(Slot::Waiting)) || self.is_closed() {
                 continue;
             }
             self.preflight_ask(&core, i);
@@ -140,7 +142,7 @@ impl Shared {
         for i in 0..core.capability_ids.len() {
             let taken = {
                 let mut inner = core.inner.lock();
-                take_answer(&mut inner.slots[i])
+                inner.slots.get_mut(i).and_then(take_answer)
             };
             if let Some(t) = taken {
                 self.preflight_decide(&core, i, t);
