@@ -86,3 +86,70 @@ fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() 
         rcip_catalog_free(cat);
     }
 }
+
+unsafe extern "C" fn same_id(_: *mut c_void, prefix: *const c_char, sink: *mut rcip::ffi::sink::rcip_string_sink) -> i32 {
+    let id = CString::new(format!("{}-same", CStr::from_ptr(prefix).to_str().unwrap())).unwrap();
+    assert_eq!(rcip::ffi::sink::rcip_string_sink_set(sink, id.as_ptr()), rcip_result::Ok);
+    0
+}
+
+unsafe extern "C" fn notices(ud: *mut c_void, json: *const c_char) {
+    keep(ud, json);
+}
+
+/// An id generator that repeats itself must not make two pending
+/// confirmations share an id: the second would replace the first, whose
+/// invocation id then stayed reserved forever and which never closed.
+#[test]
+fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() {
+    unsafe {
+        let mut cat = ptr::null_mut();
+        let text = CString::new(CATALOG).unwrap();
+        assert_eq!(rcip_catalog_new(text.as_ptr(), &mut cat), rcip_result::Ok);
+        let mut b = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_id_generator(b, Some(same_id), ptr::null_mut(), None), rcip_result::Ok);
+        let seen: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        assert_eq!(rcip_runtime_builder_set_confirmation_callback(b, Some(notices), &seen as *const _ as *mut c_void, None), rcip_result::Ok);
+        let mut rt = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
+        let mut binding = ptr::null_mut();
+        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.purge".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut binding), rcip_result::Ok);
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        for id in [c"first", c"second"] {
+            assert_eq!(
+                rcip_client_invoke(rcip_runtime_client(rt), c"items.purge".as_ptr(), c"{}".as_ptr(), id.as_ptr(), ptr::null(), Some(keep), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+                rcip_result::Ok
+            );
+        }
+        let ids: Vec<String> = outcomes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|o| serde_json::from_str::<serde_json::Value>(o).unwrap()["confirmation"]["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ids.len(), 2);
+        assert_ne!(ids[0], ids[1], "two pending confirmations got the same id");
+        let mut stats = ptr::null_mut();
+        assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
+        let s = CStr::from_ptr(stats).to_str().unwrap().to_string();
+        rcip::ffi::string::rcip_string_free(stats);
+        assert!(s.contains("\"pendingConfirmations\":2") && s.contains("\"reservedIds\":2"), "{s}");
+        // Both can be resolved, each exactly once.
+        for id in &ids {
+            let id = CString::new(id.as_str()).unwrap();
+            assert_eq!(
+                rcip_host_resolve_confirmation(rcip_runtime_host(rt), id.as_ptr(), false, Some(keep), &outcomes as *const _ as *mut c_void, None),
+                rcip_result::Ok
+            );
+        }
+        let all = outcomes.lock().unwrap().clone();
+        assert!(all[2].contains("CONFIRMATION_DECLINED") && all[3].contains("CONFIRMATION_DECLINED"), "{all:?}");
+        let closed = seen.lock().unwrap().iter().filter(|n| n.contains("\"closed\"")).count();
+        assert_eq!(closed, 2, "each confirmation closed once");
+        rcip::ffi::binding::rcip_binding_free(binding);
+        rcip_runtime_free(rt);
+        rcip_catalog_free(cat);
+    }
+}

@@ -203,6 +203,11 @@ impl Shared {
                 return id;
             }
         }
+        self.builtin_id(prefix)
+    }
+
+    /// An id from the built-in generator: unique within this runtime.
+    pub(crate) fn builtin_id(&self, prefix: &str) -> String {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
         format!("{prefix}_{}_{n}", self.id_salt)
     }
