@@ -857,7 +857,9 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * Ownership: `confirmation_id` is copied; `user_data` is kept until the
  * outcome was delivered, then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id, on_outcome),
- * `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED` (also when the runtime
+ * is freed while an approved confirmation is about to run again, e.g. from
+ * the confirmation callback's `approved` notice: the confirmation is gone),
  * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
  * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
  * this returns.

@@ -153,3 +153,67 @@ fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() 
         rcip_catalog_free(cat);
     }
 }
+
+thread_local! {
+    static TO_FREE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static RESOLVE_LOG: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn free_runtime_when_approved(_: *mut c_void, json: *const c_char) {
+    if CStr::from_ptr(json).to_str().unwrap().contains(r#""reason":"approved""#) {
+        let rt = TO_FREE.with(|t| t.replace(0)) as *mut rcip_runtime;
+        rcip_runtime_free(rt);
+    }
+}
+
+unsafe extern "C" fn log_outcome(_: *mut c_void, json: *const c_char) {
+    RESOLVE_LOG.with(|l| l.borrow_mut().push(CStr::from_ptr(json).to_str().unwrap().to_string()));
+}
+
+unsafe extern "C" fn log_release(_: *mut c_void) {
+    RESOLVE_LOG.with(|l| l.borrow_mut().push("released".into()));
+}
+
+/// An approval whose re-run finds the runtime closed (here the confirmation
+/// callback frees it on the `approved` notice; another thread freeing it
+/// gives the same race) answered OK, delivered no outcome and still
+/// released the caller's user data: the approval's outcome was lost.
+/// Now the call answers RCIP_RESULT_CLOSED and, as the header says for a
+/// failing call, calls neither function (as an invoke racing a free does).
+#[test]
+fn an_approval_that_finds_the_runtime_closed_answers_closed_instead_of_losing_its_outcome() {
+    unsafe {
+        let mut cat = ptr::null_mut();
+        let text = CString::new(CATALOG).unwrap();
+        assert_eq!(rcip_catalog_new(text.as_ptr(), &mut cat), rcip_result::Ok);
+        let mut b = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_confirmation_callback(b, Some(free_runtime_when_approved), ptr::null_mut(), None), rcip_result::Ok);
+        let mut rt = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
+        let mut binding = ptr::null_mut();
+        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.purge".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut binding), rcip_result::Ok);
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        assert_eq!(
+            rcip_client_invoke(rcip_runtime_client(rt), c"items.purge".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(keep), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+            rcip_result::Ok
+        );
+        let o: serde_json::Value = serde_json::from_str(&outcomes.lock().unwrap()[0]).unwrap();
+        let id = CString::new(o["confirmation"]["id"].as_str().unwrap()).unwrap();
+        TO_FREE.with(|t| t.set(rt as usize));
+        let host = rcip_runtime_host(rt);
+        let rc = rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(log_outcome), ptr::null_mut(), Some(log_release));
+        let log = RESOLVE_LOG.with(|l| l.borrow().clone());
+        assert_eq!(TO_FREE.with(|t| t.get()), 0, "the runtime was freed inside the call");
+        if rc == rcip_result::Ok {
+            assert_eq!(log.len(), 2, "OK means exactly one outcome, then the release: {log:?}");
+            assert_ne!(log[0], "released", "{log:?}");
+        } else {
+            assert_eq!(rc, rcip_result::Closed);
+            assert!(log.is_empty(), "a failing call calls neither function: {log:?}");
+        }
+        rcip::ffi::binding::rcip_binding_free(binding);
+        rcip_catalog_free(cat);
+    }
+}

@@ -344,9 +344,10 @@ impl Shared {
             token: c.token.clone(),
             confirmed: true,
         };
-        match self.run(start, sink) {
-            Ok(()) | Err(HostError::Closed) => Ok(()),
-            Err(e) => Err(e),
-        }
+        // The runtime may have closed since the checks above (the `approved`
+        // notice may free it, or another thread): then the re-run refuses
+        // before it delivers anything, and so must this call (CLOSED, no
+        // outcome, the caller keeps its user data), or the outcome is lost.
+        self.run(start, sink)
     }
 }
