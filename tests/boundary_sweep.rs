@@ -148,7 +148,7 @@ fn header_functions() -> Vec<Func> {
             continue;
         }
         let before = &line[..open];
-        let Some(name) = before.split(|c: char| c == ' ' || c == '*').next_back() else { continue };
+        let Some(name) = before.split([' ', '*']).next_back() else { continue };
         if !name.starts_with("rcip_") {
             continue;
         }
@@ -160,7 +160,7 @@ fn header_functions() -> Vec<Func> {
                 .split(',')
                 .map(|p| {
                     let p = p.trim();
-                    let split = p.rfind(|c: char| c == ' ' || c == '*').unwrap();
+                    let split = p.rfind([' ', '*']).unwrap();
                     Param { ty: p[..=split].trim().to_string(), name: p[split + 1..].to_string() }
                 })
                 .collect()
@@ -255,6 +255,8 @@ fn catalog() -> *const rcip_catalog {
     }) as *const rcip_catalog
 }
 
+type SinkJob = Box<dyn FnOnce(*mut c_void)>;
+
 thread_local! {
     /// Outcomes and reports delivered in the current case.
     static DELIVERED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
@@ -264,7 +266,7 @@ thread_local! {
     static HELD_INVOCATIONS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
     static HOLD_POLICY: Cell<bool> = const { Cell::new(false) };
     /// A job run inside the availability callback or id generator, with its sink.
-    static SINK_JOB: RefCell<Option<Box<dyn FnOnce(*mut c_void)>>> = const { RefCell::new(None) };
+    static SINK_JOB: RefCell<Option<SinkJob>> = const { RefCell::new(None) };
 }
 
 unsafe extern "C" fn deliver(_: *mut c_void, json: *const c_char) {
@@ -461,7 +463,7 @@ impl<'a> Args<'a> {
         if self.targets(name) == Some("null") {
             return ptr::null_mut();
         }
-        let slot: *mut *mut c_void = Box::into_raw(Box::new(8 as *mut c_void));
+        let slot: *mut *mut c_void = Box::into_raw(Box::new(ptr::dangling_mut::<c_void>()));
         self.outs.push(slot);
         slot.cast()
     }

@@ -313,7 +313,7 @@ unsafe fn perform() {
     let effect = |e: String| st(|c| c.effect.push(e));
     let res = match call.as_str() {
         "bind" => {
-            let mut b = 1 as *mut rcip_binding;
+            let mut b = ptr::dangling_mut::<rcip_binding>();
             let rc = rcip_host_bind(
                 host,
                 c"items.write".as_ptr(),
@@ -358,20 +358,20 @@ unsafe fn perform() {
             Res::Code(rc)
         }
         "snap" => {
-            let mut s = 1 as *const rcip_snapshot;
+            let mut s = ptr::dangling::<rcip_snapshot>();
             let rc = rcip_client_snapshot(client, &mut s);
             effect(format!("snapshot {}", if s.is_null() { "null" } else { "set" }));
             rcip_snapshot_free(s);
             Res::Code(rc)
         }
         "list" => {
-            let mut out = 1 as *mut c_char;
+            let mut out = ptr::dangling_mut::<c_char>();
             let rc = rcip_client_list_capabilities(client, ptr::null(), &mut out);
             effect(format!("list {}", if out.is_null() { "null".to_string() } else { (take_string(out).matches("\"id\"").count()).to_string() }));
             Res::Code(rc)
         }
         "subscr" => {
-            let mut s = 1 as *mut rcip_subscription;
+            let mut s = ptr::dangling_mut::<rcip_subscription>();
             let rc = rcip_client_subscribe(client, Some(quiet_subscriber), c"new subscription".as_ptr() as *mut c_void, Some(release), &mut s);
             effect(format!("subscription {}", if s.is_null() { "null" } else { "set" }));
             st(|c| c.new_subscription = s as usize);
@@ -384,7 +384,7 @@ unsafe fn perform() {
         }
         "invoke" => {
             let before = st(|c| c.nested_outcomes.len());
-            let mut id = 1 as *mut c_char;
+            let mut id = ptr::dangling_mut::<c_char>();
             let rc = rcip_client_invoke(
                 client,
                 c"misc.any".as_ptr(),
@@ -404,7 +404,7 @@ unsafe fn perform() {
             Res::Code(rc)
         }
         "blocking" => {
-            let mut out = 1 as *mut c_char;
+            let mut out = ptr::dangling_mut::<c_char>();
             let rc = rcip_client_invoke_blocking(client, c"misc.any".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), &mut out);
             effect(format!(
                 "blocking {}",
@@ -430,7 +430,7 @@ unsafe fn perform() {
             Res::Code(rc)
         }
         "stats" => {
-            let mut out = 1 as *mut c_char;
+            let mut out = ptr::dangling_mut::<c_char>();
             let rc = rcip_runtime_stats(rt, &mut out);
             effect(format!("stats {}", if out.is_null() { "null" } else { "set" }));
             if !out.is_null() {

@@ -3,8 +3,8 @@
 //! inline and deferred handlers and policies settled later, cancellations,
 //! confirmations approved, declined, resolved inline or left to expire
 //! (manual clock and timers), preflights, subscriptions, snapshots, stats,
-//! late settlements, and the runtime freed mid-sequence or from inside a
-//! handler.
+//! late settlements, and the runtime freed mid-sequence, from inside a
+//! handler, or from the confirmation callback when it hears an approval.
 //!
 //! Invariants checked after every step (a ledger keyed by registration):
 //! - no call returns PANIC, and each returns a code the header documents
@@ -144,6 +144,9 @@ struct Config {
     host_policy: bool,
     ttl: u8,
     resolve_inline: Option<bool>,
+    /// Below 16: the confirmation callback frees the runtime when it hears
+    /// an approval (the re-run then finds it closed).
+    free_on_approved: u8,
     ids: IdMode,
     ops: Vec<Op>,
 }
@@ -235,6 +238,7 @@ struct World {
     now: i64,
     policy_mode: Option<PolicyMode>,
     resolve_inline: Option<bool>,
+    free_on_approved: bool,
     id_mode: Option<IdMode>,
     id_counter: u64,
     held_invocations: Vec<(usize, bool)>,
@@ -334,6 +338,13 @@ unsafe extern "C" fn on_confirmation(_: *mut c_void, json_text: *const c_char) {
             let was = w(|w| w.open_confirmations.remove(&id));
             assert!(was.is_some(), "closed a confirmation that was not open: {n}");
             assert_eq!(was.as_deref(), n["invocationId"].as_str());
+            if reason == "approved" && w(|w| w.free_on_approved) {
+                let rt = runtime();
+                if !rt.is_null() {
+                    w(|w| w.freed = true);
+                    rcip_runtime_free(rt);
+                }
+            }
         }
         _ => panic!("unknown confirmation notice {n}"),
     }
@@ -1025,6 +1036,7 @@ unsafe fn run(cfg: Config) {
         w.runtime = rt as usize;
         w.now = 1_000_000;
         w.resolve_inline = cfg.resolve_inline;
+        w.free_on_approved = cfg.free_on_approved < 16;
         w.id_mode = Some(cfg.ids);
     });
     let mut d = Driver { entries: Vec::new(), bindings: Vec::new(), subs: Vec::new(), tokens: Vec::new(), on_cancels: Vec::new() };
