@@ -195,6 +195,72 @@ valgrind-c: $(C_TESTS) $(BUILD)/stress
 	  $(VALGRIND_C) $(BUILD)/stress --seconds 20 --threads 2 --min-per-path 0 --quiet
 	@echo "valgrind-c: 0 errors, 0 definitely lost"
 
+# ----- fuzzing (issue 5, item 7)
+#
+# The targets live in fuzz/ in cargo-fuzz's layout (fuzz/fuzz_targets/NAME.rs,
+# seed corpora in fuzz/corpus/NAME, a JSON dictionary in fuzz/json.dict), so
+# `cargo fuzz run NAME` works wherever cargo-fuzz and a nightly exist. Only a
+# stable toolchain exists here, so the build below does what cargo-fuzz does
+# with plain cargo: libFuzzer comes from the libfuzzer-sys crate (compiled
+# with the system C++ compiler), coverage from LLVM's SanitizerCoverage pass
+# (`-Cpasses=sancov-module`, stable flags), and AddressSanitizer through
+# `-Zsanitizer=address`, which RUSTC_BOOTSTRAP=1 lets the stable compiler
+# accept (the stable toolchain ships the ASan runtime). `--target` keeps the
+# flags off build scripts, as cargo-fuzz does.
+#
+#   make fuzz-build                # build every target
+#   make test-fuzz                 # each target briefly (FUZZ_SECONDS, default 20)
+#   make fuzz-run FUZZ_TARGET=abi_sequence FUZZ_SECONDS=600
+#   make fuzz-repro FUZZ_TARGET=catalog FUZZ_INPUT=path/to/crash
+#
+# New inputs a run finds go to fuzz/corpus/NAME/.new (ignored by git), so a
+# run never rewrites the committed seeds; crashes go to fuzz/artifacts/NAME.
+
+FUZZ_CARGO    ?= cargo
+FUZZ_TRIPLE   ?= $(shell rustc -vV | sed -n 's/^host: //p')
+FUZZ_SECONDS  ?= 20
+FUZZ_TARGET   ?= abi_sequence
+FUZZ_TARGETS  := catalog schema invoke_input policy_decision context_filter abi_sequence
+FUZZ_SANITIZE ?= -Zsanitizer=address
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module \
+  -Cllvm-args=-sanitizer-coverage-level=4 \
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
+  -Cllvm-args=-sanitizer-coverage-pc-table \
+  -Cllvm-args=-sanitizer-coverage-trace-compares \
+  --cfg fuzzing -Cdebug-assertions -Coverflow-checks -Cforce-frame-pointers \
+  $(FUZZ_SANITIZE)
+FUZZ_BIN      := fuzz/target/$(FUZZ_TRIPLE)/release
+# -rss_limit_mb: the catalog and schema targets compile regexes; ASan adds
+# its own overhead. -timeout: any single input slower than this is a finding.
+FUZZ_FLAGS    ?= -rss_limit_mb=4096 -timeout=20 -dict=fuzz/json.dict -print_final_stats=1
+
+.PHONY: fuzz-build test-fuzz fuzz-run fuzz-repro
+
+fuzz-build:
+	cd fuzz && RUSTC_BOOTSTRAP=1 RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
+	  $(FUZZ_CARGO) build --release --target $(FUZZ_TRIPLE) --bins
+
+# Each target for FUZZ_SECONDS, starting from its committed seeds; fails on
+# the first finding.
+test-fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  mkdir -p fuzz/corpus/$$t/.new fuzz/artifacts/$$t; \
+	  $(FUZZ_BIN)/$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=fuzz/artifacts/$$t/ fuzz/corpus/$$t/.new fuzz/corpus/$$t \
+	    > fuzz/artifacts/$$t/last.log 2>&1 \
+	    || { tail -n 60 fuzz/artifacts/$$t/last.log; exit 1; }; \
+	  grep -E '^stat::number_of_executed_units|^Done' fuzz/artifacts/$$t/last.log || true; \
+	done
+
+fuzz-run: fuzz-build
+	mkdir -p fuzz/corpus/$(FUZZ_TARGET)/.new fuzz/artifacts/$(FUZZ_TARGET)
+	$(FUZZ_BIN)/$(FUZZ_TARGET) $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+	  -artifact_prefix=fuzz/artifacts/$(FUZZ_TARGET)/ fuzz/corpus/$(FUZZ_TARGET)/.new fuzz/corpus/$(FUZZ_TARGET)
+
+fuzz-repro: fuzz-build
+	$(FUZZ_BIN)/$(FUZZ_TARGET) $(FUZZ_FLAGS) $(FUZZ_INPUT)
+
 # ----- bindings: Python (ctypes) and C++ (header-only), and the install tests
 
 PYTHON ?= python3

@@ -109,7 +109,8 @@ enum rcip_result
      */
     RCIP_RESULT_PRIMARY_NOT_ACTIVE = 204,
     /**
-     * The object was consumed before (a built builder).
+     * The object was consumed before. Reserved: no function of this version
+     * returns it (a built builder is freed, so using it again is undefined).
      */
     RCIP_RESULT_ALREADY_USED = 300,
     /**
@@ -282,7 +283,9 @@ typedef struct rcip_runtime rcip_runtime;
  *
  * Ownership: owned by the caller; consumed (freed) by
  * `rcip_runtime_builder_build`, on success and failure alike, or freed
- * unbuilt with `rcip_runtime_builder_free`.
+ * unbuilt with `rcip_runtime_builder_free`. Using a builder after either
+ * is undefined (it is freed), so no function answers
+ * `RCIP_RESULT_ALREADY_USED` for it.
  * Thread safety: one thread at a time.
  * Functions: `rcip_runtime_builder_new`,
  * `rcip_runtime_builder_set_confirmation_ttl_ms`,
@@ -474,7 +477,8 @@ typedef void (*rcip_event_callback)(void *user_data, const char *event_json);
 /**
  * The runtime's clock (`rcip_runtime_builder_set_clock`): epoch
  * milliseconds. Called from any thread; it must not call rcip functions on
- * the runtime (they answer `RCIP_RESULT_WRONG_CONTEXT`).
+ * the runtime (they answer `RCIP_RESULT_WRONG_CONTEXT`; `rcip_binding_free`
+ * from here frees the handle without unbinding).
  */
 typedef int64_t (*rcip_clock_callback)(void *user_data);
 
@@ -485,7 +489,8 @@ typedef int64_t (*rcip_clock_callback)(void *user_data);
  * Answer with `rcip_string_sink_set(sink, id)` and return 0; a non-zero
  * return or no answer falls back to the built-in generator. `prefix` and
  * `sink` are valid during the call only. Called from any thread; it must
- * not call rcip functions on the runtime (`RCIP_RESULT_WRONG_CONTEXT`).
+ * not call rcip functions on the runtime (`RCIP_RESULT_WRONG_CONTEXT`;
+ * `rcip_binding_free` from here frees the handle without unbinding).
  */
 typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefix, struct rcip_string_sink *sink);
 
@@ -543,7 +548,11 @@ bool rcip_binding_is_installed(const struct rcip_binding *binding);
  *
  * Ownership: consumes `binding`. NULL does nothing; freeing twice is
  * undefined.
- * Thread safety: any thread, also inside callbacks.
+ * Thread safety: any thread, also inside callbacks, except the runtime's
+ * clock and id generator: there the unbind is refused
+ * (`RCIP_RESULT_WRONG_CONTEXT`, which this function cannot report), so the
+ * handle is freed and the binding stays installed until the runtime is
+ * freed.
  */
 void rcip_binding_free(struct rcip_binding *binding);
 
@@ -693,7 +702,8 @@ rcip_result rcip_client_snapshot(const struct rcip_client *client, const struct 
  * filters discovery, it is not authorization).
  * Ownership: `filter_json` is borrowed; `*capabilities_out` is new (free
  * it with `rcip_string_free`); NULL on failure.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON`,
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not
+ * JSON, or not UTF-8),
  * `RCIP_RESULT_INVALID_ARGUMENT` (any other value or type, `null`, an
  * unknown key), `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread.
@@ -891,7 +901,9 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * Ownership: `confirmation_id` is copied; `user_data` is kept until the
  * outcome was delivered, then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id, on_outcome),
- * `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED` (also when the runtime
+ * is freed while an approved confirmation is about to run again, e.g. from
+ * the confirmation callback's `approved` notice: the confirmation is gone),
  * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
  * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
  * this returns.
@@ -1149,7 +1161,7 @@ const char *rcip_policy_request_invocation_id(const struct rcip_policy_request *
  * confirm reason becomes the confirmation's description.
  * Ownership: `decision_json` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
- * JSON) and `RCIP_RESULT_INVALID_ARGUMENT` (wrong shape: not an object, an
+ * JSON, or not UTF-8) and `RCIP_RESULT_INVALID_ARGUMENT` (wrong shape: not an object, an
  * unknown key, a reason that is not a string, no decision) leave the
  * request undecided; a `decision` that is none of the three settles the
  * request as a policy failure (`POLICY_EVALUATION_FAILED`) and also returns
@@ -1237,8 +1249,8 @@ rcip_result rcip_runtime_builder_new(const struct rcip_catalog *catalog, struct 
  *
  * Units: milliseconds; default 120000 (two minutes).
  * Ownership: `builder` is borrowed for the call.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
- * `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_ARGUMENT` (0,
+ * or above 2^62); the setting is
  * unchanged then.
  * Thread safety: one thread at a time per builder.
  * Rule: seed, "Default expiry is two minutes"; PIPELINE.md section 5.
@@ -1253,7 +1265,7 @@ rcip_result rcip_runtime_builder_set_confirmation_ttl_ms(struct rcip_runtime_bui
  * 0 keeps a value as it is. Deeper or larger text is not a JSON value
  * (`INPUT_INVALID` / `OUTPUT_INVALID`), found before parsing.
  * Ownership: `builder` is borrowed for the call.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 8 (limits).
  */
@@ -1267,8 +1279,8 @@ rcip_result rcip_runtime_builder_set_limits(struct rcip_runtime_builder *builder
  * Ownership: `user_data` is kept until the runtime is freed (or the
  * builder is freed unbuilt, or the policy is replaced); then
  * `user_data_free(user_data)` runs once.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback),
- * `RCIP_RESULT_ALREADY_USED`. On failure neither function is ever called.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback). On failure
+ * neither function is ever called.
  * Callbacks: see `rcip_policy_callback`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 4 step 11.
@@ -1282,7 +1294,7 @@ rcip_result rcip_runtime_builder_set_policy(struct rcip_runtime_builder *builder
  *
  * Ownership: `user_data` is kept until the runtime is freed; then
  * `user_data_free` runs once.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_confirmation_callback`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 5 (rcip: opened and closed notices).
@@ -1294,7 +1306,7 @@ rcip_result rcip_runtime_builder_set_confirmation_callback(struct rcip_runtime_b
  * were added, each with its own user data.
  *
  * Ownership: `user_data` is kept until the runtime is freed.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_event_callback`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 4 (events: requested, started, succeeded,
@@ -1307,7 +1319,7 @@ rcip_result rcip_runtime_builder_add_event_observer(struct rcip_runtime_builder 
  *
  * Units: the callback returns epoch milliseconds.
  * Ownership: `user_data` is kept until the runtime is freed.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_clock_callback` (no runtime calls from it).
  * Thread safety: one thread at a time per builder.
  * Rule: DESIGN.md, "Time is injectable".
@@ -1319,7 +1331,7 @@ rcip_result rcip_runtime_builder_set_clock(struct rcip_runtime_builder *builder,
  * built in, `"<prefix>_<runtime salt>_<counter>"`).
  *
  * Ownership: `user_data` is kept until the runtime is freed.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_id_generator_callback` (no runtime calls from it).
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 7.
@@ -1333,7 +1345,7 @@ rcip_result rcip_runtime_builder_set_id_generator(struct rcip_runtime_builder *b
  * expires them at `expiresAt`).
  *
  * Ownership: `builder` is borrowed for the call.
- * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 7.
  */
@@ -1448,7 +1460,8 @@ void rcip_runtime_free(struct rcip_runtime *runtime);
  * Ownership: `schema_json` is borrowed; `*schema_out` is new (free it with
  * `rcip_schema_free`); NULL on failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not
- * JSON), `RCIP_RESULT_INVALID_ARGUMENT` (the schema does not compile; the
+ * JSON, or not UTF-8), `RCIP_RESULT_INVALID_ARGUMENT` (the schema does
+ * not compile, `[]` for instance; the
  * message names the JSON pointer and the rule).
  * Thread safety: any thread.
  * Rule: seed, "JSON Schema support".
@@ -1465,7 +1478,8 @@ rcip_result rcip_schema_new(const char *schema_json, struct rcip_schema **schema
  * Ownership: `instance_json` is borrowed; `*result_out` is new (free it
  * with `rcip_string_free`); NULL on failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not a
- * JSON value, default limits: 8 MiB, depth 1000).
+ * JSON value: not UTF-8, not JSON, or beyond the default limits of 8 MiB
+ * and depth 1000).
  * Thread safety: any thread.
  */
 rcip_result rcip_schema_validate(const struct rcip_schema *schema, const char *instance_json, char **result_out);

@@ -71,7 +71,11 @@ pub unsafe extern "C" fn rcip_binding_is_installed(binding: *const rcip_binding)
 ///
 /// Ownership: consumes `binding`. NULL does nothing; freeing twice is
 /// undefined.
-/// Thread safety: any thread, also inside callbacks.
+/// Thread safety: any thread, also inside callbacks, except the runtime's
+/// clock and id generator: there the unbind is refused
+/// (`RCIP_RESULT_WRONG_CONTEXT`, which this function cannot report), so the
+/// handle is freed and the binding stays installed until the runtime is
+/// freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_binding_free(binding: *mut rcip_binding) {
     ffi_guard_or!((), {

@@ -109,7 +109,8 @@ pub type rcip_subscriber_callback = Option<unsafe extern "C" fn(user_data: *mut 
 
 /// The runtime's clock (`rcip_runtime_builder_set_clock`): epoch
 /// milliseconds. Called from any thread; it must not call rcip functions on
-/// the runtime (they answer `RCIP_RESULT_WRONG_CONTEXT`).
+/// the runtime (they answer `RCIP_RESULT_WRONG_CONTEXT`; `rcip_binding_free`
+/// from here frees the handle without unbinding).
 pub type rcip_clock_callback = Option<unsafe extern "C" fn(user_data: *mut c_void) -> i64>;
 
 /// Generates an id for `prefix` (`"invocation"` or `"confirmation"`)
@@ -118,7 +119,8 @@ pub type rcip_clock_callback = Option<unsafe extern "C" fn(user_data: *mut c_voi
 /// Answer with `rcip_string_sink_set(sink, id)` and return 0; a non-zero
 /// return or no answer falls back to the built-in generator. `prefix` and
 /// `sink` are valid during the call only. Called from any thread; it must
-/// not call rcip functions on the runtime (`RCIP_RESULT_WRONG_CONTEXT`).
+/// not call rcip functions on the runtime (`RCIP_RESULT_WRONG_CONTEXT`;
+/// `rcip_binding_free` from here frees the handle without unbinding).
 pub type rcip_id_generator_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, prefix: *const c_char, sink: *mut rcip_string_sink) -> i32>;
 

@@ -61,7 +61,8 @@ pub unsafe extern "C" fn rcip_client_snapshot(client: *const rcip_client, snapsh
 /// filters discovery, it is not authorization).
 /// Ownership: `filter_json` is borrowed; `*capabilities_out` is new (free
 /// it with `rcip_string_free`); NULL on failure.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON`,
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not
+/// JSON, or not UTF-8),
 /// `RCIP_RESULT_INVALID_ARGUMENT` (any other value or type, `null`, an
 /// unknown key), `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread.

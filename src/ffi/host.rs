@@ -142,7 +142,9 @@ pub unsafe extern "C" fn rcip_host_refresh(host: *const rcip_host) -> rcip_resul
 /// Ownership: `confirmation_id` is copied; `user_data` is kept until the
 /// outcome was delivered, then `user_data_free` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id, on_outcome),
-/// `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED`,
+/// `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED` (also when the runtime
+/// is freed while an approved confirmation is about to run again, e.g. from
+/// the confirmation callback's `approved` notice: the confirmation is gone),
 /// `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
 /// Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
 /// this returns.

@@ -78,7 +78,7 @@ pub unsafe extern "C" fn rcip_policy_request_invocation_id(request: *const rcip_
 /// confirm reason becomes the confirmation's description.
 /// Ownership: `decision_json` is borrowed for the call.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
-/// JSON) and `RCIP_RESULT_INVALID_ARGUMENT` (wrong shape: not an object, an
+/// JSON, or not UTF-8) and `RCIP_RESULT_INVALID_ARGUMENT` (wrong shape: not an object, an
 /// unknown key, a reason that is not a string, no decision) leave the
 /// request undecided; a `decision` that is none of the three settles the
 /// request as a policy failure (`POLICY_EVALUATION_FAILED`) and also returns

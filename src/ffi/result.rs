@@ -36,7 +36,8 @@ pub enum rcip_result {
     UnknownScope = 203,
     /// A context's `primaryScopeId` is not among its `activeScopeIds`.
     PrimaryNotActive = 204,
-    /// The object was consumed before (a built builder).
+    /// The object was consumed before. Reserved: no function of this version
+    /// returns it (a built builder is freed, so using it again is undefined).
     AlreadyUsed = 300,
     /// The completion handle was settled before.
     AlreadyCompleted = 301,

@@ -16,7 +16,9 @@ use std::sync::Arc;
 ///
 /// Ownership: owned by the caller; consumed (freed) by
 /// `rcip_runtime_builder_build`, on success and failure alike, or freed
-/// unbuilt with `rcip_runtime_builder_free`.
+/// unbuilt with `rcip_runtime_builder_free`. Using a builder after either
+/// is undefined (it is freed), so no function answers
+/// `RCIP_RESULT_ALREADY_USED` for it.
 /// Thread safety: one thread at a time.
 /// Functions: `rcip_runtime_builder_new`,
 /// `rcip_runtime_builder_set_confirmation_ttl_ms`,
@@ -105,8 +107,8 @@ pub unsafe extern "C" fn rcip_runtime_builder_new(catalog: *const rcip_catalog, 
 ///
 /// Units: milliseconds; default 120000 (two minutes).
 /// Ownership: `builder` is borrowed for the call.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`,
-/// `RCIP_RESULT_INVALID_ARGUMENT` (0, or above 2^62); the setting is
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_ARGUMENT` (0,
+/// or above 2^62); the setting is
 /// unchanged then.
 /// Thread safety: one thread at a time per builder.
 /// Rule: seed, "Default expiry is two minutes"; PIPELINE.md section 5.
@@ -126,7 +128,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *
 /// 0 keeps a value as it is. Deeper or larger text is not a JSON value
 /// (`INPUT_INVALID` / `OUTPUT_INVALID`), found before parsing.
 /// Ownership: `builder` is borrowed for the call.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 8 (limits).
 #[unsafe(no_mangle)]
@@ -145,8 +147,8 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_limits(builder: *mut rcip_runt
 /// Ownership: `user_data` is kept until the runtime is freed (or the
 /// builder is freed unbuilt, or the policy is replaced); then
 /// `user_data_free(user_data)` runs once.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback),
-/// `RCIP_RESULT_ALREADY_USED`. On failure neither function is ever called.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback). On failure
+/// neither function is ever called.
 /// Callbacks: see `rcip_policy_callback`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 4 step 11.
@@ -172,7 +174,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_policy(
 ///
 /// Ownership: `user_data` is kept until the runtime is freed; then
 /// `user_data_free` runs once.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_confirmation_callback`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 5 (rcip: opened and closed notices).
@@ -196,7 +198,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_callback(
 /// were added, each with its own user data.
 ///
 /// Ownership: `user_data` is kept until the runtime is freed.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_event_callback`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 4 (events: requested, started, succeeded,
@@ -221,7 +223,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_add_event_observer(
 ///
 /// Units: the callback returns epoch milliseconds.
 /// Ownership: `user_data` is kept until the runtime is freed.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_clock_callback` (no runtime calls from it).
 /// Thread safety: one thread at a time per builder.
 /// Rule: DESIGN.md, "Time is injectable".
@@ -245,7 +247,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_clock(
 /// built in, `"<prefix>_<runtime salt>_<counter>"`).
 ///
 /// Ownership: `user_data` is kept until the runtime is freed.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_id_generator_callback` (no runtime calls from it).
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 7.
@@ -271,7 +273,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_id_generator(
 /// expires them at `expiresAt`).
 ///
 /// Ownership: `builder` is borrowed for the call.
-/// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED`.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 7.
 #[unsafe(no_mangle)]

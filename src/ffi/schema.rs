@@ -23,7 +23,8 @@ pub struct rcip_schema(Schema);
 /// Ownership: `schema_json` is borrowed; `*schema_out` is new (free it with
 /// `rcip_schema_free`); NULL on failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not
-/// JSON), `RCIP_RESULT_INVALID_ARGUMENT` (the schema does not compile; the
+/// JSON, or not UTF-8), `RCIP_RESULT_INVALID_ARGUMENT` (the schema does
+/// not compile, `[]` for instance; the
 /// message names the JSON pointer and the rule).
 /// Thread safety: any thread.
 /// Rule: seed, "JSON Schema support".
@@ -53,7 +54,8 @@ pub unsafe extern "C" fn rcip_schema_new(schema_json: *const c_char, schema_out:
 /// Ownership: `instance_json` is borrowed; `*result_out` is new (free it
 /// with `rcip_string_free`); NULL on failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_JSON` (not a
-/// JSON value, default limits: 8 MiB, depth 1000).
+/// JSON value: not UTF-8, not JSON, or beyond the default limits of 8 MiB
+/// and depth 1000).
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_schema_validate(schema: *const rcip_schema, instance_json: *const c_char, result_out: *mut *mut c_char) -> rcip_result {

@@ -121,16 +121,24 @@ impl Shared {
         self.notify_confirmation(|| json);
     }
 
-    /// Stores a new confirmation; false when the runtime closed meanwhile.
-    pub(crate) fn register_confirmation(&self, _core: &InvocationCore, mut pending: PendingConfirmation) -> bool {
+    /// Stores a new confirmation and returns its id; None when the runtime
+    /// closed meanwhile. A host id generator may repeat itself: an id a
+    /// pending confirmation already has is replaced by a built-in one (the
+    /// new confirmation would otherwise replace the pending one, whose
+    /// invocation id then stayed reserved and which never ended).
+    pub(crate) fn register_confirmation(&self, _core: &InvocationCore, mut pending: PendingConfirmation) -> Option<String> {
         let mut st = self.state.lock();
         if st.closed {
-            return false;
+            return None;
         }
+        while st.confirmations.contains_key(&pending.id) {
+            pending.id = self.builtin_id("confirmation").to_string();
+        }
+        let id = pending.id.clone();
         pending.seq = Shared::next_seq(&mut st);
         st.deadlines.insert((pending.expires_at, pending.seq, pending.id.clone()));
         st.confirmations.insert(pending.id.clone(), pending);
-        true
+        Some(id)
     }
 
     /// After the `confirmation_required` outcome: tell the host, arm the
@@ -376,9 +384,10 @@ impl Shared {
             token: c.token.clone(),
             confirmed: true,
         };
-        match self.run(start, sink) {
-            Ok(()) | Err(HostError::Closed) => Ok(()),
-            Err(e) => Err(e),
-        }
+        // The runtime may have closed since the checks above (the `approved`
+        // notice may free it, or another thread): then the re-run refuses
+        // before it delivers anything, and so must this call (CLOSED, no
+        // outcome, the caller keeps its user data), or the outcome is lost.
+        self.run(start, sink)
     }
 }

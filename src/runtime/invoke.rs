@@ -662,24 +662,25 @@ impl Shared {
         let def = &self.catalog.capabilities()[capability];
         let confirmation_id = self.generate_id("confirmation").to_string();
         let expires_at = self.now().saturating_add(self.config.ttl_ms);
-        let record = ConfirmationRecord {
-            id: confirmation_id.clone(),
+        let mut record = ConfirmationRecord {
+            id: confirmation_id,
             title: def.title.clone(),
             description: reason.unwrap_or_else(|| def.description.clone()),
             effect: def.effect,
             expires_at,
         };
+        let payload = core.payload.clone().expect("parsed input");
+        let pending = self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
+        let notices = pending.notices.clone();
+        let Some(registered_id) = self.register_confirmation(core, pending) else {
+            return;
+        };
+        record.id = registered_id;
         let outcome = Outcome::ConfirmationRequired {
             invocation_id: core.id.clone(),
             capability_id: core.capability_id.clone(),
             confirmation: record.clone(),
         };
-        let payload = core.payload.clone().expect("parsed input");
-        let pending = self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
-        let notices = pending.notices.clone();
-        if !self.register_confirmation(core, pending) {
-            return;
-        }
         self.finish(
             core,
             Ending {

@@ -274,6 +274,11 @@ impl Shared {
                 return Arc::from(id);
             }
         }
+        self.builtin_id(prefix)
+    }
+
+    /// An id from the built-in generator: unique within this runtime.
+    pub(crate) fn builtin_id(&self, prefix: &str) -> Arc<str> {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let salt = self.id_salt.get_or_init(|| {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();

@@ -1,0 +1,219 @@
+//! Regression tests for library bugs the fuzz targets found (issue 5,
+//! item 7), each through the C ABI as the target saw it.
+
+use rcip::ffi::cancel::*;
+use rcip::ffi::catalog::*;
+use rcip::ffi::client::*;
+use rcip::ffi::host::*;
+use rcip::ffi::invocation::*;
+use rcip::ffi::result::*;
+use rcip::ffi::runtime::*;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::ptr;
+use std::sync::Mutex;
+
+const CATALOG: &str = r#"{"protocolVersion": "1.0",
+ "application": {"id": "app", "name": "App", "description": "Test."},
+ "scopes": [],
+ "capabilities": [
+  {"id": "items.list", "title": "List", "description": "Lists.", "scopeIds": [], "effect": "read",
+   "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+  {"id": "items.purge", "title": "Purge", "description": "Deletes.", "scopeIds": [], "effect": "destructive",
+   "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#;
+
+unsafe fn runtime() -> (*mut rcip_catalog, *mut rcip_runtime) {
+    let mut cat = ptr::null_mut();
+    let text = CString::new(CATALOG).unwrap();
+    assert_eq!(rcip_catalog_new(text.as_ptr(), &mut cat), rcip_result::Ok);
+    let mut b = ptr::null_mut();
+    assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
+    assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
+    let mut rt = ptr::null_mut();
+    assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
+    (cat, rt)
+}
+
+unsafe extern "C" fn complete(_: *mut c_void, inv: *mut rcip_invocation) {
+    assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
+    rcip_invocation_free(inv);
+}
+
+unsafe extern "C" fn keep(ud: *mut c_void, json: *const c_char) {
+    (*(ud as *const Mutex<Vec<String>>)).lock().unwrap().push(CStr::from_ptr(json).to_str().unwrap().to_string());
+}
+
+/// abi_sequence: a preflight whose token is already cancelled settles its
+/// report while registering on the token, before the proposals are asked;
+/// the ask loop then indexed the emptied proposal slots and panicked
+/// (RCIP_RESULT_PANIC, after the report had been delivered).
+#[test]
+fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() {
+    unsafe {
+        let (cat, rt) = runtime();
+        let mut b = ptr::null_mut();
+        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.list".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut b), rcip_result::Ok);
+        let mut token = ptr::null_mut();
+        assert_eq!(rcip_cancel_token_new(&mut token), rcip_result::Ok);
+        assert_eq!(rcip_cancel_token_cancel(token), rcip_result::Ok);
+        let reports: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let ids = [c"items.list".as_ptr(), c"items.purge".as_ptr()];
+        let inputs = [c"{}".as_ptr(), c"{}".as_ptr()];
+        let rc = rcip_client_preflight(
+            rcip_runtime_client(rt),
+            ids.as_ptr(),
+            inputs.as_ptr(),
+            2,
+            token,
+            Some(keep),
+            &reports as *const _ as *mut c_void,
+            None,
+        );
+        assert_eq!(rc, rcip_result::Ok);
+        let reports = reports.into_inner().unwrap();
+        assert_eq!(reports.len(), 1, "exactly one report");
+        let report: serde_json::Value = serde_json::from_str(&reports[0]).unwrap();
+        for o in report["outcomes"].as_array().unwrap() {
+            assert_eq!(o["status"], "blocked", "{report}");
+            assert_eq!(o["error"]["code"], "EXECUTION_ABORTED", "{report}");
+        }
+        let mut stats = ptr::null_mut();
+        assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
+        assert!(CStr::from_ptr(stats).to_str().unwrap().contains("\"pendingPreflights\":0"));
+        rcip::ffi::string::rcip_string_free(stats);
+        rcip_cancel_token_free(token);
+        rcip::ffi::binding::rcip_binding_free(b);
+        rcip_runtime_free(rt);
+        rcip_catalog_free(cat);
+    }
+}
+
+unsafe extern "C" fn same_id(_: *mut c_void, prefix: *const c_char, sink: *mut rcip::ffi::sink::rcip_string_sink) -> i32 {
+    let id = CString::new(format!("{}-same", CStr::from_ptr(prefix).to_str().unwrap())).unwrap();
+    assert_eq!(rcip::ffi::sink::rcip_string_sink_set(sink, id.as_ptr()), rcip_result::Ok);
+    0
+}
+
+unsafe extern "C" fn notices(ud: *mut c_void, json: *const c_char) {
+    keep(ud, json);
+}
+
+/// An id generator that repeats itself must not make two pending
+/// confirmations share an id: the second would replace the first, whose
+/// invocation id then stayed reserved forever and which never closed.
+#[test]
+fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() {
+    unsafe {
+        let mut cat = ptr::null_mut();
+        let text = CString::new(CATALOG).unwrap();
+        assert_eq!(rcip_catalog_new(text.as_ptr(), &mut cat), rcip_result::Ok);
+        let mut b = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_id_generator(b, Some(same_id), ptr::null_mut(), None), rcip_result::Ok);
+        let seen: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        assert_eq!(rcip_runtime_builder_set_confirmation_callback(b, Some(notices), &seen as *const _ as *mut c_void, None), rcip_result::Ok);
+        let mut rt = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
+        let mut binding = ptr::null_mut();
+        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.purge".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut binding), rcip_result::Ok);
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        for id in [c"first", c"second"] {
+            assert_eq!(
+                rcip_client_invoke(rcip_runtime_client(rt), c"items.purge".as_ptr(), c"{}".as_ptr(), id.as_ptr(), ptr::null(), Some(keep), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+                rcip_result::Ok
+            );
+        }
+        let ids: Vec<String> = outcomes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|o| serde_json::from_str::<serde_json::Value>(o).unwrap()["confirmation"]["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ids.len(), 2);
+        assert_ne!(ids[0], ids[1], "two pending confirmations got the same id");
+        let mut stats = ptr::null_mut();
+        assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
+        let s = CStr::from_ptr(stats).to_str().unwrap().to_string();
+        rcip::ffi::string::rcip_string_free(stats);
+        assert!(s.contains("\"pendingConfirmations\":2") && s.contains("\"reservedIds\":2"), "{s}");
+        // Both can be resolved, each exactly once.
+        for id in &ids {
+            let id = CString::new(id.as_str()).unwrap();
+            assert_eq!(
+                rcip_host_resolve_confirmation(rcip_runtime_host(rt), id.as_ptr(), false, Some(keep), &outcomes as *const _ as *mut c_void, None),
+                rcip_result::Ok
+            );
+        }
+        let all = outcomes.lock().unwrap().clone();
+        assert!(all[2].contains("CONFIRMATION_DECLINED") && all[3].contains("CONFIRMATION_DECLINED"), "{all:?}");
+        let closed = seen.lock().unwrap().iter().filter(|n| n.contains("\"closed\"")).count();
+        assert_eq!(closed, 2, "each confirmation closed once");
+        rcip::ffi::binding::rcip_binding_free(binding);
+        rcip_runtime_free(rt);
+        rcip_catalog_free(cat);
+    }
+}
+
+thread_local! {
+    static TO_FREE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static RESOLVE_LOG: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn free_runtime_when_approved(_: *mut c_void, json: *const c_char) {
+    if CStr::from_ptr(json).to_str().unwrap().contains(r#""reason":"approved""#) {
+        let rt = TO_FREE.with(|t| t.replace(0)) as *mut rcip_runtime;
+        rcip_runtime_free(rt);
+    }
+}
+
+unsafe extern "C" fn log_outcome(_: *mut c_void, json: *const c_char) {
+    RESOLVE_LOG.with(|l| l.borrow_mut().push(CStr::from_ptr(json).to_str().unwrap().to_string()));
+}
+
+unsafe extern "C" fn log_release(_: *mut c_void) {
+    RESOLVE_LOG.with(|l| l.borrow_mut().push("released".into()));
+}
+
+/// An approval whose re-run finds the runtime closed (here the confirmation
+/// callback frees it on the `approved` notice; another thread freeing it
+/// gives the same race) answered OK, delivered no outcome and still
+/// released the caller's user data: the approval's outcome was lost.
+/// Now the call answers RCIP_RESULT_CLOSED and, as the header says for a
+/// failing call, calls neither function (as an invoke racing a free does).
+#[test]
+fn an_approval_that_finds_the_runtime_closed_answers_closed_instead_of_losing_its_outcome() {
+    unsafe {
+        let mut cat = ptr::null_mut();
+        let text = CString::new(CATALOG).unwrap();
+        assert_eq!(rcip_catalog_new(text.as_ptr(), &mut cat), rcip_result::Ok);
+        let mut b = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
+        assert_eq!(rcip_runtime_builder_set_confirmation_callback(b, Some(free_runtime_when_approved), ptr::null_mut(), None), rcip_result::Ok);
+        let mut rt = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
+        let mut binding = ptr::null_mut();
+        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.purge".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut binding), rcip_result::Ok);
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        assert_eq!(
+            rcip_client_invoke(rcip_runtime_client(rt), c"items.purge".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(keep), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+            rcip_result::Ok
+        );
+        let o: serde_json::Value = serde_json::from_str(&outcomes.lock().unwrap()[0]).unwrap();
+        let id = CString::new(o["confirmation"]["id"].as_str().unwrap()).unwrap();
+        TO_FREE.with(|t| t.set(rt as usize));
+        let host = rcip_runtime_host(rt);
+        let rc = rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(log_outcome), ptr::null_mut(), Some(log_release));
+        let log = RESOLVE_LOG.with(|l| l.borrow().clone());
+        assert_eq!(TO_FREE.with(|t| t.get()), 0, "the runtime was freed inside the call");
+        if rc == rcip_result::Ok {
+            assert_eq!(log.len(), 2, "OK means exactly one outcome, then the release: {log:?}");
+            assert_ne!(log[0], "released", "{log:?}");
+        } else {
+            assert_eq!(rc, rcip_result::Closed);
+            assert!(log.is_empty(), "a failing call calls neither function: {log:?}");
+        }
+        rcip::ffi::binding::rcip_binding_free(binding);
+        rcip_catalog_free(cat);
+    }
+}
