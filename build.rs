@@ -27,7 +27,11 @@ fn main() {
     config.after_includes = Some(format!(
         "\n/** Library version, from Cargo.toml. */\n#define RCIP_VERSION_MAJOR {major}\n#define RCIP_VERSION_MINOR {minor}\n#define RCIP_VERSION_PATCH {patch}\n/** ABI version: MAJOR * 10000 + MINOR * 100 + PATCH; equals rcip_abi_version() of a matching library. */\n#define RCIP_ABI_VERSION {abi}\n"
     ));
-    match cbindgen::Builder::new().with_crate(&crate_dir).with_config(config).generate() {
+    match cbindgen::Builder::new()
+        .with_crate(&crate_dir)
+        .with_config(config)
+        .generate()
+    {
         Ok(bindings) => {
             bindings.write_to_file(out_dir.join("rcip.h"));
         }

@@ -32,13 +32,19 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bytes: DEFAULT_MAX_BYTES, max_depth: DEFAULT_MAX_DEPTH }
+        Limits {
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
     }
 }
 
 impl Limits {
     /// No practical limit: used for host-trusted text such as the catalog.
-    pub const UNLIMITED: Limits = Limits { max_bytes: usize::MAX, max_depth: usize::MAX };
+    pub const UNLIMITED: Limits = Limits {
+        max_bytes: usize::MAX,
+        max_depth: usize::MAX,
+    };
 }
 
 /// Why a text is not a JSON value.
@@ -107,7 +113,10 @@ fn check_depth(bytes: &[u8], max: usize) -> Result<(), JsonError> {
 /// Parses payload bytes into a JSON value with the reference's semantics.
 pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, JsonError> {
     if bytes.len() > limits.max_bytes {
-        return Err(JsonError::TooLarge { len: bytes.len(), max: limits.max_bytes });
+        return Err(JsonError::TooLarge {
+            len: bytes.len(),
+            max: limits.max_bytes,
+        });
     }
     let text = std::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
     parse_str(text, limits)
@@ -180,7 +189,10 @@ fn entries(value: &Value, depth: usize) -> Option<usize> {
 /// Parses payload text into a JSON value with the reference's semantics.
 pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
     if text.len() > limits.max_bytes {
-        return Err(JsonError::TooLarge { len: text.len(), max: limits.max_bytes });
+        return Err(JsonError::TooLarge {
+            len: text.len(),
+            max: limits.max_bytes,
+        });
     }
     // Every nesting level takes at least one byte, so text no longer than
     // the limit cannot nest deeper than it.
@@ -316,7 +328,10 @@ mod tests {
         assert_eq!(parse("9007199254740993").unwrap().as_f64(), Some(9007199254740992.0));
         assert_eq!(parse("9007199254740993").unwrap().to_string(), "9007199254740992");
         assert!(parse("9007199254740995").unwrap().is_f64());
-        assert_eq!(parse("12345678901234567890").unwrap().as_f64(), Some(12345678901234567000.0));
+        assert_eq!(
+            parse("12345678901234567890").unwrap().as_f64(),
+            Some(12345678901234567000.0)
+        );
         assert_eq!(parse("-9007199254740993").unwrap().as_f64(), Some(-9007199254740992.0));
         assert_eq!(parse("1e-400").unwrap(), json!(0));
     }
@@ -329,15 +344,34 @@ mod tests {
         assert!(matches!(parse("{\"a\":1,}"), Err(JsonError::Syntax { .. })));
         assert!(matches!(parse(""), Err(JsonError::Syntax { .. })));
         assert!(matches!(parse("{} x"), Err(JsonError::Syntax { .. })));
-        assert!(matches!(parse_bytes(b"\"\xff\"", &Limits::default()), Err(JsonError::NotUtf8)));
+        assert!(matches!(
+            parse_bytes(b"\"\xff\"", &Limits::default()),
+            Err(JsonError::NotUtf8)
+        ));
         assert_eq!(parse(r#""\ud83d\ude00""#).unwrap(), json!("😀"));
     }
 
     #[test]
     fn the_fast_path_never_skips_a_needed_normalization() {
         for text in [
-            "0", "-0", "1", "-1", "123456789012345", "1234567890123456", "-1234567890123456", "1.5", "1e3", "1E3",
-            "-0.0", "[1,-0]", "{\"a\":-0}", "\"-0\"", "[0.0]", "9007199254740993", "[10,-20,300]", "1.0e0",
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "123456789012345",
+            "1234567890123456",
+            "-1234567890123456",
+            "1.5",
+            "1e3",
+            "1E3",
+            "-0.0",
+            "[1,-0]",
+            "{\"a\":-0}",
+            "\"-0\"",
+            "[0.0]",
+            "9007199254740993",
+            "[10,-20,300]",
+            "1.0e0",
         ] {
             let v: Value = serde_json::from_str(text).unwrap();
             let mut always = v.clone();
@@ -393,7 +427,10 @@ mod tests {
         // Brackets inside strings do not count.
         let s = format!("\"{}\"", "[".repeat(5000));
         assert!(parse(&s).is_ok());
-        let small = Limits { max_bytes: 4, max_depth: 10 };
+        let small = Limits {
+            max_bytes: 4,
+            max_depth: 10,
+        };
         assert_eq!(parse_str("12345", &small), Err(JsonError::TooLarge { len: 5, max: 4 }));
         assert!(parse_str("1234", &small).is_ok());
     }

@@ -155,7 +155,9 @@ fn header_functions() -> Vec<Func> {
             continue;
         }
         let before = &line[..open];
-        let Some(name) = before.split([' ', '*']).next_back() else { continue };
+        let Some(name) = before.split([' ', '*']).next_back() else {
+            continue;
+        };
         if !name.starts_with("rcip_") {
             continue;
         }
@@ -168,16 +170,29 @@ fn header_functions() -> Vec<Func> {
                 .map(|p| {
                     let p = p.trim();
                     let split = p.rfind([' ', '*']).unwrap();
-                    Param { ty: p[..=split].trim().to_string(), name: p[split + 1..].to_string() }
+                    Param {
+                        ty: p[..=split].trim().to_string(),
+                        name: p[split + 1..].to_string(),
+                    }
                 })
                 .collect()
         };
-        out.push(Func { name: name.to_string(), params });
+        out.push(Func {
+            name: name.to_string(),
+            params,
+        });
     }
     out
 }
 
-const USED_UP_HANDLES: [&str; 6] = ["rcip_binding", "rcip_invocation", "rcip_policy_request", "rcip_subscription", "rcip_cancel_token", "rcip_snapshot"];
+const USED_UP_HANDLES: [&str; 6] = [
+    "rcip_binding",
+    "rcip_invocation",
+    "rcip_policy_request",
+    "rcip_subscription",
+    "rcip_cancel_token",
+    "rcip_snapshot",
+];
 
 /// The cases generated from a signature.
 fn cases(f: &Func) -> Vec<String> {
@@ -214,7 +229,10 @@ fn cases(f: &Func) -> Vec<String> {
         }
     }
     if let Some(first) = f.params.first() {
-        if USED_UP_HANDLES.iter().any(|h| first.ty.trim_start_matches("const ").trim_start_matches("struct ")== format!("{h} *")) {
+        if USED_UP_HANDLES
+            .iter()
+            .any(|h| first.ty.trim_start_matches("const ").trim_start_matches("struct ") == format!("{h} *"))
+        {
             out.push("settled".to_string());
         }
     }
@@ -345,18 +363,34 @@ impl Fx {
         let mut b = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(catalog(), &mut b), rcip_result::Ok);
         assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_policy(b, Some(policy), ptr::null_mut(), None), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_id_generator(b, Some(ids), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(b, Some(policy), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_id_generator(b, Some(ids), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(b, &mut runtime), rcip_result::Ok);
-        let mut fx = Fx { runtime, bindings: Vec::new() };
+        let mut fx = Fx {
+            runtime,
+            bindings: Vec::new(),
+        };
         for (cap, h, a) in [
-            (c"items.list", complete as unsafe extern "C" fn(_, _), Some(availability as unsafe extern "C" fn(_, _) -> i32)),
+            (
+                c"items.list",
+                complete as unsafe extern "C" fn(_, _),
+                Some(availability as unsafe extern "C" fn(_, _) -> i32),
+            ),
             (c"items.hold", hold, None),
             (c"items.purge", complete, None),
         ] {
             let mut out = ptr::null_mut();
-            assert_eq!(rcip_host_bind(fx.host(), cap.as_ptr(), Some(h), a, ptr::null_mut(), None, &mut out), rcip_result::Ok);
+            assert_eq!(
+                rcip_host_bind(fx.host(), cap.as_ptr(), Some(h), a, ptr::null_mut(), None, &mut out),
+                rcip_result::Ok
+            );
             fx.bindings.push(out);
         }
         fx
@@ -371,7 +405,17 @@ impl Fx {
     unsafe fn policy_request(&self) -> *mut rcip_policy_request {
         HOLD_POLICY.with(|h| h.set(true));
         assert_eq!(
-            rcip_client_invoke(self.client(), c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(deliver), ptr::null_mut(), None, ptr::null_mut()),
+            rcip_client_invoke(
+                self.client(),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(deliver),
+                ptr::null_mut(),
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         HOLD_POLICY.with(|h| h.set(false));
@@ -380,7 +424,17 @@ impl Fx {
     /// A running invocation of `items.hold`.
     unsafe fn invocation(&self) -> *mut rcip_invocation {
         assert_eq!(
-            rcip_client_invoke(self.client(), c"items.hold".as_ptr(), c"{\"a\": 1}".as_ptr(), ptr::null(), ptr::null(), Some(deliver), ptr::null_mut(), None, ptr::null_mut()),
+            rcip_client_invoke(
+                self.client(),
+                c"items.hold".as_ptr(),
+                c"{\"a\": 1}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(deliver),
+                ptr::null_mut(),
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         HELD_INVOCATIONS.with(|h| h.borrow_mut().pop()).unwrap() as *mut rcip_invocation
@@ -388,7 +442,17 @@ impl Fx {
     /// The id of a pending confirmation (of `items.purge`).
     unsafe fn pending_confirmation(&self) -> CString {
         assert_eq!(
-            rcip_client_invoke(self.client(), c"items.purge".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(deliver), ptr::null_mut(), None, ptr::null_mut()),
+            rcip_client_invoke(
+                self.client(),
+                c"items.purge".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(deliver),
+                ptr::null_mut(),
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         let o: serde_json::Value = serde_json::from_str(&DELIVERED.with(|d| d.borrow_mut().pop()).unwrap()).unwrap();
@@ -482,7 +546,13 @@ impl<'a> Args<'a> {
 fn name(rc: rcip_result) -> String {
     format!("{rc:?}")
         .chars()
-        .flat_map(|c| if c.is_uppercase() { vec!['_', c] } else { vec![c.to_ascii_uppercase()] })
+        .flat_map(|c| {
+            if c.is_uppercase() {
+                vec!['_', c]
+            } else {
+                vec![c.to_ascii_uppercase()]
+            }
+        })
         .collect::<String>()
         .trim_start_matches('_')
         .to_string()
@@ -516,7 +586,11 @@ fn delivered() -> Option<String> {
     let d = DELIVERED.with(|d| std::mem::take(&mut *d.borrow_mut()));
     let first = d.first()?;
     let v: serde_json::Value = serde_json::from_str(first).unwrap();
-    let v = if v.get("outcomes").is_some() { v["outcomes"][0].clone() } else { v };
+    let v = if v.get("outcomes").is_some() {
+        v["outcomes"][0].clone()
+    } else {
+        v
+    };
     Some(describe(&v))
 }
 
@@ -533,7 +607,11 @@ fn describe(v: &serde_json::Value) -> String {
 unsafe fn run(f: &str, case: &str) -> String {
     DELIVERED.with(|d| d.borrow_mut().clear());
     RELEASED.with(|r| r.set(0));
-    let mut a = Args { case, keep: Vec::new(), outs: Vec::new() };
+    let mut a = Args {
+        case,
+        keep: Vec::new(),
+        outs: Vec::new(),
+    };
     let fx = Fx::new();
     let mut followed: Option<String> = None;
     let rc: Result<rcip_result, String> = match f {
@@ -574,7 +652,10 @@ unsafe fn run(f: &str, case: &str) -> String {
             }
             Ok(rc)
         }
-        "rcip_cancel_token_clone" | "rcip_cancel_token_cancel" | "rcip_cancel_token_is_cancelled" | "rcip_cancel_token_on_cancel"
+        "rcip_cancel_token_clone"
+        | "rcip_cancel_token_cancel"
+        | "rcip_cancel_token_is_cancelled"
+        | "rcip_cancel_token_on_cancel"
         | "rcip_cancel_token_free" => {
             let mut t = ptr::null_mut();
             assert_eq!(rcip_cancel_token_new(&mut t), rcip_result::Ok);
@@ -597,9 +678,21 @@ unsafe fn run(f: &str, case: &str) -> String {
                 "rcip_cancel_token_cancel" => Ok(rcip_cancel_token_cancel(tt)),
                 "rcip_cancel_token_is_cancelled" => Err(rcip_cancel_token_is_cancelled(tt).to_string()),
                 "rcip_cancel_token_on_cancel" => {
-                    let rc = rcip_cancel_token_on_cancel(tt, a.cb("callback", noop_cancel as unsafe extern "C" fn(_)), ptr::null_mut(), Some(release));
+                    let rc = rcip_cancel_token_on_cancel(
+                        tt,
+                        a.cb("callback", noop_cancel as unsafe extern "C" fn(_)),
+                        ptr::null_mut(),
+                        Some(release),
+                    );
                     if rc == rcip_result::Ok {
-                        followed = Some(if RELEASED.with(|r| r.get()) == 1 { "ran" } else { "waits" }.into());
+                        followed = Some(
+                            if RELEASED.with(|r| r.get()) == 1 {
+                                "ran"
+                            } else {
+                                "waits"
+                            }
+                            .into(),
+                        );
                     }
                     Ok(rc)
                 }
@@ -632,7 +725,14 @@ unsafe fn run(f: &str, case: &str) -> String {
             if rc == rcip_result::Ok {
                 let report = CStr::from_ptr(*out).to_str().unwrap().to_string();
                 rcip_string_free(*out);
-                followed = Some(if report.contains(r#""ok":true"#) { "ok" } else { "problems" }.into());
+                followed = Some(
+                    if report.contains(r#""ok":true"#) {
+                        "ok"
+                    } else {
+                        "problems"
+                    }
+                    .into(),
+                );
             }
             Ok(rc)
         }
@@ -655,7 +755,11 @@ unsafe fn run(f: &str, case: &str) -> String {
             Ok(rc)
         }
         "rcip_client_list_capabilities" => {
-            let filter = if a.targets("filter_json").is_some() { a.text("filter_json", "") } else { a.text("filter_json", r#"{"context": "all"}"#) };
+            let filter = if a.targets("filter_json").is_some() {
+                a.text("filter_json", "")
+            } else {
+                a.text("filter_json", r#"{"context": "all"}"#)
+            };
             let out = a.out::<c_char>("capabilities_out");
             let rc = rcip_client_list_capabilities(a.null("client", fx.client()), filter, out);
             if rc == rcip_result::Ok {
@@ -665,7 +769,13 @@ unsafe fn run(f: &str, case: &str) -> String {
         }
         "rcip_client_subscribe" => {
             let out = a.out::<rcip_subscription>("subscription_out");
-            let rc = rcip_client_subscribe(a.null("client", fx.client()), a.cb("callback", noop_subscriber as unsafe extern "C" fn(_, _)), ptr::null_mut(), Some(release), out);
+            let rc = rcip_client_subscribe(
+                a.null("client", fx.client()),
+                a.cb("callback", noop_subscriber as unsafe extern "C" fn(_, _)),
+                ptr::null_mut(),
+                Some(release),
+                out,
+            );
             if rc == rcip_result::Ok {
                 rcip_subscription_free(*out);
                 assert_eq!(RELEASED.with(|r| r.get()), 1);
@@ -675,7 +785,10 @@ unsafe fn run(f: &str, case: &str) -> String {
         }
         "rcip_subscription_free" => {
             let mut s = ptr::null_mut();
-            assert_eq!(rcip_client_subscribe(fx.client(), Some(noop_subscriber), ptr::null_mut(), None, &mut s), rcip_result::Ok);
+            assert_eq!(
+                rcip_client_subscribe(fx.client(), Some(noop_subscriber), ptr::null_mut(), None, &mut s),
+                rcip_result::Ok
+            );
             if a.settled() {
                 rcip_runtime_free(fx.runtime);
             }
@@ -699,9 +812,17 @@ unsafe fn run(f: &str, case: &str) -> String {
             let mut t = ptr::null_mut();
             assert_eq!(rcip_cancel_token_new(&mut t), rcip_result::Ok);
             let client = a.null("client", fx.client());
-            let cap = if a.targets("capability_id") == Some("utf8") { BAD_UTF8.as_ptr().cast() } else { a.text("capability_id", "items.list") };
+            let cap = if a.targets("capability_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else {
+                a.text("capability_id", "items.list")
+            };
             let input = a.text("input_json", r#"{"n": 1}"#);
-            let id = if a.targets("invocation_id") == Some("utf8") { BAD_UTF8.as_ptr().cast() } else { a.text("invocation_id", "inv-1") };
+            let id = if a.targets("invocation_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else {
+                a.text("invocation_id", "inv-1")
+            };
             let token = a.null("cancel_token", t as *const rcip_cancel_token);
             let rc = if f == "rcip_client_invoke" {
                 let out = a.out::<c_char>("invocation_id_out");
@@ -739,8 +860,13 @@ unsafe fn run(f: &str, case: &str) -> String {
             Ok(rc)
         }
         "rcip_client_preflight" => {
-            let first_cap: *const c_char =
-                if a.case == "capability_ids[0]:utf8" { BAD_UTF8.as_ptr().cast() } else if a.case == "capability_ids[0]:null" { ptr::null() } else { c"items.list".as_ptr() };
+            let first_cap: *const c_char = if a.case == "capability_ids[0]:utf8" {
+                BAD_UTF8.as_ptr().cast()
+            } else if a.case == "capability_ids[0]:null" {
+                ptr::null()
+            } else {
+                c"items.list".as_ptr()
+            };
             let first_input = match a.case {
                 "input_jsons[0]:null" => None,
                 "input_jsons[0]:utf8" => Some(&b"{\"a\": \"\xff\"}\0"[..]),
@@ -773,7 +899,11 @@ unsafe fn run(f: &str, case: &str) -> String {
         "rcip_host_bind" => {
             // Bind a fresh capability: unbind items.purge first.
             assert_eq!(rcip_binding_unbind(fx.bindings[2]), rcip_result::Ok);
-            let cap = if a.targets("capability_id") == Some("utf8") { BAD_UTF8.as_ptr().cast() } else { a.text("capability_id", "items.purge") };
+            let cap = if a.targets("capability_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else {
+                a.text("capability_id", "items.purge")
+            };
             let out = a.out::<rcip_binding>("binding_out");
             let rc = rcip_host_bind(
                 a.null("host", fx.host()),
@@ -806,7 +936,14 @@ unsafe fn run(f: &str, case: &str) -> String {
             } else {
                 id.as_ptr()
             };
-            let rc = rcip_host_resolve_confirmation(a.null("host", fx.host()), idp, true, a.cb("on_outcome", deliver as unsafe extern "C" fn(_, _)), ptr::null_mut(), Some(release));
+            let rc = rcip_host_resolve_confirmation(
+                a.null("host", fx.host()),
+                idp,
+                true,
+                a.cb("on_outcome", deliver as unsafe extern "C" fn(_, _)),
+                ptr::null_mut(),
+                Some(release),
+            );
             if rc == rcip_result::Ok {
                 followed = delivered();
                 assert_eq!(RELEASED.with(|r| r.get()), 1);
@@ -814,8 +951,14 @@ unsafe fn run(f: &str, case: &str) -> String {
             }
             Ok(rc)
         }
-        "rcip_invocation_id" | "rcip_invocation_capability_id" | "rcip_invocation_input" | "rcip_invocation_semantic_context"
-        | "rcip_invocation_cancel_token" | "rcip_invocation_complete" | "rcip_invocation_fail" | "rcip_invocation_free"
+        "rcip_invocation_id"
+        | "rcip_invocation_capability_id"
+        | "rcip_invocation_input"
+        | "rcip_invocation_semantic_context"
+        | "rcip_invocation_cancel_token"
+        | "rcip_invocation_complete"
+        | "rcip_invocation_fail"
+        | "rcip_invocation_free"
         | "rcip_invocation_is_settled" => {
             let inv = fx.invocation();
             if a.settled() {
@@ -845,11 +988,18 @@ unsafe fn run(f: &str, case: &str) -> String {
             followed = delivered();
             r
         }
-        "rcip_policy_request_context" | "rcip_policy_request_invocation_id" | "rcip_policy_request_decide" | "rcip_policy_request_fail"
-        | "rcip_policy_request_free" | "rcip_policy_request_is_settled" => {
+        "rcip_policy_request_context"
+        | "rcip_policy_request_invocation_id"
+        | "rcip_policy_request_decide"
+        | "rcip_policy_request_fail"
+        | "rcip_policy_request_free"
+        | "rcip_policy_request_is_settled" => {
             let req = fx.policy_request();
             if a.settled() {
-                assert_eq!(rcip_policy_request_decide(req, cr#"{"decision": "allow"}"#.as_ptr()), rcip_result::Ok);
+                assert_eq!(
+                    rcip_policy_request_decide(req, cr#"{"decision": "allow"}"#.as_ptr()),
+                    rcip_result::Ok
+                );
             }
             let h = a.null_mut("request", req);
             let r = match f {
@@ -875,7 +1025,11 @@ unsafe fn run(f: &str, case: &str) -> String {
         "rcip_result_str" => {
             let code = if a.targets("code") == Some("max") { u32::MAX } else { 0 };
             let s = CStr::from_ptr(rcip_result_str(code)).to_str().unwrap();
-            Err(if s == "unknown rcip_result value" { "unknown".into() } else { ptr_res(s.as_ptr()) })
+            Err(if s == "unknown rcip_result value" {
+                "unknown".into()
+            } else {
+                ptr_res(s.as_ptr())
+            })
         }
         "rcip_last_error_message" => {
             assert_eq!(rcip_host_refresh(ptr::null()), rcip_result::NullArgument);
@@ -894,17 +1048,45 @@ unsafe fn run(f: &str, case: &str) -> String {
             assert_eq!(rcip_runtime_builder_new(catalog(), &mut b), rcip_result::Ok);
             let bb = a.null_mut("builder", b);
             let rc = match f {
-                "rcip_runtime_builder_set_confirmation_ttl_ms" => Ok(rcip_runtime_builder_set_confirmation_ttl_ms(bb, a.num64("ttl_ms", 1000))),
-                "rcip_runtime_builder_set_limits" => Ok(rcip_runtime_builder_set_limits(bb, a.size("max_payload_len", 1024), a.size("max_depth", 10))),
-                "rcip_runtime_builder_set_policy" => Ok(rcip_runtime_builder_set_policy(bb, a.cb("callback", policy as unsafe extern "C" fn(_, _)), ptr::null_mut(), Some(release))),
-                "rcip_runtime_builder_set_confirmation_callback" => {
-                    Ok(rcip_runtime_builder_set_confirmation_callback(bb, a.cb("callback", noop_json as unsafe extern "C" fn(_, _)), ptr::null_mut(), Some(release)))
-                }
-                "rcip_runtime_builder_add_event_observer" => {
-                    Ok(rcip_runtime_builder_add_event_observer(bb, a.cb("callback", noop_json as unsafe extern "C" fn(_, _)), ptr::null_mut(), Some(release)))
-                }
-                "rcip_runtime_builder_set_clock" => Ok(rcip_runtime_builder_set_clock(bb, a.cb("callback", noop_clock as unsafe extern "C" fn(_) -> i64), ptr::null_mut(), Some(release))),
-                "rcip_runtime_builder_set_id_generator" => Ok(rcip_runtime_builder_set_id_generator(bb, a.cb("callback", ids as unsafe extern "C" fn(_, _, _) -> i32), ptr::null_mut(), Some(release))),
+                "rcip_runtime_builder_set_confirmation_ttl_ms" => Ok(rcip_runtime_builder_set_confirmation_ttl_ms(
+                    bb,
+                    a.num64("ttl_ms", 1000),
+                )),
+                "rcip_runtime_builder_set_limits" => Ok(rcip_runtime_builder_set_limits(
+                    bb,
+                    a.size("max_payload_len", 1024),
+                    a.size("max_depth", 10),
+                )),
+                "rcip_runtime_builder_set_policy" => Ok(rcip_runtime_builder_set_policy(
+                    bb,
+                    a.cb("callback", policy as unsafe extern "C" fn(_, _)),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
+                "rcip_runtime_builder_set_confirmation_callback" => Ok(rcip_runtime_builder_set_confirmation_callback(
+                    bb,
+                    a.cb("callback", noop_json as unsafe extern "C" fn(_, _)),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
+                "rcip_runtime_builder_add_event_observer" => Ok(rcip_runtime_builder_add_event_observer(
+                    bb,
+                    a.cb("callback", noop_json as unsafe extern "C" fn(_, _)),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
+                "rcip_runtime_builder_set_clock" => Ok(rcip_runtime_builder_set_clock(
+                    bb,
+                    a.cb("callback", noop_clock as unsafe extern "C" fn(_) -> i64),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
+                "rcip_runtime_builder_set_id_generator" => Ok(rcip_runtime_builder_set_id_generator(
+                    bb,
+                    a.cb("callback", ids as unsafe extern "C" fn(_, _, _) -> i32),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
                 "rcip_runtime_builder_set_manual_timers" => Ok(rcip_runtime_builder_set_manual_timers(bb, true)),
                 "rcip_runtime_builder_build" => {
                     let out = a.out::<rcip_runtime>("runtime_out");
@@ -926,7 +1108,11 @@ unsafe fn run(f: &str, case: &str) -> String {
             };
             if rc.is_ok() && rc != Ok(rcip_result::Ok) {
                 // A refused registration keeps the user data with the caller.
-                assert_eq!(RELEASED.with(|r| r.get()), 0, "{f} {case}: user_data_free of a refused registration");
+                assert_eq!(
+                    RELEASED.with(|r| r.get()),
+                    0,
+                    "{f} {case}: user_data_free of a refused registration"
+                );
             }
             rcip_runtime_builder_free(b);
             RELEASED.with(|r| r.set(0));
@@ -948,7 +1134,14 @@ unsafe fn run(f: &str, case: &str) -> String {
             let out = a.out::<rcip_mcp_session>("session_out");
             let options = a.text("options_json", "{}");
             let on_message = a.cb("on_message", noop_json as unsafe extern "C" fn(_, _));
-            let rc = rcip_mcp_session_new(a.null("runtime", fx.runtime), options, on_message, ptr::null_mut(), Some(release), out);
+            let rc = rcip_mcp_session_new(
+                a.null("runtime", fx.runtime),
+                options,
+                on_message,
+                ptr::null_mut(),
+                Some(release),
+                out,
+            );
             if rc == rcip_result::Ok {
                 rcip_mcp_session_free(*out);
                 assert_eq!(RELEASED.with(|r| r.get()), 1);
@@ -958,7 +1151,17 @@ unsafe fn run(f: &str, case: &str) -> String {
         }
         "rcip_mcp_session_receive" | "rcip_mcp_session_serve_stdio" | "rcip_mcp_session_free" => {
             let mut session = ptr::null_mut();
-            assert_eq!(rcip_mcp_session_new(fx.runtime, ptr::null(), Some(noop_json), ptr::null_mut(), None, &mut session), rcip_result::Ok);
+            assert_eq!(
+                rcip_mcp_session_new(
+                    fx.runtime,
+                    ptr::null(),
+                    Some(noop_json),
+                    ptr::null_mut(),
+                    None,
+                    &mut session
+                ),
+                rcip_result::Ok
+            );
             let target = a.null("session", session as *const rcip_mcp_session);
             let r = match f {
                 "rcip_mcp_session_receive" => {
@@ -1006,7 +1209,10 @@ unsafe fn run(f: &str, case: &str) -> String {
         }
         "rcip_schema_validate" | "rcip_schema_free" => {
             let mut s = ptr::null_mut();
-            assert_eq!(rcip_schema_new(cr#"{"type": "object"}"#.as_ptr(), &mut s), rcip_result::Ok);
+            assert_eq!(
+                rcip_schema_new(cr#"{"type": "object"}"#.as_ptr(), &mut s),
+                rcip_result::Ok
+            );
             if f == "rcip_schema_free" {
                 rcip_schema_free(a.null_mut("schema", s));
                 if a.targets("schema").is_some() {
@@ -1020,7 +1226,14 @@ unsafe fn run(f: &str, case: &str) -> String {
                 if rc == rcip_result::Ok {
                     let r = CStr::from_ptr(*out).to_str().unwrap().to_string();
                     rcip_string_free(*out);
-                    followed = Some(if r.contains(r#""valid":true"#) { "valid" } else { "invalid" }.into());
+                    followed = Some(
+                        if r.contains(r#""valid":true"#) {
+                            "valid"
+                        } else {
+                            "invalid"
+                        }
+                        .into(),
+                    );
                 }
                 rcip_schema_free(s);
                 Ok(rc)
@@ -1033,8 +1246,18 @@ unsafe fn run(f: &str, case: &str) -> String {
             let avail = f == "rcip_availability_set";
             SINK_JOB.with(|j| {
                 *j.borrow_mut() = Some(Box::new(move |sink: *mut c_void| {
-                    let mut a = Args { case: &case_owned, keep: Vec::new(), outs: Vec::new() };
-                    let utf8 = |a: &Args, n: &str, good: *const c_char| if a.targets(n) == Some("utf8") { BAD_UTF8.as_ptr().cast() } else { good };
+                    let mut a = Args {
+                        case: &case_owned,
+                        keep: Vec::new(),
+                        outs: Vec::new(),
+                    };
+                    let utf8 = |a: &Args, n: &str, good: *const c_char| {
+                        if a.targets(n) == Some("utf8") {
+                            BAD_UTF8.as_ptr().cast()
+                        } else {
+                            good
+                        }
+                    };
                     let rc = if avail {
                         let code = utf8(&a, "reason_code", a.null("reason_code", c"OFF".as_ptr()));
                         let reason = utf8(&a, "reason", a.null("reason", c"switched off".as_ptr()));
@@ -1057,7 +1280,17 @@ unsafe fn run(f: &str, case: &str) -> String {
                 assert_eq!(rcip_host_refresh(fx.host()), rcip_result::Ok);
             } else {
                 assert_eq!(
-                    rcip_client_invoke(fx.client(), c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(deliver), ptr::null_mut(), None, ptr::null_mut()),
+                    rcip_client_invoke(
+                        fx.client(),
+                        c"items.list".as_ptr(),
+                        c"{}".as_ptr(),
+                        ptr::null(),
+                        ptr::null(),
+                        Some(deliver),
+                        ptr::null_mut(),
+                        None,
+                        ptr::null_mut()
+                    ),
                     rcip_result::Ok
                 );
                 DELIVERED.with(|d| d.borrow_mut().clear());
@@ -1081,8 +1314,13 @@ unsafe fn run(f: &str, case: &str) -> String {
                 "rcip_snapshot_json" => Err(ptr_res(rcip_snapshot_json(h))),
                 "rcip_snapshot_revision" => {
                     let rev = rcip_snapshot_revision(h);
-                    let json: serde_json::Value = serde_json::from_str(CStr::from_ptr(rcip_snapshot_json(s)).to_str().unwrap()).unwrap();
-                    Err(if !h.is_null() && json["revision"] == rev { "revision".into() } else { rev.to_string() })
+                    let json: serde_json::Value =
+                        serde_json::from_str(CStr::from_ptr(rcip_snapshot_json(s)).to_str().unwrap()).unwrap();
+                    Err(if !h.is_null() && json["revision"] == rev {
+                        "revision".into()
+                    } else {
+                        rev.to_string()
+                    })
                 }
                 _ => {
                     rcip_snapshot_free(h);
@@ -1107,7 +1345,11 @@ unsafe fn run(f: &str, case: &str) -> String {
             }
             Err("void".into())
         }
-        "rcip_abi_version" => Err(if rcip_abi_version() == 100 { "RCIP_ABI_VERSION".into() } else { rcip_abi_version().to_string() }),
+        "rcip_abi_version" => Err(if rcip_abi_version() == 100 {
+            "RCIP_ABI_VERSION".into()
+        } else {
+            rcip_abi_version().to_string()
+        }),
         "rcip_version" => Err(ptr_res(rcip_version())),
         other => panic!("no driver for {other} (add one, and its line in EXPECTED)"),
     };
@@ -1122,12 +1364,22 @@ unsafe fn finish(f: &str, case: &str, rc: Result<rcip_result, String>, followed:
         Ok(rc) => {
             if rc != rcip_result::Ok {
                 for &slot in &a.outs {
-                    assert!((*slot).is_null(), "{f} {case}: a pointer out-parameter is not NULL after {rc:?}");
+                    assert!(
+                        (*slot).is_null(),
+                        "{f} {case}: a pointer out-parameter is not NULL after {rc:?}"
+                    );
                 }
-                assert_eq!(RELEASED.with(|r| r.get()), 0, "{f} {case}: user_data_free ran for a refused registration");
+                assert_eq!(
+                    RELEASED.with(|r| r.get()),
+                    0,
+                    "{f} {case}: user_data_free ran for a refused registration"
+                );
                 if !f.ends_with("_sink_set") && f != "rcip_availability_set" {
                     let m = rcip_last_error_message();
-                    assert!(!m.is_null() && !CStr::from_ptr(m).to_bytes().is_empty(), "{f} {case}: no error message after {rc:?}");
+                    assert!(
+                        !m.is_null() && !CStr::from_ptr(m).to_bytes().is_empty(),
+                        "{f} {case}: no error message after {rc:?}"
+                    );
                 }
             }
             name(rc)
@@ -1158,7 +1410,10 @@ fn every_header_function_is_swept_with_every_generated_case() {
         let generated = cases(f);
         for case in &generated {
             let Some(w) = want.get(case) else {
-                problems.push(format!("{} {case}: generated from the header but not in EXPECTED", f.name));
+                problems.push(format!(
+                    "{} {case}: generated from the header but not in EXPECTED",
+                    f.name
+                ));
                 continue;
             };
             let got = unsafe { run(&f.name, case) };
@@ -1169,7 +1424,10 @@ fn every_header_function_is_swept_with_every_generated_case() {
         }
         for case in want.keys() {
             if !generated.contains(case) {
-                problems.push(format!("{} {case}: in EXPECTED but the header has no such case", f.name));
+                problems.push(format!(
+                    "{} {case}: in EXPECTED but the header has no such case",
+                    f.name
+                ));
             }
         }
     }
@@ -1178,6 +1436,11 @@ fn every_header_function_is_swept_with_every_generated_case() {
             problems.push(format!("{name}: in EXPECTED but not in the header"));
         }
     }
-    assert!(problems.is_empty(), "{} problems in {total} cases:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} problems in {total} cases:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
     eprintln!("boundary sweep: {} functions, {total} cases", funcs.len());
 }

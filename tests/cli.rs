@@ -3,8 +3,14 @@
 use std::process::Command;
 
 fn rcip(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rcip")).args(args).output().expect("run rcip");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_rcip"))
+        .args(args)
+        .output()
+        .expect("run rcip");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/catalogs");
@@ -39,7 +45,9 @@ fn json_output_lists_problems_with_pointers_and_rules() {
     assert_eq!(problems.len(), 4);
     let rules: Vec<&str> = problems.iter().map(|p| p["rule"].as_str().unwrap()).collect();
     assert_eq!(rules, ["unknown keyword", "format", "union type", "identifier"]);
-    assert!(problems.iter().all(|p| p["pointer"].as_str().unwrap().starts_with("/capabilities/")));
+    assert!(problems
+        .iter()
+        .all(|p| p["pointer"].as_str().unwrap().starts_with("/capabilities/")));
 }
 
 #[test]
@@ -51,6 +59,9 @@ fn usage_and_io_errors_exit_2() {
 
 #[test]
 fn the_demo_catalog_passes() {
-    let (code, out) = rcip(&["check", concat!(env!("CARGO_MANIFEST_DIR"), "/examples-c/dispatch/catalog.json")]);
+    let (code, out) = rcip(&[
+        "check",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples-c/dispatch/catalog.json"),
+    ]);
     assert_eq!(code, 0, "{out}");
 }

@@ -101,7 +101,9 @@ unsafe extern "C" fn count_free(ud: *mut c_void) {
 
 unsafe extern "C" fn store_outcome(ud: *mut c_void, json: *const c_char) {
     let slot = &*(ud as *const Mutex<Vec<String>>);
-    slot.lock().unwrap().push(CStr::from_ptr(json).to_string_lossy().into_owned());
+    slot.lock()
+        .unwrap()
+        .push(CStr::from_ptr(json).to_string_lossy().into_owned());
 }
 
 #[test]
@@ -112,33 +114,79 @@ fn null_arguments_give_null_argument_and_null_out_params() {
         assert_eq!(rcip_catalog_new(ptr::null(), &mut catalog), rcip_result::NullArgument);
         assert!(catalog.is_null(), "out-parameter set to NULL on failure");
         assert!(last_error().contains("catalog_json"));
-        assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), ptr::null_mut()), rcip_result::NullArgument);
+        assert_eq!(
+            rcip_catalog_new(c(CATALOG).as_ptr(), ptr::null_mut()),
+            rcip_result::NullArgument
+        );
 
         let mut binding = 1 as *mut rcip_binding;
         assert_eq!(
-            rcip_host_bind(ptr::null(), c"items.list".as_ptr(), Some(complete_inline), None, ptr::null_mut(), None, &mut binding),
+            rcip_host_bind(
+                ptr::null(),
+                c"items.list".as_ptr(),
+                Some(complete_inline),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
             rcip_result::NullArgument
         );
         assert!(binding.is_null());
         assert_eq!(
-            rcip_host_bind(f.host(), ptr::null(), Some(complete_inline), None, ptr::null_mut(), None, &mut binding),
+            rcip_host_bind(
+                f.host(),
+                ptr::null(),
+                Some(complete_inline),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
             rcip_result::NullArgument
         );
         assert_eq!(
-            rcip_host_bind(f.host(), c"items.list".as_ptr(), None, None, ptr::null_mut(), None, &mut binding),
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                None,
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
             rcip_result::NullArgument
         );
         assert_eq!(rcip_host_set_context(f.host(), ptr::null()), rcip_result::NullArgument);
         assert_eq!(rcip_host_refresh(ptr::null()), rcip_result::NullArgument);
         let mut out = 1 as *mut c_char;
-        assert_eq!(rcip_client_list_capabilities(ptr::null(), ptr::null(), &mut out), rcip_result::NullArgument);
-        assert!(out.is_null());
         assert_eq!(
-            rcip_client_invoke(f.client(), c"items.list".as_ptr(), ptr::null(), ptr::null(), ptr::null(), Some(store_outcome), ptr::null_mut(), None, ptr::null_mut()),
+            rcip_client_list_capabilities(ptr::null(), ptr::null(), &mut out),
             rcip_result::NullArgument
         );
-        assert_eq!(rcip_invocation_complete(ptr::null(), c"{}".as_ptr()), rcip_result::NullArgument);
-        assert_eq!(rcip_policy_request_decide(ptr::null(), c"{}".as_ptr()), rcip_result::NullArgument);
+        assert!(out.is_null());
+        assert_eq!(
+            rcip_client_invoke(
+                f.client(),
+                c"items.list".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                ptr::null_mut(),
+                None,
+                ptr::null_mut()
+            ),
+            rcip_result::NullArgument
+        );
+        assert_eq!(
+            rcip_invocation_complete(ptr::null(), c"{}".as_ptr()),
+            rcip_result::NullArgument
+        );
+        assert_eq!(
+            rcip_policy_request_decide(ptr::null(), c"{}".as_ptr()),
+            rcip_result::NullArgument
+        );
         assert_eq!(rcip_cancel_token_cancel(ptr::null()), rcip_result::NullArgument);
         assert!(rcip_invocation_input(ptr::null()).is_null());
         assert!(rcip_snapshot_json(ptr::null()).is_null());
@@ -166,15 +214,38 @@ fn utf8_json_and_shape_errors_change_nothing() {
         let bad = b"items.\xff\0";
         let mut binding = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(f.host(), bad.as_ptr().cast(), Some(complete_inline), None, ptr::null_mut(), None, &mut binding),
+            rcip_host_bind(
+                f.host(),
+                bad.as_ptr().cast(),
+                Some(complete_inline),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
             rcip_result::InvalidUtf8
         );
-        assert_eq!(rcip_host_set_context(f.host(), c"{not json".as_ptr()), rcip_result::InvalidJson);
-        assert_eq!(rcip_host_set_context(f.host(), c"[]".as_ptr()), rcip_result::InvalidArgument);
-        assert_eq!(rcip_host_set_context(f.host(), cr#"{"activeScopeIds": null}"#.as_ptr()), rcip_result::InvalidArgument);
-        assert_eq!(rcip_host_set_context(f.host(), cr#"{"activeScopeIds": ["nope"]}"#.as_ptr()), rcip_result::UnknownScope);
         assert_eq!(
-            rcip_host_set_context(f.host(), cr#"{"activeScopeIds": [], "primaryScopeId": "main"}"#.as_ptr()),
+            rcip_host_set_context(f.host(), c"{not json".as_ptr()),
+            rcip_result::InvalidJson
+        );
+        assert_eq!(
+            rcip_host_set_context(f.host(), c"[]".as_ptr()),
+            rcip_result::InvalidArgument
+        );
+        assert_eq!(
+            rcip_host_set_context(f.host(), cr#"{"activeScopeIds": null}"#.as_ptr()),
+            rcip_result::InvalidArgument
+        );
+        assert_eq!(
+            rcip_host_set_context(f.host(), cr#"{"activeScopeIds": ["nope"]}"#.as_ptr()),
+            rcip_result::UnknownScope
+        );
+        assert_eq!(
+            rcip_host_set_context(
+                f.host(),
+                cr#"{"activeScopeIds": [], "primaryScopeId": "main"}"#.as_ptr()
+            ),
             rcip_result::PrimaryNotActive
         );
         let mut snap = ptr::null();
@@ -182,17 +253,33 @@ fn utf8_json_and_shape_errors_change_nothing() {
         assert_eq!(rcip_snapshot_revision(snap), 0, "failed calls changed nothing");
         rcip_snapshot_free(snap);
         let mut out = ptr::null_mut();
-        assert_eq!(rcip_client_list_capabilities(f.client(), cr#"{"effect": "admin"}"#.as_ptr(), &mut out), rcip_result::InvalidArgument);
+        assert_eq!(
+            rcip_client_list_capabilities(f.client(), cr#"{"effect": "admin"}"#.as_ptr(), &mut out),
+            rcip_result::InvalidArgument
+        );
         assert!(last_error().contains("effect"));
         // Success clears the message.
-        assert_eq!(rcip_client_list_capabilities(f.client(), ptr::null(), &mut out), rcip_result::Ok);
+        assert_eq!(
+            rcip_client_list_capabilities(f.client(), ptr::null(), &mut out),
+            rcip_result::Ok
+        );
         assert!(rcip_last_error_message().is_null());
         assert_eq!(take_string(out).matches("\"id\"").count(), 2);
         // Invalid input text is an outcome, never a code.
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let bad_input = b"{\"n\": \"\xff\"}\0";
         assert_eq!(
-            rcip_client_invoke(f.client(), c"items.list".as_ptr(), bad_input.as_ptr().cast(), ptr::null(), ptr::null(), Some(store_outcome), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+            rcip_client_invoke(
+                f.client(),
+                c"items.list".as_ptr(),
+                bad_input.as_ptr().cast(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                &outcomes as *const _ as *mut c_void,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         assert!(outcomes.lock().unwrap()[0].contains("INPUT_INVALID"));
@@ -206,11 +293,48 @@ fn user_data_is_released_once_and_never_after_a_failed_registration() {
         let freed = AtomicUsize::new(0);
         let ud = &freed as *const AtomicUsize as *mut c_void;
         let mut b1 = ptr::null_mut();
-        assert_eq!(rcip_host_bind(f.host(), c"items.list".as_ptr(), Some(complete_inline), None, ud, Some(count_free), &mut b1), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                Some(complete_inline),
+                None,
+                ud,
+                Some(count_free),
+                &mut b1
+            ),
+            rcip_result::Ok
+        );
         let mut b2 = ptr::null_mut();
-        assert_eq!(rcip_host_bind(f.host(), c"items.list".as_ptr(), Some(complete_inline), None, ud, Some(count_free), &mut b2), rcip_result::AlreadyBound);
-        assert_eq!(rcip_host_bind(f.host(), c"nope".as_ptr(), Some(complete_inline), None, ud, Some(count_free), &mut b2), rcip_result::NotInCatalog);
-        assert_eq!(freed.load(Ordering::SeqCst), 0, "failed registrations never call user_data_free");
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                Some(complete_inline),
+                None,
+                ud,
+                Some(count_free),
+                &mut b2
+            ),
+            rcip_result::AlreadyBound
+        );
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"nope".as_ptr(),
+                Some(complete_inline),
+                None,
+                ud,
+                Some(count_free),
+                &mut b2
+            ),
+            rcip_result::NotInCatalog
+        );
+        assert_eq!(
+            freed.load(Ordering::SeqCst),
+            0,
+            "failed registrations never call user_data_free"
+        );
         assert_eq!(rcip_binding_unbind(b1), rcip_result::Ok);
         assert_eq!(freed.load(Ordering::SeqCst), 1, "released once unbound");
         assert_eq!(rcip_binding_unbind(b1), rcip_result::Ok, "a stale unbind is a no-op");
@@ -223,7 +347,9 @@ fn user_data_is_released_once_and_never_after_a_failed_registration() {
         struct Both<'a>(&'a Mutex<Vec<String>>, &'a AtomicUsize);
         unsafe extern "C" fn on_outcome(ud: *mut c_void, json: *const c_char) {
             let b = &*(ud as *const Both);
-            b.0.lock().unwrap().push(CStr::from_ptr(json).to_string_lossy().into_owned());
+            b.0.lock()
+                .unwrap()
+                .push(CStr::from_ptr(json).to_string_lossy().into_owned());
         }
         unsafe extern "C" fn on_free(ud: *mut c_void) {
             (*(ud as *const Both)).1.fetch_add(1, Ordering::SeqCst);
@@ -232,7 +358,17 @@ fn user_data_is_released_once_and_never_after_a_failed_registration() {
         let ud = &both as *const Both as *mut c_void;
         let mut id = ptr::null_mut();
         assert_eq!(
-            rcip_client_invoke(f.client(), c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(on_outcome), ud, Some(on_free), &mut id),
+            rcip_client_invoke(
+                f.client(),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(on_outcome),
+                ud,
+                Some(on_free),
+                &mut id
+            ),
             rcip_result::Ok
         );
         let id = take_string(id);
@@ -241,7 +377,16 @@ fn user_data_is_released_once_and_never_after_a_failed_registration() {
         assert_eq!(out_freed.load(Ordering::SeqCst), 1);
         // A refused preflight keeps the user data with the caller.
         assert_eq!(
-            rcip_client_preflight(f.client(), ptr::null(), ptr::null(), 0, ptr::null(), Some(on_outcome), ud, Some(on_free)),
+            rcip_client_preflight(
+                f.client(),
+                ptr::null(),
+                ptr::null(),
+                0,
+                ptr::null(),
+                Some(on_outcome),
+                ud,
+                Some(on_free)
+            ),
             rcip_result::PreflightBatchInvalid
         );
         assert_eq!(out_freed.load(Ordering::SeqCst), 1);
@@ -254,27 +399,67 @@ fn double_settle_is_already_completed_and_changes_nothing() {
     unsafe {
         let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
         let mut b = ptr::null_mut();
-        assert_eq!(rcip_host_bind(f.host(), c"items.list".as_ptr(), Some(hold), None, &held as *const _ as *mut c_void, None, &mut b), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                Some(hold),
+                None,
+                &held as *const _ as *mut c_void,
+                None,
+                &mut b
+            ),
+            rcip_result::Ok
+        );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let ud = &outcomes as *const _ as *mut c_void;
         assert_eq!(
-            rcip_client_invoke(f.client(), c"items.list".as_ptr(), cr#"{"n": 2}"#.as_ptr(), c"inv-1".as_ptr(), ptr::null(), Some(store_outcome), ud, None, ptr::null_mut()),
+            rcip_client_invoke(
+                f.client(),
+                c"items.list".as_ptr(),
+                cr#"{"n": 2}"#.as_ptr(),
+                c"inv-1".as_ptr(),
+                ptr::null(),
+                Some(store_outcome),
+                ud,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         let inv = held.lock().unwrap().pop().unwrap() as *mut rcip_invocation;
         assert_eq!(CStr::from_ptr(rcip_invocation_id(inv)).to_str().unwrap(), "inv-1");
-        assert_eq!(CStr::from_ptr(rcip_invocation_input(inv)).to_str().unwrap(), r#"{"n":2}"#);
-        assert_eq!(CStr::from_ptr(rcip_invocation_semantic_context(inv)).to_str().unwrap(), r#"{"activeScopeIds":[]}"#);
+        assert_eq!(
+            CStr::from_ptr(rcip_invocation_input(inv)).to_str().unwrap(),
+            r#"{"n":2}"#
+        );
+        assert_eq!(
+            CStr::from_ptr(rcip_invocation_semantic_context(inv)).to_str().unwrap(),
+            r#"{"activeScopeIds":[]}"#
+        );
         let token = rcip_invocation_cancel_token(inv);
         assert!(!token.is_null() && !rcip_cancel_token_is_cancelled(token));
         // The id is reserved while the handler runs.
         assert_eq!(
-            rcip_client_invoke(f.client(), c"items.list".as_ptr(), c"{}".as_ptr(), c"inv-1".as_ptr(), ptr::null(), Some(store_outcome), ud, None, ptr::null_mut()),
+            rcip_client_invoke(
+                f.client(),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                c"inv-1".as_ptr(),
+                ptr::null(),
+                Some(store_outcome),
+                ud,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         assert!(outcomes.lock().unwrap()[0].contains("INVOCATION_ALREADY_ACTIVE"));
         assert_eq!(rcip_invocation_complete(inv, cr#"{"a": 1}"#.as_ptr()), rcip_result::Ok);
-        assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::AlreadyCompleted);
+        assert_eq!(
+            rcip_invocation_complete(inv, c"{}".as_ptr()),
+            rcip_result::AlreadyCompleted
+        );
         assert_eq!(rcip_invocation_fail(inv, true), rcip_result::AlreadyCompleted);
         rcip_invocation_free(inv);
         let all = outcomes.lock().unwrap().clone();
@@ -293,13 +478,34 @@ fn free_orders_are_all_safe() {
         rcip_catalog_free(f.catalog);
         let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
         let mut b = ptr::null_mut();
-        assert_eq!(rcip_host_bind(f.host(), c"items.list".as_ptr(), Some(hold), None, &held as *const _ as *mut c_void, None, &mut b), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                Some(hold),
+                None,
+                &held as *const _ as *mut c_void,
+                None,
+                &mut b
+            ),
+            rcip_result::Ok
+        );
         let mut token = ptr::null_mut();
         assert_eq!(rcip_cancel_token_new(&mut token), rcip_result::Ok);
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let ud = &outcomes as *const _ as *mut c_void;
         assert_eq!(
-            rcip_client_invoke(f.client(), c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), token, Some(store_outcome), ud, None, ptr::null_mut()),
+            rcip_client_invoke(
+                f.client(),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                token,
+                Some(store_outcome),
+                ud,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         // The consumer may free its token while the invocation runs.
@@ -313,14 +519,21 @@ fn free_orders_are_all_safe() {
         assert_eq!(outcomes.lock().unwrap().len(), 1);
         assert!(outcomes.lock().unwrap()[0].contains("EXECUTION_ABORTED"));
         assert!(rcip_cancel_token_is_cancelled(rcip_invocation_cancel_token(inv)));
-        assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok, "a late completion is accepted");
+        assert_eq!(
+            rcip_invocation_complete(inv, c"{}".as_ptr()),
+            rcip_result::Ok,
+            "a late completion is accepted"
+        );
         assert_eq!(outcomes.lock().unwrap().len(), 1, "and ignored");
         rcip_invocation_free(inv);
         assert_eq!(rcip_binding_unbind(b), rcip_result::Closed);
         assert_eq!(rcip_binding_set_revision(b, 3), rcip_result::Closed);
         assert!(!rcip_binding_is_installed(b));
         rcip_binding_free(b);
-        assert!(CStr::from_ptr(rcip_snapshot_json(snap)).to_str().unwrap().contains("\"revision\":1"));
+        assert!(CStr::from_ptr(rcip_snapshot_json(snap))
+            .to_str()
+            .unwrap()
+            .contains("\"revision\":1"));
         rcip_snapshot_free(snap);
     }
 }
@@ -337,20 +550,50 @@ fn policy_handles_decide_once_and_report_bad_decisions() {
         assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), &mut catalog), rcip_result::Ok);
         let mut builder = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_policy(builder, None, ptr::null_mut(), None), rcip_result::NullArgument);
-        assert_eq!(rcip_runtime_builder_set_policy(builder, Some(defer_policy), ptr::null_mut(), None), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_confirmation_ttl_ms(builder, 0), rcip_result::InvalidArgument);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, None, ptr::null_mut(), None),
+            rcip_result::NullArgument
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, Some(defer_policy), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_ttl_ms(builder, 0),
+            rcip_result::InvalidArgument
+        );
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
         let host = rcip_runtime_host(runtime);
         let client = rcip_runtime_client(runtime);
         let mut b = ptr::null_mut();
-        assert_eq!(rcip_host_bind(host, c"items.list".as_ptr(), Some(complete_inline), None, ptr::null_mut(), None, &mut b), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                host,
+                c"items.list".as_ptr(),
+                Some(complete_inline),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut b
+            ),
+            rcip_result::Ok
+        );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let ud = &outcomes as *const _ as *mut c_void;
         for _ in 0..2 {
             assert_eq!(
-                rcip_client_invoke(client, c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(store_outcome), ud, None, ptr::null_mut()),
+                rcip_client_invoke(
+                    client,
+                    c"items.list".as_ptr(),
+                    c"{}".as_ptr(),
+                    ptr::null(),
+                    ptr::null(),
+                    Some(store_outcome),
+                    ud,
+                    None,
+                    ptr::null_mut()
+                ),
                 rcip_result::Ok
             );
         }
@@ -360,17 +603,38 @@ fn policy_handles_decide_once_and_report_bad_decisions() {
             let r1 = held.pop().unwrap() as *mut rcip_policy_request;
             (r1, r2)
         };
-        let ctx = CStr::from_ptr(rcip_policy_request_context(r1)).to_str().unwrap().to_string();
-        assert!(ctx.contains(r#""phase":"invoke""#) && ctx.contains(r#""id":"items.list""#), "{ctx}");
+        let ctx = CStr::from_ptr(rcip_policy_request_context(r1))
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            ctx.contains(r#""phase":"invoke""#) && ctx.contains(r#""id":"items.list""#),
+            "{ctx}"
+        );
         assert!(!rcip_policy_request_invocation_id(r1).is_null());
         // Wrong shapes leave the request undecided.
-        assert_eq!(rcip_policy_request_decide(r1, c"allow".as_ptr()), rcip_result::InvalidJson);
-        assert_eq!(rcip_policy_request_decide(r1, cr#"{"decision": "allow", "extra": 1}"#.as_ptr()), rcip_result::InvalidArgument);
+        assert_eq!(
+            rcip_policy_request_decide(r1, c"allow".as_ptr()),
+            rcip_result::InvalidJson
+        );
+        assert_eq!(
+            rcip_policy_request_decide(r1, cr#"{"decision": "allow", "extra": 1}"#.as_ptr()),
+            rcip_result::InvalidArgument
+        );
         assert!(outcomes.lock().unwrap().is_empty());
-        assert_eq!(rcip_policy_request_decide(r1, cr#"{"decision": "allow"}"#.as_ptr()), rcip_result::Ok);
-        assert_eq!(rcip_policy_request_decide(r1, cr#"{"decision": "deny"}"#.as_ptr()), rcip_result::AlreadyCompleted);
+        assert_eq!(
+            rcip_policy_request_decide(r1, cr#"{"decision": "allow"}"#.as_ptr()),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_policy_request_decide(r1, cr#"{"decision": "deny"}"#.as_ptr()),
+            rcip_result::AlreadyCompleted
+        );
         // An unknown decision settles as a policy failure and is reported.
-        assert_eq!(rcip_policy_request_decide(r2, cr#"{"decision": "maybe"}"#.as_ptr()), rcip_result::InvalidArgument);
+        assert_eq!(
+            rcip_policy_request_decide(r2, cr#"{"decision": "maybe"}"#.as_ptr()),
+            rcip_result::InvalidArgument
+        );
         assert_eq!(rcip_policy_request_fail(r2), rcip_result::AlreadyCompleted);
         rcip_policy_request_free(r1);
         rcip_policy_request_free(r2);
@@ -379,7 +643,17 @@ fn policy_handles_decide_once_and_report_bad_decisions() {
         assert!(all[1].contains("POLICY_EVALUATION_FAILED"), "{all:?}");
         // Freeing an undecided request fails the policy.
         assert_eq!(
-            rcip_client_invoke(client, c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(store_outcome), ud, None, ptr::null_mut()),
+            rcip_client_invoke(
+                client,
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                ud,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         let r3 = HELD_POLICIES.lock().unwrap().pop().unwrap() as *mut rcip_policy_request;
@@ -394,23 +668,63 @@ fn policy_handles_decide_once_and_report_bad_decisions() {
 #[test]
 fn result_strings_and_schemas() {
     unsafe {
-        for code in [0u32, 100, 101, 102, 103, 200, 201, 202, 203, 204, 300, 301, 302, 303, 304, 900, 7, u32::MAX] {
+        for code in [
+            0u32,
+            100,
+            101,
+            102,
+            103,
+            200,
+            201,
+            202,
+            203,
+            204,
+            300,
+            301,
+            302,
+            303,
+            304,
+            900,
+            7,
+            u32::MAX,
+        ] {
             assert!(!CStr::from_ptr(rcip_result_str(code)).to_str().unwrap().is_empty());
         }
         let mut schema = ptr::null_mut();
-        assert_eq!(rcip_schema_new(cr#"{"type": "string", "format": "email"}"#.as_ptr(), &mut schema), rcip_result::InvalidArgument);
+        assert_eq!(
+            rcip_schema_new(cr#"{"type": "string", "format": "email"}"#.as_ptr(), &mut schema),
+            rcip_result::InvalidArgument
+        );
         assert!(schema.is_null() && last_error().contains("format"));
-        assert_eq!(rcip_schema_new(cr#"{"type": "string", "minLength": 2}"#.as_ptr(), &mut schema), rcip_result::Ok);
+        assert_eq!(
+            rcip_schema_new(cr#"{"type": "string", "minLength": 2}"#.as_ptr(), &mut schema),
+            rcip_result::Ok
+        );
         let mut out = ptr::null_mut();
-        assert_eq!(rcip_schema_validate(schema, cr#""a""#.as_ptr(), &mut out), rcip_result::Ok);
+        assert_eq!(
+            rcip_schema_validate(schema, cr#""a""#.as_ptr(), &mut out),
+            rcip_result::Ok
+        );
         let result = take_string(out);
-        assert!(result.contains(r#""valid":false"#) && result.contains("minLength"), "{result}");
-        assert_eq!(rcip_schema_validate(schema, c"nope".as_ptr(), &mut out), rcip_result::InvalidJson);
+        assert!(
+            result.contains(r#""valid":false"#) && result.contains("minLength"),
+            "{result}"
+        );
+        assert_eq!(
+            rcip_schema_validate(schema, c"nope".as_ptr(), &mut out),
+            rcip_result::InvalidJson
+        );
         rcip_schema_free(schema);
         let mut report = ptr::null_mut();
-        assert_eq!(rcip_catalog_check(cr#"{"protocolVersion": "2.0"}"#.as_ptr(), &mut report), rcip_result::Ok);
+        assert_eq!(
+            rcip_catalog_check(cr#"{"protocolVersion": "2.0"}"#.as_ptr(), &mut report),
+            rcip_result::Ok
+        );
         let report = take_string(report);
-        assert!(report.contains(r#""ok":false"#) && report.contains("/protocolVersion") && report.contains("/application"), "{report}");
+        assert!(
+            report.contains(r#""ok":false"#) && report.contains("/protocolVersion") && report.contains("/application"),
+            "{report}"
+        );
     }
 }
 
@@ -431,7 +745,15 @@ fn a_callback_may_free_its_own_runtime() {
         let slot = Mutex::new(f.runtime as usize);
         let mut b = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(f.host(), c"items.list".as_ptr(), Some(free_runtime_then_complete), None, &slot as *const _ as *mut c_void, None, &mut b),
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                Some(free_runtime_then_complete),
+                None,
+                &slot as *const _ as *mut c_void,
+                None,
+                &mut b
+            ),
             rcip_result::Ok
         );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -439,7 +761,17 @@ fn a_callback_may_free_its_own_runtime() {
         let catalog = f.catalog;
         std::mem::forget(f);
         assert_eq!(
-            rcip_client_invoke(client, c"items.list".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(store_outcome), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+            rcip_client_invoke(
+                client,
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                &outcomes as *const _ as *mut c_void,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         let all = outcomes.lock().unwrap().clone();

@@ -51,7 +51,14 @@ fn exports() -> Vec<Export> {
                 k += 1;
             }
             signature.push_str(lines[k].trim());
-            let name = signature.split("fn ").nth(1).unwrap().split('(').next().unwrap().to_string();
+            let name = signature
+                .split("fn ")
+                .nth(1)
+                .unwrap()
+                .split('(')
+                .next()
+                .unwrap()
+                .to_string();
             out.push(Export {
                 file: path.file_name().unwrap().to_string_lossy().into_owned(),
                 name,
@@ -68,7 +75,10 @@ fn exports() -> Vec<Export> {
 fn the_surface_is_large_enough_to_mean_something() {
     let all = exports();
     assert!(all.len() >= 60, "found only {} exports", all.len());
-    assert!(all.iter().all(|e| e.name.starts_with("rcip_")), "every symbol starts with rcip_");
+    assert!(
+        all.iter().all(|e| e.name.starts_with("rcip_")),
+        "every symbol starts with rcip_"
+    );
 }
 
 #[test]
@@ -83,7 +93,11 @@ fn every_export_body_is_the_panic_guard() {
         );
         let result_export = e.signature.contains("-> rcip_result");
         if result_export {
-            assert!(e.body_start.starts_with("ffi_guard!("), "{}: rcip_result exports use ffi_guard!", e.name);
+            assert!(
+                e.body_start.starts_with("ffi_guard!("),
+                "{}: rcip_result exports use ffi_guard!",
+                e.name
+            );
         }
     }
 }
@@ -93,9 +107,17 @@ fn no_rust_enum_is_accepted_from_c() {
     // The only enum in the ABI is rcip_result, and it is only ever returned.
     for e in exports() {
         let params = e.signature.split_once('(').unwrap().1.split("->").next().unwrap();
-        assert!(!params.contains("rcip_result"), "{} takes an rcip_result argument", e.name);
+        assert!(
+            !params.contains("rcip_result"),
+            "{} takes an rcip_result argument",
+            e.name
+        );
         for bad in ["Option<bool>", "Effect", "OutcomeStatus", "ErrorCode", "EventPhase"] {
-            assert!(!e.signature.contains(bad), "{} has a Rust enum in its signature: {bad}", e.name);
+            assert!(
+                !e.signature.contains(bad),
+                "{} has a Rust enum in its signature: {bad}",
+                e.name
+            );
         }
     }
 }
@@ -108,28 +130,63 @@ fn every_export_documents_its_contract() {
             problems.push(p.downcast_ref::<String>().cloned().unwrap_or_default());
         }
     }
-    assert!(problems.is_empty(), "{} exports lack documentation:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} exports lack documentation:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 fn check_docs(e: &Export) {
     {
         let text = e.docs.join("\n");
-        assert!(!e.docs.is_empty() && !e.docs[0].is_empty(), "{}: no one-line summary", e.name);
+        assert!(
+            !e.docs.is_empty() && !e.docs[0].is_empty(),
+            "{}: no one-line summary",
+            e.name
+        );
         assert!(text.contains("Thread safety:"), "{}: no `Thread safety:` label", e.name);
         if e.signature.contains("-> rcip_result") {
-            assert!(text.contains("Errors:"), "{}: an rcip_result export needs `Errors:`", e.name);
+            assert!(
+                text.contains("Errors:"),
+                "{}: an rcip_result export needs `Errors:`",
+                e.name
+            );
         }
-        let takes_pointer = e.signature.split_once('(').unwrap().1.split("->").next().unwrap().contains('*');
+        let takes_pointer = e
+            .signature
+            .split_once('(')
+            .unwrap()
+            .1
+            .split("->")
+            .next()
+            .unwrap()
+            .contains('*');
         let frees = e.name.ends_with("_free");
         if takes_pointer || e.signature.contains("-> *") {
-            assert!(text.contains("Ownership:") || frees && text.contains("consumes"), "{}: no `Ownership:` label", e.name);
+            assert!(
+                text.contains("Ownership:") || frees && text.contains("consumes"),
+                "{}: no `Ownership:` label",
+                e.name
+            );
         }
         if e.signature.contains("user_data_free") {
-            assert!(text.contains("Callbacks:"), "{}: a registration needs `Callbacks:`", e.name);
+            assert!(
+                text.contains("Callbacks:"),
+                "{}: a registration needs `Callbacks:`",
+                e.name
+            );
         }
         // Labels in the STYLE.md order (Shape, Units, Ownership, Errors,
         // Thread safety, Callbacks, Rule).
-        for pair in [("Shape:", "Units:"), ("Units:", "Ownership:"), ("Shape:", "Ownership:"), ("Ownership:", "Errors:"), ("Errors:", "Rule:")] {
+        for pair in [
+            ("Shape:", "Units:"),
+            ("Units:", "Ownership:"),
+            ("Shape:", "Ownership:"),
+            ("Ownership:", "Errors:"),
+            ("Errors:", "Rule:"),
+        ] {
             if let (Some(a), Some(b)) = (text.find(pair.0), text.find(pair.1)) {
                 assert!(a < b, "{}: `{}` must come before `{}`", e.name, pair.0, pair.1);
             }
@@ -145,17 +202,31 @@ fn every_opaque_type_lists_its_functions_and_ownership() {
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
-            let Some(rest) = line.strip_prefix("pub struct rcip_") else { continue };
-            let name = format!("rcip_{}", rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap());
+            let Some(rest) = line.strip_prefix("pub struct rcip_") else {
+                continue;
+            };
+            let name = format!(
+                "rcip_{}",
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap()
+            );
             let mut docs = String::new();
             let mut j = i;
             while j > 0 && lines[j - 1].trim_start().starts_with("///") {
                 j -= 1;
                 docs.insert_str(0, lines[j]);
             }
-            assert!(docs.contains("Functions:"), "{name}: the type doc must list its functions");
-            assert!(docs.contains("Thread safety:"), "{name}: the type doc must give its thread-safety value");
-            assert!(docs.contains("Ownership:") || docs.contains("Borrowed"), "{name}: the type doc must give its ownership");
+            assert!(
+                docs.contains("Functions:"),
+                "{name}: the type doc must list its functions"
+            );
+            assert!(
+                docs.contains("Thread safety:"),
+                "{name}: the type doc must give its thread-safety value"
+            );
+            assert!(
+                docs.contains("Ownership:") || docs.contains("Borrowed"),
+                "{name}: the type doc must give its ownership"
+            );
         }
     }
 }

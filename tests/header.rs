@@ -21,7 +21,10 @@ fn committed_header_is_current() {
 #[test]
 fn abi_version_macro_matches_the_library() {
     let header = include_str!(concat!(env!("OUT_DIR"), "/rcip.h"));
-    let line = header.lines().find(|l| l.starts_with("#define RCIP_ABI_VERSION ")).expect("RCIP_ABI_VERSION");
+    let line = header
+        .lines()
+        .find(|l| l.starts_with("#define RCIP_ABI_VERSION "))
+        .expect("RCIP_ABI_VERSION");
     let value: u32 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert_eq!(value, rcip::ffi::string::rcip_abi_version());
     let major: u32 = env!("CARGO_PKG_VERSION_MAJOR").parse().unwrap();

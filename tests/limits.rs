@@ -135,7 +135,9 @@ unsafe extern "C" fn echo(_: *mut c_void, inv: *mut rcip_invocation) {
 
 unsafe extern "C" fn store_outcome(ud: *mut c_void, json: *const c_char) {
     let slot = &*(ud as *const Mutex<Vec<String>>);
-    slot.lock().unwrap().push(CStr::from_ptr(json).to_string_lossy().into_owned());
+    slot.lock()
+        .unwrap()
+        .push(CStr::from_ptr(json).to_string_lossy().into_owned());
 }
 
 static OUTCOMES_SEEN: AtomicUsize = AtomicUsize::new(0);
@@ -169,10 +171,22 @@ impl Host {
             assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
             let mut binding = ptr::null_mut();
             assert_eq!(
-                rcip_host_bind(rcip_runtime_host(runtime), c"deep.echo".as_ptr(), Some(echo), None, ptr::null_mut(), None, &mut binding),
+                rcip_host_bind(
+                    rcip_runtime_host(runtime),
+                    c"deep.echo".as_ptr(),
+                    Some(echo),
+                    None,
+                    ptr::null_mut(),
+                    None,
+                    &mut binding
+                ),
                 rcip_result::Ok
             );
-            Host { catalog, runtime, binding }
+            Host {
+                catalog,
+                runtime,
+                binding,
+            }
         }
     }
 
@@ -304,9 +318,18 @@ fn depth_300_and_the_default_maximum_work_by_default() {
         drop_deep(v);
     }
     // One level more than the default maximum is not a JSON value.
-    assert_eq!(status(&host.invoke(input_of_depth(1001).as_bytes())), "failed INPUT_INVALID");
-    assert_eq!(status(&host.invoke_with_output("{}", &input_of_depth(1001))), "failed OUTPUT_INVALID");
-    assert_eq!(status(&host.invoke_with_output("{}", &input_of_depth(1000))), "succeeded");
+    assert_eq!(
+        status(&host.invoke(input_of_depth(1001).as_bytes())),
+        "failed INPUT_INVALID"
+    );
+    assert_eq!(
+        status(&host.invoke_with_output("{}", &input_of_depth(1001))),
+        "failed OUTPUT_INVALID"
+    );
+    assert_eq!(
+        status(&host.invoke_with_output("{}", &input_of_depth(1000))),
+        "succeeded"
+    );
 }
 
 #[test]
@@ -323,7 +346,10 @@ fn depth_100000_is_refused_before_parsing_and_the_runtime_keeps_working() {
     assert_eq!(status(&outcome), "failed INPUT_INVALID");
     assert!(outcome.contains("nest deeper than the limit of 1000"), "{outcome}");
     eprintln!("refusing 100000-deep input: peak heap growth {grown} bytes");
-    assert!(grown < 64 * 1024, "refusing the deep input grew the heap by {grown} bytes");
+    assert!(
+        grown < 64 * 1024,
+        "refusing the deep input grew the heap by {grown} bytes"
+    );
     assert_eq!(status(&host.invoke(deep_object.as_bytes())), "failed INPUT_INVALID");
     let empty = c("{}");
     *OUTPUT.lock().unwrap() = Some(deep.clone());
@@ -332,9 +358,15 @@ fn depth_100000_is_refused_before_parsing_and_the_runtime_keeps_working() {
     assert_eq!(status(&outcome), "failed OUTPUT_INVALID");
     assert!(outcome.contains("nest deeper than the limit of 1000"), "{outcome}");
     eprintln!("refusing 100000-deep output: peak heap growth {grown} bytes");
-    assert!(grown < 64 * 1024, "refusing the deep output grew the heap by {grown} bytes");
+    assert!(
+        grown < 64 * 1024,
+        "refusing the deep output grew the heap by {grown} bytes"
+    );
     // Unbalanced: only opening brackets.
-    assert_eq!(status(&host.invoke("[".repeat(100_000).as_bytes())), "failed INPUT_INVALID");
+    assert_eq!(
+        status(&host.invoke("[".repeat(100_000).as_bytes())),
+        "failed INPUT_INVALID"
+    );
     // Brackets inside a string are not nesting.
     let in_string = format!("{{\"v\":\"{}\"}}", "[".repeat(100_000));
     assert_eq!(status(&host.invoke(in_string.as_bytes())), "succeeded");
@@ -363,8 +395,14 @@ fn configured_limits_apply_exactly_to_input_and_output() {
     assert_eq!(status(&host.invoke(br#"{"v":[[[1]]]}"#)), "failed INPUT_INVALID");
     // Output: the same limits.
     assert_eq!(status(&host.invoke_with_output("{}", r#"{"a":[[1]]}"#)), "succeeded");
-    assert_eq!(status(&host.invoke_with_output("{}", r#"{"a":[[[1]]]}"#)), "failed OUTPUT_INVALID");
-    assert_eq!(status(&host.invoke_with_output("{}", &format!("{{\"a\":\"{}\"}}", "x".repeat(40)))), "failed OUTPUT_INVALID");
+    assert_eq!(
+        status(&host.invoke_with_output("{}", r#"{"a":[[[1]]]}"#)),
+        "failed OUTPUT_INVALID"
+    );
+    assert_eq!(
+        status(&host.invoke_with_output("{}", &format!("{{\"a\":\"{}\"}}", "x".repeat(40)))),
+        "failed OUTPUT_INVALID"
+    );
     // Preflight applies them too.
     let reports: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let ids = [c"deep.echo".as_ptr(), c"deep.echo".as_ptr()];
@@ -395,8 +433,14 @@ fn configured_limits_apply_exactly_to_input_and_output() {
         assert_eq!(rcip_runtime_builder_new(host.catalog, &mut builder), rcip_result::Ok);
         assert_eq!(rcip_runtime_builder_set_limits(builder, 0, 10), rcip_result::Ok);
         assert_eq!(rcip_runtime_builder_set_limits(builder, 10, 0), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_limits(ptr::null_mut(), 10, 10), rcip_result::NullArgument);
-        assert_eq!(rcip_runtime_builder_set_limits(builder, usize::MAX, usize::MAX), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_limits(ptr::null_mut(), 10, 10),
+            rcip_result::NullArgument
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_limits(builder, usize::MAX, usize::MAX),
+            rcip_result::Ok
+        );
         rcip_runtime_builder_free(builder);
     }
 }
@@ -405,7 +449,10 @@ unsafe extern "C" fn decide_deep(ud: *mut c_void, req: *mut rcip_policy_request)
     let text = &*(ud as *const CString);
     let rc = rcip_policy_request_decide(req, text.as_ptr());
     assert_eq!(rc, rcip_result::InvalidJson, "a deep decision is not JSON");
-    assert_eq!(rcip_policy_request_decide(req, c"{\"decision\":\"allow\"}".as_ptr()), rcip_result::Ok);
+    assert_eq!(
+        rcip_policy_request_decide(req, c"{\"decision\":\"allow\"}".as_ptr()),
+        rcip_result::Ok
+    );
     rcip_policy_request_free(req);
 }
 
@@ -420,16 +467,29 @@ fn every_json_entry_point_refuses_depth_100000() {
         let cl = rcip_runtime_client(host.runtime);
         assert_eq!(rcip_host_set_context(h, deep_object.as_ptr()), rcip_result::InvalidJson);
         let mut out = ptr::null_mut();
-        assert_eq!(rcip_client_list_capabilities(cl, deep.as_ptr(), &mut out), rcip_result::InvalidJson);
+        assert_eq!(
+            rcip_client_list_capabilities(cl, deep.as_ptr(), &mut out),
+            rcip_result::InvalidJson
+        );
         assert!(out.is_null());
         let mut schema = ptr::null_mut();
         assert_eq!(rcip_schema_new(c"{}".as_ptr(), &mut schema), rcip_result::Ok);
-        assert_eq!(rcip_schema_validate(schema, deep.as_ptr(), &mut out), rcip_result::InvalidJson);
-        assert_eq!(rcip_schema_new(deep.as_ptr(), &mut ptr::null_mut()), rcip_result::InvalidJson);
+        assert_eq!(
+            rcip_schema_validate(schema, deep.as_ptr(), &mut out),
+            rcip_result::InvalidJson
+        );
+        assert_eq!(
+            rcip_schema_new(deep.as_ptr(), &mut ptr::null_mut()),
+            rcip_result::InvalidJson
+        );
         rcip_schema_free(schema);
         let mut catalog = ptr::null_mut();
-        let deep_catalog = c(&CATALOG.replacen("\"v\": {}", &format!("\"v\": {{\"default\": {}}}", nested(100_000)), 1));
-        assert_eq!(rcip_catalog_new(deep_catalog.as_ptr(), &mut catalog), rcip_result::InvalidCatalog);
+        let deep_catalog =
+            c(&CATALOG.replacen("\"v\": {}", &format!("\"v\": {{\"default\": {}}}", nested(100_000)), 1));
+        assert_eq!(
+            rcip_catalog_new(deep_catalog.as_ptr(), &mut catalog),
+            rcip_result::InvalidCatalog
+        );
         assert!(catalog.is_null());
     }
     // A policy decision.
@@ -438,12 +498,23 @@ fn every_json_entry_point_refuses_depth_100000() {
         assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), &mut catalog), rcip_result::Ok);
         let mut builder = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_policy(builder, Some(decide_deep), &deep as *const _ as *mut c_void, None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, Some(decide_deep), &deep as *const _ as *mut c_void, None),
+            rcip_result::Ok
+        );
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
         let mut binding = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(rcip_runtime_host(runtime), c"deep.echo".as_ptr(), Some(echo), None, ptr::null_mut(), None, &mut binding),
+            rcip_host_bind(
+                rcip_runtime_host(runtime),
+                c"deep.echo".as_ptr(),
+                Some(echo),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
             rcip_result::Ok
         );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -506,20 +577,37 @@ fn open_and_expire(runtime: *mut rcip_runtime, n: usize, batch: usize) {
 #[test]
 fn a_million_expired_confirmations_do_not_grow_the_heap() {
     let _s = serial();
-    let n: usize = std::env::var("RCIP_LIMITS_CONFIRMATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let n: usize = std::env::var("RCIP_LIMITS_CONFIRMATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     unsafe {
         let mut catalog = ptr::null_mut();
         assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), &mut catalog), rcip_result::Ok);
         let mut builder = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
         assert_eq!(rcip_runtime_builder_set_manual_timers(builder, true), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_confirmation_ttl_ms(builder, 1_000), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_clock(builder, Some(manual_clock), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_ttl_ms(builder, 1_000),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_clock(builder, Some(manual_clock), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
         let mut binding = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(rcip_runtime_host(runtime), c"deep.purge".as_ptr(), Some(echo), None, ptr::null_mut(), None, &mut binding),
+            rcip_host_bind(
+                rcip_runtime_host(runtime),
+                c"deep.purge".as_ptr(),
+                Some(echo),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
             rcip_result::Ok
         );
         let stats = |runtime: *mut rcip_runtime| -> serde_json::Value {
@@ -542,11 +630,18 @@ fn a_million_expired_confirmations_do_not_grow_the_heap() {
         open_and_expire(runtime, n - 10_000, BATCH);
         let after_all = live();
         let s = stats(runtime);
-        assert_eq!(OUTCOMES_SEEN.load(Ordering::SeqCst), n, "one confirmation_required outcome each");
+        assert_eq!(
+            OUTCOMES_SEEN.load(Ordering::SeqCst),
+            n,
+            "one confirmation_required outcome each"
+        );
         assert_eq!(s["receipts"], 256);
         assert_eq!(s["pendingConfirmations"], 0);
         assert_eq!(s["reservedIds"], 0);
-        eprintln!("live heap bytes: {after_10k} after 10,000 confirmations, {after_all} after {n} ({:+})", after_all - after_10k);
+        eprintln!(
+            "live heap bytes: {after_10k} after 10,000 confirmations, {after_all} after {n} ({:+})",
+            after_all - after_10k
+        );
         assert!(
             after_all <= after_10k + 64 * 1024,
             "live heap grew from {after_10k} to {after_all} bytes between 10,000 and {n} expired confirmations"

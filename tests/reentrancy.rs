@@ -76,8 +76,26 @@ enum Res {
 }
 
 const CALLS: [&str; 20] = [
-    "bind", "unbind", "setrev", "setctx", "clrctx", "refresh", "resolve", "snap", "list", "subscr", "unsub", "invoke", "blocking",
-    "preflight", "stats", "deadline", "rundue", "cancel", "bfree", "rtfree",
+    "bind",
+    "unbind",
+    "setrev",
+    "setctx",
+    "clrctx",
+    "refresh",
+    "resolve",
+    "snap",
+    "list",
+    "subscr",
+    "unsub",
+    "invoke",
+    "blocking",
+    "preflight",
+    "stats",
+    "deadline",
+    "rundue",
+    "cancel",
+    "bfree",
+    "rtfree",
 ];
 
 /// The expected result of each cell. `OK`: RCIP_RESULT_OK; `WC`:
@@ -144,7 +162,10 @@ fn catalog() -> *const rcip_catalog {
     static CAT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CAT.get_or_init(|| {
         let mut cat = ptr::null_mut();
-        assert_eq!(unsafe { rcip_catalog_new(c(CATALOG).as_ptr(), &mut cat) }, rcip_result::Ok);
+        assert_eq!(
+            unsafe { rcip_catalog_new(c(CATALOG).as_ptr(), &mut cat) },
+            rcip_result::Ok
+        );
         cat as usize
     }) as *const rcip_catalog
 }
@@ -197,7 +218,13 @@ fn fire(kind: &str) -> bool {
 }
 
 fn runtime() -> *mut rcip_runtime {
-    st(|c| if c.runtime_freed { ptr::null_mut() } else { c.runtime as *mut rcip_runtime })
+    st(|c| {
+        if c.runtime_freed {
+            ptr::null_mut()
+        } else {
+            c.runtime as *mut rcip_runtime
+        }
+    })
 }
 
 // ----- callbacks ----------------------------------------------------------
@@ -243,7 +270,10 @@ unsafe extern "C" fn availability(_: *mut c_void, sink: *mut rcip_availability_s
     if fire("availability") {
         perform();
     }
-    assert_eq!(rcip_availability_set(sink, true, ptr::null(), ptr::null()), rcip_result::Ok);
+    assert_eq!(
+        rcip_availability_set(sink, true, ptr::null(), ptr::null()),
+        rcip_result::Ok
+    );
     0
 }
 
@@ -367,12 +397,25 @@ unsafe fn perform() {
         "list" => {
             let mut out = ptr::dangling_mut::<c_char>();
             let rc = rcip_client_list_capabilities(client, ptr::null(), &mut out);
-            effect(format!("list {}", if out.is_null() { "null".to_string() } else { (take_string(out).matches("\"id\"").count()).to_string() }));
+            effect(format!(
+                "list {}",
+                if out.is_null() {
+                    "null".to_string()
+                } else {
+                    (take_string(out).matches("\"id\"").count()).to_string()
+                }
+            ));
             Res::Code(rc)
         }
         "subscr" => {
             let mut s = ptr::dangling_mut::<rcip_subscription>();
-            let rc = rcip_client_subscribe(client, Some(quiet_subscriber), c"new subscription".as_ptr() as *mut c_void, Some(release), &mut s);
+            let rc = rcip_client_subscribe(
+                client,
+                Some(quiet_subscriber),
+                c"new subscription".as_ptr() as *mut c_void,
+                Some(release),
+                &mut s,
+            );
             effect(format!("subscription {}", if s.is_null() { "null" } else { "set" }));
             st(|c| c.new_subscription = s as usize);
             Res::Code(rc)
@@ -405,10 +448,21 @@ unsafe fn perform() {
         }
         "blocking" => {
             let mut out = ptr::dangling_mut::<c_char>();
-            let rc = rcip_client_invoke_blocking(client, c"misc.any".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), &mut out);
+            let rc = rcip_client_invoke_blocking(
+                client,
+                c"misc.any".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                &mut out,
+            );
             effect(format!(
                 "blocking {}",
-                if out.is_null() { "null".to_string() } else { take_string(out).contains("\"succeeded\"").to_string() }
+                if out.is_null() {
+                    "null".to_string()
+                } else {
+                    take_string(out).contains("\"succeeded\"").to_string()
+                }
             ));
             Res::Code(rc)
         }
@@ -480,18 +534,42 @@ unsafe fn stats(rt: *const rcip_runtime) -> serde_json::Value {
 /// Runs one cell on this thread; returns what the armed call answered.
 unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
     let label = format!("[{kind} x {call}]");
-    CELL.with(|c| *c.borrow_mut() = Cell_ { kind: kind.into(), call: call.into(), clock_now: 1_000_000, ..Default::default() });
+    CELL.with(|c| {
+        *c.borrow_mut() = Cell_ {
+            kind: kind.into(),
+            call: call.into(),
+            clock_now: 1_000_000,
+            ..Default::default()
+        }
+    });
     let mut b = ptr::null_mut();
     assert_eq!(rcip_runtime_builder_new(catalog(), &mut b), rcip_result::Ok);
     assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_set_policy(b, Some(policy), c"policy".as_ptr() as *mut c_void, Some(release)), rcip_result::Ok);
     assert_eq!(
-        rcip_runtime_builder_set_confirmation_callback(b, Some(on_confirmation), c"confirmation".as_ptr() as *mut c_void, Some(release)),
+        rcip_runtime_builder_set_policy(b, Some(policy), c"policy".as_ptr() as *mut c_void, Some(release)),
         rcip_result::Ok
     );
-    assert_eq!(rcip_runtime_builder_add_event_observer(b, Some(on_event), c"event".as_ptr() as *mut c_void, Some(release)), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_set_clock(b, Some(clock), c"clock".as_ptr() as *mut c_void, Some(release)), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_set_id_generator(b, Some(ids), c"ids".as_ptr() as *mut c_void, Some(release)), rcip_result::Ok);
+    assert_eq!(
+        rcip_runtime_builder_set_confirmation_callback(
+            b,
+            Some(on_confirmation),
+            c"confirmation".as_ptr() as *mut c_void,
+            Some(release)
+        ),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_runtime_builder_add_event_observer(b, Some(on_event), c"event".as_ptr() as *mut c_void, Some(release)),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_runtime_builder_set_clock(b, Some(clock), c"clock".as_ptr() as *mut c_void, Some(release)),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_runtime_builder_set_id_generator(b, Some(ids), c"ids".as_ptr() as *mut c_void, Some(release)),
+        rcip_result::Ok
+    );
     let mut rt = ptr::null_mut();
     assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
     st(|c| c.runtime = rt as usize);
@@ -500,9 +578,23 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
 
     // Setup: four bindings, two subscriptions, a context, an invocation
     // whose handler is still running (with a token), a pending confirmation.
-    let bind = |cap: &CStr, h: unsafe extern "C" fn(*mut c_void, *mut rcip_invocation), a: rcip_availability_callback, name: &'static CStr| {
+    let bind = |cap: &CStr,
+                h: unsafe extern "C" fn(*mut c_void, *mut rcip_invocation),
+                a: rcip_availability_callback,
+                name: &'static CStr| {
         let mut out = ptr::null_mut();
-        assert_eq!(rcip_host_bind(host, cap.as_ptr(), Some(h), a, name.as_ptr() as *mut c_void, Some(release), &mut out), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                host,
+                cap.as_ptr(),
+                Some(h),
+                a,
+                name.as_ptr() as *mut c_void,
+                Some(release),
+                &mut out
+            ),
+            rcip_result::Ok
+        );
         out
     };
     let list_binding = bind(c"items.list", list_handler, Some(availability), c"list binding");
@@ -514,25 +606,57 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
         c.spare_binding = mail_binding as usize;
     });
     let mut sub = ptr::null_mut();
-    assert_eq!(rcip_client_subscribe(client, Some(subscriber), c"subscriber".as_ptr() as *mut c_void, Some(release), &mut sub), rcip_result::Ok);
+    assert_eq!(
+        rcip_client_subscribe(
+            client,
+            Some(subscriber),
+            c"subscriber".as_ptr() as *mut c_void,
+            Some(release),
+            &mut sub
+        ),
+        rcip_result::Ok
+    );
     let mut victim = ptr::null_mut();
     assert_eq!(
-        rcip_client_subscribe(client, Some(quiet_subscriber), c"victim subscription".as_ptr() as *mut c_void, Some(release), &mut victim),
+        rcip_client_subscribe(
+            client,
+            Some(quiet_subscriber),
+            c"victim subscription".as_ptr() as *mut c_void,
+            Some(release),
+            &mut victim
+        ),
         rcip_result::Ok
     );
     st(|c| c.victim_subscription = victim as usize);
-    assert_eq!(rcip_host_set_context(host, cr#"{"activeScopeIds": ["main"]}"#.as_ptr()), rcip_result::Ok);
+    assert_eq!(
+        rcip_host_set_context(host, cr#"{"activeScopeIds": ["main"]}"#.as_ptr()),
+        rcip_result::Ok
+    );
     let mut token = ptr::null_mut();
     assert_eq!(rcip_cancel_token_new(&mut token), rcip_result::Ok);
     st(|c| c.token = token as usize);
     let invoke = |cap: &CStr, t: *const rcip_cancel_token, name: &'static CStr| {
         assert_eq!(
-            rcip_client_invoke(client, cap.as_ptr(), c"{}".as_ptr(), ptr::null(), t, Some(trigger_outcome), name.as_ptr() as *mut c_void, Some(release), ptr::null_mut()),
+            rcip_client_invoke(
+                client,
+                cap.as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                t,
+                Some(trigger_outcome),
+                name.as_ptr() as *mut c_void,
+                Some(release),
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
     };
     invoke(c"mail.send", token, c"mail outcome");
-    assert_eq!(st(|c| c.held.len()), 1, "{label} the mail.send handler holds its invocation");
+    assert_eq!(
+        st(|c| c.held.len()),
+        1,
+        "{label} the mail.send handler holds its invocation"
+    );
     invoke(c"items.purge", ptr::null(), c"purge outcome");
     let opened = st(|c| c.outcomes.pop()).expect("confirmation_required");
     let opened: serde_json::Value = serde_json::from_str(&opened).unwrap();
@@ -548,13 +672,20 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
     st(|c| c.armed = true);
     let mut extra_token = ptr::null_mut();
     match kind {
-        "policy" | "handler" | "event" | "clock" | "id_generator" => invoke(c"items.list", ptr::null(), c"trigger outcome"),
+        "policy" | "handler" | "event" | "clock" | "id_generator" => {
+            invoke(c"items.list", ptr::null(), c"trigger outcome")
+        }
         "availability" | "subscriber" => assert_eq!(rcip_host_refresh(host), rcip_result::Ok, "{label}"),
         "confirmation" => invoke(c"items.purge", ptr::null(), c"trigger outcome"),
         "on_cancel" => {
             assert_eq!(rcip_cancel_token_new(&mut extra_token), rcip_result::Ok);
             assert_eq!(
-                rcip_cancel_token_on_cancel(extra_token, Some(on_cancel), c"on-cancel".as_ptr() as *mut c_void, Some(release)),
+                rcip_cancel_token_on_cancel(
+                    extra_token,
+                    Some(on_cancel),
+                    c"on-cancel".as_ptr() as *mut c_void,
+                    Some(release)
+                ),
                 rcip_result::Ok
             );
             assert_eq!(rcip_cancel_token_cancel(extra_token), rcip_result::Ok);
@@ -563,10 +694,19 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
     }
     assert!(!st(|c| c.armed), "{label} the armed callback ran");
     let got = st(|c| c.result).expect("the call was made");
-    assert_eq!(got, expected, "{label} answered {got:?}, the matrix says {expected:?} ({:?})", {
-        let m = rcip_last_error_message();
-        if m.is_null() { String::new() } else { text(m) }
-    });
+    assert_eq!(
+        got,
+        expected,
+        "{label} answered {got:?}, the matrix says {expected:?} ({:?})",
+        {
+            let m = rcip_last_error_message();
+            if m.is_null() {
+                String::new()
+            } else {
+                text(m)
+            }
+        }
+    );
 
     // What the call promised.
     let effect = st(|c| c.effect.clone());
@@ -580,13 +720,19 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
         "unbind" if ok => assert!(has("installed false"), "{label} {effect:?}"),
         "unbind" if refused => assert!(has("installed true"), "{label} {effect:?}"),
         "resolve" | "invoke" | "preflight" if ok => {
-            assert!(has("nested outcomes 1"), "{label} the nested outcome arrived before the call returned: {effect:?}")
+            assert!(
+                has("nested outcomes 1"),
+                "{label} the nested outcome arrived before the call returned: {effect:?}"
+            )
         }
         "resolve" | "invoke" | "preflight" if refused => assert!(has("nested outcomes 0"), "{label} {effect:?}"),
         "invoke" if refused => assert!(has("id null")),
         "blocking" if ok => assert!(has("blocking true"), "{label} {effect:?}"),
         "blocking" | "snap" | "list" | "stats" | "subscr" if refused => {
-            assert!(effect.iter().any(|e| e.ends_with(" null")), "{label} out-parameter NULL on refusal: {effect:?}")
+            assert!(
+                effect.iter().any(|e| e.ends_with(" null")),
+                "{label} out-parameter NULL on refusal: {effect:?}"
+            )
         }
         "snap" if ok => assert!(has("snapshot set")),
         "list" if ok => assert!(has("list 5"), "{label} {effect:?}"),
@@ -621,11 +767,17 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
     // The triggering operation delivered exactly one outcome (the refresh
     // and cancel triggers have none).
     // (The setup's mail.send invocation ends only when the runtime is freed.)
-    let outcomes: Vec<String> = st(|c| c.outcomes.clone()).into_iter().filter(|o| !o.contains(r#""capabilityId":"mail.send""#)).collect();
+    let outcomes: Vec<String> = st(|c| c.outcomes.clone())
+        .into_iter()
+        .filter(|o| !o.contains(r#""capabilityId":"mail.send""#))
+        .collect();
     let trigger_outcomes = outcomes.len();
     match kind {
         "availability" | "subscriber" | "on_cancel" => assert_eq!(trigger_outcomes, 0, "{label} {outcomes:?}"),
-        _ => assert_eq!(trigger_outcomes, 1, "{label} exactly one outcome for the trigger: {outcomes:?}"),
+        _ => assert_eq!(
+            trigger_outcomes, 1,
+            "{label} exactly one outcome for the trigger: {outcomes:?}"
+        ),
     }
     if kind == "subscriber" && !freed {
         // Notifications: once per revision, increasing; a refresh the
@@ -633,7 +785,11 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
         let n = st(|c| c.notifications.clone());
         assert!(n.windows(2).all(|w| w[0] < w[1]), "{label} {n:?}");
         let after = stats(rt)["revision"].as_u64().unwrap();
-        assert_eq!(n.last().copied(), Some(after), "{label} the last revision was announced before refresh returned");
+        assert_eq!(
+            n.last().copied(),
+            Some(after),
+            "{label} the last revision was announced before refresh returned"
+        );
         assert!(after > rev_before);
     }
 
@@ -641,7 +797,11 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
     let held = st(|c| std::mem::take(&mut c.held));
     for h in held {
         let inv = h as *mut rcip_invocation;
-        assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok, "{label}");
+        assert_eq!(
+            rcip_invocation_complete(inv, c"{}".as_ptr()),
+            rcip_result::Ok,
+            "{label}"
+        );
         rcip_invocation_free(inv);
     }
     let rt = runtime();
@@ -666,8 +826,20 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
     let mut released = st(|c| c.released.clone());
     released.sort();
     let mut want = vec![
-        "any binding", "clock", "confirmation", "event", "ids", "list binding", "mail binding", "mail outcome", "policy", "purge binding",
-        "purge outcome", "subscriber", "trigger outcome", "victim subscription",
+        "any binding",
+        "clock",
+        "confirmation",
+        "event",
+        "ids",
+        "list binding",
+        "mail binding",
+        "mail outcome",
+        "policy",
+        "purge binding",
+        "purge outcome",
+        "subscriber",
+        "trigger outcome",
+        "victim subscription",
     ];
     if kind == "on_cancel" {
         want.retain(|w| *w != "trigger outcome");
@@ -687,14 +859,30 @@ unsafe fn run_cell(kind: &str, call: &str, expected: Res) {
         }
     }
     want.sort();
-    assert_eq!(released, want, "{label} every registration's user data released exactly once, refused ones never");
+    assert_eq!(
+        released, want,
+        "{label} every registration's user data released exactly once, refused ones never"
+    );
 }
 
 #[test]
 fn every_callback_may_call_every_function_on_its_runtime() {
     let matrix = parse_matrix();
     let kinds: Vec<&str> = matrix.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(kinds, ["policy", "handler", "availability", "event", "subscriber", "confirmation", "on_cancel", "clock", "id_generator"]);
+    assert_eq!(
+        kinds,
+        [
+            "policy",
+            "handler",
+            "availability",
+            "event",
+            "subscriber",
+            "confirmation",
+            "on_cancel",
+            "clock",
+            "id_generator"
+        ]
+    );
     let mut ran = 0;
     let mut failures = Vec::new();
     for (kind, cells) in &matrix {
@@ -710,7 +898,10 @@ fn every_callback_may_call_every_function_on_its_runtime() {
                 .spawn(move || {
                     let r = std::panic::catch_unwind(|| unsafe { run_cell(&kind, &call, expected) });
                     let _ = tx.send(r.map_err(|e| {
-                        e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+                        e.downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default()
                     }));
                 })
                 .unwrap();
@@ -721,7 +912,13 @@ fn every_callback_may_call_every_function_on_its_runtime() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cells failed:\n{}", failures.len(), ran + failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cells failed:\n{}",
+        failures.len(),
+        ran + failures.len(),
+        failures.join("\n")
+    );
     assert_eq!(ran, 9 * 20 - 2, "every cell ran");
 }
 
@@ -749,9 +946,18 @@ unsafe extern "C" fn release_binding(_: *mut c_void) {
     let rt = seen(|s| s.runtime) as *const rcip_runtime;
     let s = stats(rt);
     let mut b = ptr::null_mut();
-    let rc = rcip_host_bind(rcip_runtime_host(rt), c"items.list".as_ptr(), Some(inline_handler), None, ptr::null_mut(), None, &mut b);
+    let rc = rcip_host_bind(
+        rcip_runtime_host(rt),
+        c"items.list".as_ptr(),
+        Some(inline_handler),
+        None,
+        ptr::null_mut(),
+        None,
+        &mut b,
+    );
     seen(|x| {
-        x.log.push(format!("binding released: bindings {}, rebind {:?}", s["bindings"], rc));
+        x.log
+            .push(format!("binding released: bindings {}, rebind {:?}", s["bindings"], rc));
         x.rebinding = b as usize;
     });
 }
@@ -761,7 +967,10 @@ unsafe extern "C" fn release_subscription(_: *mut c_void) {
     let s = stats(rt);
     // A refresh from here does not reach the released subscriber.
     assert_eq!(rcip_host_refresh(rcip_runtime_host(rt)), rcip_result::Ok);
-    seen(|x| x.log.push(format!("subscription released: subscribers {}", s["subscribers"])));
+    seen(|x| {
+        x.log
+            .push(format!("subscription released: subscribers {}", s["subscribers"]))
+    });
 }
 
 unsafe extern "C" fn counting_subscriber(_: *mut c_void, revision: u64) {
@@ -769,7 +978,11 @@ unsafe extern "C" fn counting_subscriber(_: *mut c_void, revision: u64) {
 }
 
 unsafe extern "C" fn outcome_seen(_: *mut c_void, json: *const c_char) {
-    let status = if text(json).contains("INVOCATION_ALREADY_ACTIVE") { "already active" } else { "outcome" };
+    let status = if text(json).contains("INVOCATION_ALREADY_ACTIVE") {
+        "already active"
+    } else {
+        "outcome"
+    };
     seen(|x| x.log.push(status.to_string()));
 }
 
@@ -778,7 +991,12 @@ unsafe extern "C" fn release_outcome(_: *mut c_void) {
     // again with the same id from here runs (no INVOCATION_ALREADY_ACTIVE).
     let rt = seen(|s| s.runtime) as *const rcip_runtime;
     let s = stats(rt);
-    seen(|x| x.log.push(format!("outcome released: pending {}, reserved {}", s["pendingInvocations"], s["reservedIds"])));
+    seen(|x| {
+        x.log.push(format!(
+            "outcome released: pending {}, reserved {}",
+            s["pendingInvocations"], s["reservedIds"]
+        ))
+    });
     let rc = rcip_client_invoke(
         rcip_runtime_client(rt),
         c"misc.any".as_ptr(),
@@ -814,7 +1032,18 @@ fn a_user_data_release_callback_never_sees_its_own_registration() {
         let client = rcip_runtime_client(rt);
 
         let mut binding = ptr::null_mut();
-        assert_eq!(rcip_host_bind(host, c"items.list".as_ptr(), Some(inline_handler), None, ptr::null_mut(), Some(release_binding), &mut binding), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                host,
+                c"items.list".as_ptr(),
+                Some(inline_handler),
+                None,
+                ptr::null_mut(),
+                Some(release_binding),
+                &mut binding
+            ),
+            rcip_result::Ok
+        );
         assert_eq!(rcip_binding_unbind(binding), rcip_result::Ok);
         let log = seen(|s| std::mem::take(&mut s.log));
         assert_eq!(log, ["binding released: bindings 0, rebind Ok"]);
@@ -824,18 +1053,58 @@ fn a_user_data_release_callback_never_sees_its_own_registration() {
         rcip_binding_free(rebinding);
 
         let mut sub = ptr::null_mut();
-        assert_eq!(rcip_client_subscribe(client, Some(counting_subscriber), ptr::null_mut(), Some(release_subscription), &mut sub), rcip_result::Ok);
+        assert_eq!(
+            rcip_client_subscribe(
+                client,
+                Some(counting_subscriber),
+                ptr::null_mut(),
+                Some(release_subscription),
+                &mut sub
+            ),
+            rcip_result::Ok
+        );
         assert_eq!(rcip_host_refresh(host), rcip_result::Ok);
         let rev = stats(rt)["revision"].as_u64().unwrap();
         rcip_subscription_free(sub);
         let log = seen(|s| std::mem::take(&mut s.log));
-        assert_eq!(log, [format!("notified {rev}"), "subscription released: subscribers 0".to_string()]);
-        assert_eq!(stats(rt)["revision"].as_u64().unwrap(), rev + 1, "the refresh ran, unheard");
+        assert_eq!(
+            log,
+            [
+                format!("notified {rev}"),
+                "subscription released: subscribers 0".to_string()
+            ]
+        );
+        assert_eq!(
+            stats(rt)["revision"].as_u64().unwrap(),
+            rev + 1,
+            "the refresh ran, unheard"
+        );
 
         let mut any = ptr::null_mut();
-        assert_eq!(rcip_host_bind(host, c"misc.any".as_ptr(), Some(inline_handler), None, ptr::null_mut(), None, &mut any), rcip_result::Ok);
         assert_eq!(
-            rcip_client_invoke(client, c"misc.any".as_ptr(), c"{}".as_ptr(), c"same-id".as_ptr(), ptr::null(), Some(outcome_seen), ptr::null_mut(), Some(release_outcome), ptr::null_mut()),
+            rcip_host_bind(
+                host,
+                c"misc.any".as_ptr(),
+                Some(inline_handler),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut any
+            ),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_client_invoke(
+                client,
+                c"misc.any".as_ptr(),
+                c"{}".as_ptr(),
+                c"same-id".as_ptr(),
+                ptr::null(),
+                Some(outcome_seen),
+                ptr::null_mut(),
+                Some(release_outcome),
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         let log = seen(|s| std::mem::take(&mut s.log));
@@ -843,9 +1112,15 @@ fn a_user_data_release_callback_never_sees_its_own_registration() {
 
         let mut token = ptr::null_mut();
         assert_eq!(rcip_cancel_token_new(&mut token), rcip_result::Ok);
-        assert_eq!(rcip_cancel_token_on_cancel(token, Some(cancel_seen), ptr::null_mut(), Some(release_cancel)), rcip_result::Ok);
+        assert_eq!(
+            rcip_cancel_token_on_cancel(token, Some(cancel_seen), ptr::null_mut(), Some(release_cancel)),
+            rcip_result::Ok
+        );
         assert_eq!(rcip_cancel_token_cancel(token), rcip_result::Ok);
-        assert_eq!(seen(|s| std::mem::take(&mut s.log)), ["on-cancel ran", "on-cancel released"]);
+        assert_eq!(
+            seen(|s| std::mem::take(&mut s.log)),
+            ["on-cancel ran", "on-cancel released"]
+        );
         rcip_cancel_token_free(token);
 
         rcip_binding_free(any);

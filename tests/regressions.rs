@@ -39,7 +39,10 @@ unsafe extern "C" fn complete(_: *mut c_void, inv: *mut rcip_invocation) {
 }
 
 unsafe extern "C" fn keep(ud: *mut c_void, json: *const c_char) {
-    (*(ud as *const Mutex<Vec<String>>)).lock().unwrap().push(CStr::from_ptr(json).to_str().unwrap().to_string());
+    (*(ud as *const Mutex<Vec<String>>))
+        .lock()
+        .unwrap()
+        .push(CStr::from_ptr(json).to_str().unwrap().to_string());
 }
 
 /// abi_sequence: a preflight whose token is already cancelled settles its
@@ -51,7 +54,18 @@ fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() 
     unsafe {
         let (cat, rt) = runtime();
         let mut b = ptr::null_mut();
-        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.list".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut b), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                rcip_runtime_host(rt),
+                c"items.list".as_ptr(),
+                Some(complete),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut b
+            ),
+            rcip_result::Ok
+        );
         let mut token = ptr::null_mut();
         assert_eq!(rcip_cancel_token_new(&mut token), rcip_result::Ok);
         assert_eq!(rcip_cancel_token_cancel(token), rcip_result::Ok);
@@ -78,7 +92,10 @@ fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() 
         }
         let mut stats = ptr::null_mut();
         assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
-        assert!(CStr::from_ptr(stats).to_str().unwrap().contains("\"pendingPreflights\":0"));
+        assert!(CStr::from_ptr(stats)
+            .to_str()
+            .unwrap()
+            .contains("\"pendingPreflights\":0"));
         rcip::ffi::string::rcip_string_free(stats);
         rcip_cancel_token_free(token);
         rcip::ffi::binding::rcip_binding_free(b);
@@ -87,9 +104,16 @@ fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() 
     }
 }
 
-unsafe extern "C" fn same_id(_: *mut c_void, prefix: *const c_char, sink: *mut rcip::ffi::sink::rcip_string_sink) -> i32 {
+unsafe extern "C" fn same_id(
+    _: *mut c_void,
+    prefix: *const c_char,
+    sink: *mut rcip::ffi::sink::rcip_string_sink,
+) -> i32 {
     let id = CString::new(format!("{}-same", CStr::from_ptr(prefix).to_str().unwrap())).unwrap();
-    assert_eq!(rcip::ffi::sink::rcip_string_sink_set(sink, id.as_ptr()), rcip_result::Ok);
+    assert_eq!(
+        rcip::ffi::sink::rcip_string_sink_set(sink, id.as_ptr()),
+        rcip_result::Ok
+    );
     0
 }
 
@@ -109,17 +133,44 @@ fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() 
         let mut b = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
         assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_id_generator(b, Some(same_id), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_id_generator(b, Some(same_id), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
         let seen: Mutex<Vec<String>> = Mutex::new(Vec::new());
-        assert_eq!(rcip_runtime_builder_set_confirmation_callback(b, Some(notices), &seen as *const _ as *mut c_void, None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_callback(b, Some(notices), &seen as *const _ as *mut c_void, None),
+            rcip_result::Ok
+        );
         let mut rt = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
         let mut binding = ptr::null_mut();
-        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.purge".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut binding), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                rcip_runtime_host(rt),
+                c"items.purge".as_ptr(),
+                Some(complete),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
+            rcip_result::Ok
+        );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         for id in [c"first", c"second"] {
             assert_eq!(
-                rcip_client_invoke(rcip_runtime_client(rt), c"items.purge".as_ptr(), c"{}".as_ptr(), id.as_ptr(), ptr::null(), Some(keep), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+                rcip_client_invoke(
+                    rcip_runtime_client(rt),
+                    c"items.purge".as_ptr(),
+                    c"{}".as_ptr(),
+                    id.as_ptr(),
+                    ptr::null(),
+                    Some(keep),
+                    &outcomes as *const _ as *mut c_void,
+                    None,
+                    ptr::null_mut()
+                ),
                 rcip_result::Ok
             );
         }
@@ -127,7 +178,12 @@ fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() 
             .lock()
             .unwrap()
             .iter()
-            .map(|o| serde_json::from_str::<serde_json::Value>(o).unwrap()["confirmation"]["id"].as_str().unwrap().to_string())
+            .map(|o| {
+                serde_json::from_str::<serde_json::Value>(o).unwrap()["confirmation"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(ids.len(), 2);
         assert_ne!(ids[0], ids[1], "two pending confirmations got the same id");
@@ -135,17 +191,30 @@ fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() 
         assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
         let s = CStr::from_ptr(stats).to_str().unwrap().to_string();
         rcip::ffi::string::rcip_string_free(stats);
-        assert!(s.contains("\"pendingConfirmations\":2") && s.contains("\"reservedIds\":2"), "{s}");
+        assert!(
+            s.contains("\"pendingConfirmations\":2") && s.contains("\"reservedIds\":2"),
+            "{s}"
+        );
         // Both can be resolved, each exactly once.
         for id in &ids {
             let id = CString::new(id.as_str()).unwrap();
             assert_eq!(
-                rcip_host_resolve_confirmation(rcip_runtime_host(rt), id.as_ptr(), false, Some(keep), &outcomes as *const _ as *mut c_void, None),
+                rcip_host_resolve_confirmation(
+                    rcip_runtime_host(rt),
+                    id.as_ptr(),
+                    false,
+                    Some(keep),
+                    &outcomes as *const _ as *mut c_void,
+                    None
+                ),
                 rcip_result::Ok
             );
         }
         let all = outcomes.lock().unwrap().clone();
-        assert!(all[2].contains("CONFIRMATION_DECLINED") && all[3].contains("CONFIRMATION_DECLINED"), "{all:?}");
+        assert!(
+            all[2].contains("CONFIRMATION_DECLINED") && all[3].contains("CONFIRMATION_DECLINED"),
+            "{all:?}"
+        );
         let closed = seen.lock().unwrap().iter().filter(|n| n.contains("\"closed\"")).count();
         assert_eq!(closed, 2, "each confirmation closed once");
         rcip::ffi::binding::rcip_binding_free(binding);
@@ -160,7 +229,11 @@ thread_local! {
 }
 
 unsafe extern "C" fn free_runtime_when_approved(_: *mut c_void, json: *const c_char) {
-    if CStr::from_ptr(json).to_str().unwrap().contains(r#""reason":"approved""#) {
+    if CStr::from_ptr(json)
+        .to_str()
+        .unwrap()
+        .contains(r#""reason":"approved""#)
+    {
         let rt = TO_FREE.with(|t| t.replace(0)) as *mut rcip_runtime;
         rcip_runtime_free(rt);
     }
@@ -189,21 +262,52 @@ fn an_approval_that_finds_the_runtime_closed_answers_closed_instead_of_losing_it
         let mut b = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(cat, &mut b), rcip_result::Ok);
         assert_eq!(rcip_runtime_builder_set_manual_timers(b, true), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_confirmation_callback(b, Some(free_runtime_when_approved), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_callback(b, Some(free_runtime_when_approved), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
         let mut rt = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
         let mut binding = ptr::null_mut();
-        assert_eq!(rcip_host_bind(rcip_runtime_host(rt), c"items.purge".as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut binding), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_bind(
+                rcip_runtime_host(rt),
+                c"items.purge".as_ptr(),
+                Some(complete),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
+            rcip_result::Ok
+        );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         assert_eq!(
-            rcip_client_invoke(rcip_runtime_client(rt), c"items.purge".as_ptr(), c"{}".as_ptr(), ptr::null(), ptr::null(), Some(keep), &outcomes as *const _ as *mut c_void, None, ptr::null_mut()),
+            rcip_client_invoke(
+                rcip_runtime_client(rt),
+                c"items.purge".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(keep),
+                &outcomes as *const _ as *mut c_void,
+                None,
+                ptr::null_mut()
+            ),
             rcip_result::Ok
         );
         let o: serde_json::Value = serde_json::from_str(&outcomes.lock().unwrap()[0]).unwrap();
         let id = CString::new(o["confirmation"]["id"].as_str().unwrap()).unwrap();
         TO_FREE.with(|t| t.set(rt as usize));
         let host = rcip_runtime_host(rt);
-        let rc = rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(log_outcome), ptr::null_mut(), Some(log_release));
+        let rc = rcip_host_resolve_confirmation(
+            host,
+            id.as_ptr(),
+            true,
+            Some(log_outcome),
+            ptr::null_mut(),
+            Some(log_release),
+        );
         let log = RESOLVE_LOG.with(|l| l.borrow().clone());
         assert_eq!(TO_FREE.with(|t| t.get()), 0, "the runtime was freed inside the call");
         if rc == rcip_result::Ok {

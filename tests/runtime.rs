@@ -57,7 +57,10 @@ fn policy_that_sets_context_on_its_own_runtime_is_denied_without_deadlock() {
     b.policy(Arc::new(move |req: PolicyRequest| {
         let runtime = rt2.lock().clone().unwrap();
         // Re-entrant call from inside the policy callback.
-        runtime.host().set_context(SemanticContext::new(vec!["visits".into()], None)).unwrap();
+        runtime
+            .host()
+            .set_context(SemanticContext::new(vec!["visits".into()], None))
+            .unwrap();
         req.decide(Decision::Allow).unwrap();
     }));
     let runtime = Arc::new(b.build());
@@ -76,7 +79,10 @@ fn policy_that_sets_context_on_its_own_runtime_is_denied_without_deadlock() {
         )
         .unwrap();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+        .unwrap();
     let all = outcomes.all();
     assert_eq!(all.len(), 1);
     // Step 12: the context changed while the policy ran → denied POLICY_DENIED.
@@ -106,8 +112,14 @@ fn handler_that_unbinds_itself_still_succeeds_and_later_calls_are_unbound() {
         .unwrap();
     *slot.lock() = Some(binding);
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
-    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+        .unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+        .unwrap();
     let all = outcomes.all();
     assert_eq!(all[0]["status"], "succeeded", "{:?}", all[0]);
     assert_eq!(all[0]["output"], json!({"ok": true}));
@@ -121,11 +133,18 @@ fn deferred_handler_completed_from_another_thread_delivers_exactly_one_outcome()
     let tx = Mutex::new(tx);
     let _binding = runtime
         .host()
-        .bind("visits.lookup", Arc::new(move |inv: Invocation| tx.lock().send(inv).unwrap()), None)
+        .bind(
+            "visits.lookup",
+            Arc::new(move |inv: Invocation| tx.lock().send(inv).unwrap()),
+            None,
+        )
         .unwrap();
     let outcomes = Outcomes::default();
     for _ in 0..50 {
-        runtime.client().invoke("visits.lookup", b"{\"n\": 1}", None, None, outcomes.sink()).unwrap();
+        runtime
+            .client()
+            .invoke("visits.lookup", b"{\"n\": 1}", None, None, outcomes.sink())
+            .unwrap();
     }
     assert!(outcomes.all().is_empty(), "handlers are deferred");
     let worker = std::thread::spawn(move || {
@@ -145,16 +164,27 @@ fn deferred_handler_completed_from_another_thread_delivers_exactly_one_outcome()
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 50, "one outcome per invocation");
-    assert!(all.iter().all(|o| o["status"] == "succeeded" && o["output"] == json!({"n": 1})));
-    assert_eq!(serde_json::from_str::<Value>(&runtime.stats_json().unwrap()).unwrap()["pendingInvocations"], 0);
+    assert!(all
+        .iter()
+        .all(|o| o["status"] == "succeeded" && o["output"] == json!({"n": 1})));
+    assert_eq!(
+        serde_json::from_str::<Value>(&runtime.stats_json().unwrap()).unwrap()["pendingInvocations"],
+        0
+    );
 }
 
 #[test]
 fn dropping_an_unsettled_handle_fails_the_invocation() {
     let runtime = Runtime::new(&catalog());
-    let _b = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| drop(inv)), None).unwrap();
+    let _b = runtime
+        .host()
+        .bind("visits.lookup", Arc::new(|inv: Invocation| drop(inv)), None)
+        .unwrap();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+        .unwrap();
     assert_eq!(code(&outcomes.all()[0]), "EXECUTION_FAILED");
 }
 
@@ -169,11 +199,21 @@ fn cancel_releases_a_pending_policy_at_once_and_the_late_answer_changes_nothing(
     let h = handled.clone();
     let _binding = runtime
         .host()
-        .bind("visits.lookup", Arc::new(move |inv: Invocation| { h.fetch_add(1, Ordering::SeqCst); inv.complete(json!({})).unwrap(); }), None)
+        .bind(
+            "visits.lookup",
+            Arc::new(move |inv: Invocation| {
+                h.fetch_add(1, Ordering::SeqCst);
+                inv.complete(json!({})).unwrap();
+            }),
+            None,
+        )
         .unwrap();
     let token = CancelToken::new();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.lookup", b"{}", Some("i-1"), Some(&token), outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", Some("i-1"), Some(&token), outcomes.sink())
+        .unwrap();
     assert!(outcomes.all().is_empty());
     token.cancel();
     assert_eq!(code(&outcomes.all()[0]), "EXECUTION_ABORTED");
@@ -182,7 +222,11 @@ fn cancel_releases_a_pending_policy_at_once_and_the_late_answer_changes_nothing(
     assert_eq!(req.decide(Decision::Allow), Ok(()));
     assert_eq!(handled.load(Ordering::SeqCst), 0);
     assert_eq!(outcomes.all().len(), 1);
-    assert_eq!(token.pending_callbacks(), 0, "the invocation's registration was removed");
+    assert_eq!(
+        token.pending_callbacks(),
+        0,
+        "the invocation's registration was removed"
+    );
 }
 
 #[test]
@@ -207,9 +251,19 @@ fn clock_and_id_generator_cannot_call_the_runtime() {
     b.event_observer(Arc::new(|_: &rcip::runtime::LifecycleEvent| {}));
     let runtime = Arc::new(b.build());
     *rt.lock() = Some(runtime.clone());
-    let _bind = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    let _bind = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+        .unwrap();
     assert_eq!(outcomes.all()[0]["invocationId"], "invocation-x");
     let seen = seen.lock().clone();
     assert!(seen.contains(&"clock:Some(WrongContext)".to_string()), "{seen:?}");
@@ -223,12 +277,27 @@ fn real_time_timer_expires_a_confirmation_without_any_call() {
     b.confirmation_ttl_ms(30).unwrap();
     let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
     let n2 = notices.clone();
-    b.confirmation_observer(Arc::new(move |json: &str| n2.lock().push(serde_json::from_str(json).unwrap())));
+    b.confirmation_observer(Arc::new(move |json: &str| {
+        n2.lock().push(serde_json::from_str(json).unwrap())
+    }));
     let runtime = b.build();
-    let _bind = runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
-    runtime.host().set_context(SemanticContext::new(vec!["visits.detail".into()], None)).unwrap();
+    let _bind = runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
+        .unwrap();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.close", b"{\"id\": 7}", None, None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.close", b"{\"id\": 7}", None, None, outcomes.sink())
+        .unwrap();
     let confirmation = outcomes.all()[0]["confirmation"]["id"].as_str().unwrap().to_string();
     assert_eq!(notices.lock()[0]["event"], "opened");
     assert_eq!(notices.lock()[0]["input"], json!({"id": 7}));
@@ -237,7 +306,10 @@ fn real_time_timer_expires_a_confirmation_without_any_call() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(notices.lock()[1]["reason"], "expired");
-    runtime.host().resolve_confirmation(&confirmation, true, outcomes.sink()).unwrap();
+    runtime
+        .host()
+        .resolve_confirmation(&confirmation, true, outcomes.sink())
+        .unwrap();
     assert_eq!(code(&outcomes.all()[1]), "CONFIRMATION_EXPIRED");
 }
 
@@ -246,9 +318,19 @@ fn teardown_aborts_pending_work_and_late_completions_are_ignored() {
     let held: Arc<Mutex<Vec<Invocation>>> = Arc::default();
     let h2 = held.clone();
     let runtime = Runtime::new(&catalog());
-    let _bind = runtime.host().bind("visits.lookup", Arc::new(move |inv: Invocation| h2.lock().push(inv)), None).unwrap();
+    let _bind = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(move |inv: Invocation| h2.lock().push(inv)),
+            None,
+        )
+        .unwrap();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.lookup", b"{}", None, None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+        .unwrap();
     let inv = held.lock().pop().unwrap();
     let token = inv.cancel_token();
     assert!(!token.is_cancelled());
@@ -303,7 +385,14 @@ fn snapshot_is_the_same_object_until_the_revision_changes() {
 #[test]
 fn concurrent_invocations_on_one_runtime_settle_once_each() {
     let runtime = Arc::new(Runtime::new(&catalog()));
-    let _b = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    let _b = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
     let count = Arc::new(AtomicI64::new(0));
     let threads: Vec<_> = (0..4)
         .map(|_| {
@@ -314,9 +403,15 @@ fn concurrent_invocations_on_one_runtime_settle_once_each() {
                     let c = count.clone();
                     runtime
                         .client()
-                        .invoke("visits.lookup", b"{}", None, None, Box::new(move |_: &str| {
-                            c.fetch_add(1, Ordering::SeqCst);
-                        }))
+                        .invoke(
+                            "visits.lookup",
+                            b"{}",
+                            None,
+                            None,
+                            Box::new(move |_: &str| {
+                                c.fetch_add(1, Ordering::SeqCst);
+                            }),
+                        )
                         .unwrap();
                 }
             })
@@ -336,10 +431,22 @@ fn the_closed_notice_never_comes_before_the_opened_one() {
     let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
     let n2 = notices.clone();
     let mut b = RuntimeBuilder::new(&catalog());
-    b.confirmation_observer(Arc::new(move |json: &str| n2.lock().push(serde_json::from_str(json).unwrap())));
+    b.confirmation_observer(Arc::new(move |json: &str| {
+        n2.lock().push(serde_json::from_str(json).unwrap())
+    }));
     let runtime = Arc::new(b.build());
-    let _bind = runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
-    runtime.host().set_context(SemanticContext::new(vec!["visits.detail".into()], None)).unwrap();
+    let _bind = runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
+        .unwrap();
     let resolved = Outcomes::default();
     let (rt, res) = (runtime.clone(), resolved.clone());
     runtime
@@ -357,7 +464,11 @@ fn the_closed_notice_never_comes_before_the_opened_one() {
         )
         .unwrap();
     assert_eq!(resolved.all()[0]["status"], "succeeded");
-    let events: Vec<String> = notices.lock().iter().map(|n| n["event"].as_str().unwrap().to_string()).collect();
+    let events: Vec<String> = notices
+        .lock()
+        .iter()
+        .map(|n| n["event"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(events, ["opened", "closed"]);
     assert_eq!(notices.lock()[1]["reason"], "approved");
 }

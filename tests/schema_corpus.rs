@@ -60,7 +60,12 @@ fn score(corpus: &Value, results: &Value) -> Score {
         .iter()
         .map(|e| (e["id"].as_str().unwrap(), e))
         .collect();
-    let mut s = Score { compile: (0, 0), valid: (0, 0), issues: (0, 0), notes: Vec::new() };
+    let mut s = Score {
+        compile: (0, 0),
+        valid: (0, 0),
+        issues: (0, 0),
+        notes: Vec::new(),
+    };
     for entry in corpus["entries"].as_array().unwrap() {
         let id = entry["id"].as_str().unwrap();
         let got = by_id.get(id).expect("every entry has a result");
@@ -70,14 +75,17 @@ fn score(corpus: &Value, results: &Value) -> Score {
         if got_compile == want_compile {
             s.compile.0 += 1;
         } else {
-            s.notes.push(format!("{id}: compile {got_compile} (Ajv: {want_compile})"));
+            s.notes
+                .push(format!("{id}: compile {got_compile} (Ajv: {want_compile})"));
         }
         if want_compile != "ok" {
             continue;
         }
         let tests = entry["tests"].as_array().unwrap();
         for (k, want) in tests.iter().enumerate() {
-            let Some(want_valid) = want.get("valid").and_then(Value::as_bool) else { continue };
+            let Some(want_valid) = want.get("valid").and_then(Value::as_bool) else {
+                continue;
+            };
             s.valid.1 += 1;
             if !want_valid {
                 s.issues.1 += 1;
@@ -89,7 +97,8 @@ fn score(corpus: &Value, results: &Value) -> Score {
             if have.get("valid").and_then(Value::as_bool) == Some(want_valid) {
                 s.valid.0 += 1;
             } else {
-                s.notes.push(format!("{id} test {k}: valid {} (Ajv: {want_valid})", have["valid"]));
+                s.notes
+                    .push(format!("{id} test {k}: valid {} (Ajv: {want_valid})", have["valid"]));
             }
             if !want_valid {
                 let a = issue_set(have.get("issues"));
@@ -124,7 +133,10 @@ fn check(name: &str, min_compile: f64) {
         s.issues.1,
         100.0 * rate(s.issues)
     );
-    assert!(rate(s.compile) >= min_compile, "{name}: compile agreement below {min_compile}");
+    assert!(
+        rate(s.compile) >= min_compile,
+        "{name}: compile agreement below {min_compile}"
+    );
     assert!(rate(s.valid) >= 0.995, "{name}: validity agreement below 99.5%");
     assert!(rate(s.issues) >= 0.97, "{name}: issue agreement below 97%");
 }

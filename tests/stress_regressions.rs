@@ -36,7 +36,14 @@ fn a_preflight_cancelled_between_its_proposals_settles_once_and_returns_ok() {
         r.decide(Decision::Allow).unwrap();
     }));
     let runtime = builder.build();
-    let _b = runtime.host().bind("visits.lookup", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap();
+    let _b = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
     let reports: Arc<Mutex<Vec<Value>>> = Arc::default();
     let r2 = reports.clone();
     let proposals = vec![("visits.lookup".to_string(), b"{}".to_vec()); 3];

@@ -90,8 +90,14 @@ fn a_decision_racing_the_free_ends_aborted() {
         .unwrap()
         .detach();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.note", b"{}", Some("x"), None, outcomes.sink()).unwrap();
-    runtime.client().invoke("visits.note", b"{}", Some("y"), None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.note", b"{}", Some("x"), None, outcomes.sink())
+        .unwrap();
+    runtime
+        .client()
+        .invoke("visits.note", b"{}", Some("y"), None, outcomes.sink())
+        .unwrap();
     let _x_request = req_rx.recv().unwrap();
     let y_request = req_rx.recv().unwrap();
     assert_eq!(y_request.invocation_id(), Some("y"));
@@ -102,7 +108,9 @@ fn a_decision_racing_the_free_ends_aborted() {
         y_done_tx.send(()).unwrap();
         drop(y_request);
     });
-    free_now_rx.recv_timeout(Duration::from_secs(5)).expect("D reached its recheck");
+    free_now_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("D reached its recheck");
     drop(runtime);
     d.join().unwrap();
     let all = outcomes.all();
@@ -129,7 +137,8 @@ fn no_timer_callback_starts_after_the_free_returned() {
     builder.clock(Arc::new(move || n2.load(Ordering::SeqCst)));
     let s1 = starts.clone();
     builder.event_observer(Arc::new(move |e: &LifecycleEvent| {
-        s1.lock().push((Instant::now(), format!("event {:?} {}", e.phase, e.invocation_id)));
+        s1.lock()
+            .push((Instant::now(), format!("event {:?} {}", e.phase, e.invocation_id)));
     }));
     let s2 = starts.clone();
     builder.confirmation_observer(Arc::new(move |json: &str| {
@@ -143,20 +152,43 @@ fn no_timer_callback_starts_after_the_free_returned() {
         }
     }));
     let runtime = builder.build();
-    runtime.host().bind("visits.close", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None).unwrap().detach();
+    runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap()
+        .detach();
     let outcomes = Outcomes::default();
-    runtime.client().invoke("visits.close", b"{}", Some("c1"), None, outcomes.sink()).unwrap();
-    runtime.client().invoke("visits.close", b"{}", Some("c2"), None, outcomes.sink()).unwrap();
+    runtime
+        .client()
+        .invoke("visits.close", b"{}", Some("c1"), None, outcomes.sink())
+        .unwrap();
+    runtime
+        .client()
+        .invoke("visits.close", b"{}", Some("c2"), None, outcomes.sink())
+        .unwrap();
     assert_eq!(outcomes.all().len(), 2);
     // Both fall due at once on the timer thread.
     now.fetch_add(50, Ordering::SeqCst);
-    delivering_rx.recv_timeout(Duration::from_secs(5)).expect("the timer expired a confirmation");
+    delivering_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the timer expired a confirmation");
     drop(runtime);
     let freed = Instant::now();
     std::thread::sleep(Duration::from_millis(500));
     let starts = starts.lock();
-    let late: Vec<_> = starts.iter().filter(|(t, _)| *t > freed).map(|(_, what)| what.clone()).collect();
+    let late: Vec<_> = starts
+        .iter()
+        .filter(|(t, _)| *t > freed)
+        .map(|(_, what)| what.clone())
+        .collect();
     assert!(late.is_empty(), "callbacks started after the free returned: {late:?}");
-    let closed = starts.iter().filter(|(_, what)| what.contains("\"event\":\"closed\"")).count();
+    let closed = starts
+        .iter()
+        .filter(|(_, what)| what.contains("\"event\":\"closed\""))
+        .count();
     assert_eq!(closed, 2, "each confirmation closed once: {:?}", *starts);
 }

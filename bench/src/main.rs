@@ -121,7 +121,11 @@ fn cs(s: &str) -> CString {
 fn check(rc: rcip_result, what: &str) {
     assert_eq!(rc, rcip_result::Ok, "{what}: {:?}", unsafe {
         let m = rcip::ffi::result::rcip_last_error_message();
-        if m.is_null() { String::new() } else { CStr::from_ptr(m).to_string_lossy().into_owned() }
+        if m.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(m).to_string_lossy().into_owned()
+        }
     });
 }
 
@@ -154,7 +158,10 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 unsafe extern "C" fn policy_allow(_: *mut c_void, req: *mut rcip_policy_request) {
     let ctx = CStr::from_ptr(rcip_policy_request_context(req)).to_bytes();
-    assert!(find(ctx, b"\"id\":\"bench.read\"").is_some(), "the policy context names the capability");
+    assert!(
+        find(ctx, b"\"id\":\"bench.read\"").is_some(),
+        "the policy context names the capability"
+    );
     rcip_policy_request_decide(req, c"{\"decision\":\"allow\"}".as_ptr());
     rcip_policy_request_free(req);
 }
@@ -178,11 +185,17 @@ impl Rt {
         let mut b = ptr::null_mut();
         check(rcip_runtime_builder_new(catalog, &mut b), "builder");
         if policy {
-            check(rcip_runtime_builder_set_policy(b, Some(policy_allow), ptr::null_mut(), None), "policy");
+            check(
+                rcip_runtime_builder_set_policy(b, Some(policy_allow), ptr::null_mut(), None),
+                "policy",
+            );
         }
         let mut runtime = ptr::null_mut();
         check(rcip_runtime_builder_build(b, &mut runtime), "build");
-        Rt { runtime, bindings: Vec::new() }
+        Rt {
+            runtime,
+            bindings: Vec::new(),
+        }
     }
 
     /// Binds capabilities 0..n (ids from the catalog); the first
@@ -191,9 +204,21 @@ impl Rt {
         let host = rcip_runtime_host(self.runtime);
         self.bindings.reserve(ids.len());
         for (i, id) in ids.iter().enumerate() {
-            let check = if i < with_checks { Some(available as unsafe extern "C" fn(_, _) -> i32) } else { None };
+            let check = if i < with_checks {
+                Some(available as unsafe extern "C" fn(_, _) -> i32)
+            } else {
+                None
+            };
             let mut binding = ptr::null_mut();
-            check_rc(rcip_host_bind(host, id.as_ptr(), Some(handler_echo), check, ptr::null_mut(), None, &mut binding));
+            check_rc(rcip_host_bind(
+                host,
+                id.as_ptr(),
+                Some(handler_echo),
+                check,
+                ptr::null_mut(),
+                None,
+                &mut binding,
+            ));
             self.bindings.push(binding);
         }
     }
@@ -236,7 +261,17 @@ unsafe fn load(text: &str) -> *mut rcip_catalog {
 }
 
 unsafe fn invoke(client: *const rcip_client, input: &CStr) {
-    rcip_client_invoke(client, c"bench.read".as_ptr(), input.as_ptr(), ptr::null(), ptr::null(), Some(on_outcome), ptr::null_mut(), None, ptr::null_mut());
+    rcip_client_invoke(
+        client,
+        c"bench.read".as_ptr(),
+        input.as_ptr(),
+        ptr::null(),
+        ptr::null(),
+        Some(on_outcome),
+        ptr::null_mut(),
+        None,
+        ptr::null_mut(),
+    );
 }
 
 // ----- measurement -------------------------------------------------------------
@@ -254,7 +289,13 @@ fn stat(name: &str, mut samples: Vec<f64>) -> Stat {
     samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = samples.len();
     let q = |f: f64| samples[((n - 1) as f64 * f).round() as usize];
-    Stat { name: name.into(), min: samples[0], median: q(0.5), spread: (q(0.75) - q(0.25)) / q(0.5), runs: n }
+    Stat {
+        name: name.into(),
+        min: samples[0],
+        median: q(0.5),
+        spread: (q(0.75) - q(0.25)) / q(0.5),
+        runs: n,
+    }
 }
 
 /// Times `runs` runs of `batch` calls of `op`, after a warm-up run.
@@ -314,12 +355,24 @@ fn main() {
         let what = args.get(i + 1).map(String::as_str).unwrap_or("a");
         counting(true);
         let before = ALLOCS.load(Ordering::SeqCst);
-        let n: usize = std::env::var("RCIP_PROFILE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+        let n: usize = std::env::var("RCIP_PROFILE_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20_000);
         unsafe { profile(what, n) };
-        eprintln!("{:.1} allocations (incl. reallocs) per op", (ALLOCS.load(Ordering::SeqCst) - before) as f64 / n as f64);
+        eprintln!(
+            "{:.1} allocations (incl. reallocs) per op",
+            (ALLOCS.load(Ordering::SeqCst) - before) as f64 / n as f64
+        );
         return;
     }
-    let mut b = Bench { runs, scale: if quick { 10 } else { 1 }, stats: Vec::new(), targets: Vec::new(), figures: Vec::new() };
+    let mut b = Bench {
+        runs,
+        scale: if quick { 10 } else { 1 },
+        stats: Vec::new(),
+        targets: Vec::new(),
+        figures: Vec::new(),
+    };
     unsafe { run_all(&mut b) };
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -334,9 +387,18 @@ fn main() {
         println!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
         println!("rcip-bench: {cores} cores, {} runs per workload", b.runs);
-        println!("{:<58} {:>12} {:>12} {:>8}", "workload", "min ns/op", "median", "spread");
+        println!(
+            "{:<58} {:>12} {:>12} {:>8}",
+            "workload", "min ns/op", "median", "spread"
+        );
         for s in &b.stats {
-            println!("{:<58} {:>12.0} {:>12.0} {:>7.1}%", s.name, s.min, s.median, s.spread * 100.0);
+            println!(
+                "{:<58} {:>12.0} {:>12.0} {:>7.1}%",
+                s.name,
+                s.min,
+                s.median,
+                s.spread * 100.0
+            );
         }
         for (k, v) in &b.figures {
             println!("{k}: {v:.0}");
@@ -367,20 +429,31 @@ unsafe fn run_all(b: &mut Bench) {
     let mut rt = Rt::new(small, true);
     rt.bind(&ids_of(1), 0);
     let client = rt.client();
-    let bb = b.add(time("(b) invoke with a C policy", runs, b.n(2000), || invoke(client, &input)));
+    let bb = b.add(time("(b) invoke with a C policy", runs, b.n(2000), || {
+        invoke(client, &input)
+    }));
     drop(rt);
 
     // (c) the floor of (a).
     let catalog = Catalog::from_bytes(catalog_json(2, false).as_bytes()).unwrap();
     let def = catalog.capability("bench.read").unwrap();
-    let c = b.add(time("(c) floor: parse, validate, parse, validate, outcome", runs, b.n(2000), || {
-        let v: Value = serde_json::from_str(INPUT).unwrap();
-        assert!(def.input.validate(&v).is_empty());
-        let out: Value = serde_json::from_str(INPUT).unwrap();
-        assert!(def.output.validate(&out).is_empty());
-        let o = Outcome::Succeeded { invocation_id: "invocation_x_1".into(), capability_id: "bench.read".into(), output: out };
-        std::hint::black_box(o.to_json());
-    }));
+    let c = b.add(time(
+        "(c) floor: parse, validate, parse, validate, outcome",
+        runs,
+        b.n(2000),
+        || {
+            let v: Value = serde_json::from_str(INPUT).unwrap();
+            assert!(def.input.validate(&v).is_empty());
+            let out: Value = serde_json::from_str(INPUT).unwrap();
+            assert!(def.output.validate(&out).is_empty());
+            let o = Outcome::Succeeded {
+                invocation_id: "invocation_x_1".into(),
+                capability_id: "bench.read".into(),
+                output: out,
+            };
+            std::hint::black_box(o.to_json());
+        },
+    ));
     let _ = RcipError::new;
 
     // (d) refresh + snapshot JSON at 10, 100, 1000 bound capabilities.
@@ -394,28 +467,43 @@ unsafe fn run_all(b: &mut Bench) {
         let host = rcip_runtime_host(rt.runtime);
         let client = rt.client();
         let batch = b.n(if n == 1000 { 50 } else { 500 });
-        let d = b.add(time(&format!("(d) refresh + snapshot JSON, {n} bound"), runs, batch, || {
-            rcip_host_refresh(host);
-            let mut s = ptr::null();
-            rcip_client_snapshot(client, &mut s);
-            std::hint::black_box(rcip_snapshot_json(s));
-            rcip_snapshot_free(s);
-        }));
+        let d = b.add(time(
+            &format!("(d) refresh + snapshot JSON, {n} bound"),
+            runs,
+            batch,
+            || {
+                rcip_host_refresh(host);
+                let mut s = ptr::null();
+                rcip_client_snapshot(client, &mut s);
+                std::hint::black_box(rcip_snapshot_json(s));
+                rcip_snapshot_free(s);
+            },
+        ));
         if n == 1000 {
             d1000 = d;
             let mut s = ptr::null();
             rcip_client_snapshot(client, &mut s);
             let value: Value = serde_json::from_str(CStr::from_ptr(rcip_snapshot_json(s)).to_str().unwrap()).unwrap();
             rcip_snapshot_free(s);
-            serde1000 = b.add(time("(d) serde_json::to_string of that snapshot Value, 1000", runs, batch, || {
-                std::hint::black_box(serde_json::to_string(&value).unwrap());
-            }));
-            unchanged = b.add(time("(d) snapshot read, nothing changed (1000 bound)", runs, b.n(20000), || {
-                let mut s = ptr::null();
-                rcip_client_snapshot(client, &mut s);
-                std::hint::black_box(rcip_snapshot_json(s));
-                rcip_snapshot_free(s);
-            }));
+            serde1000 = b.add(time(
+                "(d) serde_json::to_string of that snapshot Value, 1000",
+                runs,
+                batch,
+                || {
+                    std::hint::black_box(serde_json::to_string(&value).unwrap());
+                },
+            ));
+            unchanged = b.add(time(
+                "(d) snapshot read, nothing changed (1000 bound)",
+                runs,
+                b.n(20000),
+                || {
+                    let mut s = ptr::null();
+                    rcip_client_snapshot(client, &mut s);
+                    std::hint::black_box(rcip_snapshot_json(s));
+                    rcip_snapshot_free(s);
+                },
+            ));
         }
         drop(rt);
         rcip_catalog_free(cat);
@@ -425,11 +513,16 @@ unsafe fn run_all(b: &mut Bench) {
     // compiling that catalog.
     let text100 = catalog_json(100, true);
     let c_text100 = cs(&text100);
-    let compile = b.add(time("(e) rcip_catalog_new, 100 capabilities (200 schemas)", runs, 1, || {
-        let mut c = ptr::null_mut();
-        rcip_catalog_new(c_text100.as_ptr(), &mut c);
-        rcip_catalog_free(c);
-    }));
+    let compile = b.add(time(
+        "(e) rcip_catalog_new, 100 capabilities (200 schemas)",
+        runs,
+        1,
+        || {
+            let mut c = ptr::null_mut();
+            rcip_catalog_new(c_text100.as_ptr(), &mut c);
+            rcip_catalog_free(c);
+        },
+    ));
     let cat100 = load(&text100);
     let ids100 = ids_of(100);
     // Runtimes are dropped after each timed batch, outside the timing.
@@ -463,7 +556,10 @@ unsafe fn run_all(b: &mut Bench) {
     let per_runtime = LIVE.load(Ordering::SeqCst) - before;
     counting(false);
     drop(rt);
-    b.figures.push(("live heap bytes per runtime (100 bound, no snapshot read)".into(), per_runtime as f64));
+    b.figures.push((
+        "live heap bytes per runtime (100 bound, no snapshot read)".into(),
+        per_runtime as f64,
+    ));
 
     // (f) destructive: confirmation_required, then approved by the host.
     let mut rt = Rt::new(small, false);
@@ -473,11 +569,26 @@ unsafe fn run_all(b: &mut Bench) {
     let mut slot: Vec<u8> = Vec::with_capacity(64);
     let slot_ptr = &mut slot as *mut Vec<u8> as *mut c_void;
     let empty = cs("{\"title\":\"x\",\"priority\":1}");
-    b.add(time("(f) destructive: confirmation_required + host approval", runs, b.n(1000), || {
-        rcip_client_invoke(client, c"bench.purge".as_ptr(), empty.as_ptr(), ptr::null(), ptr::null(), Some(on_confirmation_outcome), slot_ptr, None, ptr::null_mut());
-        let id = CString::new((*(slot_ptr as *mut Vec<u8>)).clone()).unwrap();
-        rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
-    }));
+    b.add(time(
+        "(f) destructive: confirmation_required + host approval",
+        runs,
+        b.n(1000),
+        || {
+            rcip_client_invoke(
+                client,
+                c"bench.purge".as_ptr(),
+                empty.as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(on_confirmation_outcome),
+                slot_ptr,
+                None,
+                ptr::null_mut(),
+            );
+            let id = CString::new((*(slot_ptr as *mut Vec<u8>)).clone()).unwrap();
+            rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
+        },
+    ));
     drop(rt);
 
     // (g) throughput on two threads.
@@ -505,43 +616,82 @@ unsafe fn run_all(b: &mut Bench) {
         time_threads(runs, 2, per_thread, move |_| client)
     };
     b.figures.push(("(g) invocations/s, one thread".into(), one));
-    b.figures.push(("(g) invocations/s, two threads, two runtimes, one catalog".into(), two_runtimes));
-    b.figures.push(("(g) invocations/s, two threads, one shared runtime".into(), shared));
+    b.figures.push((
+        "(g) invocations/s, two threads, two runtimes, one catalog".into(),
+        two_runtimes,
+    ));
+    b.figures
+        .push(("(g) invocations/s, two threads, one shared runtime".into(), shared));
 
     // (h) (a) with 1000 bound capabilities; (h2) 500 of them with checks.
     let cat1000 = load(&catalog_json(1000, false));
     let mut rt = Rt::new(cat1000, false);
     rt.bind(&ids_of(1000), 0);
     let client = rt.client();
-    let h = b.add(time("(h) invoke, 1000 bound capabilities", runs, b.n(1000), || invoke(client, &input)));
+    let h = b.add(time("(h) invoke, 1000 bound capabilities", runs, b.n(1000), || {
+        invoke(client, &input)
+    }));
     drop(rt);
     let mut rt = Rt::new(cat1000, false);
     rt.bind(&ids_of(1000), 500);
     let client = rt.client();
-    let h2 = b.add(time("(h2) invoke, 1000 bound, 500 with availability callbacks", runs, b.n(200), || invoke(client, &input)));
+    let h2 = b.add(time(
+        "(h2) invoke, 1000 bound, 500 with availability callbacks",
+        runs,
+        b.n(200),
+        || invoke(client, &input),
+    ));
     drop(rt);
     rcip_catalog_free(cat1000);
     rcip_catalog_free(cat100);
     rcip_catalog_free(small);
 
     let r = |x: f64, y: f64| x / y;
-    b.target("(a) <= 1.5 x (c)", a <= 1.5 * c, format!("{a:.0} / {c:.0} = {:.2}", r(a, c)));
-    b.target("(b) <= 1.25 x (a)", bb <= 1.25 * a, format!("{bb:.0} / {a:.0} = {:.2}", r(bb, a)));
-    b.target("unchanged snapshot read <= 0.05 x (a)", unchanged <= 0.05 * a, format!("{unchanged:.0} / {a:.0} = {:.3}", r(unchanged, a)));
+    b.target(
+        "(a) <= 1.5 x (c)",
+        a <= 1.5 * c,
+        format!("{a:.0} / {c:.0} = {:.2}", r(a, c)),
+    );
+    b.target(
+        "(b) <= 1.25 x (a)",
+        bb <= 1.25 * a,
+        format!("{bb:.0} / {a:.0} = {:.2}", r(bb, a)),
+    );
+    b.target(
+        "unchanged snapshot read <= 0.05 x (a)",
+        unchanged <= 0.05 * a,
+        format!("{unchanged:.0} / {a:.0} = {:.3}", r(unchanged, a)),
+    );
     b.target(
         "(d) at 1000 <= 0.3 x serde_json serialising it",
         d1000 <= 0.3 * serde1000,
         format!("{d1000:.0} / {serde1000:.0} = {:.3}", r(d1000, serde1000)),
     );
-    b.target("(e) <= 1/1000 of compiling", create * 1000.0 <= compile, format!("{create:.0} / {compile:.0} = {:.5}", r(create, compile)));
+    b.target(
+        "(e) <= 1/1000 of compiling",
+        create * 1000.0 <= compile,
+        format!("{create:.0} / {compile:.0} = {:.5}", r(create, compile)),
+    );
     b.target(
         "(g) two runtimes >= 1.7 x one thread",
         two_runtimes >= 1.7 * one,
         format!("{two_runtimes:.0} / {one:.0} = {:.2}", r(two_runtimes, one)),
     );
-    b.target("(g) one shared runtime >= 1.2 x one thread", shared >= 1.2 * one, format!("{shared:.0} / {one:.0} = {:.2}", r(shared, one)));
-    b.target("(h) <= 2 x (a)", h <= 2.0 * a, format!("{h:.0} / {a:.0} = {:.2}", r(h, a)));
-    b.target("(h2) <= 8 x (a)", h2 <= 8.0 * a, format!("{h2:.0} / {a:.0} = {:.2}", r(h2, a)));
+    b.target(
+        "(g) one shared runtime >= 1.2 x one thread",
+        shared >= 1.2 * one,
+        format!("{shared:.0} / {one:.0} = {:.2}", r(shared, one)),
+    );
+    b.target(
+        "(h) <= 2 x (a)",
+        h <= 2.0 * a,
+        format!("{h:.0} / {a:.0} = {:.2}", r(h, a)),
+    );
+    b.target(
+        "(h2) <= 8 x (a)",
+        h2 <= 8.0 * a,
+        format!("{h2:.0} / {a:.0} = {:.2}", r(h2, a)),
+    );
     b.target(
         "live heap per runtime (100 bound) <= 64 KiB",
         per_runtime <= 64 * 1024,
@@ -599,7 +749,11 @@ unsafe fn profile(what: &str, n: usize) {
                 assert!(def.input.validate(&v).is_empty());
                 let out: Value = serde_json::from_str(INPUT).unwrap();
                 assert!(def.output.validate(&out).is_empty());
-                let o = Outcome::Succeeded { invocation_id: "invocation_x_1".into(), capability_id: "bench.read".into(), output: out };
+                let o = Outcome::Succeeded {
+                    invocation_id: "invocation_x_1".into(),
+                    capability_id: "bench.read".into(),
+                    output: out,
+                };
                 std::hint::black_box(o.to_json());
             }
         }

@@ -33,9 +33,24 @@ extern "C" {
     pub fn rcip_catalog_free(catalog: *mut Opaque);
     pub fn rcip_runtime_builder_new(catalog: *const Opaque, out: *mut *mut Opaque) -> rcip_result;
     pub fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *mut Opaque, ttl: u64) -> rcip_result;
-    pub fn rcip_runtime_builder_set_policy(builder: *mut Opaque, cb: PolicyFn, ud: *mut c_void, free: FreeFn) -> rcip_result;
-    pub fn rcip_runtime_builder_add_event_observer(builder: *mut Opaque, cb: JsonFn, ud: *mut c_void, free: FreeFn) -> rcip_result;
-    pub fn rcip_runtime_builder_set_clock(builder: *mut Opaque, cb: ClockFn, ud: *mut c_void, free: FreeFn) -> rcip_result;
+    pub fn rcip_runtime_builder_set_policy(
+        builder: *mut Opaque,
+        cb: PolicyFn,
+        ud: *mut c_void,
+        free: FreeFn,
+    ) -> rcip_result;
+    pub fn rcip_runtime_builder_add_event_observer(
+        builder: *mut Opaque,
+        cb: JsonFn,
+        ud: *mut c_void,
+        free: FreeFn,
+    ) -> rcip_result;
+    pub fn rcip_runtime_builder_set_clock(
+        builder: *mut Opaque,
+        cb: ClockFn,
+        ud: *mut c_void,
+        free: FreeFn,
+    ) -> rcip_result;
     pub fn rcip_runtime_builder_set_manual_timers(builder: *mut Opaque, manual: bool) -> rcip_result;
     pub fn rcip_runtime_builder_build(builder: *mut Opaque, out: *mut *mut Opaque) -> rcip_result;
     pub fn rcip_runtime_free(runtime: *mut Opaque);
@@ -70,8 +85,18 @@ extern "C" {
     pub fn rcip_client_snapshot(client: *const Opaque, out: *mut *const Opaque) -> rcip_result;
     pub fn rcip_snapshot_json(snapshot: *const Opaque) -> *const c_char;
     pub fn rcip_snapshot_free(snapshot: *const Opaque);
-    pub fn rcip_client_list_capabilities(client: *const Opaque, filter: *const c_char, out: *mut *mut c_char) -> rcip_result;
-    pub fn rcip_client_subscribe(client: *const Opaque, cb: SubscriberFn, ud: *mut c_void, free: FreeFn, out: *mut *mut Opaque) -> rcip_result;
+    pub fn rcip_client_list_capabilities(
+        client: *const Opaque,
+        filter: *const c_char,
+        out: *mut *mut c_char,
+    ) -> rcip_result;
+    pub fn rcip_client_subscribe(
+        client: *const Opaque,
+        cb: SubscriberFn,
+        ud: *mut c_void,
+        free: FreeFn,
+        out: *mut *mut Opaque,
+    ) -> rcip_result;
     pub fn rcip_subscription_free(subscription: *mut Opaque);
     pub fn rcip_client_invoke(
         client: *const Opaque,
@@ -108,7 +133,12 @@ extern "C" {
     pub fn rcip_policy_request_fail(req: *const Opaque) -> rcip_result;
     pub fn rcip_policy_request_free(req: *mut Opaque);
 
-    pub fn rcip_availability_set(sink: *mut Opaque, available: bool, code: *const c_char, reason: *const c_char) -> rcip_result;
+    pub fn rcip_availability_set(
+        sink: *mut Opaque,
+        available: bool,
+        code: *const c_char,
+        reason: *const c_char,
+    ) -> rcip_result;
 
     pub fn rcip_cancel_token_new(out: *mut *mut Opaque) -> rcip_result;
     pub fn rcip_cancel_token_cancel(token: *const Opaque) -> rcip_result;

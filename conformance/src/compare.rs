@@ -52,7 +52,10 @@ fn normalise(value: &Value, maps: &mut [HashMap<String, String>; 2], parent: Opt
                     (Some(k), Value::String(s)) => {
                         let n = maps[k].len() + 1;
                         let label = if k == 0 { "invocation" } else { "confirmation" };
-                        let id = maps[k].entry(s.clone()).or_insert_with(|| format!("<{label}#{n}>")).clone();
+                        let id = maps[k]
+                            .entry(s.clone())
+                            .or_insert_with(|| format!("<{label}#{n}>"))
+                            .clone();
                         out.insert(key.clone(), Value::String(id));
                     }
                     _ => {
@@ -69,7 +72,14 @@ fn normalise(value: &Value, maps: &mut [HashMap<String, String>; 2], parent: Opt
 fn show(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 300 {
-        format!("{}...", &s[..s.char_indices().take_while(|(i, _)| *i < 300).last().map_or(0, |(i, _)| i)])
+        format!(
+            "{}...",
+            &s[..s
+                .char_indices()
+                .take_while(|(i, _)| *i < 300)
+                .last()
+                .map_or(0, |(i, _)| i)]
+        )
     } else {
         s
     }
@@ -106,7 +116,11 @@ fn diff(actual: &Value, expected: &Value, path: &str, reasons: &BTreeSet<String>
                     };
                     if let Value::String(want) = ev {
                         if reasons.contains(want) && got != want {
-                            return Some(format!("{sub}: expected host-supplied text {}, got {}", show(ev), show(av)));
+                            return Some(format!(
+                                "{sub}: expected host-supplied text {}, got {}",
+                                show(ev),
+                                show(av)
+                            ));
                         }
                     }
                     continue;
@@ -138,7 +152,10 @@ fn diff(actual: &Value, expected: &Value, path: &str, reasons: &BTreeSet<String>
                     show(actual)
                 ));
             }
-            a.iter().zip(e).enumerate().find_map(|(i, (x, y))| diff(x, y, &format!("{path}[{i}]"), reasons, false))
+            a.iter()
+                .zip(e)
+                .enumerate()
+                .find_map(|(i, (x, y))| diff(x, y, &format!("{path}[{i}]"), reasons, false))
         }
         _ => (actual != expected).then(|| format!("{path}: expected {}, got {}", show(expected), show(actual))),
     }
@@ -200,7 +217,9 @@ mod tests {
 
     #[test]
     fn ids_are_normalised_by_first_appearance() {
-        let s = scenario(json!({"create": {"ok": true}, "transcript": [{"outcome": {"invocationId": "a"}}, {"outcome": {"invocationId": "a"}}]}));
+        let s = scenario(
+            json!({"create": {"ok": true}, "transcript": [{"outcome": {"invocationId": "a"}}, {"outcome": {"invocationId": "a"}}]}),
+        );
         let same = json!({"create": {"ok": true}, "transcript": [{"outcome": {"invocationId": "x"}}, {"outcome": {"invocationId": "x"}}]});
         assert_eq!(compare(&same, &s), None);
         let different = json!({"create": {"ok": true}, "transcript": [{"outcome": {"invocationId": "x"}}, {"outcome": {"invocationId": "y"}}]});
@@ -231,9 +250,23 @@ mod tests {
     #[test]
     fn numbers_compare_as_doubles_and_keys_matter() {
         let s = scenario(json!({"create": {"ok": true}, "transcript": [{"v": 1, "big": 12345678901234567890u64}]}));
-        assert_eq!(compare(&json!({"create": {"ok": true}, "transcript": [{"v": 1.0, "big": 12345678901234567000.0}]}), &s), None);
+        assert_eq!(
+            compare(
+                &json!({"create": {"ok": true}, "transcript": [{"v": 1.0, "big": 12345678901234567000.0}]}),
+                &s
+            ),
+            None
+        );
         assert!(compare(&json!({"create": {"ok": true}, "transcript": [{"v": 2, "big": 1}]}), &s).is_some());
-        assert!(compare(&json!({"create": {"ok": true}, "transcript": [{"v": 1, "big": 12345678901234567890u64, "x": null}]}), &s).is_some());
-        assert!(compare(&json!({"create": {"ok": true}, "transcript": [{"v": true, "big": 12345678901234567890u64}]}), &s).is_some());
+        assert!(compare(
+            &json!({"create": {"ok": true}, "transcript": [{"v": 1, "big": 12345678901234567890u64, "x": null}]}),
+            &s
+        )
+        .is_some());
+        assert!(compare(
+            &json!({"create": {"ok": true}, "transcript": [{"v": true, "big": 12345678901234567890u64}]}),
+            &s
+        )
+        .is_some());
     }
 }

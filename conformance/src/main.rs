@@ -57,9 +57,11 @@ fn check(args: &[String]) -> ExitCode {
     for file in files {
         let problem = match Command::new(&me).arg(&file).output() {
             Err(e) => Some(format!("could not start the runner: {e}")),
-            Ok(out) if !out.status.success() => {
-                Some(format!("runner exited {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()))
-            }
+            Ok(out) if !out.status.success() => Some(format!(
+                "runner exited {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
             Ok(out) => match (serde_json::from_slice::<Value>(&out.stdout), load(&file)) {
                 (Ok(output), Ok(scenario)) => compare::compare(&output, &scenario),
                 (Err(e), _) => Some(format!("runner printed no JSON: {e}")),

@@ -264,13 +264,27 @@ unsafe fn build_runtime(catalog: *mut Opaque, options: &Value) -> *mut Opaque {
     }
     if let Some(Value::Array(script)) = options.get("policy") {
         REC.with(|r| r.borrow_mut().policy_script = script.clone());
-        assert_eq!(rcip_runtime_builder_set_policy(builder, Some(policy_cb), ptr::null_mut(), None), OK);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, Some(policy_cb), ptr::null_mut(), None),
+            OK
+        );
     }
-    assert_eq!(rcip_runtime_builder_add_event_observer(builder, Some(event_cb), ptr::null_mut(), None), OK);
-    assert_eq!(rcip_runtime_builder_set_clock(builder, Some(clock_cb), ptr::null_mut(), None), OK);
+    assert_eq!(
+        rcip_runtime_builder_add_event_observer(builder, Some(event_cb), ptr::null_mut(), None),
+        OK
+    );
+    assert_eq!(
+        rcip_runtime_builder_set_clock(builder, Some(clock_cb), ptr::null_mut(), None),
+        OK
+    );
     assert_eq!(rcip_runtime_builder_set_manual_timers(builder, true), OK);
     let mut runtime = ptr::null_mut();
-    assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), OK, "build: {}", last_error());
+    assert_eq!(
+        rcip_runtime_builder_build(builder, &mut runtime),
+        OK,
+        "build: {}",
+        last_error()
+    );
     runtime
 }
 
@@ -303,7 +317,10 @@ impl Runner {
     }
 
     fn new_call(&mut self, name: Option<&str>, preflight: bool) -> CallRef {
-        let call: CallRef = Rc::new(RefCell::new(CallState { preflight, ..Default::default() }));
+        let call: CallRef = Rc::new(RefCell::new(CallState {
+            preflight,
+            ..Default::default()
+        }));
         if let Some(name) = name {
             self.calls.insert(name.to_string(), call.clone());
         }
@@ -389,7 +406,13 @@ impl Runner {
                 let counter = Rc::new(Cell::new(0u64));
                 let ud = Box::into_raw(Box::new(counter.clone()));
                 let mut sub = ptr::null_mut();
-                let rc = rcip_client_subscribe(self.client, Some(subscriber_cb), ud as *mut c_void, Some(free_counter), &mut sub);
+                let rc = rcip_client_subscribe(
+                    self.client,
+                    Some(subscriber_cb),
+                    ud as *mut c_void,
+                    Some(free_counter),
+                    &mut sub,
+                );
                 assert_eq!(rc, OK);
                 self.subs.insert(s("sub"), (sub, counter, 0));
                 ok()
@@ -455,7 +478,14 @@ impl Runner {
                 let id = cstr(&confirmation_id);
                 let approved = step["approved"].as_bool().unwrap_or(false);
                 let ud = Box::into_raw(Box::new(call.clone()));
-                let rc = rcip_host_resolve_confirmation(self.host, id.as_ptr(), approved, Some(outcome_cb), ud as *mut c_void, Some(free_call));
+                let rc = rcip_host_resolve_confirmation(
+                    self.host,
+                    id.as_ptr(),
+                    approved,
+                    Some(outcome_cb),
+                    ud as *mut c_void,
+                    Some(free_call),
+                );
                 assert_eq!(rc, OK, "resolve: {}", last_error());
                 Runner::call_entry(&call)
             }
@@ -464,7 +494,9 @@ impl Runner {
                 None => json!({"error": "UNKNOWN_CALL"}),
             },
             "policy" => {
-                let req = REC.with(|r| r.borrow_mut().deferred_policies.pop_front()).expect("a deferred policy call");
+                let req = REC
+                    .with(|r| r.borrow_mut().deferred_policies.pop_front())
+                    .expect("a deferred policy call");
                 let req = req as *mut Opaque;
                 let entry = if step.get("throw") == Some(&Value::Bool(true)) {
                     Value::String("throw".into())
@@ -476,8 +508,14 @@ impl Runner {
                 ok()
             }
             "complete" | "fail" => {
-                let id = self.calls[&s("call")].borrow().invocation_id.clone().unwrap_or_default();
-                let inv = REC.with(|r| r.borrow_mut().deferred_handlers.remove(&id)).expect("a deferred handler") as *mut Opaque;
+                let id = self.calls[&s("call")]
+                    .borrow()
+                    .invocation_id
+                    .clone()
+                    .unwrap_or_default();
+                let inv = REC
+                    .with(|r| r.borrow_mut().deferred_handlers.remove(&id))
+                    .expect("a deferred handler") as *mut Opaque;
                 if op == "complete" {
                     let text = match step.get("outputRaw") {
                         Some(Value::String(raw)) => raw.clone(),
@@ -509,7 +547,10 @@ impl Runner {
                 let call = self.new_call(step.get("call").and_then(Value::as_str), true);
                 let token = self.token_of(step);
                 let requests = step["requests"].as_array().cloned().unwrap_or_default();
-                let ids: Vec<CString> = requests.iter().map(|r| cstr(r["capabilityId"].as_str().unwrap_or(""))).collect();
+                let ids: Vec<CString> = requests
+                    .iter()
+                    .map(|r| cstr(r["capabilityId"].as_str().unwrap_or("")))
+                    .collect();
                 let inputs: Vec<CString> = requests
                     .iter()
                     .map(|r| match r.get("inputRaw") {
@@ -522,8 +563,16 @@ impl Runner {
                 let ud = Box::into_raw(Box::new(call.clone()));
                 let rc = rcip_client_preflight(
                     self.client,
-                    if id_ptrs.is_empty() { ptr::null() } else { id_ptrs.as_ptr() },
-                    if input_ptrs.is_empty() { ptr::null() } else { input_ptrs.as_ptr() },
+                    if id_ptrs.is_empty() {
+                        ptr::null()
+                    } else {
+                        id_ptrs.as_ptr()
+                    },
+                    if input_ptrs.is_empty() {
+                        ptr::null()
+                    } else {
+                        input_ptrs.as_ptr()
+                    },
                     requests.len(),
                     token,
                     Some(outcome_cb),
@@ -545,7 +594,10 @@ impl Runner {
         rcip_runtime_free(self.runtime);
         let (policies, handlers) = REC.with(|r| {
             let mut r = r.borrow_mut();
-            (std::mem::take(&mut r.deferred_policies), std::mem::take(&mut r.deferred_handlers))
+            (
+                std::mem::take(&mut r.deferred_policies),
+                std::mem::take(&mut r.deferred_handlers),
+            )
         });
         for p in policies {
             rcip_policy_request_free(p as *mut Opaque);

@@ -55,7 +55,12 @@ pub fn json(text: &str) -> Value {
 
 /// Fails on a caught panic: the guard turned a library bug into PANIC.
 pub fn no_panic(rc: rcip_result, what: &str) {
-    assert_ne!(rc, rcip_result::Panic, "{what} panicked inside rcip: {:?}", last_error());
+    assert_ne!(
+        rc,
+        rcip_result::Panic,
+        "{what} panicked inside rcip: {:?}",
+        last_error()
+    );
 }
 
 pub fn last_error() -> Option<String> {
@@ -97,7 +102,12 @@ pub fn catalog() -> *const rcip_catalog {
     *CAT.get_or_init(|| {
         let mut c = std::ptr::null_mut();
         let text = cstr(CATALOG);
-        assert_eq!(unsafe { rcip_catalog_new(text.as_ptr().cast(), &mut c) }, rcip_result::Ok, "{:?}", last_error());
+        assert_eq!(
+            unsafe { rcip_catalog_new(text.as_ptr().cast(), &mut c) },
+            rcip_result::Ok,
+            "{:?}",
+            last_error()
+        );
         c as usize
     }) as *const rcip_catalog
 }

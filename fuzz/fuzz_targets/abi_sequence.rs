@@ -113,28 +113,80 @@ enum DecideHow {
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Bind { cap: u8, handler: HandlerMode, avail: AvailMode },
-    Unbind { slot: u8 },
-    FreeBinding { slot: u8 },
-    SetRevision { slot: u8, revision: u8 },
-    SetAvailability { slot: u8, avail: AvailMode },
-    SetContext { which: u8 },
+    Bind {
+        cap: u8,
+        handler: HandlerMode,
+        avail: AvailMode,
+    },
+    Unbind {
+        slot: u8,
+    },
+    FreeBinding {
+        slot: u8,
+    },
+    SetRevision {
+        slot: u8,
+        revision: u8,
+    },
+    SetAvailability {
+        slot: u8,
+        avail: AvailMode,
+    },
+    SetContext {
+        which: u8,
+    },
     ClearContext,
     Refresh,
-    Invoke { cap: u8, input: u8, id: Option<u8>, token: TokenChoice, policy: PolicyMode },
-    Settle { index: u8, how: SettleHow },
-    Decide { index: u8, how: DecideHow },
-    Cancel { token: u8 },
-    CloneToken { token: u8 },
-    FreeToken { token: u8 },
-    OnCancel { token: u8 },
-    Resolve { confirmation: u8, approved: bool, policy: PolicyMode },
-    Advance { ms: u8 },
-    Preflight { proposals: Vec<(u8, u8)>, token: TokenChoice, policy: PolicyMode },
-    Subscribe { refresh_inside: bool },
-    Unsubscribe { index: u8 },
+    Invoke {
+        cap: u8,
+        input: u8,
+        id: Option<u8>,
+        token: TokenChoice,
+        policy: PolicyMode,
+    },
+    Settle {
+        index: u8,
+        how: SettleHow,
+    },
+    Decide {
+        index: u8,
+        how: DecideHow,
+    },
+    Cancel {
+        token: u8,
+    },
+    CloneToken {
+        token: u8,
+    },
+    FreeToken {
+        token: u8,
+    },
+    OnCancel {
+        token: u8,
+    },
+    Resolve {
+        confirmation: u8,
+        approved: bool,
+        policy: PolicyMode,
+    },
+    Advance {
+        ms: u8,
+    },
+    Preflight {
+        proposals: Vec<(u8, u8)>,
+        token: TokenChoice,
+        policy: PolicyMode,
+    },
+    Subscribe {
+        refresh_inside: bool,
+    },
+    Unsubscribe {
+        index: u8,
+    },
     Snapshot,
-    List { filter: u8 },
+    List {
+        filter: u8,
+    },
     Stats,
     FreeRuntime,
 }
@@ -159,14 +211,30 @@ enum IdMode {
     Constant,
 }
 
-const CAPS: [&str; 6] = ["items.list", "items.write", "items.purge", "mail.send", "misc.any", "nope"];
+const CAPS: [&str; 6] = [
+    "items.list",
+    "items.write",
+    "items.purge",
+    "mail.send",
+    "misc.any",
+    "nope",
+];
 const CONTEXTS: [(&str, rcip_result); 6] = [
     (r#"{"activeScopeIds": []}"#, rcip_result::Ok),
     (r#"{"activeScopeIds": ["main"]}"#, rcip_result::Ok),
-    (r#"{"activeScopeIds": ["other", "main", "other"], "primaryScopeId": "main"}"#, rcip_result::Ok),
-    (r#"{"activeScopeIds": ["main.detail"], "primaryScopeId": ""}"#, rcip_result::Ok),
+    (
+        r#"{"activeScopeIds": ["other", "main", "other"], "primaryScopeId": "main"}"#,
+        rcip_result::Ok,
+    ),
+    (
+        r#"{"activeScopeIds": ["main.detail"], "primaryScopeId": ""}"#,
+        rcip_result::Ok,
+    ),
     (r#"{"activeScopeIds": ["nope"]}"#, rcip_result::UnknownScope),
-    (r#"{"activeScopeIds": ["main"], "primaryScopeId": "other"}"#, rcip_result::PrimaryNotActive),
+    (
+        r#"{"activeScopeIds": ["main"], "primaryScopeId": "other"}"#,
+        rcip_result::PrimaryNotActive,
+    ),
 ];
 const FILTERS: [(&str, rcip_result); 5] = [
     (r#"{}"#, rcip_result::Ok),
@@ -261,7 +329,13 @@ fn w<R>(f: impl FnOnce(&mut World) -> R) -> R {
 }
 
 fn runtime() -> *mut rcip_runtime {
-    w(|w| if w.freed { ptr::null_mut() } else { w.runtime as *mut rcip_runtime })
+    w(|w| {
+        if w.freed {
+            ptr::null_mut()
+        } else {
+            w.runtime as *mut rcip_runtime
+        }
+    })
 }
 
 // ----- callbacks ------------------------------------------------------------
@@ -304,10 +378,22 @@ unsafe extern "C" fn on_event(_: *mut c_void, json_text: *const c_char) {
     let id = e["invocationId"].as_str().expect("invocationId").to_string();
     let phase = e["phase"].as_str().expect("phase").to_string();
     assert!(
-        ["requested", "started", "succeeded", "failed", "denied", "confirmation_requested", "confirmation_declined"].contains(&phase.as_str()),
+        [
+            "requested",
+            "started",
+            "succeeded",
+            "failed",
+            "denied",
+            "confirmation_requested",
+            "confirmation_declined"
+        ]
+        .contains(&phase.as_str()),
         "{e}"
     );
-    assert!(e.get("input").is_none() && e.get("output").is_none(), "events are redacted: {e}");
+    assert!(
+        e.get("input").is_none() && e.get("output").is_none(),
+        "events are redacted: {e}"
+    );
     let code = e["errorCode"].as_str().map(str::to_string);
     w(|w| w.last_event.insert(id, (phase, code)));
 }
@@ -334,7 +420,10 @@ unsafe extern "C" fn on_confirmation(_: *mut c_void, json_text: *const c_char) {
         Some("closed") => {
             let id = n["confirmationId"].as_str().unwrap().to_string();
             let reason = n["reason"].as_str().unwrap();
-            assert!(["approved", "declined", "expired", "cancelled", "invalidated", "closed"].contains(&reason), "{n}");
+            assert!(
+                ["approved", "declined", "expired", "cancelled", "invalidated", "closed"].contains(&reason),
+                "{n}"
+            );
             let was = w(|w| w.open_confirmations.remove(&id));
             assert!(was.is_some(), "closed a confirmation that was not open: {n}");
             assert_eq!(was.as_deref(), n["invocationId"].as_str());
@@ -429,7 +518,10 @@ unsafe extern "C" fn handler(ud: *mut c_void, inv: *mut rcip_invocation) {
     let b = &*(ud as *const BindingData);
     assert_eq!(b.freed.get(), 0, "a callback after its user data was released");
     let token = rcip_invocation_cancel_token(inv);
-    assert!(!rcip_cancel_token_is_cancelled(token), "a handler started for a cancelled invocation");
+    assert!(
+        !rcip_cancel_token_is_cancelled(token),
+        "a handler started for a cancelled invocation"
+    );
     assert_eq!(borrowed(rcip_invocation_capability_id(inv)).unwrap(), b.cap);
     json(&borrowed(rcip_invocation_input(inv)).unwrap());
     json(&borrowed(rcip_invocation_semantic_context(inv)).unwrap());
@@ -443,7 +535,10 @@ unsafe fn settle_in_handler(b: &BindingData, inv: *mut rcip_invocation) {
     let out = cstr(output_for(b.cap));
     match b.handler {
         HandlerMode::Complete => ok(rcip_invocation_complete(inv, out.as_ptr().cast())),
-        HandlerMode::CompleteSchemaFail => ok(rcip_invocation_complete(inv, c"{\"ok\": \"no\", \"sent\": \"x\"}".as_ptr())),
+        HandlerMode::CompleteSchemaFail => ok(rcip_invocation_complete(
+            inv,
+            c"{\"ok\": \"no\", \"sent\": \"x\"}".as_ptr(),
+        )),
         HandlerMode::CompleteNotJson => ok(rcip_invocation_complete(inv, c"{oops".as_ptr())),
         HandlerMode::Fail => ok(rcip_invocation_fail(inv, false)),
         HandlerMode::Abort => ok(rcip_invocation_fail(inv, true)),
@@ -482,11 +577,17 @@ unsafe extern "C" fn availability(ud: *mut c_void, sink: *mut rcip_availability_
     assert_eq!(b.freed.get(), 0, "a callback after its user data was released");
     match b.avail.get() {
         AvailMode::None | AvailMode::Available => {
-            assert_eq!(rcip_availability_set(sink, true, ptr::null(), ptr::null()), rcip_result::Ok);
+            assert_eq!(
+                rcip_availability_set(sink, true, ptr::null(), ptr::null()),
+                rcip_result::Ok
+            );
             0
         }
         AvailMode::Unavailable => {
-            assert_eq!(rcip_availability_set(sink, false, c"OFF".as_ptr(), c"switched off".as_ptr()), rcip_result::Ok);
+            assert_eq!(
+                rcip_availability_set(sink, false, c"OFF".as_ptr(), c"switched off".as_ptr()),
+                rcip_result::Ok
+            );
             0
         }
         AvailMode::Fails => 3,
@@ -496,7 +597,10 @@ unsafe extern "C" fn availability(ud: *mut c_void, sink: *mut rcip_availability_
 unsafe extern "C" fn free_binding_data(ud: *mut c_void) {
     let b = &*(ud as *const BindingData);
     assert_eq!(b.running.get(), 0, "binding user data released while its handler runs");
-    assert!(b.released_ok.get() || w(|w| w.freed), "binding user data released while still bound");
+    assert!(
+        b.released_ok.get() || w(|w| w.freed),
+        "binding user data released while still bound"
+    );
     b.freed.set(b.freed.get() + 1);
 }
 
@@ -524,7 +628,10 @@ unsafe extern "C" fn policy(_: *mut c_void, req: *mut rcip_policy_request) {
 unsafe extern "C" fn subscriber(ud: *mut c_void, revision: u64) {
     let s = &*(ud as *const SubData);
     assert_eq!(s.freed.get(), 0);
-    assert!(revision > s.last.get(), "revisions reach a subscriber in increasing order, once each");
+    assert!(
+        revision > s.last.get(),
+        "revisions reach a subscriber in increasing order, once each"
+    );
     s.last.set(revision);
     if s.refresh_inside && w(|w| w.refresh_budget > 0) {
         w(|w| w.refresh_budget -= 1);
@@ -565,10 +672,22 @@ unsafe fn resolve(rt: *mut rcip_runtime, id: &str, approved: bool) -> rcip_resul
     // Entries made inside callbacks are leaked on purpose (checked below
     // through the same ledger rules, kept in a global list).
     let pending = w(|w| w.open_confirmations.contains_key(id));
-    let entry = Box::into_raw(Box::new(Entry { kind: "resolve", registered: true, check_events: pending, ..Default::default() }));
+    let entry = Box::into_raw(Box::new(Entry {
+        kind: "resolve",
+        registered: true,
+        check_events: pending,
+        ..Default::default()
+    }));
     INLINE_ENTRIES.with(|e| e.borrow_mut().push(entry as usize));
     let idc = cstr(id);
-    let rc = rcip_host_resolve_confirmation(rcip_runtime_host(rt), idc.as_ptr().cast(), approved, Some(on_outcome), entry.cast(), Some(free_entry));
+    let rc = rcip_host_resolve_confirmation(
+        rcip_runtime_host(rt),
+        idc.as_ptr().cast(),
+        approved,
+        Some(on_outcome),
+        entry.cast(),
+        Some(free_entry),
+    );
     no_panic(rc, "resolve");
     if rc != rcip_result::Ok {
         assert_eq!(rc, rcip_result::Closed, "{:?}", last_error());
@@ -615,7 +734,11 @@ impl Driver {
         let client = rcip_runtime_client(rt);
         w(|w| w.refresh_budget = 3);
         match op {
-            Op::Bind { cap, handler: mode, avail } => {
+            Op::Bind {
+                cap,
+                handler: mode,
+                avail,
+            } => {
                 if !alive {
                     return;
                 }
@@ -630,12 +753,25 @@ impl Driver {
                     handle: Cell::new(ptr::null_mut()),
                 });
                 let ud = &*data as *const BindingData as *mut c_void;
-                let avail_cb: rcip::ffi::callback::rcip_availability_callback =
-                    if *avail == AvailMode::None { None } else { Some(availability) };
+                let avail_cb: rcip::ffi::callback::rcip_availability_callback = if *avail == AvailMode::None {
+                    None
+                } else {
+                    Some(availability)
+                };
                 let idc = cstr(cap);
-                let installed_before = self.bindings.iter().any(|b| b.cap == cap && b.handle.get() != ptr::null_mut() && rcip_binding_is_installed(b.handle.get()));
+                let installed_before = self.bindings.iter().any(|b| {
+                    b.cap == cap && b.handle.get() != ptr::null_mut() && rcip_binding_is_installed(b.handle.get())
+                });
                 let mut out = ptr::null_mut();
-                let rc = rcip_host_bind(host, idc.as_ptr().cast(), Some(handler), avail_cb, ud, Some(free_binding_data), &mut out);
+                let rc = rcip_host_bind(
+                    host,
+                    idc.as_ptr().cast(),
+                    Some(handler),
+                    avail_cb,
+                    ud,
+                    Some(free_binding_data),
+                    &mut out,
+                );
                 no_panic(rc, "bind");
                 let want = if cap == "nope" {
                     rcip_result::NotInCatalog
@@ -709,7 +845,13 @@ impl Driver {
                     assert!(rc == rcip_result::Ok || runtime().is_null(), "{rc:?}");
                 }
             }
-            Op::Invoke { cap, input, id, token, policy } => {
+            Op::Invoke {
+                cap,
+                input,
+                id,
+                token,
+                policy,
+            } => {
                 if !alive {
                     return;
                 }
@@ -719,7 +861,12 @@ impl Driver {
                 let idc = id.map(|i| cstr(&format!("inv-{}", i % 4)));
                 let t = self.token(*token);
                 w(|w| w.policy_mode = Some(*policy));
-                let mut entry = Box::new(Entry { kind: "invoke", registered: true, check_events: true, ..Default::default() });
+                let mut entry = Box::new(Entry {
+                    kind: "invoke",
+                    registered: true,
+                    check_events: true,
+                    ..Default::default()
+                });
                 let ud = &mut *entry as *mut Entry as *mut c_void;
                 let mut out_id = ptr::null_mut();
                 let rc = rcip_client_invoke(
@@ -753,7 +900,9 @@ impl Driver {
                 let out = cstr(output_for(&cap));
                 let rc = match how {
                     SettleHow::Complete => rcip_invocation_complete(inv, out.as_ptr().cast()),
-                    SettleHow::CompleteSchemaFail => rcip_invocation_complete(inv, c"{\"ok\": 1, \"sent\": \"x\"}".as_ptr()),
+                    SettleHow::CompleteSchemaFail => {
+                        rcip_invocation_complete(inv, c"{\"ok\": 1, \"sent\": \"x\"}".as_ptr())
+                    }
                     SettleHow::CompleteNotJson => rcip_invocation_complete(inv, c"\xff".as_ptr()),
                     SettleHow::Fail => rcip_invocation_fail(inv, false),
                     SettleHow::Abort => rcip_invocation_fail(inv, true),
@@ -797,7 +946,11 @@ impl Driver {
                         return;
                     }
                 };
-                let rc = if matches!(how, DecideHow::Fail) { rcip_policy_request_fail(req) } else { rcip_policy_request_decide(req, text.as_ptr()) };
+                let rc = if matches!(how, DecideHow::Fail) {
+                    rcip_policy_request_fail(req)
+                } else {
+                    rcip_policy_request_decide(req, text.as_ptr())
+                };
                 no_panic(rc, "decide");
                 let parse_error = matches!(how, DecideHow::NotJson | DecideHow::WrongShape);
                 if settled && !parse_error {
@@ -853,16 +1006,32 @@ impl Driver {
                 if t.is_null() {
                     return;
                 }
-                let d = Box::new(OnCancelData { ran: Cell::new(0), freed: Cell::new(0) });
+                let d = Box::new(OnCancelData {
+                    ran: Cell::new(0),
+                    freed: Cell::new(0),
+                });
                 let was = rcip_cancel_token_is_cancelled(t);
-                let rc = rcip_cancel_token_on_cancel(t, Some(on_cancel), &*d as *const _ as *mut c_void, Some(free_on_cancel));
+                let rc = rcip_cancel_token_on_cancel(
+                    t,
+                    Some(on_cancel),
+                    &*d as *const _ as *mut c_void,
+                    Some(free_on_cancel),
+                );
                 assert_eq!(rc, rcip_result::Ok);
                 if was {
-                    assert_eq!((d.ran.get(), d.freed.get()), (1, 1), "runs at once on a cancelled token");
+                    assert_eq!(
+                        (d.ran.get(), d.freed.get()),
+                        (1, 1),
+                        "runs at once on a cancelled token"
+                    );
                 }
                 self.on_cancels.push((d, t as usize));
             }
-            Op::Resolve { confirmation, approved, policy } => {
+            Op::Resolve {
+                confirmation,
+                approved,
+                policy,
+            } => {
                 if !alive {
                     return;
                 }
@@ -895,21 +1064,43 @@ impl Driver {
                     assert!(!has2 || at2 > now, "a due confirmation survived run_due_timers");
                 }
             }
-            Op::Preflight { proposals, token, policy } => {
+            Op::Preflight {
+                proposals,
+                token,
+                policy,
+            } => {
                 if !alive {
                     return;
                 }
                 let n = proposals.len().min(17);
-                let caps: Vec<Vec<u8>> = proposals[..n].iter().map(|(c, _)| cstr(CAPS[*c as usize % CAPS.len()])).collect();
-                let inputs: Vec<Vec<u8>> =
-                    proposals[..n].iter().map(|(c, i)| cstr(input_for(CAPS[*c as usize % CAPS.len()], *i))).collect();
+                let caps: Vec<Vec<u8>> = proposals[..n]
+                    .iter()
+                    .map(|(c, _)| cstr(CAPS[*c as usize % CAPS.len()]))
+                    .collect();
+                let inputs: Vec<Vec<u8>> = proposals[..n]
+                    .iter()
+                    .map(|(c, i)| cstr(input_for(CAPS[*c as usize % CAPS.len()], *i)))
+                    .collect();
                 let cap_ptrs: Vec<*const c_char> = caps.iter().map(|c| c.as_ptr().cast()).collect();
                 let input_ptrs: Vec<*const c_char> = inputs.iter().map(|c| c.as_ptr().cast()).collect();
                 let t = self.token(*token);
                 w(|w| w.policy_mode = Some(*policy));
-                let mut entry = Box::new(Entry { kind: "preflight", registered: true, ..Default::default() });
+                let mut entry = Box::new(Entry {
+                    kind: "preflight",
+                    registered: true,
+                    ..Default::default()
+                });
                 let ud = &mut *entry as *mut Entry as *mut c_void;
-                let rc = rcip_client_preflight(client, cap_ptrs.as_ptr(), input_ptrs.as_ptr(), n, t, Some(on_outcome), ud, Some(free_entry));
+                let rc = rcip_client_preflight(
+                    client,
+                    cap_ptrs.as_ptr(),
+                    input_ptrs.as_ptr(),
+                    n,
+                    t,
+                    Some(on_outcome),
+                    ud,
+                    Some(free_entry),
+                );
                 no_panic(rc, "preflight");
                 if n == 0 || n > 16 {
                     assert_eq!(rc, rcip_result::PreflightBatchInvalid);
@@ -923,9 +1114,19 @@ impl Driver {
                 if !alive {
                     return;
                 }
-                let d = Box::new(SubData { last: Cell::new(0), freed: Cell::new(0), refresh_inside: *refresh_inside });
+                let d = Box::new(SubData {
+                    last: Cell::new(0),
+                    freed: Cell::new(0),
+                    refresh_inside: *refresh_inside,
+                });
                 let mut s = ptr::null_mut();
-                let rc = rcip_client_subscribe(client, Some(subscriber), &*d as *const _ as *mut c_void, Some(free_sub), &mut s);
+                let rc = rcip_client_subscribe(
+                    client,
+                    Some(subscriber),
+                    &*d as *const _ as *mut c_void,
+                    Some(free_sub),
+                    &mut s,
+                );
                 assert_eq!(rc, rcip_result::Ok);
                 self.subs.push((d, s));
             }
@@ -1004,15 +1205,17 @@ impl Driver {
         assert_eq!(stats["pendingConfirmations"], conf, "{stats}");
         assert_eq!(stats["reservedIds"], inv + conf, "{stats}");
         assert!(stats["receipts"].as_u64().unwrap() <= 256);
-        let installed = self.bindings.iter().filter(|b| !b.handle.get().is_null() && rcip_binding_is_installed(b.handle.get())).count();
+        let installed = self
+            .bindings
+            .iter()
+            .filter(|b| !b.handle.get().is_null() && rcip_binding_is_installed(b.handle.get()))
+            .count();
         assert_eq!(stats["bindings"], installed as u64, "{stats}");
         assert_eq!(stats["closed"], false);
     }
 }
 
-fuzz_target!(|cfg: Config| {
-    unsafe { run(cfg) }
-});
+fuzz_target!(|cfg: Config| { unsafe { run(cfg) } });
 
 unsafe fn run(cfg: Config) {
     W.with(|w| *w.borrow_mut() = World::default());
@@ -1020,15 +1223,33 @@ unsafe fn run(cfg: Config) {
     let mut builder = ptr::null_mut();
     assert_eq!(rcip_runtime_builder_new(catalog(), &mut builder), rcip_result::Ok);
     assert_eq!(rcip_runtime_builder_set_manual_timers(builder, true), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_set_confirmation_ttl_ms(builder, 1 + cfg.ttl as u64 * 4), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_set_clock(builder, Some(clock), ptr::null_mut(), None), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_add_event_observer(builder, Some(on_event), ptr::null_mut(), None), rcip_result::Ok);
-    assert_eq!(rcip_runtime_builder_set_confirmation_callback(builder, Some(on_confirmation), ptr::null_mut(), None), rcip_result::Ok);
+    assert_eq!(
+        rcip_runtime_builder_set_confirmation_ttl_ms(builder, 1 + cfg.ttl as u64 * 4),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_runtime_builder_set_clock(builder, Some(clock), ptr::null_mut(), None),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_runtime_builder_add_event_observer(builder, Some(on_event), ptr::null_mut(), None),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_runtime_builder_set_confirmation_callback(builder, Some(on_confirmation), ptr::null_mut(), None),
+        rcip_result::Ok
+    );
     if cfg.host_policy {
-        assert_eq!(rcip_runtime_builder_set_policy(builder, Some(policy), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, Some(policy), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
     }
     if cfg.ids != IdMode::BuiltIn {
-        assert_eq!(rcip_runtime_builder_set_id_generator(builder, Some(ids), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_id_generator(builder, Some(ids), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
     }
     let mut rt = ptr::null_mut();
     assert_eq!(rcip_runtime_builder_build(builder, &mut rt), rcip_result::Ok);
@@ -1039,7 +1260,13 @@ unsafe fn run(cfg: Config) {
         w.free_on_approved = cfg.free_on_approved < 16;
         w.id_mode = Some(cfg.ids);
     });
-    let mut d = Driver { entries: Vec::new(), bindings: Vec::new(), subs: Vec::new(), tokens: Vec::new(), on_cancels: Vec::new() };
+    let mut d = Driver {
+        entries: Vec::new(),
+        bindings: Vec::new(),
+        subs: Vec::new(),
+        tokens: Vec::new(),
+        on_cancels: Vec::new(),
+    };
     for op in cfg.ops.iter().take(64) {
         d.step(op);
         d.check_stats();
@@ -1065,13 +1292,23 @@ unsafe fn run(cfg: Config) {
     for &e in &inline {
         check(&*e);
     }
-    assert!(w(|w| w.open_confirmations.is_empty()), "every opened confirmation was closed");
+    assert!(
+        w(|w| w.open_confirmations.is_empty()),
+        "every opened confirmation was closed"
+    );
     // Late settlements are accepted and change nothing.
     let held = w(|w| std::mem::take(&mut w.held_invocations));
     for (p, settled) in held {
         let inv = p as *mut rcip_invocation;
         let rc = rcip_invocation_complete(inv, c"{}".as_ptr());
-        assert_eq!(rc, if settled { rcip_result::AlreadyCompleted } else { rcip_result::Ok });
+        assert_eq!(
+            rc,
+            if settled {
+                rcip_result::AlreadyCompleted
+            } else {
+                rcip_result::Ok
+            }
+        );
         rcip_invocation_free(inv);
     }
     let held = w(|w| std::mem::take(&mut w.held_policies));

@@ -39,10 +39,20 @@ fuzz_target!(|data: &[u8]| {
         let mut catalog = 1 as *mut rcip_catalog;
         let rc = rcip_catalog_new(text.as_ptr().cast(), &mut catalog);
         no_panic(rc, "rcip_catalog_new");
-        assert!(rc == rcip_result::Ok || rc == rcip_result::InvalidCatalog, "unexpected code {rc:?}");
-        assert_eq!(catalog.is_null(), rc != rcip_result::Ok, "out-parameter NULL exactly on failure");
+        assert!(
+            rc == rcip_result::Ok || rc == rcip_result::InvalidCatalog,
+            "unexpected code {rc:?}"
+        );
+        assert_eq!(
+            catalog.is_null(),
+            rc != rcip_result::Ok,
+            "out-parameter NULL exactly on failure"
+        );
         if rc != rcip_result::Ok {
-            assert!(last_error().is_some_and(|m| !m.is_empty()), "a refused catalog has a message");
+            assert!(
+                last_error().is_some_and(|m| !m.is_empty()),
+                "a refused catalog has a message"
+            );
         }
 
         let mut report = ptr::null_mut();
@@ -51,11 +61,22 @@ fuzz_target!(|data: &[u8]| {
         let report = json(&take(report).unwrap());
         let ok = report["ok"].as_bool().expect("report.ok is a boolean");
         let problems = report["problems"].as_array().expect("report.problems is an array");
-        assert_eq!(ok, problems.is_empty(), "ok exactly when there are no problems: {report}");
-        assert_eq!(ok, rc == rcip_result::Ok, "rcip_catalog_check and rcip_catalog_new disagree: {report}");
+        assert_eq!(
+            ok,
+            problems.is_empty(),
+            "ok exactly when there are no problems: {report}"
+        );
+        assert_eq!(
+            ok,
+            rc == rcip_result::Ok,
+            "rcip_catalog_check and rcip_catalog_new disagree: {report}"
+        );
         for p in problems {
             let pointer = p["pointer"].as_str().expect("pointer");
-            assert!(pointer.is_empty() || pointer.starts_with('/'), "JSON pointer: {pointer}");
+            assert!(
+                pointer.is_empty() || pointer.starts_with('/'),
+                "JSON pointer: {pointer}"
+            );
             assert!(p["rule"].as_str().is_some_and(|r| !r.is_empty()), "rule: {p}");
             assert!(p["message"].as_str().is_some_and(|m| !m.is_empty()), "message: {p}");
         }
@@ -78,7 +99,9 @@ fuzz_target!(|data: &[u8]| {
         let snapshot = json(&borrowed(rcip_snapshot_json(snap)).unwrap());
         rcip_snapshot_free(snap);
         let caps = snapshot["capabilities"].as_array().expect("capabilities");
-        let declared = definition["capabilities"].as_array().expect("a loaded catalog has capabilities");
+        let declared = definition["capabilities"]
+            .as_array()
+            .expect("a loaded catalog has capabilities");
         assert_eq!(caps.len(), declared.len());
         for (c, d) in caps.iter().zip(declared) {
             assert_eq!(c["id"], d["id"], "catalog order");
@@ -89,10 +112,20 @@ fuzz_target!(|data: &[u8]| {
         // it again when invoked.
         let mut bindings = Vec::new();
         for d in declared.iter().take(8) {
-            let Some(examples) = d["usage"]["examples"].as_array() else { continue };
+            let Some(examples) = d["usage"]["examples"].as_array() else {
+                continue;
+            };
             let id = cstr(d["id"].as_str().unwrap());
             let mut b = ptr::null_mut();
-            let rc = rcip_host_bind(host, id.as_ptr().cast(), Some(complete_empty), None, ptr::null_mut(), None, &mut b);
+            let rc = rcip_host_bind(
+                host,
+                id.as_ptr().cast(),
+                Some(complete_empty),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut b,
+            );
             assert_eq!(rc, rcip_result::Ok, "{:?}", last_error());
             bindings.push(b);
             for ex in examples.iter().take(4) {
@@ -114,7 +147,10 @@ fuzz_target!(|data: &[u8]| {
                 // every other path has delivered by now.
                 assert_eq!(outcomes.len(), 1, "exactly one outcome");
                 let o = json(&outcomes[0]);
-                assert_ne!(o["error"]["code"], "INPUT_INVALID", "a usage example failed its own input schema at invoke: {o}");
+                assert_ne!(
+                    o["error"]["code"], "INPUT_INVALID",
+                    "a usage example failed its own input schema at invoke: {o}"
+                );
             }
         }
         for b in bindings {

@@ -35,7 +35,10 @@ unsafe extern "C" fn handler(_: *mut c_void, inv: *mut rcip_invocation) {
     rcip_invocation_free(inv);
 }
 unsafe extern "C" fn unavailable(_: *mut c_void, sink: *mut rcip_availability_sink) -> i32 {
-    assert_eq!(rcip_availability_set(sink, false, c"OFF".as_ptr(), c"switched off".as_ptr()), rcip_result::Ok);
+    assert_eq!(
+        rcip_availability_set(sink, false, c"OFF".as_ptr(), c"switched off".as_ptr()),
+        rcip_result::Ok
+    );
     0
 }
 unsafe extern "C" fn failing(_: *mut c_void, _: *mut rcip_availability_sink) -> i32 {
@@ -78,7 +81,9 @@ fn expect_context(text: &[u8]) -> Ctx {
     if m.keys().any(|k| k != "activeScopeIds" && k != "primaryScopeId") {
         return Ctx::Shape;
     }
-    let Some(Value::Array(items)) = m.get("activeScopeIds") else { return Ctx::Shape };
+    let Some(Value::Array(items)) = m.get("activeScopeIds") else {
+        return Ctx::Shape;
+    };
     let mut active = Vec::new();
     for i in items {
         let Value::String(s) = i else { return Ctx::Shape };
@@ -109,7 +114,9 @@ fn expect_list(text: &[u8], snapshot: &Value) -> Result<Option<Vec<Value>>, rcip
         Err(true) => return Err(rcip_result::InvalidJson),
         Err(false) => return Ok(None),
     };
-    let Value::Object(m) = v else { return Err(rcip_result::InvalidArgument) };
+    let Value::Object(m) = v else {
+        return Err(rcip_result::InvalidArgument);
+    };
     let (mut current, mut available, mut scope, mut effect) = (false, false, String::new(), String::new());
     for (k, v) in &m {
         match (k.as_str(), v) {
@@ -161,17 +168,48 @@ fuzz_target!(|data: &[u8]| {
         let host = rcip_runtime_host(runtime);
         let client = rcip_runtime_client(runtime);
         let mut bindings = Vec::new();
-        for (id, avail) in [("items.list", None), ("mail.send", Some(unavailable as _)), ("misc.any", Some(failing as _)), ("items.purge", None)] {
+        for (id, avail) in [
+            ("items.list", None),
+            ("mail.send", Some(unavailable as _)),
+            ("misc.any", Some(failing as _)),
+            ("items.purge", None),
+        ] {
             let id = cstr(id);
             let mut b = ptr::null_mut();
-            assert_eq!(rcip_host_bind(host, id.as_ptr().cast(), Some(handler), avail, ptr::null_mut(), None, &mut b), rcip_result::Ok);
+            assert_eq!(
+                rcip_host_bind(
+                    host,
+                    id.as_ptr().cast(),
+                    Some(handler),
+                    avail,
+                    ptr::null_mut(),
+                    None,
+                    &mut b
+                ),
+                rcip_result::Ok
+            );
             bindings.push(b);
         }
         // Start from a non-empty context, so that "nothing changes" shows.
-        assert_eq!(rcip_host_set_context(host, cr#"{"activeScopeIds": ["other"], "primaryScopeId": "other"}"#.as_ptr()), rcip_result::Ok);
+        assert_eq!(
+            rcip_host_set_context(
+                host,
+                cr#"{"activeScopeIds": ["other"], "primaryScopeId": "other"}"#.as_ptr()
+            ),
+            rcip_result::Ok
+        );
         let notified = AtomicU64::new(0);
         let mut sub = ptr::null_mut();
-        assert_eq!(rcip_client_subscribe(client, Some(count), &notified as *const _ as *mut c_void, None, &mut sub), rcip_result::Ok);
+        assert_eq!(
+            rcip_client_subscribe(
+                client,
+                Some(count),
+                &notified as *const _ as *mut c_void,
+                None,
+                &mut sub
+            ),
+            rcip_result::Ok
+        );
 
         let before = snapshot(client);
         let rc = rcip_host_set_context(host, ctx_c.as_ptr().cast());
@@ -203,7 +241,10 @@ fuzz_target!(|data: &[u8]| {
             assert!(
                 matches!(
                     rc,
-                    rcip_result::InvalidJson | rcip_result::InvalidArgument | rcip_result::UnknownScope | rcip_result::PrimaryNotActive
+                    rcip_result::InvalidJson
+                        | rcip_result::InvalidArgument
+                        | rcip_result::UnknownScope
+                        | rcip_result::PrimaryNotActive
                 ),
                 "undocumented code {rc:?}"
             );

@@ -50,7 +50,10 @@ unsafe extern "C" fn handler(_: *mut c_void, inv: *mut rcip_invocation) {
 }
 
 unsafe extern "C" fn allow(_: *mut c_void, req: *mut rcip_policy_request) {
-    assert_eq!(rcip_policy_request_decide(req, cr#"{"decision": "allow"}"#.as_ptr()), rcip_result::Ok);
+    assert_eq!(
+        rcip_policy_request_decide(req, cr#"{"decision": "allow"}"#.as_ptr()),
+        rcip_result::Ok
+    );
     rcip_policy_request_free(req);
 }
 
@@ -73,7 +76,9 @@ fn oracle(text: &[u8]) -> Option<bool> {
     if brackets > 2000 {
         return None;
     }
-    let Ok(s) = std::str::from_utf8(text) else { return Some(false) };
+    let Ok(s) = std::str::from_utf8(text) else {
+        return Some(false);
+    };
     if s.starts_with('\u{feff}') {
         return Some(false);
     }
@@ -105,7 +110,9 @@ unsafe fn invoke(client: *const rcip_client, cap: &str, text: &[u8]) -> Value {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&choice, rest)) = data.split_first() else { return };
+    let Some((&choice, rest)) = data.split_first() else {
+        return;
+    };
     let cap = CAPABILITIES[(choice & 7) as usize % CAPABILITIES.len()];
     let echo = choice & 8 == 0;
     let text = &cbytes(rest)[..];
@@ -116,7 +123,10 @@ fuzz_target!(|data: &[u8]| {
     unsafe {
         let mut builder = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(catalog(), &mut builder), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_policy(builder, Some(allow), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, Some(allow), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
         assert_eq!(rcip_runtime_builder_set_manual_timers(builder, true), rcip_result::Ok);
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
@@ -126,7 +136,18 @@ fuzz_target!(|data: &[u8]| {
         for id in CAPABILITIES {
             let id = cstr(id);
             let mut b = ptr::null_mut();
-            assert_eq!(rcip_host_bind(host, id.as_ptr().cast(), Some(handler), None, ptr::null_mut(), None, &mut b), rcip_result::Ok);
+            assert_eq!(
+                rcip_host_bind(
+                    host,
+                    id.as_ptr().cast(),
+                    Some(handler),
+                    None,
+                    ptr::null_mut(),
+                    None,
+                    &mut b
+                ),
+                rcip_result::Ok
+            );
             bindings.push(b);
         }
 
@@ -134,14 +155,21 @@ fuzz_target!(|data: &[u8]| {
         let code = outcome["error"]["code"].as_str().unwrap_or("");
         let not_json = code == "INPUT_INVALID" && outcome["error"].get("validationIssues").is_none();
         if let Some(is_json) = oracle(text) {
-            assert_eq!(!not_json, is_json, "rcip and the oracle disagree on whether this is JSON: {outcome}");
+            assert_eq!(
+                !not_json, is_json,
+                "rcip and the oracle disagree on whether this is JSON: {outcome}"
+            );
         }
         let seen = SEEN_INPUTS.with(|s| s.borrow().clone());
         assert!(seen.len() <= 1);
         if let Some(copy) = seen.first() {
             if echo && cap == "misc.any" {
                 assert_eq!(outcome["status"], "succeeded", "{outcome}");
-                assert_eq!(outcome["output"], json(copy), "an echoed input comes back as the output");
+                assert_eq!(
+                    outcome["output"],
+                    json(copy),
+                    "an echoed input comes back as the output"
+                );
             }
             // The copy is canonical: invoking with it gives the same copy.
             ECHO.with(|e| *e.borrow_mut() = true);

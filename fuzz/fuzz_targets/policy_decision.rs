@@ -37,7 +37,11 @@ thread_local! {
 }
 
 unsafe extern "C" fn handler(_: *mut c_void, inv: *mut rcip_invocation) {
-    let out = if borrowed(rcip_invocation_capability_id(inv)).unwrap() == "items.write" { c"{\"ok\": true}" } else { c"{}" };
+    let out = if borrowed(rcip_invocation_capability_id(inv)).unwrap() == "items.write" {
+        c"{\"ok\": true}"
+    } else {
+        c"{}"
+    };
     assert_eq!(rcip_invocation_complete(inv, out.as_ptr()), rcip_result::Ok);
     rcip_invocation_free(inv);
 }
@@ -81,7 +85,9 @@ enum Expect {
 }
 
 fn expect(text: &[u8]) -> Expect {
-    let Ok(s) = std::str::from_utf8(text) else { return Expect::NotJson };
+    let Ok(s) = std::str::from_utf8(text) else {
+        return Expect::NotJson;
+    };
     if s.starts_with('\u{feff}') {
         return Expect::NotJson;
     }
@@ -89,7 +95,9 @@ fn expect(text: &[u8]) -> Expect {
         // Deeper than serde's default limit (rcip's is 1000): no oracle.
         return Expect::Skip;
     }
-    let Ok(v) = serde_json::from_str::<Value>(s) else { return Expect::NotJson };
+    let Ok(v) = serde_json::from_str::<Value>(s) else {
+        return Expect::NotJson;
+    };
     let Value::Object(m) = v else { return Expect::WrongShape };
     if m.keys().any(|k| k != "decision" && k != "reason") {
         return Expect::WrongShape;
@@ -109,7 +117,9 @@ fn expect(text: &[u8]) -> Expect {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&choice, rest)) = data.split_first() else { return };
+    let Some((&choice, rest)) = data.split_first() else {
+        return;
+    };
     let cap = CAPABILITIES[(choice & 7) as usize % CAPABILITIES.len()];
     let inline = choice & 8 == 0;
     let text = cbytes(rest);
@@ -120,7 +130,10 @@ fuzz_target!(|data: &[u8]| {
     unsafe {
         let mut builder = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_new(catalog(), &mut builder), rcip_result::Ok);
-        assert_eq!(rcip_runtime_builder_set_policy(builder, Some(policy), ptr::null_mut(), None), rcip_result::Ok);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(builder, Some(policy), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
         assert_eq!(rcip_runtime_builder_set_manual_timers(builder, true), rcip_result::Ok);
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
@@ -128,8 +141,25 @@ fuzz_target!(|data: &[u8]| {
         let client = rcip_runtime_client(runtime);
         let id = cstr(cap);
         let mut b = ptr::null_mut();
-        assert_eq!(rcip_host_bind(host, id.as_ptr().cast(), Some(handler), None, ptr::null_mut(), None, &mut b), rcip_result::Ok);
-        let input = if cap == "items.write" { c"{\"id\": \"x\"}" } else if cap == "mail.send" { c"{\"to\": \"x\"}" } else { c"{}" };
+        assert_eq!(
+            rcip_host_bind(
+                host,
+                id.as_ptr().cast(),
+                Some(handler),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut b
+            ),
+            rcip_result::Ok
+        );
+        let input = if cap == "items.write" {
+            c"{\"id\": \"x\"}"
+        } else if cap == "mail.send" {
+            c"{\"to\": \"x\"}"
+        } else {
+            c"{}"
+        };
         let mut outcomes: Vec<String> = Vec::new();
         let rc = rcip_client_invoke(
             client,
@@ -163,11 +193,19 @@ fuzz_target!(|data: &[u8]| {
             Expect::Skip => {}
             Expect::WrongShape => {
                 assert_eq!(results[0], rcip_result::InvalidArgument, "{o}");
-                assert_eq!(results[1], rcip_result::Ok, "a wrong shape leaves the request undecided");
+                assert_eq!(
+                    results[1],
+                    rcip_result::Ok,
+                    "a wrong shape leaves the request undecided"
+                );
             }
             Expect::Unknown => {
                 assert_eq!(results[0], rcip_result::InvalidArgument);
-                assert_eq!(results[1], rcip_result::AlreadyCompleted, "an unknown decision settles the request");
+                assert_eq!(
+                    results[1],
+                    rcip_result::AlreadyCompleted,
+                    "an unknown decision settles the request"
+                );
                 assert_eq!(code, "POLICY_EVALUATION_FAILED", "{o}");
             }
             Expect::Allow => {
@@ -186,7 +224,11 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(results, [rcip_result::Ok, rcip_result::AlreadyCompleted]);
                 assert_eq!(o["status"], "confirmation_required", "{o}");
                 if let Some(r) = reason {
-                    assert_eq!(o["confirmation"]["description"], r.as_str(), "a confirm reason is the description");
+                    assert_eq!(
+                        o["confirmation"]["description"],
+                        r.as_str(),
+                        "a confirm reason is the description"
+                    );
                 }
             }
         }

@@ -28,7 +28,10 @@ fuzz_target!(|data: &[u8]| {
         let rc = rcip_schema_new(schema_c.as_ptr().cast(), &mut schema);
         no_panic(rc, "rcip_schema_new");
         assert!(
-            matches!(rc, rcip_result::Ok | rcip_result::InvalidJson | rcip_result::InvalidArgument),
+            matches!(
+                rc,
+                rcip_result::Ok | rcip_result::InvalidJson | rcip_result::InvalidArgument
+            ),
             "undocumented code {rc:?}"
         );
         assert_eq!(schema.is_null(), rc != rcip_result::Ok);
@@ -40,7 +43,10 @@ fuzz_target!(|data: &[u8]| {
             let mut out = 1 as *mut std::ffi::c_char;
             let rc = rcip_schema_validate(schema, instance_c.as_ptr().cast(), &mut out);
             no_panic(rc, "rcip_schema_validate");
-            assert!(matches!(rc, rcip_result::Ok | rcip_result::InvalidJson), "undocumented code {rc:?}");
+            assert!(
+                matches!(rc, rcip_result::Ok | rcip_result::InvalidJson),
+                "undocumented code {rc:?}"
+            );
             assert_eq!(out.is_null(), rc != rcip_result::Ok);
             let Some(text) = take(out) else { break };
             let result = json(&text);

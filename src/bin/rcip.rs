@@ -48,7 +48,11 @@ fn check(args: &[String]) -> ExitCode {
         }
     }
     if json_output {
-        let out = if reports.len() == 1 { reports.remove(0) } else { json!(reports) };
+        let out = if reports.len() == 1 {
+            reports.remove(0)
+        } else {
+            json!(reports)
+        };
         println!("{out}");
     }
     if any_problem {
@@ -63,7 +67,11 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("check") => check(&args[1..]),
         Some("version") => {
-            println!("rcip {} (ABI {})", env!("CARGO_PKG_VERSION"), rcip::ffi::string::rcip_abi_version());
+            println!(
+                "rcip {} (ABI {})",
+                env!("CARGO_PKG_VERSION"),
+                rcip::ffi::string::rcip_abi_version()
+            );
             ExitCode::SUCCESS
         }
         _ => {

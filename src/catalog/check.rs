@@ -38,9 +38,16 @@ pub fn is_blank(s: &str) -> bool {
     s.chars().all(|c| {
         matches!(
             c,
-            '\u{0009}' | '\u{000A}' | '\u{000B}' | '\u{000C}' | '\u{000D}' | '\u{0020}' | '\u{00A0}'
-                | '\u{1680}' | '\u{2000}'..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}'
-                | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+            '\u{0009}'
+                | '\u{000A}'
+                | '\u{000B}'
+                | '\u{000C}'
+                | '\u{000D}'
+                | '\u{0020}'
+                | '\u{00A0}'
+                | '\u{1680}'
+                | '\u{2000}'
+                ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
         )
     })
 }
@@ -74,7 +81,12 @@ impl Ctx<'_> {
         allowed: &[&str],
     ) -> Option<&'v Map<String, Value>> {
         let Value::Object(map) = value else {
-            self.problem(pointer, id, "type", format!("{what} must be an object, not {}", kind(value)));
+            self.problem(
+                pointer,
+                id,
+                "type",
+                format!("{what} must be an object, not {}", kind(value)),
+            );
             return None;
         };
         for key in map.keys() {
@@ -113,17 +125,16 @@ impl Ctx<'_> {
         }
     }
 
-    fn string<'v>(
-        &mut self,
-        value: &'v Value,
-        pointer: &str,
-        id: Option<&str>,
-        what: &str,
-    ) -> Option<&'v str> {
+    fn string<'v>(&mut self, value: &'v Value, pointer: &str, id: Option<&str>, what: &str) -> Option<&'v str> {
         match value {
             Value::String(s) => Some(s),
             other => {
-                self.problem(pointer, id, "type", format!("{what} must be a string, not {}", kind(other)));
+                self.problem(
+                    pointer,
+                    id,
+                    "type",
+                    format!("{what} must be a string, not {}", kind(other)),
+                );
                 None
             }
         }
@@ -158,15 +169,14 @@ impl Ctx<'_> {
         }
     }
 
-    fn string_list(
-        &mut self,
-        value: &Value,
-        pointer: &str,
-        id: Option<&str>,
-        what: &str,
-    ) -> Option<Vec<String>> {
+    fn string_list(&mut self, value: &Value, pointer: &str, id: Option<&str>, what: &str) -> Option<Vec<String>> {
         let Value::Array(items) = value else {
-            self.problem(pointer, id, "type", format!("{what} must be an array of strings, not {}", kind(value)));
+            self.problem(
+                pointer,
+                id,
+                "type",
+                format!("{what} must be an array of strings, not {}", kind(value)),
+            );
             return None;
         };
         let mut out = Vec::with_capacity(items.len());
@@ -234,7 +244,10 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
                 "/protocolVersion",
                 None,
                 "protocol version",
-                format!("protocolVersion must be \"{PROTOCOL_VERSION}\", not {}", serde_json::to_string(v).unwrap_or_default()),
+                format!(
+                    "protocolVersion must be \"{PROTOCOL_VERSION}\", not {}",
+                    serde_json::to_string(v).unwrap_or_default()
+                ),
             );
         }
     }
@@ -243,7 +256,13 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
     let application = map.get("application").cloned();
     if let Some(app) = cx.required(map, "", None, "the catalog", "application") {
         let what = "application";
-        if let Some(m) = cx.object(app, "/application", None, what, &["id", "name", "description", "version"]) {
+        if let Some(m) = cx.object(
+            app,
+            "/application",
+            None,
+            what,
+            &["id", "name", "description", "version"],
+        ) {
             if let Some(id) = cx.required_string(m, "/application", None, what, "id") {
                 cx.identifier(id, "/application/id", "application id");
             }
@@ -300,7 +319,12 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
                     }
                 }
             }
-            other => cx.problem("/scopes", None, "type", format!("scopes must be an array, not {}", kind(other))),
+            other => cx.problem(
+                "/scopes",
+                None,
+                "type",
+                format!("scopes must be an array, not {}", kind(other)),
+            ),
         }
     }
     for (pointer, id, parent) in parents {
@@ -344,11 +368,26 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
         serde_json::to_string(&application).ok()?,
         serde_json::to_string(&map.get("scopes")?).ok()?
     );
-    Some(CatalogInner { application, scopes, capabilities, capability_index, scope_index, snapshot_head })
+    Some(CatalogInner {
+        application,
+        scopes,
+        capabilities,
+        capability_index,
+        scope_index,
+        snapshot_head,
+    })
 }
 
 const CAPABILITY_KEYS: &[&str] = &[
-    "id", "title", "description", "scopeIds", "effect", "inputSchema", "outputSchema", "tags", "usage",
+    "id",
+    "title",
+    "description",
+    "scopeIds",
+    "effect",
+    "inputSchema",
+    "outputSchema",
+    "tags",
+    "usage",
 ];
 
 fn check_capability(
@@ -425,13 +464,18 @@ fn check_capability(
     // Schemas are compiled at load (rcip decision, PIPELINE.md section 1).
     let mut compiled = [None, None];
     for (slot, key) in ["inputSchema", "outputSchema"].into_iter().enumerate() {
-        let Some(schema) = cx.required(m, &p, id, &what, key) else { continue };
+        let Some(schema) = cx.required(m, &p, id, &what, key) else {
+            continue;
+        };
         if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
             cx.problem(
                 &format!("{p}/{key}"),
                 id,
                 "type",
-                format!("{what} field \"{key}\" must be a JSON Schema (an object or a boolean), not {}", kind(schema)),
+                format!(
+                    "{what} field \"{key}\" must be a JSON Schema (an object or a boolean), not {}",
+                    kind(schema)
+                ),
             );
             continue;
         }
@@ -506,7 +550,11 @@ fn check_capability(
                                                 let list: Vec<String> = issues
                                                     .iter()
                                                     .map(|i| {
-                                                        let at = if i.instance_path.is_empty() { "/" } else { &i.instance_path };
+                                                        let at = if i.instance_path.is_empty() {
+                                                            "/"
+                                                        } else {
+                                                            &i.instance_path
+                                                        };
                                                         format!("{at} {} ({})", i.message, i.keyword)
                                                     })
                                                     .collect();
@@ -596,10 +644,20 @@ mod tests {
 
     #[test]
     fn identifiers() {
-        for ok in ["a1", "a_b", "a-b.c", "a.b2c", "aB", "polls.prepareCreate", "polls-archive_v2"] {
+        for ok in [
+            "a1",
+            "a_b",
+            "a-b.c",
+            "a.b2c",
+            "aB",
+            "polls.prepareCreate",
+            "polls-archive_v2",
+        ] {
             assert!(is_identifier(ok), "{ok}");
         }
-        for bad in ["ab.", "a__b", "a-_b", "_a", "a.1", "a-1b", "a.B", "2polls", "", "a\n", "é", "a b"] {
+        for bad in [
+            "ab.", "a__b", "a-_b", "_a", "a.1", "a-1b", "a.B", "2polls", "", "a\n", "é", "a b",
+        ] {
             assert!(!is_identifier(bad), "{bad:?}");
         }
     }

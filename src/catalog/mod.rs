@@ -82,7 +82,10 @@ pub struct CapabilityDef {
 
 impl fmt::Debug for CapabilityDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CapabilityDef").field("id", &self.id).field("effect", &self.effect).finish()
+        f.debug_struct("CapabilityDef")
+            .field("id", &self.id)
+            .field("effect", &self.effect)
+            .finish()
     }
 }
 
@@ -102,7 +105,11 @@ pub struct CatalogProblem {
 
 impl fmt::Display for CatalogProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "/".to_string() } else { self.pointer.clone() };
+        let at = if self.pointer.is_empty() {
+            "/".to_string()
+        } else {
+            self.pointer.clone()
+        };
         match &self.id {
             Some(id) => write!(f, "{at} ({id}): {}: {}", self.rule, self.message),
             None => write!(f, "{at}: {}: {}", self.rule, self.message),
@@ -138,7 +145,11 @@ impl fmt::Display for CatalogError {
             Some(p) => {
                 write!(f, "invalid catalog: {p}")?;
                 if self.problems.len() > 1 {
-                    write!(f, " (and {} more problems; rcip_catalog_check lists them all)", self.problems.len() - 1)?;
+                    write!(
+                        f,
+                        " (and {} more problems; rcip_catalog_check lists them all)",
+                        self.problems.len() - 1
+                    )?;
                 }
                 Ok(())
             }
@@ -164,7 +175,9 @@ pub struct Catalog {
 
 impl fmt::Debug for Catalog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Catalog").field("capabilities", &self.inner.capabilities.len()).finish()
+        f.debug_struct("Catalog")
+            .field("capabilities", &self.inner.capabilities.len())
+            .finish()
     }
 }
 
@@ -174,7 +187,10 @@ pub const CATALOG_MAX_DEPTH: usize = 1000;
 impl Catalog {
     /// Checks and compiles catalog text (UTF-8 JSON).
     pub fn from_bytes(bytes: &[u8]) -> Result<Catalog, CatalogError> {
-        let limits = crate::json::Limits { max_bytes: usize::MAX, max_depth: CATALOG_MAX_DEPTH };
+        let limits = crate::json::Limits {
+            max_bytes: usize::MAX,
+            max_depth: CATALOG_MAX_DEPTH,
+        };
         let value = crate::json::parse_bytes(bytes, &limits).map_err(|e| CatalogError {
             problems: vec![CatalogProblem {
                 pointer: String::new(),

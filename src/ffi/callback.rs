@@ -144,7 +144,11 @@ unsafe impl Sync for UserData {}
 
 impl UserData {
     pub(crate) fn new(ptr: *mut c_void, free: rcip_user_data_free_callback) -> UserData {
-        UserData { ptr, free, armed: std::sync::atomic::AtomicBool::new(true) }
+        UserData {
+            ptr,
+            free,
+            armed: std::sync::atomic::AtomicBool::new(true),
+        }
     }
 
     /// After a failed registration: the host keeps its data, so
@@ -198,7 +202,9 @@ impl Handler for CBinding {
 
 impl AvailabilityCheck for CBinding {
     fn check(&self) -> Result<Availability, ()> {
-        let Some(cb) = self.availability else { return Ok(Availability::available()) };
+        let Some(cb) = self.availability else {
+            return Ok(Availability::available());
+        };
         let mut sink = rcip_availability_sink::new();
         // Safety: the sink lives across the call, as documented.
         let rc = unsafe { cb(self.user_data.ptr(), &mut sink) };
@@ -234,7 +240,10 @@ impl COnce {
         user_data: *mut c_void,
         user_data_free: rcip_user_data_free_callback,
     ) -> Box<COnce> {
-        Box::new(COnce { cb, user_data: UserData::new(user_data, user_data_free) })
+        Box::new(COnce {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        })
     }
 }
 

@@ -39,7 +39,10 @@ pub unsafe extern "C" fn rcip_cancel_token_new(token_out: *mut *mut rcip_cancel_
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_cancel_token_clone(token: *const rcip_cancel_token, token_out: *mut *mut rcip_cancel_token) -> rcip_result {
+pub unsafe extern "C" fn rcip_cancel_token_clone(
+    token: *const rcip_cancel_token,
+    token_out: *mut *mut rcip_cancel_token,
+) -> rcip_result {
     ffi_guard!({
         let out = out_arg(token_out, "token_out")?;
         *out = std::ptr::null_mut();

@@ -40,12 +40,16 @@ pub struct rcip_catalog(pub(crate) Catalog);
 /// Thread safety: any thread.
 /// Rule: PIPELINE.md section 1; every schema compiles at load (rcip).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_catalog_new(catalog_json: *const c_char, catalog_out: *mut *mut rcip_catalog) -> rcip_result {
+pub unsafe extern "C" fn rcip_catalog_new(
+    catalog_json: *const c_char,
+    catalog_out: *mut *mut rcip_catalog,
+) -> rcip_result {
     ffi_guard!({
         let out = out_arg(catalog_out, "catalog_out")?;
         *out = std::ptr::null_mut();
         let text = bytes_arg(catalog_json, "catalog_json")?;
-        let catalog = Catalog::from_bytes(text).map_err(|e| FfiError::new(rcip_result::InvalidCatalog, e.to_string()))?;
+        let catalog =
+            Catalog::from_bytes(text).map_err(|e| FfiError::new(rcip_result::InvalidCatalog, e.to_string()))?;
         *out = Box::into_raw(Box::new(rcip_catalog(catalog)));
         Ok(())
     })

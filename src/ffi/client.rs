@@ -39,7 +39,10 @@ pub struct rcip_subscription(#[allow(dead_code)] Option<Subscription>);
 /// host code.
 /// Rule: PIPELINE.md section 2.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_client_snapshot(client: *const rcip_client, snapshot_out: *mut *const rcip_snapshot) -> rcip_result {
+pub unsafe extern "C" fn rcip_client_snapshot(
+    client: *const rcip_client,
+    snapshot_out: *mut *const rcip_snapshot,
+) -> rcip_result {
     ffi_guard!({
         let out = out_arg(snapshot_out, "snapshot_out")?;
         *out = std::ptr::null();
@@ -114,7 +117,10 @@ pub unsafe extern "C" fn rcip_client_subscribe(
         *out = std::ptr::null_mut();
         let client = client_arg(client)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
-        let subscriber = Arc::new(CSubscriber { cb, user_data: UserData::new(user_data, user_data_free) });
+        let subscriber = Arc::new(CSubscriber {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        });
         match client.subscribe(subscriber.clone()) {
             Ok(s) => {
                 *out = Box::into_raw(Box::new(rcip_subscription(Some(s))));

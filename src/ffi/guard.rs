@@ -15,7 +15,10 @@ pub(crate) struct FfiError {
 
 impl FfiError {
     pub(crate) fn new(code: rcip_result, message: impl Into<String>) -> FfiError {
-        FfiError { code, message: message.into() }
+        FfiError {
+            code,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn null(name: &str) -> FfiError {
@@ -111,9 +114,12 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, name: &str) -> FfiResult<&'
     if ptr.is_null() {
         return Err(FfiError::null(name));
     }
-    CStr::from_ptr(ptr)
-        .to_str()
-        .map_err(|e| FfiError::new(rcip_result::InvalidUtf8, format!("{name} is not valid UTF-8 (byte {})", e.valid_up_to())))
+    CStr::from_ptr(ptr).to_str().map_err(|e| {
+        FfiError::new(
+            rcip_result::InvalidUtf8,
+            format!("{name} is not valid UTF-8 (byte {})", e.valid_up_to()),
+        )
+    })
 }
 
 /// An optional string argument (NULL = none).
@@ -165,16 +171,25 @@ mod tests {
     fn a_panic_comes_back_as_panic_with_a_message() {
         let rc = run(|| panic!("boom"));
         assert_eq!(rc, rcip_result::Panic);
-        let msg = unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap().to_string();
+        let msg = unsafe { CStr::from_ptr(rcip_last_error_message()) }
+            .to_str()
+            .unwrap()
+            .to_string();
         assert!(msg.contains("boom"), "{msg}");
         assert_eq!(run_or(7, || -> i32 { panic!("again") }), 7);
         // A plain-value export keeps the message, even if it made calls.
-        let kept = unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap().to_string();
+        let kept = unsafe { CStr::from_ptr(rcip_last_error_message()) }
+            .to_str()
+            .unwrap()
+            .to_string();
         assert_eq!(kept, msg);
         run_or((), || {
             let _ = run(|| Ok(()));
         });
-        assert_eq!(unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap(), msg);
+        assert_eq!(
+            unsafe { CStr::from_ptr(rcip_last_error_message()) }.to_str().unwrap(),
+            msg
+        );
         assert_eq!(run(|| Ok(())), rcip_result::Ok);
         assert!(rcip_last_error_message().is_null(), "success clears the message");
         assert_eq!(run(|| Err(FfiError::null("thing"))), rcip_result::NullArgument);

@@ -2,8 +2,8 @@
 
 use super::binding::rcip_binding;
 use super::callback::{
-    rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CBinding, COnce,
-    UserData,
+    rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CBinding,
+    COnce, UserData,
 };
 use super::guard::{bytes_arg, ffi_guard, out_arg, ref_arg, str_arg, FfiError, FfiResult};
 use super::result::rcip_result;
@@ -52,9 +52,16 @@ pub unsafe extern "C" fn rcip_host_bind(
         let host = host_arg(host)?;
         let capability_id = str_arg(capability_id, "capability_id")?;
         let handler = handler.ok_or_else(|| FfiError::null("handler"))?;
-        let callbacks = Arc::new(CBinding { handler, availability, user_data: UserData::new(user_data, user_data_free) });
-        let check: Option<Arc<dyn AvailabilityCheck>> =
-            if availability.is_some() { Some(callbacks.clone() as Arc<dyn AvailabilityCheck>) } else { None };
+        let callbacks = Arc::new(CBinding {
+            handler,
+            availability,
+            user_data: UserData::new(user_data, user_data_free),
+        });
+        let check: Option<Arc<dyn AvailabilityCheck>> = if availability.is_some() {
+            Some(callbacks.clone() as Arc<dyn AvailabilityCheck>)
+        } else {
+            None
+        };
         let handler = callbacks.clone() as Arc<dyn Handler>;
         match host.bind(capability_id, handler, check) {
             Ok(binding) => {

@@ -27,7 +27,12 @@ pub struct rcip_invocation {
 
 impl rcip_invocation {
     pub(crate) fn new(inner: Invocation) -> Self {
-        rcip_invocation { inner, id: OnceCell::new(), capability_id: OnceCell::new(), token: OnceCell::new() }
+        rcip_invocation {
+            inner,
+            id: OnceCell::new(),
+            capability_id: OnceCell::new(),
+            token: OnceCell::new(),
+        }
     }
 }
 
@@ -61,7 +66,10 @@ pub unsafe extern "C" fn rcip_invocation_capability_id(invocation: *const rcip_i
     ffi_guard_or!(std::ptr::null(), {
         match invocation.as_ref() {
             None => std::ptr::null(),
-            Some(h) => h.capability_id.get_or_init(|| c_string(h.inner.capability_id())).as_ptr(),
+            Some(h) => h
+                .capability_id
+                .get_or_init(|| c_string(h.inner.capability_id()))
+                .as_ptr(),
         }
     })
 }
@@ -121,7 +129,9 @@ pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_in
     ffi_guard_or!(std::ptr::null(), {
         match invocation.as_ref() {
             None => std::ptr::null(),
-            Some(h) => &**h.token.get_or_init(|| Box::new(rcip_cancel_token(h.inner.cancel_token()))) as *const _,
+            Some(h) => &**h
+                .token
+                .get_or_init(|| Box::new(rcip_cancel_token(h.inner.cancel_token()))) as *const _,
         }
     })
 }
@@ -144,7 +154,10 @@ pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_in
 /// inside it).
 /// Rule: PIPELINE.md section 4 steps 18–20, section 8.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_invocation_complete(invocation: *const rcip_invocation, output_json: *const c_char) -> rcip_result {
+pub unsafe extern "C" fn rcip_invocation_complete(
+    invocation: *const rcip_invocation,
+    output_json: *const c_char,
+) -> rcip_result {
     ffi_guard!({
         let h = ref_arg(invocation, "invocation")?;
         let output = bytes_arg(output_json, "output_json")?;

@@ -138,7 +138,12 @@ pub unsafe extern "C" fn rcip_mcp_session_new(
             McpOptions::from_value(&value).map_err(|e| FfiError::new(rcip_result::InvalidArgument, e))?
         };
         let messages = on_message.map(|cb| {
-            Arc::new(CMessages { cb, user_data, free: user_data_free, armed: AtomicBool::new(false) })
+            Arc::new(CMessages {
+                cb,
+                user_data,
+                free: user_data_free,
+                armed: AtomicBool::new(false),
+            })
         });
         let output: Arc<dyn McpOutput> = match &messages {
             Some(m) => m.clone(),
@@ -178,7 +183,10 @@ pub unsafe extern "C" fn rcip_mcp_session_new(
 /// thread that is delivering messages.
 /// Rule: JSON-RPC 2.0; MCP 2025-11-25 base protocol.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_mcp_session_receive(session: *const rcip_mcp_session, message_json: *const c_char) -> rcip_result {
+pub unsafe extern "C" fn rcip_mcp_session_receive(
+    session: *const rcip_mcp_session,
+    message_json: *const c_char,
+) -> rcip_result {
     ffi_guard!({
         let session = ref_arg(session, "session")?;
         let message = bytes_arg(message_json, "message_json")?;
@@ -210,9 +218,10 @@ pub unsafe extern "C" fn rcip_mcp_session_serve_stdio(session: *const rcip_mcp_s
     ffi_guard!({
         let session = ref_arg(session, "session")?;
         match session.0.serve_stdio() {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                Err(FfiError::new(rcip_result::AlreadyUsed, "the session is already serving standard input"))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(FfiError::new(
+                rcip_result::AlreadyUsed,
+                "the session is already serving standard input",
+            )),
             _ => Ok(()),
         }
     })
@@ -253,7 +262,9 @@ mod tests {
 
     unsafe extern "C" fn collect(user_data: *mut c_void, message: *const c_char) {
         let seen = &*(user_data as *const Seen);
-        seen.messages.lock().push(CStr::from_ptr(message).to_str().unwrap().to_string());
+        seen.messages
+            .lock()
+            .push(CStr::from_ptr(message).to_str().unwrap().to_string());
     }
 
     unsafe extern "C" fn count_free(user_data: *mut c_void) {
@@ -272,11 +283,20 @@ mod tests {
         let text = CString::new(catalog).unwrap();
         let mut c: *mut rcip_catalog = std::ptr::null_mut();
         unsafe {
-            assert_eq!(crate::ffi::catalog::rcip_catalog_new(text.as_ptr(), &mut c), rcip_result::Ok);
+            assert_eq!(
+                crate::ffi::catalog::rcip_catalog_new(text.as_ptr(), &mut c),
+                rcip_result::Ok
+            );
             let mut b = std::ptr::null_mut();
-            assert_eq!(crate::ffi::runtime::rcip_runtime_builder_new(c, &mut b), rcip_result::Ok);
+            assert_eq!(
+                crate::ffi::runtime::rcip_runtime_builder_new(c, &mut b),
+                rcip_result::Ok
+            );
             let mut r = std::ptr::null_mut();
-            assert_eq!(crate::ffi::runtime::rcip_runtime_builder_build(b, &mut r), rcip_result::Ok);
+            assert_eq!(
+                crate::ffi::runtime::rcip_runtime_builder_build(b, &mut r),
+                rcip_result::Ok
+            );
             crate::ffi::catalog::rcip_catalog_free(c);
             r
         }
@@ -289,19 +309,39 @@ mod tests {
         let data = &seen as *const Seen as *mut c_void;
         let mut session = std::ptr::null_mut();
         unsafe {
-            assert_eq!(rcip_mcp_session_new(rt, std::ptr::null(), Some(collect), data, Some(count_free), &mut session), rcip_result::Ok);
+            assert_eq!(
+                rcip_mcp_session_new(
+                    rt,
+                    std::ptr::null(),
+                    Some(collect),
+                    data,
+                    Some(count_free),
+                    &mut session
+                ),
+                rcip_result::Ok
+            );
             let ping = CString::new(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
             assert_eq!(rcip_mcp_session_receive(session, ping.as_ptr()), rcip_result::Ok);
             let bad = CString::new("{oops").unwrap();
             assert_eq!(rcip_mcp_session_receive(session, bad.as_ptr()), rcip_result::Ok);
-            assert_eq!(rcip_mcp_session_receive(session, std::ptr::null()), rcip_result::NullArgument);
-            assert_eq!(rcip_mcp_session_receive(std::ptr::null(), ping.as_ptr()), rcip_result::NullArgument);
-            assert_eq!(rcip_mcp_session_serve_stdio(std::ptr::null()), rcip_result::NullArgument);
+            assert_eq!(
+                rcip_mcp_session_receive(session, std::ptr::null()),
+                rcip_result::NullArgument
+            );
+            assert_eq!(
+                rcip_mcp_session_receive(std::ptr::null(), ping.as_ptr()),
+                rcip_result::NullArgument
+            );
+            assert_eq!(
+                rcip_mcp_session_serve_stdio(std::ptr::null()),
+                rcip_result::NullArgument
+            );
             // The runtime may go first: the session answers internal errors.
             crate::ffi::runtime::rcip_runtime_free(rt);
             let init = CString::new(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}"#).unwrap();
             assert_eq!(rcip_mcp_session_receive(session, init.as_ptr()), rcip_result::Ok);
-            let call = CString::new(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a.read"}}"#).unwrap();
+            let call =
+                CString::new(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a.read"}}"#).unwrap();
             assert_eq!(rcip_mcp_session_receive(session, call.as_ptr()), rcip_result::Ok);
             assert_eq!(seen.freed.load(Ordering::SeqCst), 0);
             rcip_mcp_session_free(session);
@@ -326,20 +366,44 @@ mod tests {
         ] {
             let text = CString::new(options).unwrap();
             let mut session = std::ptr::NonNull::dangling().as_ptr();
-            let rc = unsafe { rcip_mcp_session_new(rt, text.as_ptr(), Some(collect), data, Some(count_free), &mut session) };
+            let rc =
+                unsafe { rcip_mcp_session_new(rt, text.as_ptr(), Some(collect), data, Some(count_free), &mut session) };
             assert_eq!(rc, code, "{options}");
             assert!(session.is_null(), "the out-param is NULL on failure");
         }
         let mut session = std::ptr::null_mut();
-        let rc = unsafe { rcip_mcp_session_new(std::ptr::null(), std::ptr::null(), None, data, Some(count_free), &mut session) };
+        let rc = unsafe {
+            rcip_mcp_session_new(
+                std::ptr::null(),
+                std::ptr::null(),
+                None,
+                data,
+                Some(count_free),
+                &mut session,
+            )
+        };
         assert_eq!(rc, rcip_result::NullArgument);
-        let rc = unsafe { rcip_mcp_session_new(rt, std::ptr::null(), None, data, Some(count_free), std::ptr::null_mut()) };
+        let rc =
+            unsafe { rcip_mcp_session_new(rt, std::ptr::null(), None, data, Some(count_free), std::ptr::null_mut()) };
         assert_eq!(rc, rcip_result::NullArgument);
         // A closed runtime refuses a new session.
         unsafe { (*rt).0.close() };
-        let rc = unsafe { rcip_mcp_session_new(rt, std::ptr::null(), Some(collect), data, Some(count_free), &mut session) };
+        let rc = unsafe {
+            rcip_mcp_session_new(
+                rt,
+                std::ptr::null(),
+                Some(collect),
+                data,
+                Some(count_free),
+                &mut session,
+            )
+        };
         assert_eq!(rc, rcip_result::Closed);
-        assert_eq!(seen.freed.load(Ordering::SeqCst), 0, "user_data_free never runs after a failed registration");
+        assert_eq!(
+            seen.freed.load(Ordering::SeqCst),
+            0,
+            "user_data_free never runs after a failed registration"
+        );
         assert!(seen.messages.lock().is_empty());
         unsafe { crate::ffi::runtime::rcip_runtime_free(rt) };
     }
@@ -351,7 +415,10 @@ mod tests {
         let data = &seen as *const Seen as *mut c_void;
         let mut session = std::ptr::null_mut();
         unsafe {
-            assert_eq!(rcip_mcp_session_new(rt, std::ptr::null(), None, data, Some(count_free), &mut session), rcip_result::Ok);
+            assert_eq!(
+                rcip_mcp_session_new(rt, std::ptr::null(), None, data, Some(count_free), &mut session),
+                rcip_result::Ok
+            );
             assert_eq!(seen.freed.load(Ordering::SeqCst), 1);
             rcip_mcp_session_free(session);
             crate::ffi::runtime::rcip_runtime_free(rt);

@@ -11,12 +11,12 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
-pub(crate) mod guard;
 pub mod binding;
 pub mod callback;
 pub mod cancel;
 pub mod catalog;
 pub mod client;
+pub(crate) mod guard;
 pub mod host;
 pub mod invocation;
 pub mod mcp;

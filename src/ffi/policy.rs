@@ -24,7 +24,10 @@ pub struct rcip_policy_request {
 
 impl rcip_policy_request {
     pub(crate) fn new(inner: PolicyRequest) -> Self {
-        rcip_policy_request { inner, invocation_id: OnceCell::new() }
+        rcip_policy_request {
+            inner,
+            invocation_id: OnceCell::new(),
+        }
     }
 }
 
@@ -91,7 +94,10 @@ pub unsafe extern "C" fn rcip_policy_request_invocation_id(request: *const rcip_
 /// the policy callback returns when called inside it.
 /// Rule: PIPELINE.md section 4 steps 11–16, section 8.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_policy_request_decide(request: *const rcip_policy_request, decision_json: *const c_char) -> rcip_result {
+pub unsafe extern "C" fn rcip_policy_request_decide(
+    request: *const rcip_policy_request,
+    decision_json: *const c_char,
+) -> rcip_result {
     ffi_guard!({
         let r = ref_arg(request, "request")?;
         let text = bytes_arg(decision_json, "decision_json")?;

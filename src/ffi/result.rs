@@ -1,7 +1,7 @@
 //! Result codes and the per-thread error message (STYLE.md section 3).
 
-use std::cell::RefCell;
 use super::guard::ffi_guard_or;
+use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 
 /// The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so

@@ -92,12 +92,17 @@ fn settings(b: &mut rcip_runtime_builder) -> &mut RuntimeBuilder {
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_runtime_builder_new(catalog: *const rcip_catalog, builder_out: *mut *mut rcip_runtime_builder) -> rcip_result {
+pub unsafe extern "C" fn rcip_runtime_builder_new(
+    catalog: *const rcip_catalog,
+    builder_out: *mut *mut rcip_runtime_builder,
+) -> rcip_result {
     ffi_guard!({
         let out = out_arg(builder_out, "builder_out")?;
         *out = std::ptr::null_mut();
         let catalog = ref_arg(catalog, "catalog")?;
-        *out = Box::into_raw(Box::new(rcip_runtime_builder { inner: Some(RuntimeBuilder::new(&catalog.0)) }));
+        *out = Box::into_raw(Box::new(rcip_runtime_builder {
+            inner: Some(RuntimeBuilder::new(&catalog.0)),
+        }));
         Ok(())
     })
 }
@@ -113,7 +118,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_new(catalog: *const rcip_catalog, 
 /// Thread safety: one thread at a time per builder.
 /// Rule: seed, "Default expiry is two minutes"; PIPELINE.md section 5.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *mut rcip_runtime_builder, ttl_ms: u64) -> rcip_result {
+pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(
+    builder: *mut rcip_runtime_builder,
+    ttl_ms: u64,
+) -> rcip_result {
     ffi_guard!({
         let b = builder_mut(builder)?;
         settings(b).confirmation_ttl_ms(ttl_ms)?;
@@ -132,7 +140,11 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 8 (limits).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_runtime_builder_set_limits(builder: *mut rcip_runtime_builder, max_payload_len: usize, max_depth: usize) -> rcip_result {
+pub unsafe extern "C" fn rcip_runtime_builder_set_limits(
+    builder: *mut rcip_runtime_builder,
+    max_payload_len: usize,
+    max_depth: usize,
+) -> rcip_result {
     ffi_guard!({
         let b = builder_mut(builder)?;
         settings(b).limits(max_payload_len, max_depth)?;
@@ -162,7 +174,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_policy(
     ffi_guard!({
         let b = builder_mut(builder)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
-        let policy = Arc::new(CPolicy { cb, user_data: UserData::new(user_data, user_data_free) });
+        let policy = Arc::new(CPolicy {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        });
         settings(b).policy(policy);
         Ok(())
     })
@@ -188,7 +203,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_callback(
     ffi_guard!({
         let b = builder_mut(builder)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
-        let observer = Arc::new(CEvents { cb, user_data: UserData::new(user_data, user_data_free) });
+        let observer = Arc::new(CEvents {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        });
         settings(b).confirmation_observer(observer);
         Ok(())
     })
@@ -213,7 +231,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_add_event_observer(
     ffi_guard!({
         let b = builder_mut(builder)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
-        let observer = Arc::new(CEvents { cb, user_data: UserData::new(user_data, user_data_free) });
+        let observer = Arc::new(CEvents {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        });
         settings(b).event_observer(observer);
         Ok(())
     })
@@ -237,7 +258,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_clock(
     ffi_guard!({
         let b = builder_mut(builder)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
-        let clock = Arc::new(CClock { cb, user_data: UserData::new(user_data, user_data_free) });
+        let clock = Arc::new(CClock {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        });
         settings(b).clock(clock);
         Ok(())
     })
@@ -261,7 +285,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_id_generator(
     ffi_guard!({
         let b = builder_mut(builder)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
-        let ids = Arc::new(CIds { cb, user_data: UserData::new(user_data, user_data_free) });
+        let ids = Arc::new(CIds {
+            cb,
+            user_data: UserData::new(user_data, user_data_free),
+        });
         settings(b).id_generator(ids);
         Ok(())
     })
@@ -277,7 +304,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_id_generator(
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 7.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(builder: *mut rcip_runtime_builder, manual: bool) -> rcip_result {
+pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(
+    builder: *mut rcip_runtime_builder,
+    manual: bool,
+) -> rcip_result {
     ffi_guard!({
         let b = builder_mut(builder)?;
         settings(b).manual_timers(manual);
@@ -295,7 +325,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(builder: *mut rc
 /// builder is freed even then).
 /// Thread safety: one thread at a time per builder.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_runtime_builder_build(builder: *mut rcip_runtime_builder, runtime_out: *mut *mut rcip_runtime) -> rcip_result {
+pub unsafe extern "C" fn rcip_runtime_builder_build(
+    builder: *mut rcip_runtime_builder,
+    runtime_out: *mut *mut rcip_runtime,
+) -> rcip_result {
     ffi_guard!({
         if builder.is_null() {
             if let Some(out) = runtime_out.as_mut() {
@@ -306,7 +339,9 @@ pub unsafe extern "C" fn rcip_runtime_builder_build(builder: *mut rcip_runtime_b
         let owned = Box::from_raw(builder);
         let out = out_arg(runtime_out, "runtime_out")?;
         *out = std::ptr::null_mut();
-        let inner = owned.inner.ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
+        let inner = owned
+            .inner
+            .ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
         *out = Box::into_raw(Box::new(rcip_runtime(inner.build())));
         Ok(())
     })
@@ -355,7 +390,11 @@ pub extern "C" fn rcip_runtime_host(runtime: *const rcip_runtime) -> *const rcip
 /// Thread safety: any thread.
 /// Rule: PIPELINE.md section 7.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_runtime_next_deadline(runtime: *const rcip_runtime, has_deadline_out: *mut bool, deadline_ms_out: *mut i64) -> rcip_result {
+pub unsafe extern "C" fn rcip_runtime_next_deadline(
+    runtime: *const rcip_runtime,
+    has_deadline_out: *mut bool,
+    deadline_ms_out: *mut i64,
+) -> rcip_result {
     ffi_guard!({
         let r = ref_arg(runtime, "runtime")?;
         let has = out_arg(has_deadline_out, "has_deadline_out")?;

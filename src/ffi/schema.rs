@@ -34,11 +34,20 @@ pub unsafe extern "C" fn rcip_schema_new(schema_json: *const c_char, schema_out:
         let out = out_arg(schema_out, "schema_out")?;
         *out = std::ptr::null_mut();
         let text = bytes_arg(schema_json, "schema_json")?;
-        let value = crate::json::parse_bytes(text, &crate::json::Limits { max_bytes: usize::MAX, max_depth: crate::catalog::CATALOG_MAX_DEPTH })
-            .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("schema_json: {e}")))?;
+        let value = crate::json::parse_bytes(
+            text,
+            &crate::json::Limits {
+                max_bytes: usize::MAX,
+                max_depth: crate::catalog::CATALOG_MAX_DEPTH,
+            },
+        )
+        .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("schema_json: {e}")))?;
         let schema = Schema::compile(&value).map_err(|errors| {
             let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            FfiError::new(rcip_result::InvalidArgument, format!("the schema does not compile: {}", list.join("; ")))
+            FfiError::new(
+                rcip_result::InvalidArgument,
+                format!("the schema does not compile: {}", list.join("; ")),
+            )
         })?;
         *out = Box::into_raw(Box::new(rcip_schema(schema)));
         Ok(())
@@ -58,7 +67,11 @@ pub unsafe extern "C" fn rcip_schema_new(schema_json: *const c_char, schema_out:
 /// and depth 1000).
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_schema_validate(schema: *const rcip_schema, instance_json: *const c_char, result_out: *mut *mut c_char) -> rcip_result {
+pub unsafe extern "C" fn rcip_schema_validate(
+    schema: *const rcip_schema,
+    instance_json: *const c_char,
+    result_out: *mut *mut c_char,
+) -> rcip_result {
     ffi_guard!({
         let out = out_arg(result_out, "result_out")?;
         *out = std::ptr::null_mut();

@@ -67,7 +67,11 @@ pub unsafe extern "C" fn rcip_availability_set(
         let sink = sink.as_mut().ok_or_else(|| FfiError::null("sink"))?;
         let reason_code = opt_str_arg(reason_code, "reason_code")?.map(str::to_string);
         let reason = opt_str_arg(reason, "reason")?.map(str::to_string);
-        sink.answer = Some(Availability { available, reason_code, reason });
+        sink.answer = Some(Availability {
+            available,
+            reason_code,
+            reason,
+        });
         Ok(())
     })
 }

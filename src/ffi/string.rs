@@ -39,5 +39,7 @@ pub extern "C" fn rcip_abi_version() -> u32 {
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_version() -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast() })
+    ffi_guard_or!(std::ptr::null(), {
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    })
 }

@@ -3,7 +3,7 @@
 //! request ids are strings or integers and never `null`, params are objects,
 //! and batches are not part of the protocol.
 
-use crate::json::{Limits, JsonError};
+use crate::json::{JsonError, Limits};
 use serde_json::{json, Map, Value};
 
 /// Invalid JSON was received.
@@ -21,7 +21,11 @@ pub(crate) const INTERNAL_ERROR: i64 = -32603;
 #[derive(Debug, PartialEq)]
 pub(crate) enum Incoming {
     /// A request: it gets exactly one response.
-    Request { id: Value, method: String, params: Option<Value> },
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
     /// A notification: it never gets a response.
     Notification { method: String, params: Option<Value> },
     /// A response to a request this session sent: `Ok(result)` or
@@ -53,7 +57,11 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
                 JsonError::NotUtf8 => "Parse error: the message is not UTF-8".to_string(),
                 other => format!("Parse error: {other}"),
             };
-            return Incoming::Invalid { id: Value::Null, code: PARSE_ERROR, message };
+            return Incoming::Invalid {
+                id: Value::Null,
+                code: PARSE_ERROR,
+                message,
+            };
         }
     };
     let Value::Object(mut map) = value else {
@@ -62,11 +70,19 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
         } else {
             "Invalid Request: a message must be a JSON object"
         };
-        return Incoming::Invalid { id: Value::Null, code: INVALID_REQUEST, message: message.into() };
+        return Incoming::Invalid {
+            id: Value::Null,
+            code: INVALID_REQUEST,
+            message: message.into(),
+        };
     };
     let id = map.remove("id");
     let id_ok = id.as_ref().is_some_and(valid_id);
-    let reply_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+    let reply_id = if id_ok {
+        id.clone().unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
     let version_ok = map.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
 
     match map.remove("method") {
@@ -102,12 +118,14 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
             let result = map.remove("result");
             let error = map.remove("error");
             match (result, error) {
-                (Some(result), None) if id_ok && version_ok => {
-                    Incoming::Response { id: reply_id, outcome: Ok(result) }
-                }
-                (None, Some(error)) if id_ok && version_ok && error.is_object() => {
-                    Incoming::Response { id: reply_id, outcome: Err(error) }
-                }
+                (Some(result), None) if id_ok && version_ok => Incoming::Response {
+                    id: reply_id,
+                    outcome: Ok(result),
+                },
+                (None, Some(error)) if id_ok && version_ok && error.is_object() => Incoming::Response {
+                    id: reply_id,
+                    outcome: Err(error),
+                },
                 // A malformed response: JSON-RPC never answers a response.
                 (Some(_), _) | (_, Some(_)) => Incoming::Ignored,
                 (None, None) => Incoming::Invalid {

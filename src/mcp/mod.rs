@@ -128,7 +128,9 @@ impl McpOptions {
         };
         let mut o = McpOptions::default();
         let string = |key: &str, v: &Value| -> Result<String, String> {
-            v.as_str().map(str::to_string).ok_or_else(|| format!("/{key} must be a string"))
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("/{key} must be a string"))
         };
         for (key, v) in map {
             match key.as_str() {

@@ -37,7 +37,14 @@ impl Drop for Delivering<'_> {
 
 impl Outbox {
     pub(crate) fn new(output: Arc<dyn McpOutput>) -> Outbox {
-        Outbox { queue: Mutex::new(Queue { messages: VecDeque::new(), delivering: false, closed: false }), output }
+        Outbox {
+            queue: Mutex::new(Queue {
+                messages: VecDeque::new(),
+                delivering: false,
+                closed: false,
+            }),
+            output,
+        }
     }
 
     /// Queues `message` and, unless another call is delivering, delivers

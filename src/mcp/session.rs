@@ -4,8 +4,7 @@
 //! after releasing the lock.
 
 use super::jsonrpc::{
-    self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
-    METHOD_NOT_FOUND,
+    self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use super::outbox::Outbox;
 use super::tools::{self, Unwrapped};
@@ -125,11 +124,19 @@ impl McpSession {
         let catalog = runtime.catalog().clone();
         let app = catalog.application();
         let app_str = |k: &str| app.get(k).and_then(Value::as_str).map(str::to_string);
-        let application = app_str("name").or_else(|| app_str("id")).unwrap_or_else(|| "the application".into());
+        let application = app_str("name")
+            .or_else(|| app_str("id"))
+            .unwrap_or_else(|| "the application".into());
         let mut server_info = Map::new();
         server_info.insert(
             "name".into(),
-            Value::String(options.server_name.clone().or_else(|| app_str("id")).unwrap_or_else(|| "rcip".into())),
+            Value::String(
+                options
+                    .server_name
+                    .clone()
+                    .or_else(|| app_str("id"))
+                    .unwrap_or_else(|| "rcip".into()),
+            ),
         );
         if let Some(title) = app_str("name") {
             server_info.insert("title".into(), Value::String(title));
@@ -175,7 +182,10 @@ impl McpSession {
     pub fn stdout_output() -> Arc<dyn McpOutput> {
         Arc::new(|message: &str| {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(message.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
+            let _ = out
+                .write_all(message.as_bytes())
+                .and_then(|()| out.write_all(b"\n"))
+                .and_then(|()| out.flush());
         })
     }
 
@@ -194,7 +204,10 @@ impl McpSession {
     /// an `AlreadyExists` error at once.
     pub fn serve<R: BufRead>(&self, mut input: R) -> std::io::Result<()> {
         if self.inner.serving.swap(true, Ordering::SeqCst) {
-            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the session is already serving"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the session is already serving",
+            ));
         }
         let max = self.inner.limits.max_bytes;
         let mut line = Vec::new();
@@ -204,7 +217,9 @@ impl McpSession {
                 Ok(Line::End) => break Ok(()),
                 Ok(Line::TooLong) => {
                     let text = format!("Parse error: the message is longer than {max} bytes");
-                    self.inner.outbox.send(error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text));
+                    self.inner
+                        .outbox
+                        .send(error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text));
                 }
                 Ok(Line::Text) => {
                     let text = line.strip_suffix(b"\r").unwrap_or(&line);
@@ -342,7 +357,15 @@ impl Inner {
                 self.send(error_response(&id, INVALID_REQUEST, &text));
                 return;
             }
-            st.calls.insert(key.clone(), Call { id, token: None, cancelled: false, elicitation: None });
+            st.calls.insert(
+                key.clone(),
+                Call {
+                    id,
+                    token: None,
+                    cancelled: false,
+                    elicitation: None,
+                },
+            );
         }
         let reply = match method {
             "initialize" => self.initialize(params),
@@ -384,19 +407,30 @@ impl Inner {
         if self.state.lock().initialized {
             Ok(())
         } else {
-            Err((INVALID_REQUEST, "Invalid Request: the session is not initialized (send initialize first)".into()))
+            Err((
+                INVALID_REQUEST,
+                "Invalid Request: the session is not initialized (send initialize first)".into(),
+            ))
         }
     }
 
     fn initialize(&self, params: Option<Value>) -> Reply {
         let p = params_object(params)?;
         if !p.get("protocolVersion").is_some_and(Value::is_string) {
-            return Err((INVALID_PARAMS, "Invalid params: initialize needs \"protocolVersion\" (a string)".into()));
+            return Err((
+                INVALID_PARAMS,
+                "Invalid params: initialize needs \"protocolVersion\" (a string)".into(),
+            ));
         }
         let capabilities = match p.get("capabilities") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(m)) => m.clone(),
-            Some(_) => return Err((INVALID_PARAMS, "Invalid params: \"capabilities\" must be an object".into())),
+            Some(_) => {
+                return Err((
+                    INVALID_PARAMS,
+                    "Invalid params: \"capabilities\" must be an object".into(),
+                ))
+            }
         };
         // Form elicitation: `{"form": {...}}`, or an empty object (the
         // 2025-11-25 backwards-compatible spelling of form support).
@@ -408,7 +442,10 @@ impl Inner {
         {
             let mut st = self.state.lock();
             if st.initialized {
-                return Err((INVALID_REQUEST, "Invalid Request: initialize was already answered".into()));
+                return Err((
+                    INVALID_REQUEST,
+                    "Invalid Request: initialize was already answered".into(),
+                ));
             }
             st.initialized = true;
             st.elicitation = elicitation;
@@ -453,7 +490,10 @@ impl Inner {
         let tools = self.tools_of(&snapshot, true);
         let start = match p.get("cursor") {
             None | Some(Value::Null) => 0,
-            Some(Value::String(c)) => match (self.options.page_size, c.strip_prefix("rcip-").and_then(|n| n.parse::<usize>().ok())) {
+            Some(Value::String(c)) => match (
+                self.options.page_size,
+                c.strip_prefix("rcip-").and_then(|n| n.parse::<usize>().ok()),
+            ) {
                 (Some(_), Some(n)) if n <= tools.len() => n,
                 _ => return Err((INVALID_PARAMS, format!("Invalid params: unknown cursor {c:?}"))),
             },
@@ -478,12 +518,25 @@ impl Inner {
     fn tools_call(self: &Arc<Self>, key: String, mut p: Map<String, Value>) {
         let name = match p.remove("name") {
             Some(Value::String(n)) => n,
-            _ => return self.finish(&key, Err((INVALID_PARAMS, "Invalid params: tools/call needs \"name\" (a string)".into()))),
+            _ => {
+                return self.finish(
+                    &key,
+                    Err((
+                        INVALID_PARAMS,
+                        "Invalid params: tools/call needs \"name\" (a string)".into(),
+                    )),
+                )
+            }
         };
         let arguments = match p.remove("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(v @ Value::Object(_)) => v,
-            Some(_) => return self.finish(&key, Err((INVALID_PARAMS, "Invalid params: \"arguments\" must be an object".into()))),
+            Some(_) => {
+                return self.finish(
+                    &key,
+                    Err((INVALID_PARAMS, "Invalid params: \"arguments\" must be an object".into())),
+                )
+            }
         };
         let Some(capability) = self.catalog.capability(&name) else {
             return self.finish(&key, Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
@@ -513,14 +566,22 @@ impl Inner {
             // notifications/cancelled overtook the call on another thread.
             token.cancel();
         }
-        let context = CallContext { key: key.clone(), output_wrapped, input: Arc::new(input), asked: false };
+        let context = CallContext {
+            key: key.clone(),
+            output_wrapped,
+            input: Arc::new(input),
+            asked: false,
+        };
         let weak = Arc::downgrade(self);
         let sink = move |outcome: &str| {
             if let Some(inner) = weak.upgrade() {
                 inner.on_outcome(context, outcome);
             }
         };
-        if let Err(e) = self.client.invoke(&name, text.as_bytes(), None, Some(&token), Box::new(sink)) {
+        if let Err(e) = self
+            .client
+            .invoke(&name, text.as_bytes(), None, Some(&token), Box::new(sink))
+        {
             self.finish(&key, Err(internal(e)));
         }
     }
@@ -543,7 +604,10 @@ impl Inner {
     /// answer resolves it. `Err` (with a note for the result) when the
     /// client cannot be asked.
     fn ask_user(&self, context: &CallContext, outcome: &Value) -> Result<(), &'static str> {
-        let confirmation_id = outcome.pointer("/confirmation/id").and_then(Value::as_str).unwrap_or_default();
+        let confirmation_id = outcome
+            .pointer("/confirmation/id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let request = {
             let mut st = self.state.lock();
             if st.closed {
@@ -569,7 +633,11 @@ impl Inner {
                     output_wrapped: context.output_wrapped,
                 },
             );
-            jsonrpc::request(&id, "elicitation/create", tools::elicitation_params(outcome, &context.input, &self.application))
+            jsonrpc::request(
+                &id,
+                "elicitation/create",
+                tools::elicitation_params(outcome, &context.input, &self.application),
+            )
         };
         self.send(request);
         Ok(())
@@ -578,7 +646,9 @@ impl Inner {
     fn on_response(self: &Arc<Self>, id: &Value, outcome: Result<Value, Value>) {
         let (elicitation, approved) = {
             let mut st = self.state.lock();
-            let Some(e) = st.elicitations.remove(&id_key(id)) else { return };
+            let Some(e) = st.elicitations.remove(&id_key(id)) else {
+                return;
+            };
             match st.calls.get_mut(&e.call) {
                 Some(call) if !call.cancelled => call.elicitation = None,
                 _ => return,
@@ -622,7 +692,9 @@ impl Inner {
                 }
             }
             "notifications/cancelled" => {
-                let Some(request_id) = params.as_ref().and_then(|p| p.get("requestId")) else { return };
+                let Some(request_id) = params.as_ref().and_then(|p| p.get("requestId")) else {
+                    return;
+                };
                 let key = id_key(request_id);
                 let (token, elicitation) = {
                     let mut st = self.state.lock();
@@ -658,7 +730,9 @@ impl Inner {
     /// A snapshot revision: tells the client when what tools/list returns
     /// changed.
     fn on_revision(&self) {
-        let Some((revision, text)) = self.tools_fingerprint() else { return };
+        let Some((revision, text)) = self.tools_fingerprint() else {
+            return;
+        };
         let send = {
             let mut st = self.state.lock();
             if st.closed || !st.initialized {

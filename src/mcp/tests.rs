@@ -67,9 +67,13 @@ fn policy(request: PolicyRequest) {
     let decision = if ctx["confirmed"] == json!(true) {
         Decision::Allow
     } else if effect == "destructive" {
-        Decision::Confirm { reason: Some("Delete every note? This cannot be undone.".into()) }
+        Decision::Confirm {
+            reason: Some("Delete every note? This cannot be undone.".into()),
+        }
     } else if ctx["input"]["text"] == json!("forbidden") {
-        Decision::Deny { reason: Some("That text is not allowed.".into()) }
+        Decision::Deny {
+            reason: Some("That text is not allowed.".into()),
+        }
     } else {
         Decision::Allow
     };
@@ -89,8 +93,12 @@ fn harness(options: McpOptions) -> Harness {
     let mut bindings = Vec::new();
     let n = notes.clone();
     bindings.push(
-        host.bind("notes.list", Arc::new(move |inv: Invocation| inv.complete(json!({"notes": *n.lock()})).unwrap()), None)
-            .unwrap(),
+        host.bind(
+            "notes.list",
+            Arc::new(move |inv: Invocation| inv.complete(json!({"notes": *n.lock()})).unwrap()),
+            None,
+        )
+        .unwrap(),
     );
     let n = notes.clone();
     bindings.push(
@@ -149,13 +157,26 @@ fn harness(options: McpOptions) -> Harness {
         .unwrap(),
     );
     let s = slow.clone();
-    bindings.push(host.bind("notes.slow", Arc::new(move |inv: Invocation| s.lock().push(inv)), None).unwrap());
+    bindings.push(
+        host.bind("notes.slow", Arc::new(move |inv: Invocation| s.lock().push(inv)), None)
+            .unwrap(),
+    );
 
     let sent = Arc::new(Mutex::new(Vec::new()));
     let out = sent.clone();
-    let output: Arc<dyn McpOutput> = Arc::new(move |m: &str| out.lock().push(serde_json::from_str::<Value>(m).unwrap()));
+    let output: Arc<dyn McpOutput> =
+        Arc::new(move |m: &str| out.lock().push(serde_json::from_str::<Value>(m).unwrap()));
     let session = McpSession::new(&runtime, options, output).unwrap();
-    Harness { runtime, session, sent, slow, notes, purged, mail_available, bindings: Mutex::new(bindings) }
+    Harness {
+        runtime,
+        session,
+        sent,
+        slow,
+        notes,
+        purged,
+        mail_available,
+        bindings: Mutex::new(bindings),
+    }
 }
 
 impl Harness {
@@ -177,8 +198,12 @@ impl Harness {
     fn request(&self, id: Value, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         let mut sent = self.sent.lock();
-        let i = sent.iter().position(|m| m.get("id") == Some(&id) && m.get("method").is_none());
-        let Some(i) = i else { panic!("no response to {id}: {sent:?}") };
+        let i = sent
+            .iter()
+            .position(|m| m.get("id") == Some(&id) && m.get("method").is_none());
+        let Some(i) = i else {
+            panic!("no response to {id}: {sent:?}")
+        };
         sent.remove(i)
     }
 
@@ -207,11 +232,16 @@ impl Harness {
 }
 
 fn tool<'a>(tools: &'a [Value], name: &str) -> &'a Value {
-    tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no tool {name}"))
+    tools
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
 }
 
 fn error_code(response: &Value) -> i64 {
-    response["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error: {response}"))
+    response["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {response}"))
 }
 
 // ---- lifecycle -------------------------------------------------------
@@ -227,19 +257,30 @@ fn initialize_answers_its_own_revision_and_declares_list_changed() {
     assert_eq!(r["jsonrpc"], "2.0");
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(r["result"]["capabilities"], json!({"tools": {"listChanged": true}}));
-    assert_eq!(r["result"]["serverInfo"], json!({"name": "notebook", "title": "Notebook", "version": "2.1.0"}));
+    assert_eq!(
+        r["result"]["serverInfo"],
+        json!({"name": "notebook", "title": "Notebook", "version": "2.1.0"})
+    );
     assert_eq!(r["result"]["instructions"], "A notebook for tests.");
     // A second initialize is refused.
-    let again = h.request(json!(2), "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}}));
+    let again = h.request(
+        json!(2),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+    );
     assert_eq!(error_code(&again), INVALID_REQUEST);
     // Missing protocolVersion.
     let h = harness(McpOptions::default());
-    assert_eq!(error_code(&h.request(json!(1), "initialize", json!({"capabilities": {}}))), INVALID_PARAMS);
+    assert_eq!(
+        error_code(&h.request(json!(1), "initialize", json!({"capabilities": {}}))),
+        INVALID_PARAMS
+    );
 }
 
 #[test]
 fn server_info_and_instructions_come_from_options() {
-    let o = McpOptions::from_value(&json!({"serverName": "desk", "serverVersion": "9", "instructions": "Be nice."})).unwrap();
+    let o = McpOptions::from_value(&json!({"serverName": "desk", "serverVersion": "9", "instructions": "Be nice."}))
+        .unwrap();
     let h = harness(o);
     let r = h.init(json!({}));
     assert_eq!(r["result"]["serverInfo"]["name"], "desk");
@@ -250,12 +291,32 @@ fn server_info_and_instructions_come_from_options() {
 #[test]
 fn unknown_methods_are_method_not_found_so_newer_clients_fall_back() {
     let h = harness(McpOptions::default());
-    for method in ["server/discover", "resources/list", "prompts/list", "logging/setLevel", "rcip/resolveConfirmation"] {
-        assert_eq!(error_code(&h.request(json!(method), method, json!({}))), METHOD_NOT_FOUND, "{method}");
+    for method in [
+        "server/discover",
+        "resources/list",
+        "prompts/list",
+        "logging/setLevel",
+        "rcip/resolveConfirmation",
+    ] {
+        assert_eq!(
+            error_code(&h.request(json!(method), method, json!({}))),
+            METHOD_NOT_FOUND,
+            "{method}"
+        );
     }
     h.init(json!({}));
-    for method in ["server/discover", "tasks/list", "completion/complete", "rcip/resolveConfirmation", "host/bind"] {
-        assert_eq!(error_code(&h.request(json!(method), method, json!({}))), METHOD_NOT_FOUND, "{method}");
+    for method in [
+        "server/discover",
+        "tasks/list",
+        "completion/complete",
+        "rcip/resolveConfirmation",
+        "host/bind",
+    ] {
+        assert_eq!(
+            error_code(&h.request(json!(method), method, json!({}))),
+            METHOD_NOT_FOUND,
+            "{method}"
+        );
     }
 }
 
@@ -263,8 +324,14 @@ fn unknown_methods_are_method_not_found_so_newer_clients_fall_back() {
 fn ping_works_before_initialize_but_tools_do_not() {
     let h = harness(McpOptions::default());
     assert_eq!(h.request(json!(1), "ping", json!({}))["result"], json!({}));
-    assert_eq!(error_code(&h.request(json!(2), "tools/list", json!({}))), INVALID_REQUEST);
-    assert_eq!(error_code(&h.request(json!(3), "tools/call", json!({"name": "notes.list"}))), INVALID_REQUEST);
+    assert_eq!(
+        error_code(&h.request(json!(2), "tools/list", json!({}))),
+        INVALID_REQUEST
+    );
+    assert_eq!(
+        error_code(&h.request(json!(3), "tools/call", json!({"name": "notes.list"}))),
+        INVALID_REQUEST
+    );
     // The ping without params works too.
     h.raw(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#);
     assert_eq!(h.take(), vec![json!({"jsonrpc": "2.0", "id": 4, "result": {}})]);
@@ -280,17 +347,41 @@ fn malformed_messages_get_the_standard_codes() {
         ("", PARSE_ERROR, Value::Null),
         ("\u{feff}{}", PARSE_ERROR, Value::Null),
         ("[]", INVALID_REQUEST, Value::Null),
-        (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, INVALID_REQUEST, Value::Null),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            INVALID_REQUEST,
+            Value::Null,
+        ),
         ("42", INVALID_REQUEST, Value::Null),
         (r#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#, INVALID_REQUEST, json!(5)),
         (r#"{"id":6,"method":"ping"}"#, INVALID_REQUEST, json!(6)),
-        (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
-        (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
-        (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, INVALID_REQUEST, Value::Null),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            INVALID_REQUEST,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+            INVALID_REQUEST,
+            Value::Null,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            INVALID_REQUEST,
+            Value::Null,
+        ),
         (r#"{"jsonrpc":"2.0","id":7,"method":3}"#, INVALID_REQUEST, json!(7)),
-        (r#"{"jsonrpc":"2.0","id":8,"method":"ping","params":"x"}"#, INVALID_REQUEST, json!(8)),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"ping","params":"x"}"#,
+            INVALID_REQUEST,
+            json!(8),
+        ),
         (r#"{"jsonrpc":"2.0","id":9}"#, INVALID_REQUEST, json!(9)),
-        (r#"{"jsonrpc":"2.0","method":"ping","params":5}"#, INVALID_REQUEST, Value::Null),
+        (
+            r#"{"jsonrpc":"2.0","method":"ping","params":5}"#,
+            INVALID_REQUEST,
+            Value::Null,
+        ),
     ];
     for (text, code, id) in cases {
         h.raw(text);
@@ -303,7 +394,10 @@ fn malformed_messages_get_the_standard_codes() {
     h.session.receive(&[0xff, 0xfe]);
     assert_eq!(h.take()[0]["error"]["code"], PARSE_ERROR);
     // Array params on a known method: invalid params.
-    assert_eq!(error_code(&h.request(json!(10), "initialize", json!([]))), INVALID_PARAMS);
+    assert_eq!(
+        error_code(&h.request(json!(10), "initialize", json!([]))),
+        INVALID_PARAMS
+    );
     // Responses that match nothing, malformed responses and unknown
     // notifications are never answered.
     for text in [
@@ -364,11 +458,22 @@ fn tools_map_capabilities_one_to_one() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["notes.list", "notes.add", "notes.purge", "mail.send", "notes.count", "notes.slow", "notes.unbound"]
+        [
+            "notes.list",
+            "notes.add",
+            "notes.purge",
+            "mail.send",
+            "notes.count",
+            "notes.slow",
+            "notes.unbound"
+        ]
     );
     let list = tool(&tools, "notes.list");
     assert_eq!(list["title"], "List notes");
-    assert_eq!(list["description"], "Lists notes.\n\nWhen to use: To see what is written down.");
+    assert_eq!(
+        list["description"],
+        "Lists notes.\n\nWhen to use: To see what is written down."
+    );
     assert_eq!(tool(&tools, "notes.add")["description"], "Adds a note.");
     // Object schemas pass unchanged.
     assert_eq!(
@@ -394,7 +499,18 @@ fn tools_map_capabilities_one_to_one() {
     // Every tool: the keys MCP 2025-11-25 defines, nothing else.
     for t in &tools {
         let keys: Vec<&String> = t.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"]);
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "title",
+                "description",
+                "inputSchema",
+                "outputSchema",
+                "annotations",
+                "_meta"
+            ]
+        );
         assert_eq!(t["inputSchema"]["type"], "object");
         assert_eq!(t["outputSchema"]["type"], "object");
         assert!(t["annotations"].get("idempotentHint").is_none());
@@ -406,10 +522,22 @@ fn annotations_follow_the_effect() {
     let h = harness(McpOptions::default());
     h.init(json!({}));
     let tools = h.tools();
-    assert_eq!(tool(&tools, "notes.list")["annotations"], json!({"readOnlyHint": true, "openWorldHint": false}));
-    assert_eq!(tool(&tools, "notes.add")["annotations"], json!({"destructiveHint": false, "openWorldHint": false}));
-    assert_eq!(tool(&tools, "notes.purge")["annotations"], json!({"destructiveHint": true, "openWorldHint": false}));
-    assert_eq!(tool(&tools, "mail.send")["annotations"], json!({"destructiveHint": false, "openWorldHint": true}));
+    assert_eq!(
+        tool(&tools, "notes.list")["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert_eq!(
+        tool(&tools, "notes.add")["annotations"],
+        json!({"destructiveHint": false, "openWorldHint": false})
+    );
+    assert_eq!(
+        tool(&tools, "notes.purge")["annotations"],
+        json!({"destructiveHint": true, "openWorldHint": false})
+    );
+    assert_eq!(
+        tool(&tools, "mail.send")["annotations"],
+        json!({"destructiveHint": false, "openWorldHint": true})
+    );
     assert_eq!(tools::annotations("bogus"), json!({}));
 }
 
@@ -442,8 +570,14 @@ fn non_object_schemas_are_wrapped_and_keep_their_refs() {
     assert_eq!(count["_meta"]["rcip/outputWrapped"], true);
     assert!(tool(&tools, "notes.list")["_meta"].get("rcip/inputWrapped").is_none());
     // A schema with its own $id keeps it; boolean schemas are wrapped as is.
-    assert_eq!(tools::wrap_schema(&json!({"$id": "urn:x", "type": "string"}), "a", "input")["properties"]["input"]["$id"], "urn:x");
-    assert_eq!(tools::wrap_schema(&json!(true), "a", "input")["properties"]["input"], json!(true));
+    assert_eq!(
+        tools::wrap_schema(&json!({"$id": "urn:x", "type": "string"}), "a", "input")["properties"]["input"]["$id"],
+        "urn:x"
+    );
+    assert_eq!(
+        tools::wrap_schema(&json!(true), "a", "input")["properties"]["input"],
+        json!(true)
+    );
     assert!(!tools::is_object_schema(&json!({"type": ["object", "null"]})));
     assert!(!tools::is_object_schema(&json!({"properties": {}})));
     assert!(!tools::is_object_schema(&json!(true)));
@@ -456,9 +590,17 @@ fn the_filter_option_lists_only_relevant_or_available_capabilities() {
     let h = harness(o);
     h.init(json!({}));
     // Empty context: only capabilities without scopes are relevant.
-    let names = |tools: Vec<Value>| tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let names = |tools: Vec<Value>| {
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(h.tools()), ["notes.count"]);
-    h.runtime.host().set_context(SemanticContext::new(vec!["mail".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["mail".into()], None))
+        .unwrap();
     assert_eq!(names(h.tools()), ["mail.send", "notes.count"]);
     // A filtered-out capability can still be called: relevance is not
     // authorization, the runtime decides.
@@ -482,7 +624,11 @@ fn tools_list_paginates_with_opaque_cursors() {
     let mut names = Vec::new();
     let mut cursor = Value::Null;
     for page in 0.. {
-        let params = if cursor.is_null() { json!({}) } else { json!({"cursor": cursor}) };
+        let params = if cursor.is_null() {
+            json!({})
+        } else {
+            json!({"cursor": cursor})
+        };
         let r = h.request(json!(format!("p{page}")), "tools/list", params);
         for t in r["result"]["tools"].as_array().unwrap() {
             names.push(t["name"].as_str().unwrap().to_string());
@@ -493,14 +639,28 @@ fn tools_list_paginates_with_opaque_cursors() {
         }
     }
     assert_eq!(names.len(), 7);
-    assert_eq!(error_code(&h.request(json!("bad"), "tools/list", json!({"cursor": "nope"}))), INVALID_PARAMS);
-    assert_eq!(error_code(&h.request(json!("big"), "tools/list", json!({"cursor": "rcip-99"}))), INVALID_PARAMS);
-    assert_eq!(error_code(&h.request(json!("num"), "tools/list", json!({"cursor": 3}))), INVALID_PARAMS);
+    assert_eq!(
+        error_code(&h.request(json!("bad"), "tools/list", json!({"cursor": "nope"}))),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        error_code(&h.request(json!("big"), "tools/list", json!({"cursor": "rcip-99"}))),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        error_code(&h.request(json!("num"), "tools/list", json!({"cursor": 3}))),
+        INVALID_PARAMS
+    );
     // Without pagination every cursor is unknown.
     let h = harness(McpOptions::default());
     h.init(json!({}));
-    assert_eq!(error_code(&h.request(json!(1), "tools/list", json!({"cursor": "rcip-0"}))), INVALID_PARAMS);
-    assert!(h.request(json!(2), "tools/list", json!({}))["result"].get("nextCursor").is_none());
+    assert_eq!(
+        error_code(&h.request(json!(1), "tools/list", json!({"cursor": "rcip-0"}))),
+        INVALID_PARAMS
+    );
+    assert!(h.request(json!(2), "tools/list", json!({}))["result"]
+        .get("nextCursor")
+        .is_none());
 }
 
 // ---- tools/call ---------------------------------------------------------
@@ -533,7 +693,10 @@ fn wrapped_input_is_unwrapped_and_wrapped_output_is_result() {
     assert_eq!(r["result"]["structuredContent"], json!({"result": 1}));
     assert_eq!(r["result"]["content"][0]["text"], "{\"result\":1}");
     // The wrapper's shape is checked before anything runs.
-    for (args, keyword) in [(json!({}), "required"), (json!({"input": "a", "word": "a"}), "additionalProperties")] {
+    for (args, keyword) in [
+        (json!({}), "required"),
+        (json!({"input": "a", "word": "a"}), "additionalProperties"),
+    ] {
         let r = h.call(2, "notes.count", args);
         let result = &r["result"];
         assert_eq!(result["isError"], true);
@@ -583,14 +746,29 @@ fn denied_and_failed_outcomes_are_error_results() {
     assert!(result.get("structuredContent").is_none());
     assert_eq!(result["_meta"]["rcip/outcome"]["status"], "denied");
     assert_eq!(result["_meta"]["rcip/outcome"]["error"]["code"], "POLICY_DENIED");
-    assert_eq!(result["_meta"]["rcip/outcome"]["error"]["message"], "That text is not allowed.");
-    assert_eq!(result["content"][0]["text"], "notes.add denied: POLICY_DENIED: That text is not allowed.");
+    assert_eq!(
+        result["_meta"]["rcip/outcome"]["error"]["message"],
+        "That text is not allowed."
+    );
+    assert_eq!(
+        result["content"][0]["text"],
+        "notes.add denied: POLICY_DENIED: That text is not allowed."
+    );
     let r = h.call(2, "notes.unbound", json!({}));
-    assert_eq!(r["result"]["_meta"]["rcip/outcome"]["error"]["code"], "CAPABILITY_UNBOUND");
+    assert_eq!(
+        r["result"]["_meta"]["rcip/outcome"]["error"]["code"],
+        "CAPABILITY_UNBOUND"
+    );
     h.mail_available.store(false, Ordering::SeqCst);
     let r = h.call(3, "mail.send", json!({}));
-    assert_eq!(r["result"]["_meta"]["rcip/outcome"]["error"]["code"], "CAPABILITY_UNAVAILABLE");
-    assert_eq!(r["result"]["_meta"]["rcip/outcome"]["error"]["message"], "The mail server is offline.");
+    assert_eq!(
+        r["result"]["_meta"]["rcip/outcome"]["error"]["code"],
+        "CAPABILITY_UNAVAILABLE"
+    );
+    assert_eq!(
+        r["result"]["_meta"]["rcip/outcome"]["error"]["message"],
+        "The mail server is offline."
+    );
 }
 
 #[test]
@@ -600,10 +778,22 @@ fn bad_calls_are_protocol_errors() {
     let r = h.call(1, "notes.nope", json!({}));
     assert_eq!(error_code(&r), INVALID_PARAMS);
     assert!(r["error"]["message"].as_str().unwrap().contains("notes.nope"));
-    assert_eq!(error_code(&h.request(json!(2), "tools/call", json!({}))), INVALID_PARAMS);
-    assert_eq!(error_code(&h.request(json!(3), "tools/call", json!({"name": 5}))), INVALID_PARAMS);
-    assert_eq!(error_code(&h.request(json!(4), "tools/call", json!({"name": "notes.list", "arguments": [1]}))), INVALID_PARAMS);
-    assert_eq!(error_code(&h.request(json!(5), "tools/call", json!([]))), INVALID_PARAMS);
+    assert_eq!(
+        error_code(&h.request(json!(2), "tools/call", json!({}))),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        error_code(&h.request(json!(3), "tools/call", json!({"name": 5}))),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        error_code(&h.request(json!(4), "tools/call", json!({"name": "notes.list", "arguments": [1]}))),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        error_code(&h.request(json!(5), "tools/call", json!([]))),
+        INVALID_PARAMS
+    );
 }
 
 #[test]
@@ -633,7 +823,10 @@ fn confirmation_is_fail_closed_by_default() {
     assert!(text.contains(id), "{text}");
     assert!(text.contains(&tools::rfc3339(expires)), "{text}");
     assert!(text.contains("Delete every note?"), "{text}");
-    assert!(h.take().iter().all(|m| m["method"] != "elicitation/create"), "nobody was asked");
+    assert!(
+        h.take().iter().all(|m| m["method"] != "elicitation/create"),
+        "nobody was asked"
+    );
     assert!(!h.purged.load(Ordering::SeqCst), "nothing ran");
     assert_eq!(h.stats()["pendingConfirmations"], 1, "only the host can resolve it");
 
@@ -641,7 +834,11 @@ fn confirmation_is_fail_closed_by_default() {
     // answer, an approval-shaped call, a host method.
     h.send(json!({"jsonrpc": "2.0", "id": "rcip-elicitation-1", "result": {"action": "accept"}}));
     h.send(json!({"jsonrpc": "2.0", "id": 1, "result": {"action": "accept"}}));
-    let r = h.request(json!(2), "rcip/resolveConfirmation", json!({"confirmationId": id, "approved": true}));
+    let r = h.request(
+        json!(2),
+        "rcip/resolveConfirmation",
+        json!({"confirmationId": id, "approved": true}),
+    );
     assert_eq!(error_code(&r), METHOD_NOT_FOUND);
     let r = h.request(
         json!(3),
@@ -652,7 +849,10 @@ fn confirmation_is_fail_closed_by_default() {
     assert_ne!(r["result"]["_meta"]["rcip/outcome"]["confirmation"]["id"], id);
     assert!(!h.purged.load(Ordering::SeqCst));
     // The host approves through its own controller.
-    h.runtime.host().resolve_confirmation(id, true, Box::new(|_: &str| {})).unwrap();
+    h.runtime
+        .host()
+        .resolve_confirmation(id, true, Box::new(|_: &str| {}))
+        .unwrap();
     assert!(h.purged.load(Ordering::SeqCst));
 }
 
@@ -679,9 +879,15 @@ fn the_elicitation_opt_in_asks_the_user_and_accept_approves() {
     assert_eq!(params["mode"], "form");
     assert_eq!(params["requestedSchema"], json!({"type": "object", "properties": {}}));
     let message = params["message"].as_str().unwrap();
-    assert!(message.contains("Purge notes") && message.contains("notes.purge"), "{message}");
+    assert!(
+        message.contains("Purge notes") && message.contains("notes.purge"),
+        "{message}"
+    );
     assert!(message.contains("Delete every note?"), "{message}");
-    assert!(message.contains("{\"why\":\"spring\"}"), "the user sees the exact input: {message}");
+    assert!(
+        message.contains("{\"why\":\"spring\"}"),
+        "the user sees the exact input: {message}"
+    );
     assert!(!h.purged.load(Ordering::SeqCst));
     h.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {}}}));
     let sent = h.take();
@@ -726,11 +932,18 @@ fn decline_cancel_and_errors_decline() {
 
 #[test]
 fn a_client_without_form_elicitation_never_gets_an_approval() {
-    for capabilities in [json!({}), json!({"elicitation": {"url": {}}}), json!({"elicitation": true})] {
+    for capabilities in [
+        json!({}),
+        json!({"elicitation": {"url": {}}}),
+        json!({"elicitation": true}),
+    ] {
         let h = harness(elicit());
         h.init(capabilities.clone());
         let r = h.call(1, "notes.purge", json!({}));
-        assert_eq!(r["result"]["_meta"]["rcip/outcome"]["status"], "confirmation_required", "{capabilities}");
+        assert_eq!(
+            r["result"]["_meta"]["rcip/outcome"]["status"], "confirmation_required",
+            "{capabilities}"
+        );
         let text = r["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.contains("does not support form elicitation"), "{text}");
         assert!(h.take().is_empty());
@@ -739,7 +952,11 @@ fn a_client_without_form_elicitation_never_gets_an_approval() {
     }
     // Nor a client that has not sent notifications/initialized yet.
     let h = harness(elicit());
-    h.request(json!(0), "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}));
+    h.request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}),
+    );
     let r = h.call(1, "notes.purge", json!({}));
     assert_eq!(r["result"]["_meta"]["rcip/outcome"]["status"], "confirmation_required");
 }
@@ -749,14 +966,20 @@ fn cancelling_a_call_that_waits_for_the_user_withdraws_the_question() {
     let h = harness(elicit());
     h.init(json!({"elicitation": {}}));
     let request = purge_and_get_elicitation(&h, 1);
-    h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}}));
+    h.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}}),
+    );
     let sent = h.take();
     assert_eq!(
         sent,
         vec![json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                     "params": {"requestId": request["id"], "reason": "The tool call was cancelled."}})]
     );
-    assert_eq!(h.stats()["pendingConfirmations"], 0, "the confirmation ended with the token");
+    assert_eq!(
+        h.stats()["pendingConfirmations"],
+        0,
+        "the confirmation ended with the token"
+    );
     // A late accept approves nothing.
     h.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept"}}));
     assert!(h.take().is_empty());
@@ -802,7 +1025,10 @@ fn closing_cancels_calls_in_flight_and_stops_output() {
     assert!(inv.cancel_token().is_cancelled());
     inv.fail(true).unwrap();
     h.send(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
-    h.runtime.host().set_context(SemanticContext::new(vec!["notes".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["notes".into()], None))
+        .unwrap();
     assert!(h.take().is_empty());
     assert_eq!(h.stats()["subscribers"], 0);
 }
@@ -810,7 +1036,9 @@ fn closing_cancels_calls_in_flight_and_stops_output() {
 // ---- list_changed -------------------------------------------------------
 
 fn list_changed_count(sent: &[Value]) -> usize {
-    sent.iter().filter(|m| m["method"] == "notifications/tools/list_changed").count()
+    sent.iter()
+        .filter(|m| m["method"] == "notifications/tools/list_changed")
+        .count()
 }
 
 #[test]
@@ -823,10 +1051,16 @@ fn list_changed_only_when_tools_list_changes() {
     h.call(1, "notes.list", json!({}));
     assert_eq!(list_changed_count(&h.take()), 0);
     // Relevance changes with the context.
-    h.runtime.host().set_context(SemanticContext::new(vec!["notes".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["notes".into()], None))
+        .unwrap();
     assert_eq!(list_changed_count(&h.take()), 1);
     // The same context again: no revision, no notification.
-    h.runtime.host().set_context(SemanticContext::new(vec!["notes".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["notes".into()], None))
+        .unwrap();
     assert_eq!(list_changed_count(&h.take()), 0);
     // Availability changes show after the host's refresh.
     h.mail_available.store(false, Ordering::SeqCst);
@@ -846,19 +1080,35 @@ fn list_changed_respects_the_filter_and_the_lifecycle() {
     let h = harness(McpOptions::from_value(&json!({"filter": {"availableOnly": true, "effect": "read"}})).unwrap());
     h.init(json!({}));
     h.take();
-    h.runtime.host().set_context(SemanticContext::new(vec!["mail".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["mail".into()], None))
+        .unwrap();
     // notes.* relevance changed from other to other, notes.count stays current: nothing visible changed.
     assert_eq!(list_changed_count(&h.take()), 0);
-    h.runtime.host().set_context(SemanticContext::new(vec!["notes".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["notes".into()], None))
+        .unwrap();
     assert_eq!(list_changed_count(&h.take()), 1);
 
     // Nothing before initialize; a change between the initialize response
     // and notifications/initialized is sent when that arrives.
     let h = harness(McpOptions::default());
-    h.runtime.host().set_context(SemanticContext::new(vec!["notes".into()], None)).unwrap();
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["notes".into()], None))
+        .unwrap();
     assert!(h.take().is_empty());
-    h.request(json!(0), "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}}));
-    h.runtime.host().set_context(SemanticContext::new(vec!["mail".into()], None)).unwrap();
+    h.request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+    );
+    h.runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["mail".into()], None))
+        .unwrap();
     assert!(h.take().is_empty());
     h.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     assert_eq!(list_changed_count(&h.take()), 1);
@@ -869,7 +1119,10 @@ fn list_changed_respects_the_filter_and_the_lifecycle() {
 #[test]
 fn serve_reads_lines_until_the_input_ends() {
     let h = harness(McpOptions::from_value(&json!({"maxMessageBytes": 1024})).unwrap());
-    let long = format!("{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}", "a".repeat(2000));
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(2000)
+    );
     let input = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}\r\n\n   \n{long}\n{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}}"
     );
@@ -878,7 +1131,11 @@ fn serve_reads_lines_until_the_input_ends() {
     assert_eq!(sent.len(), 3, "{sent:?}");
     assert_eq!(sent[0], json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
     assert_eq!(sent[1]["error"]["code"], PARSE_ERROR);
-    assert_eq!(sent[2], json!({"jsonrpc": "2.0", "id": 3, "result": {}}), "the last line needs no newline");
+    assert_eq!(
+        sent[2],
+        json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+        "the last line needs no newline"
+    );
     // The input ended: the session is closed.
     h.send(json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
     assert!(h.take().is_empty());

@@ -65,7 +65,11 @@ pub(crate) fn annotations(effect: &str) -> Value {
 pub(crate) fn tool_from_entry(entry: &Value, revision: Option<u64>) -> Value {
     let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
     let effect = entry.get("effect").and_then(Value::as_str).unwrap_or_default();
-    let mut description = entry.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut description = entry
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     if let Some(when) = entry.pointer("/usage/whenToUse").and_then(Value::as_str) {
         if !description.is_empty() {
             description.push_str("\n\n");
@@ -80,11 +84,26 @@ pub(crate) fn tool_from_entry(entry: &Value, revision: Option<u64>) -> Value {
 
     let mut meta = Map::new();
     meta.insert("rcip/effect".into(), Value::String(effect.into()));
-    meta.insert("rcip/scopeIds".into(), entry.get("scopeIds").cloned().unwrap_or_else(|| json!([])));
-    meta.insert("rcip/tags".into(), entry.get("tags").cloned().unwrap_or_else(|| json!([])));
-    meta.insert("rcip/relevance".into(), entry.get("relevance").cloned().unwrap_or(Value::Null));
-    meta.insert("rcip/bound".into(), entry.get("bound").cloned().unwrap_or(Value::Bool(false)));
-    meta.insert("rcip/available".into(), entry.get("available").cloned().unwrap_or(Value::Bool(false)));
+    meta.insert(
+        "rcip/scopeIds".into(),
+        entry.get("scopeIds").cloned().unwrap_or_else(|| json!([])),
+    );
+    meta.insert(
+        "rcip/tags".into(),
+        entry.get("tags").cloned().unwrap_or_else(|| json!([])),
+    );
+    meta.insert(
+        "rcip/relevance".into(),
+        entry.get("relevance").cloned().unwrap_or(Value::Null),
+    );
+    meta.insert(
+        "rcip/bound".into(),
+        entry.get("bound").cloned().unwrap_or(Value::Bool(false)),
+    );
+    meta.insert(
+        "rcip/available".into(),
+        entry.get("available").cloned().unwrap_or(Value::Bool(false)),
+    );
     if let Some(a) = entry.get("availability") {
         meta.insert("rcip/availability".into(), a.clone());
     }
@@ -106,11 +125,19 @@ pub(crate) fn tool_from_entry(entry: &Value, revision: Option<u64>) -> Value {
     tool.insert("description".into(), Value::String(description));
     tool.insert(
         "inputSchema".into(),
-        if input_wrapped { wrap_schema(&input, id, INPUT_KEY) } else { input },
+        if input_wrapped {
+            wrap_schema(&input, id, INPUT_KEY)
+        } else {
+            input
+        },
     );
     tool.insert(
         "outputSchema".into(),
-        if output_wrapped { wrap_schema(&output, id, RESULT_KEY) } else { output },
+        if output_wrapped {
+            wrap_schema(&output, id, RESULT_KEY)
+        } else {
+            output
+        },
     );
     tool.insert("annotations".into(), annotations(effect));
     tool.insert("_meta".into(), Value::Object(meta));
@@ -135,7 +162,10 @@ pub(crate) fn unwrap_arguments(arguments: Value, input_schema: &Value) -> Unwrap
         return Unwrapped::Input(arguments);
     }
     let Value::Object(mut map) = arguments else {
-        return Unwrapped::Invalid { keyword: "type", message: "must be object".into() };
+        return Unwrapped::Invalid {
+            keyword: "type",
+            message: "must be object".into(),
+        };
     };
     if let Some(extra) = map.keys().find(|k| *k != INPUT_KEY) {
         return Unwrapped::Invalid {
@@ -230,7 +260,10 @@ fn error_text(outcome: &Value) -> String {
             let path = issue.get("instancePath").and_then(Value::as_str).unwrap_or("");
             let keyword = issue.get("keyword").and_then(Value::as_str).unwrap_or("?");
             let m = issue.get("message").and_then(Value::as_str).unwrap_or("");
-            text.push_str(&format!("\n- {} ({keyword}): {m}", if path.is_empty() { "(input)" } else { path }));
+            text.push_str(&format!(
+                "\n- {} ({keyword}): {m}",
+                if path.is_empty() { "(input)" } else { path }
+            ));
         }
     }
     text
@@ -258,7 +291,11 @@ pub(crate) fn call_result(outcome: &Value, output_wrapped: bool, application: &s
     match status {
         "succeeded" => {
             let output = outcome.get("output").cloned().unwrap_or(Value::Null);
-            let structured = if output_wrapped { json!({RESULT_KEY: output}) } else { output };
+            let structured = if output_wrapped {
+                json!({RESULT_KEY: output})
+            } else {
+                output
+            };
             json!({
                 "content": text_content(structured.to_string()),
                 "structuredContent": structured,

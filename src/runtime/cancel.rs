@@ -30,7 +30,9 @@ pub struct CancelToken {
 
 impl std::fmt::Debug for CancelToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CancelToken").field("cancelled", &self.is_cancelled()).finish()
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
     }
 }
 
@@ -50,7 +52,10 @@ impl CancelToken {
         CancelToken {
             inner: Arc::new(TokenInner {
                 cancelled: AtomicBool::new(false),
-                state: Mutex::new(TokenState { next_id: 0, callbacks: Vec::new() }),
+                state: Mutex::new(TokenState {
+                    next_id: 0,
+                    callbacks: Vec::new(),
+                }),
             }),
         }
     }
@@ -100,7 +105,10 @@ impl CancelToken {
     pub fn unregister(&self, registration: Registration) {
         let removed = {
             let mut st = self.inner.state.lock();
-            st.callbacks.iter().position(|(id, _)| *id == registration.0).map(|i| st.callbacks.remove(i))
+            st.callbacks
+                .iter()
+                .position(|(id, _)| *id == registration.0)
+                .map(|i| st.callbacks.remove(i))
         };
         drop(removed);
     }
@@ -142,7 +150,11 @@ mod tests {
         // Registering after cancellation runs at once.
         let n = Arc::new(AtomicUsize::new(0));
         let n2 = n.clone();
-        assert!(t.on_cancel(move || { n2.fetch_add(1, Ordering::SeqCst); }).is_none());
+        assert!(t
+            .on_cancel(move || {
+                n2.fetch_add(1, Ordering::SeqCst);
+            })
+            .is_none());
         assert_eq!(n.load(Ordering::SeqCst), 1);
     }
 

@@ -7,7 +7,9 @@ use super::callbacks::OutcomeSink;
 use super::cancel::{CancelToken, Registration};
 use super::invoke::{InvocationCore, Payload, Start};
 use super::shared::{Shared, RECEIPT_CAPACITY};
-use super::types::{messages, push_json_str, ConfirmationRecord, ErrorCode, EventPhase, Outcome, RcipError, SemanticContext};
+use super::types::{
+    messages, push_json_str, ConfirmationRecord, ErrorCode, EventPhase, Outcome, RcipError, SemanticContext,
+};
 use super::HostError;
 use std::sync::Arc;
 
@@ -126,7 +128,11 @@ impl Shared {
     /// pending confirmation already has is replaced by a built-in one (the
     /// new confirmation would otherwise replace the pending one, whose
     /// invocation id then stayed reserved and which never ended).
-    pub(crate) fn register_confirmation(&self, _core: &InvocationCore, mut pending: PendingConfirmation) -> Option<String> {
+    pub(crate) fn register_confirmation(
+        &self,
+        _core: &InvocationCore,
+        mut pending: PendingConfirmation,
+    ) -> Option<String> {
         let mut st = self.state.lock();
         if st.closed {
             return None;
@@ -136,7 +142,8 @@ impl Shared {
         }
         let id = pending.id.clone();
         pending.seq = Shared::next_seq(&mut st);
-        st.deadlines.insert((pending.expires_at, pending.seq, pending.id.clone()));
+        st.deadlines
+            .insert((pending.expires_at, pending.seq, pending.id.clone()));
         st.confirmations.insert(pending.id.clone(), pending);
         Some(id)
     }
@@ -236,7 +243,13 @@ impl Shared {
         };
         let Some(mut c) = removed else { return };
         c.registration = None; // it is running now
-        self.emit(&c.invocation_id, &c.capability_id, EventPhase::Failed, Some(ErrorCode::ExecutionAborted), None);
+        self.emit(
+            &c.invocation_id,
+            &c.capability_id,
+            EventPhase::Failed,
+            Some(ErrorCode::ExecutionAborted),
+            None,
+        );
         self.notify_closed(&c, CloseReason::Cancelled);
     }
 
@@ -289,7 +302,12 @@ impl Shared {
     }
 
     /// The host resolves a confirmation: always one outcome, through `sink`.
-    pub(crate) fn resolve(self: &Arc<Self>, confirmation_id: &str, approved: bool, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
+    pub(crate) fn resolve(
+        self: &Arc<Self>,
+        confirmation_id: &str,
+        approved: bool,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<(), HostError> {
         if let Err(e) = self.enter() {
             sink.refused();
             return Err(e);
@@ -345,16 +363,36 @@ impl Shared {
         Shared::unregister_confirmation_token(&mut c);
         let ending = if !approved {
             // 2. Declined.
-            Some((EventPhase::ConfirmationDeclined, ErrorCode::ConfirmationDeclined, None, CloseReason::Declined))
+            Some((
+                EventPhase::ConfirmationDeclined,
+                ErrorCode::ConfirmationDeclined,
+                None,
+                CloseReason::Declined,
+            ))
         } else if now >= c.expires_at {
             // 3. Expired (an approval at or after expiresAt, timer or not).
-            Some((EventPhase::Failed, ErrorCode::ConfirmationExpired, None, CloseReason::Expired))
+            Some((
+                EventPhase::Failed,
+                ErrorCode::ConfirmationExpired,
+                None,
+                CloseReason::Expired,
+            ))
         } else if !binding_same {
             // 4. Binding changed.
-            Some((EventPhase::Denied, ErrorCode::PolicyDenied, Some(messages::BINDING_CHANGED), CloseReason::Invalidated))
+            Some((
+                EventPhase::Denied,
+                ErrorCode::PolicyDenied,
+                Some(messages::BINDING_CHANGED),
+                CloseReason::Invalidated,
+            ))
         } else if !context_same {
             // 4. Context changed.
-            Some((EventPhase::Denied, ErrorCode::PolicyDenied, Some(messages::CONTEXT_CHANGED), CloseReason::Invalidated))
+            Some((
+                EventPhase::Denied,
+                ErrorCode::PolicyDenied,
+                Some(messages::CONTEXT_CHANGED),
+                CloseReason::Invalidated,
+            ))
         } else {
             None
         };
@@ -365,9 +403,17 @@ impl Shared {
             };
             let (invocation_id, capability_id) = (c.invocation_id.clone(), c.capability_id.clone());
             let outcome = if phase == EventPhase::Failed {
-                Outcome::Failed { invocation_id, capability_id, error }
+                Outcome::Failed {
+                    invocation_id,
+                    capability_id,
+                    error,
+                }
             } else {
-                Outcome::Denied { invocation_id, capability_id, error }
+                Outcome::Denied {
+                    invocation_id,
+                    capability_id,
+                    error,
+                }
             };
             self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
             sink.deliver(&outcome.to_json_text());

@@ -33,7 +33,10 @@ impl std::fmt::Debug for Invocation {
 
 impl Invocation {
     pub(crate) fn new(core: Arc<InvocationCore>) -> Invocation {
-        Invocation { core, settled: AtomicBool::new(false) }
+        Invocation {
+            core,
+            settled: AtomicBool::new(false),
+        }
     }
 
     /// The invocation id.
@@ -98,7 +101,11 @@ impl Invocation {
     pub fn complete_text(&self, output: &[u8]) -> Result<(), HostError> {
         let Some(shared) = self.take()? else { return Ok(()) };
         let parsed = crate::json::parse_payload(output, &shared.config.limits).map(|p| {
-            let text = if p.canonical { std::str::from_utf8(output).ok().map(str::to_string) } else { None };
+            let text = if p.canonical {
+                std::str::from_utf8(output).ok().map(str::to_string)
+            } else {
+                None
+            };
             (p.value, text)
         });
         shared.handler_settled(&self.core, HandlerResult::Output(parsed));
@@ -149,13 +156,18 @@ pub struct PolicyRequest {
 
 impl std::fmt::Debug for PolicyRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PolicyRequest").field("capability", &self.core.capability_id()).finish()
+        f.debug_struct("PolicyRequest")
+            .field("capability", &self.core.capability_id())
+            .finish()
     }
 }
 
 impl PolicyRequest {
     pub(crate) fn new(core: Arc<PolicyCore>) -> PolicyRequest {
-        PolicyRequest { core, settled: AtomicBool::new(false) }
+        PolicyRequest {
+            core,
+            settled: AtomicBool::new(false),
+        }
     }
 
     /// The `RcipPolicyContext` as JSON text: `{"capability", "input",
@@ -260,7 +272,12 @@ impl std::fmt::Debug for Binding {
 
 impl Binding {
     pub(crate) fn new(shared: &Arc<Shared>, id: u64, capability: usize) -> Binding {
-        Binding { shared: Arc::downgrade(shared), id, capability, detached: false }
+        Binding {
+            shared: Arc::downgrade(shared),
+            id,
+            capability,
+            detached: false,
+        }
     }
 
     fn shared(&self) -> Result<Arc<Shared>, HostError> {
@@ -286,9 +303,11 @@ impl Binding {
 
     /// True while this binding is the installed one.
     pub fn is_installed(&self) -> bool {
-        self.shared
-            .upgrade()
-            .is_some_and(|s| s.state.lock().bindings[self.capability].as_ref().is_some_and(|b| b.id == self.id))
+        self.shared.upgrade().is_some_and(|s| {
+            s.state.lock().bindings[self.capability]
+                .as_ref()
+                .is_some_and(|b| b.id == self.id)
+        })
     }
 
     /// Drops the handle without unbinding.

@@ -4,14 +4,15 @@
 //! settling thread. Each invocation delivers exactly one outcome, after its
 //! event (steps 2 and 4 emit none).
 
-use super::cancel::{CancelToken, Registration};
 use super::callbacks::OutcomeSink;
+use super::cancel::{CancelToken, Registration};
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
 use super::shared::{BindingCore, Shared};
 use super::snapshot::Entry;
 use super::types::{
-    messages, ConfirmationRecord, JsonText, NulString, Decision, ErrorCode, EventPhase, Outcome, PolicyAnswer, RcipError, SemanticContext,
+    messages, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, NulString, Outcome, PolicyAnswer,
+    RcipError, SemanticContext,
 };
 use super::HostError;
 use crate::json::JsonError;
@@ -32,7 +33,11 @@ pub(crate) struct Payload {
 
 impl Payload {
     pub(crate) fn new(value: Value, len_hint: usize) -> Arc<Payload> {
-        Arc::new(Payload { value, text: OnceCell::new(), len_hint })
+        Arc::new(Payload {
+            value,
+            text: OnceCell::new(),
+            len_hint,
+        })
     }
 
     /// A payload from parsed text: canonical text is kept as the payload's
@@ -44,7 +49,11 @@ impl Payload {
                 let _ = text.set(NulString::copy_of(s));
             }
         }
-        Arc::new(Payload { value: parsed.value, text, len_hint: bytes.len() })
+        Arc::new(Payload {
+            value: parsed.value,
+            text,
+            len_hint: bytes.len(),
+        })
     }
 
     /// The input as compact JSON text (canonical: the last of duplicate keys
@@ -54,7 +63,8 @@ impl Payload {
     }
 
     pub(crate) fn nul_text(&self) -> &NulString {
-        self.text.get_or_init(|| NulString::from_value(&self.value, self.len_hint))
+        self.text
+            .get_or_init(|| NulString::from_value(&self.value, self.len_hint))
     }
 }
 
@@ -62,7 +72,9 @@ impl Payload {
 pub(crate) enum HandlerResult {
     /// The output value, and its text when that text is canonical.
     Output(Result<(Value, Option<String>), JsonError>),
-    Failed { aborted: bool },
+    Failed {
+        aborted: bool,
+    },
 }
 
 pub(crate) enum Phase {
@@ -70,10 +82,16 @@ pub(crate) enum Phase {
     Checking,
     /// The policy was asked and has not answered (or answered inside its
     /// callback, which has not returned yet).
-    Policy { in_callback: bool, answer: Option<PolicyAnswer> },
+    Policy {
+        in_callback: bool,
+        answer: Option<PolicyAnswer>,
+    },
     /// The handler was called and has not settled (or settled inside its
     /// callback, which has not returned yet).
-    Running { in_callback: bool, result: Option<HandlerResult> },
+    Running {
+        in_callback: bool,
+        result: Option<HandlerResult>,
+    },
     /// The outcome was delivered (or is being delivered).
     Done,
 }
@@ -150,7 +168,11 @@ pub(crate) struct Ending {
 fn failed(core: &InvocationCore, error: RcipError) -> Ending {
     let code = error.code;
     Ending {
-        outcome: Outcome::Failed { invocation_id: core.id.clone(), capability_id: core.capability_id.clone(), error },
+        outcome: Outcome::Failed {
+            invocation_id: core.id.clone(),
+            capability_id: core.capability_id.clone(),
+            error,
+        },
         rendered: None,
         event: Some((EventPhase::Failed, Some(code))),
         keep_reservation: false,
@@ -161,7 +183,11 @@ fn failed(core: &InvocationCore, error: RcipError) -> Ending {
 fn denied(core: &InvocationCore, error: RcipError) -> Ending {
     let code = error.code;
     Ending {
-        outcome: Outcome::Denied { invocation_id: core.id.clone(), capability_id: core.capability_id.clone(), error },
+        outcome: Outcome::Denied {
+            invocation_id: core.id.clone(),
+            capability_id: core.capability_id.clone(),
+            error,
+        },
         rendered: None,
         event: Some((EventPhase::Denied, Some(code))),
         keep_reservation: false,
@@ -207,7 +233,14 @@ impl Shared {
             Some(i) => self.capability_id(i),
             None => Arc::from(capability_id),
         };
-        let start = Start { id: id.clone(), capability_id, capability, input, token: token.cloned(), confirmed: false };
+        let start = Start {
+            id: id.clone(),
+            capability_id,
+            capability,
+            input,
+            token: token.cloned(),
+            confirmed: false,
+        };
         self.run(start, sink)?;
         Ok(id)
     }
@@ -261,9 +294,21 @@ impl Shared {
             let outcome = Outcome::Failed {
                 invocation_id: core.id.clone(),
                 capability_id: core.capability_id.clone(),
-                error: RcipError::with_message(ErrorCode::InputInvalid, format!("{} ({e}).", messages::INPUT_NOT_JSON.trim_end_matches('.'))),
+                error: RcipError::with_message(
+                    ErrorCode::InputInvalid,
+                    format!("{} ({e}).", messages::INPUT_NOT_JSON.trim_end_matches('.')),
+                ),
             };
-            self.finish(&core, Ending { outcome, rendered: None, event: None, keep_reservation: false, refresh: false });
+            self.finish(
+                &core,
+                Ending {
+                    outcome,
+                    rendered: None,
+                    event: None,
+                    keep_reservation: false,
+                    refresh: false,
+                },
+            );
             return Ok(());
         }
         // 5.
@@ -299,7 +344,11 @@ impl Shared {
         let binding_id = binding.id;
         // Step 11 captures the context after the availability check: read it
         // again only if host code (the check) ran since it was read above.
-        let context = if binding.availability.is_some() { self.context() } else { context };
+        let context = if binding.availability.is_some() {
+            self.context()
+        } else {
+            context
+        };
         drop(binding);
         if let Entry::Bound(a) = &entry {
             if !a.available {
@@ -345,7 +394,10 @@ impl Shared {
         // outcome, not CAPABILITY_UNBOUND (PIPELINE.md section 9).
         if closed {
             drop(binding);
-            return Err(RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED));
+            return Err(RcipError::with_message(
+                ErrorCode::ExecutionAborted,
+                messages::RUNTIME_CLOSED,
+            ));
         }
         let binding = match binding {
             Some(b) if b.id == binding_id => b,
@@ -356,12 +408,18 @@ impl Shared {
         };
         if !Arc::ptr_eq(&current, context) && *current != **context {
             drop(binding);
-            return Err(RcipError::with_message(ErrorCode::PolicyDenied, messages::CONTEXT_CHANGED));
+            return Err(RcipError::with_message(
+                ErrorCode::PolicyDenied,
+                messages::CONTEXT_CHANGED,
+            ));
         }
         let live = Shared::sample(binding.availability.as_ref());
         if !live.is_available() {
             drop(binding);
-            return Err(RcipError::with_message(ErrorCode::CapabilityUnavailable, messages::NO_LONGER_AVAILABLE));
+            return Err(RcipError::with_message(
+                ErrorCode::CapabilityUnavailable,
+                messages::NO_LONGER_AVAILABLE,
+            ));
         }
         Ok(binding)
     }
@@ -373,22 +431,24 @@ impl Shared {
         binding_id: u64,
         context: &Arc<SemanticContext>,
     ) -> Result<Arc<BindingCore>, Ending> {
-        self.recheck(core.token.as_ref(), capability, binding_id, context).map_err(|e| {
-            if e.code == ErrorCode::PolicyDenied {
-                denied(core, e)
-            } else {
-                failed(core, e)
-            }
-        })
+        self.recheck(core.token.as_ref(), capability, binding_id, context)
+            .map_err(|e| {
+                if e.code == ErrorCode::PolicyDenied {
+                    denied(core, e)
+                } else {
+                    failed(core, e)
+                }
+            })
     }
 
     /// Steps 6–11.
     fn checks_and_policy(self: &Arc<Self>, core: &Arc<InvocationCore>) {
         let payload = core.payload.clone().expect("parsed input");
-        let (capability, binding_id, entry, context) = match self.precheck(core.capability, &payload, core.token.as_ref()) {
-            Ok(x) => x,
-            Err(e) => return self.finish(core, failed(core, e)),
-        };
+        let (capability, binding_id, entry, context) =
+            match self.precheck(core.capability, &payload, core.token.as_ref()) {
+                Ok(x) => x,
+                Err(e) => return self.finish(core, failed(core, e)),
+            };
         let def = &self.catalog.capabilities()[capability];
         // 11. Capture the context and the live capability snapshot.
         let _ = core.binding_id.set(binding_id);
@@ -406,7 +466,10 @@ impl Shared {
             if !matches!(inner.phase, Phase::Checking) {
                 return;
             }
-            inner.phase = Phase::Policy { in_callback: true, answer: None };
+            inner.phase = Phase::Policy {
+                in_callback: true,
+                answer: None,
+            };
         }
         // A token cancelled by now ends the invocation before the policy is
         // asked; later, cancelling releases the policy wait at once.
@@ -433,7 +496,9 @@ impl Shared {
         let answer = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
-                Phase::Policy { answer, in_callback, .. } => match answer.take() {
+                Phase::Policy {
+                    answer, in_callback, ..
+                } => match answer.take() {
                     Some(a) => {
                         inner.phase = Phase::Checking;
                         Some(a)
@@ -484,11 +549,19 @@ impl Shared {
         let go = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
-                Phase::Policy { answer: slot @ None, in_callback: true, .. } => {
+                Phase::Policy {
+                    answer: slot @ None,
+                    in_callback: true,
+                    ..
+                } => {
                     *slot = Some(answer);
                     return;
                 }
-                Phase::Policy { answer: None, in_callback: false, .. } => {
+                Phase::Policy {
+                    answer: None,
+                    in_callback: false,
+                    ..
+                } => {
                     inner.phase = Phase::Checking;
                     true
                 }
@@ -539,7 +612,13 @@ impl Shared {
         // 15.
         if let Decision::Confirm { reason } = decision {
             if core.confirmed {
-                return self.finish(core, denied(core, RcipError::with_message(ErrorCode::PolicyDenied, messages::CONFIRM_ON_CONFIRMED)));
+                return self.finish(
+                    core,
+                    denied(
+                        core,
+                        RcipError::with_message(ErrorCode::PolicyDenied, messages::CONFIRM_ON_CONFIRMED),
+                    ),
+                );
             }
             return self.open_confirmation(core, capability, binding_id, context, reason);
         }
@@ -558,7 +637,10 @@ impl Shared {
             if !matches!(inner.phase, Phase::Checking) {
                 return;
             }
-            inner.phase = Phase::Running { in_callback: true, result: None };
+            inner.phase = Phase::Running {
+                in_callback: true,
+                result: None,
+            };
         }
         let handler = binding.handler.clone();
         if self.is_closed() {
@@ -595,11 +677,17 @@ impl Shared {
         let go = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
-                Phase::Running { result: slot @ None, in_callback: true } => {
+                Phase::Running {
+                    result: slot @ None,
+                    in_callback: true,
+                } => {
                     *slot = Some(result);
                     return;
                 }
-                Phase::Running { result: None, in_callback: false } => {
+                Phase::Running {
+                    result: None,
+                    in_callback: false,
+                } => {
                     inner.phase = Phase::Checking;
                     true
                 }
@@ -639,11 +727,21 @@ impl Shared {
                 };
                 self.finish(
                     core,
-                    Ending { outcome, rendered, event: Some((EventPhase::Succeeded, None)), keep_reservation: false, refresh: true },
+                    Ending {
+                        outcome,
+                        rendered,
+                        event: Some((EventPhase::Succeeded, None)),
+                        keep_reservation: false,
+                        refresh: true,
+                    },
                 )
             }
             HandlerResult::Failed { aborted } => {
-                let code = if aborted || core.token_cancelled() { ErrorCode::ExecutionAborted } else { ErrorCode::ExecutionFailed };
+                let code = if aborted || core.token_cancelled() {
+                    ErrorCode::ExecutionAborted
+                } else {
+                    ErrorCode::ExecutionFailed
+                };
                 self.finish(core, failed(core, RcipError::new(code)))
             }
         }
@@ -670,7 +768,8 @@ impl Shared {
             expires_at,
         };
         let payload = core.payload.clone().expect("parsed input");
-        let pending = self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
+        let pending =
+            self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
         let notices = pending.notices.clone();
         let Some(registered_id) = self.register_confirmation(core, pending) else {
             return;
@@ -702,7 +801,12 @@ impl Shared {
     /// Ends the invocation if its phase satisfies `expect`: exactly one
     /// caller wins, then the event, the optional refresh and the outcome
     /// follow, with no lock held.
-    pub(crate) fn finish_if(self: &Arc<Self>, core: &Arc<InvocationCore>, expect: impl FnOnce(&Phase) -> bool, ending: Ending) {
+    pub(crate) fn finish_if(
+        self: &Arc<Self>,
+        core: &Arc<InvocationCore>,
+        expect: impl FnOnce(&Phase) -> bool,
+        ending: Ending,
+    ) {
         let (sink, registration) = {
             let mut inner = core.inner.lock();
             if matches!(inner.phase, Phase::Done) || !expect(&inner.phase) {
@@ -737,7 +841,10 @@ impl Shared {
 
     /// Teardown of one pending invocation.
     pub(crate) fn abort_on_close(self: &Arc<Self>, core: &Arc<InvocationCore>) {
-        let ending = failed(core, RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED));
+        let ending = failed(
+            core,
+            RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED),
+        );
         // Finish even though the runtime is closed: the event and outcome
         // are part of the free call.
         self.finish(core, ending);
@@ -753,7 +860,10 @@ pub(crate) struct BlockingSlot {
 
 impl BlockingSlot {
     pub(crate) fn new() -> Arc<BlockingSlot> {
-        Arc::new(BlockingSlot { value: std::sync::Mutex::new(None), ready: std::sync::Condvar::new() })
+        Arc::new(BlockingSlot {
+            value: std::sync::Mutex::new(None),
+            ready: std::sync::Condvar::new(),
+        })
     }
 
     pub(crate) fn sink(self: &Arc<Self>) -> Box<dyn OutcomeSink> {

@@ -25,7 +25,8 @@ mod timer;
 mod types;
 
 pub use callbacks::{
-    AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink, Policy, Subscriber,
+    AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink, Policy,
+    Subscriber,
 };
 pub use cancel::{CancelToken, Registration};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
@@ -33,8 +34,8 @@ pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::{
-    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, LifecycleEvent, Outcome, OutcomeStatus, RcipError,
-    SemanticContext,
+    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, LifecycleEvent, Outcome,
+    OutcomeStatus, RcipError, SemanticContext,
 };
 
 use crate::catalog::{Catalog, CatalogError};
@@ -92,7 +93,10 @@ impl fmt::Display for HostError {
                 write!(f, "a preflight takes 1 to {MAX_PREFLIGHT_PROPOSALS} proposals, not {n}")
             }
             HostError::WrongContext => {
-                write!(f, "a runtime call from inside the runtime's clock or id generator is not allowed")
+                write!(
+                    f,
+                    "a runtime call from inside the runtime's clock or id generator is not allowed"
+                )
             }
         }
     }
@@ -133,7 +137,9 @@ impl RuntimeBuilder {
     /// Confirmation lifetime in milliseconds (default 120000; at least 1).
     pub fn confirmation_ttl_ms(&mut self, ttl_ms: u64) -> Result<&mut RuntimeBuilder, HostError> {
         if ttl_ms == 0 || ttl_ms > i64::MAX as u64 / 2 {
-            return Err(HostError::InvalidArgument(format!("confirmation TTL must be 1 to 2^62 ms, not {ttl_ms}")));
+            return Err(HostError::InvalidArgument(format!(
+                "confirmation TTL must be 1 to 2^62 ms, not {ttl_ms}"
+            )));
         }
         self.config.ttl_ms = ttl_ms as i64;
         Ok(self)
@@ -190,7 +196,9 @@ impl RuntimeBuilder {
 
     /// Builds the runtime: revision 0, everything unbound, empty context.
     pub fn build(self) -> Runtime {
-        Runtime { shared: Shared::new(self.catalog, self.config) }
+        Runtime {
+            shared: Shared::new(self.catalog, self.config),
+        }
     }
 }
 
@@ -214,12 +222,16 @@ impl Runtime {
     /// The consumer surface. The view keeps the runtime's core alive while
     /// a call runs, so a callback may free the runtime mid-call.
     pub fn client(&self) -> Client {
-        Client { shared: self.shared.clone() }
+        Client {
+            shared: self.shared.clone(),
+        }
     }
 
     /// The trusted host surface (see [`client`](Self::client)).
     pub fn host(&self) -> Host {
-        Host { shared: self.shared.clone() }
+        Host {
+            shared: self.shared.clone(),
+        }
     }
 
     /// The catalog the runtime was built from.
@@ -274,9 +286,21 @@ mod tests {
         let mut b = RuntimeBuilder::new(&catalog);
         b.limits(40, 3).unwrap();
         b.limits(0, 10).unwrap();
-        assert_eq!(b.config.limits, Limits { max_bytes: 40, max_depth: 10 });
+        assert_eq!(
+            b.config.limits,
+            Limits {
+                max_bytes: 40,
+                max_depth: 10
+            }
+        );
         b.limits(7, 0).unwrap();
-        assert_eq!(b.config.limits, Limits { max_bytes: 7, max_depth: 10 });
+        assert_eq!(
+            b.config.limits,
+            Limits {
+                max_bytes: 7,
+                max_depth: 10
+            }
+        );
     }
 }
 
@@ -313,7 +337,8 @@ impl Host {
     /// Parses and sets a context from JSON text.
     pub fn set_context_json(&self, text: &[u8]) -> Result<(), HostError> {
         self.shared.enter()?;
-        let value = crate::json::parse_bytes(text, &Limits::default()).map_err(|e| HostError::InvalidJson(format!("context: {e}")))?;
+        let value = crate::json::parse_bytes(text, &Limits::default())
+            .map_err(|e| HostError::InvalidJson(format!("context: {e}")))?;
         let context = SemanticContext::from_value(&value).map_err(HostError::InvalidArgument)?;
         self.shared.set_context(context)
     }
@@ -332,7 +357,12 @@ impl Host {
     }
 
     /// Resolves a confirmation; exactly one outcome reaches `sink`.
-    pub fn resolve_confirmation(&self, confirmation_id: &str, approved: bool, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
+    pub fn resolve_confirmation(
+        &self,
+        confirmation_id: &str,
+        approved: bool,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<(), HostError> {
         self.shared.resolve(confirmation_id, approved, sink)
     }
 }
@@ -360,7 +390,8 @@ impl Client {
 
     /// Parses a filter from JSON text and lists.
     pub fn list_json_filtered(&self, filter: &[u8]) -> Result<String, HostError> {
-        let value = crate::json::parse_bytes(filter, &Limits::default()).map_err(|e| HostError::InvalidJson(format!("filter: {e}")))?;
+        let value = crate::json::parse_bytes(filter, &Limits::default())
+            .map_err(|e| HostError::InvalidJson(format!("filter: {e}")))?;
         let filter = Filter::from_value(&value).map_err(HostError::InvalidArgument)?;
         self.list_json(&filter)
     }
@@ -368,7 +399,10 @@ impl Client {
     /// Subscribes to snapshot revisions.
     pub fn subscribe(&self, subscriber: Arc<dyn Subscriber>) -> Result<Subscription, HostError> {
         let id = self.shared.subscribe(subscriber)?;
-        Ok(Subscription { shared: Arc::downgrade(&self.shared), id })
+        Ok(Subscription {
+            shared: Arc::downgrade(&self.shared),
+            id,
+        })
     }
 
     /// Invokes a capability with raw input text. Returns the invocation id;
@@ -394,7 +428,8 @@ impl Client {
         token: Option<&CancelToken>,
     ) -> Result<String, HostError> {
         let slot = invoke::BlockingSlot::new();
-        self.shared.invoke(capability_id, input, invocation_id, token, slot.sink())?;
+        self.shared
+            .invoke(capability_id, input, invocation_id, token, slot.sink())?;
         Ok(slot.wait())
     }
 

@@ -83,12 +83,17 @@ impl PolicyCore {
             let mut out = String::with_capacity(def.snapshot_prefix.len() + 256);
             out.push_str("{\"capability\":");
             out.push_str(&def.snapshot_prefix);
-            self.entry.write_live_fields(self.context.is_current(&def.scope_ids), &mut out);
+            self.entry
+                .write_live_fields(self.context.is_current(&def.scope_ids), &mut out);
             out.push_str(",\"input\":");
             out.push_str(self.payload.text());
             out.push_str(",\"semanticContext\":");
             out.push_str(self.context.json());
-            out.push_str(if self.confirmed { ",\"confirmed\":true" } else { ",\"confirmed\":false" });
+            out.push_str(if self.confirmed {
+                ",\"confirmed\":true"
+            } else {
+                ",\"confirmed\":false"
+            });
             out.push_str(",\"phase\":\"");
             out.push_str(self.phase);
             out.push_str("\"}");

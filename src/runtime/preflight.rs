@@ -27,7 +27,12 @@ enum Slot {
     /// Not checked yet.
     Waiting,
     /// Asked the policy; the answer may be here.
-    Asked { capability: usize, binding_id: u64, context: Arc<SemanticContext>, answer: Option<PolicyAnswer> },
+    Asked {
+        capability: usize,
+        binding_id: u64,
+        context: Arc<SemanticContext>,
+        answer: Option<PolicyAnswer>,
+    },
     /// Steps 12–13 are running on some thread.
     Processing,
     Final(Verdict),
@@ -178,10 +183,28 @@ impl Shared {
         let effect = self.catalog.capabilities()[capability].effect;
         let Some(policy) = self.config.policy.clone() else {
             let answer = PolicyAnswer::Decision(default_decision(effect, false));
-            set_if_open(core, i, Slot::Asked { capability, binding_id, context, answer: Some(answer) });
+            set_if_open(
+                core,
+                i,
+                Slot::Asked {
+                    capability,
+                    binding_id,
+                    context,
+                    answer: Some(answer),
+                },
+            );
             return;
         };
-        if !set_if_open(core, i, Slot::Asked { capability, binding_id, context: context.clone(), answer: None }) {
+        if !set_if_open(
+            core,
+            i,
+            Slot::Asked {
+                capability,
+                binding_id,
+                context: context.clone(),
+                answer: None,
+            },
+        ) {
             return;
         }
         let request = PolicyRequest::new(Arc::new(PolicyCore::new(
@@ -199,7 +222,12 @@ impl Shared {
     }
 
     /// A policy request of a preflight proposal was settled.
-    pub(crate) fn preflight_policy_settled(self: &Arc<Self>, core: &Arc<PreflightCore>, i: usize, answer: PolicyAnswer) {
+    pub(crate) fn preflight_policy_settled(
+        self: &Arc<Self>,
+        core: &Arc<PreflightCore>,
+        i: usize,
+        answer: PolicyAnswer,
+    ) {
         let taken = {
             let mut inner = core.inner.lock();
             if inner.done {
@@ -207,7 +235,9 @@ impl Shared {
             }
             let all_asked = inner.all_asked;
             match &mut inner.slots[i] {
-                Slot::Asked { answer: slot @ None, .. } => {
+                Slot::Asked {
+                    answer: slot @ None, ..
+                } => {
                     *slot = Some(answer);
                 }
                 _ => return,
@@ -276,7 +306,10 @@ impl Shared {
     }
 
     pub(crate) fn abort_preflight_on_close(self: &Arc<Self>, core: &Arc<PreflightCore>) {
-        self.abort_preflight(core, RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED));
+        self.abort_preflight(
+            core,
+            RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED),
+        );
     }
 
     /// Delivers the report once every proposal is final.
@@ -360,9 +393,17 @@ fn take_answer(slot: &mut Slot) -> Option<Taken> {
         return None;
     }
     match std::mem::replace(slot, Slot::Processing) {
-        Slot::Asked { capability, binding_id, context, answer: Some(answer) } => {
-            Some(Taken { capability, binding_id, context, answer })
-        }
+        Slot::Asked {
+            capability,
+            binding_id,
+            context,
+            answer: Some(answer),
+        } => Some(Taken {
+            capability,
+            binding_id,
+            context,
+            answer,
+        }),
         _ => None,
     }
 }

@@ -6,7 +6,9 @@
 //! code (callbacks) ever runs while one is held, and nothing that owns host
 //! user data is dropped while one is held (user-data release is host code).
 
-use super::callbacks::{AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, Policy, Subscriber};
+use super::callbacks::{
+    AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, Policy, Subscriber,
+};
 use super::confirm::{PendingConfirmation, Receipt};
 use super::invoke::InvocationCore;
 use super::preflight::PreflightCore;
@@ -181,7 +183,12 @@ impl Shared {
         let n = catalog.capabilities().len();
         let context = Arc::new(SemanticContext::empty());
         let bound = Arc::new(BoundSet::new(n));
-        let published = Published { revision: 0, context: context.clone(), bound: bound.clone(), samples: None };
+        let published = Published {
+            revision: 0,
+            context: context.clone(),
+            bound: bound.clone(),
+            samples: None,
+        };
         Arc::new(Shared {
             catalog,
             config,
@@ -259,7 +266,9 @@ impl Shared {
 
     /// The id of capability `i`, as this runtime shares it.
     pub(crate) fn capability_id(&self, i: usize) -> Arc<str> {
-        self.capability_ids[i].get_or_init(|| Arc::from(self.catalog.capabilities()[i].id.as_str())).clone()
+        self.capability_ids[i]
+            .get_or_init(|| Arc::from(self.catalog.capabilities()[i].id.as_str()))
+            .clone()
     }
 
     /// A new id for `prefix` (`invocation` or `confirmation`): the host's
@@ -283,7 +292,11 @@ impl Shared {
         let salt = self.id_salt.get_or_init(|| {
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
             h.write_u64(system_now_ms() as u64);
-            format!("{}{}", base36(system_now_ms().max(0) as u64), base36(h.finish() % 36u64.pow(6)))
+            format!(
+                "{}{}",
+                base36(system_now_ms().max(0) as u64),
+                base36(h.finish() % 36u64.pow(6))
+            )
         });
         // Written on the stack, then one allocation for the shared id.
         let mut buf = [0u8; 96];
@@ -381,7 +394,12 @@ impl Shared {
             let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
             checks.insert(at, (capability as u32, check.clone()));
         }
-        st.bindings[capability] = Some(Arc::new(BindingCore { id, handler, availability, revision: AtomicU64::new(0) }));
+        st.bindings[capability] = Some(Arc::new(BindingCore {
+            id,
+            handler,
+            availability,
+            revision: AtomicU64::new(0),
+        }));
         st.bound_count += 1;
         self.finish_change(st, inline);
         Ok((id, capability))
@@ -412,7 +430,12 @@ impl Shared {
         }
         st.revision += 1;
         let revision = st.revision;
-        let published = Published { revision, context: st.context.clone(), bound: st.bound.clone(), samples: None };
+        let published = Published {
+            revision,
+            context: st.context.clone(),
+            bound: st.bound.clone(),
+            samples: None,
+        };
         let (subscribers, replaced) = Shared::publish(&mut st, published);
         drop(st);
         drop(replaced);
@@ -427,15 +450,22 @@ impl Shared {
         if st.closed {
             return Err(HostError::Closed);
         }
-        let installed = st.bindings[capability].as_ref().map(|b| (b.id, b.availability.is_some()));
-        let Some((installed_id, has_check)) = installed else { return Ok(false) };
+        let installed = st.bindings[capability]
+            .as_ref()
+            .map(|b| (b.id, b.availability.is_some()));
+        let Some((installed_id, has_check)) = installed else {
+            return Ok(false);
+        };
         if installed_id != id {
             return Ok(false);
         }
         st.bound_count -= 1;
         let check = if has_check {
             let checks = Arc::make_mut(&mut st.checks);
-            checks.iter().position(|(i, _)| *i as usize == capability).map(|p| checks.remove(p))
+            checks
+                .iter()
+                .position(|(i, _)| *i as usize == capability)
+                .map(|p| checks.remove(p))
         } else {
             None
         };
@@ -454,7 +484,12 @@ impl Shared {
 
     /// Sets a binding's revision; refreshes when it changed on an installed
     /// binding.
-    pub(crate) fn set_binding_revision(self: &Arc<Self>, id: u64, capability: usize, revision: u64) -> Result<bool, HostError> {
+    pub(crate) fn set_binding_revision(
+        self: &Arc<Self>,
+        id: u64,
+        capability: usize,
+        revision: u64,
+    ) -> Result<bool, HostError> {
         self.enter()?;
         let changed = {
             let st = self.state.lock();
@@ -511,7 +546,13 @@ impl Shared {
             return s.clone();
         }
         let p = &st.published;
-        let s = Arc::new(Snapshot::new(p.revision, self.catalog.clone(), p.context.clone(), p.bound.clone(), p.samples.clone()));
+        let s = Arc::new(Snapshot::new(
+            p.revision,
+            self.catalog.clone(),
+            p.context.clone(),
+            p.bound.clone(),
+            p.samples.clone(),
+        ));
         st.snapshot = Some(s.clone());
         s
     }
@@ -569,7 +610,12 @@ impl Shared {
             let revision = st.revision;
             if st.checks.is_empty() {
                 // Nothing to sample: publish now, in the same critical section.
-                let published = Published { revision, context: st.context.clone(), bound: st.bound.clone(), samples: None };
+                let published = Published {
+                    revision,
+                    context: st.context.clone(),
+                    bound: st.bound.clone(),
+                    samples: None,
+                };
                 let (subscribers, replaced) = Shared::publish(&mut st, published);
                 drop(st);
                 drop(replaced);
@@ -578,16 +624,31 @@ impl Shared {
             (revision, st.context.clone(), st.bound.clone(), st.checks.clone())
         };
         // Host code: no lock held.
-        let samples: Vec<(u32, Availability)> =
-            checks.iter().map(|(i, check)| (*i, Shared::ask(check))).filter(|(_, a)| !a.is_plain_available()).collect();
+        let samples: Vec<(u32, Availability)> = checks
+            .iter()
+            .map(|(i, check)| (*i, Shared::ask(check)))
+            .filter(|(_, a)| !a.is_plain_available())
+            .collect();
         drop(checks);
-        let samples = if samples.is_empty() { None } else { Some(Arc::new(samples)) };
+        let samples = if samples.is_empty() {
+            None
+        } else {
+            Some(Arc::new(samples))
+        };
         let (subscribers, replaced) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
-            Shared::publish(&mut st, Published { revision, context, bound, samples })
+            Shared::publish(
+                &mut st,
+                Published {
+                    revision,
+                    context,
+                    bound,
+                    samples,
+                },
+            )
         };
         drop(replaced);
         self.notify(revision, subscribers);
@@ -595,7 +656,10 @@ impl Shared {
 
     /// Installs a newer recipe (a late, older one is dropped); returns the
     /// subscribers to notify and what to drop once the lock is released.
-    fn publish(st: &mut State, published: Published) -> (Vec<Arc<dyn Subscriber>>, Option<(Published, Option<Arc<Snapshot>>)>) {
+    fn publish(
+        st: &mut State,
+        published: Published,
+    ) -> (Vec<Arc<dyn Subscriber>>, Option<(Published, Option<Arc<Snapshot>>)>) {
         let replaced = if st.published.revision < published.revision {
             Some((std::mem::replace(&mut st.published, published), st.snapshot.take()))
         } else {
@@ -635,7 +699,10 @@ impl Shared {
     pub(crate) fn unsubscribe(&self, id: u64) {
         let removed = {
             let mut st = self.state.lock();
-            st.subscribers.iter().position(|(s, _)| *s == id).map(|i| st.subscribers.remove(i))
+            st.subscribers
+                .iter()
+                .position(|(s, _)| *s == id)
+                .map(|i| st.subscribers.remove(i))
         };
         drop(removed);
     }

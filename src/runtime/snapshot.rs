@@ -72,12 +72,20 @@ fn write_live_fields(entry: EntryRef<'_>, current: bool, out: &mut String) {
             out.push_str(",\"bound\":true,\"available\":true,\"availability\":{\"available\":true}")
         }
         EntryRef::Bound(a) => {
-            out.push_str(if a.available { ",\"bound\":true,\"available\":true" } else { ",\"bound\":true,\"available\":false" });
+            out.push_str(if a.available {
+                ",\"bound\":true,\"available\":true"
+            } else {
+                ",\"bound\":true,\"available\":false"
+            });
             out.push_str(",\"availability\":");
             a.write_json(out);
         }
     }
-    out.push_str(if current { ",\"relevance\":\"current\"}" } else { ",\"relevance\":\"other\"}" });
+    out.push_str(if current {
+        ",\"relevance\":\"current\"}"
+    } else {
+        ",\"relevance\":\"other\"}"
+    });
 }
 
 /// Which capabilities (by catalog index) are bound.
@@ -129,7 +137,14 @@ impl Snapshot {
         samples: Option<Arc<Vec<(u32, Availability)>>>,
     ) -> Snapshot {
         debug_assert!(samples.as_ref().is_none_or(|s| s.windows(2).all(|w| w[0].0 < w[1].0)));
-        Snapshot { revision, catalog, context, bound, samples, json: OnceCell::new() }
+        Snapshot {
+            revision,
+            catalog,
+            context,
+            bound,
+            samples,
+            json: OnceCell::new(),
+        }
     }
 
     /// Each capability's entry, in catalog order.
@@ -176,7 +191,11 @@ impl Snapshot {
     fn build_json(&self) -> String {
         let caps = self.catalog.capabilities();
         let mut out = String::with_capacity(256 + caps.iter().map(|c| c.snapshot_prefix.len() + 96).sum::<usize>());
-        let _ = write!(out, "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"revision\":{},", self.revision);
+        let _ = write!(
+            out,
+            "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"revision\":{},",
+            self.revision
+        );
         out.push_str(&self.catalog.inner.snapshot_head);
         out.push_str(",\"context\":");
         out.push_str(self.context.json());
@@ -295,11 +314,13 @@ mod tests {
     fn filters_parse() {
         assert_eq!(Filter::from_value(&json!({})).unwrap(), Filter::default());
         assert_eq!(
-            Filter::from_value(&json!({"context": "all", "availableOnly": false, "scopeId": "", "effect": ""})).unwrap(),
+            Filter::from_value(&json!({"context": "all", "availableOnly": false, "scopeId": "", "effect": ""}))
+                .unwrap(),
             Filter::default()
         );
-        let f = Filter::from_value(&json!({"context": "current", "availableOnly": true, "scopeId": "a", "effect": "read"}))
-            .unwrap();
+        let f =
+            Filter::from_value(&json!({"context": "current", "availableOnly": true, "scopeId": "a", "effect": "read"}))
+                .unwrap();
         assert!(f.current_only && f.available_only);
         assert_eq!(f.scope_id.as_deref(), Some("a"));
         assert_eq!(f.effect, Some(Effect::Read));

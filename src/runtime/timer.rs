@@ -51,7 +51,11 @@ struct Timer {
 fn timer() -> &'static Timer {
     static TIMER: OnceLock<Timer> = OnceLock::new();
     TIMER.get_or_init(|| Timer {
-        queue: Mutex::new(Queue { due: BinaryHeap::new(), seq: 0, running: false }),
+        queue: Mutex::new(Queue {
+            due: BinaryHeap::new(),
+            seq: 0,
+            running: false,
+        }),
         wake: Condvar::new(),
     })
 }
@@ -68,7 +72,11 @@ fn schedule_in(runtime: Weak<Shared>, delay: Duration) {
     let mut q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
     q.seq += 1;
     let seq = q.seq;
-    q.due.push(Reverse(Due { at: Instant::now() + delay, seq, runtime }));
+    q.due.push(Reverse(Due {
+        at: Instant::now() + delay,
+        seq,
+        runtime,
+    }));
     if q.running {
         t.wake.notify_one();
         return;
@@ -106,7 +114,9 @@ fn run() {
                 }
             }
         };
-        let Some(runtime) = due.and_then(|w| w.upgrade()) else { continue };
+        let Some(runtime) = due.and_then(|w| w.upgrade()) else {
+            continue;
+        };
         // A closed runtime gets no more callbacks; a close that starts now
         // waits until this work is done.
         let Some(work) = runtime.timer_work() else { continue };

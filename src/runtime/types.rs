@@ -95,12 +95,20 @@ pub struct RcipError {
 impl RcipError {
     /// An error with the code's default message.
     pub fn new(code: ErrorCode) -> RcipError {
-        RcipError { code, message: code.default_message().to_string(), validation_issues: None }
+        RcipError {
+            code,
+            message: code.default_message().to_string(),
+            validation_issues: None,
+        }
     }
 
     /// An error with its own message.
     pub fn with_message(code: ErrorCode, message: impl Into<String>) -> RcipError {
-        RcipError { code, message: message.into(), validation_issues: None }
+        RcipError {
+            code,
+            message: message.into(),
+            validation_issues: None,
+        }
     }
 
     pub(crate) fn write_json(&self, out: &mut String) {
@@ -185,10 +193,26 @@ impl ConfirmationRecord {
 /// The result of an invocation (`RcipInvocationOutcome`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    Succeeded { invocation_id: Arc<str>, capability_id: Arc<str>, output: Value },
-    Failed { invocation_id: Arc<str>, capability_id: Arc<str>, error: RcipError },
-    Denied { invocation_id: Arc<str>, capability_id: Arc<str>, error: RcipError },
-    ConfirmationRequired { invocation_id: Arc<str>, capability_id: Arc<str>, confirmation: ConfirmationRecord },
+    Succeeded {
+        invocation_id: Arc<str>,
+        capability_id: Arc<str>,
+        output: Value,
+    },
+    Failed {
+        invocation_id: Arc<str>,
+        capability_id: Arc<str>,
+        error: RcipError,
+    },
+    Denied {
+        invocation_id: Arc<str>,
+        capability_id: Arc<str>,
+        error: RcipError,
+    },
+    ConfirmationRequired {
+        invocation_id: Arc<str>,
+        capability_id: Arc<str>,
+        confirmation: ConfirmationRecord,
+    },
 }
 
 impl Outcome {
@@ -295,7 +319,11 @@ pub struct Availability {
 impl Availability {
     /// `{"available": true}`.
     pub fn available() -> Availability {
-        Availability { available: true, reason_code: None, reason: None }
+        Availability {
+            available: true,
+            reason_code: None,
+            reason: None,
+        }
     }
 
     /// True for `{"available": true}` with no reason: what a binding without
@@ -314,7 +342,11 @@ impl Availability {
     }
 
     pub(crate) fn write_json(&self, out: &mut String) {
-        out.push_str(if self.available { "{\"available\":true" } else { "{\"available\":false" });
+        out.push_str(if self.available {
+            "{\"available\":true"
+        } else {
+            "{\"available\":false"
+        });
         if let Some(code) = &self.reason_code {
             out.push_str(",\"reasonCode\":");
             push_json_str(out, code);
@@ -367,7 +399,11 @@ impl SemanticContext {
             push_json_str(&mut json, p);
         }
         json.push('}');
-        SemanticContext { active_scope_ids: deduped, primary_scope_id, json: NulString::new(json) }
+        SemanticContext {
+            active_scope_ids: deduped,
+            primary_scope_id,
+            json: NulString::new(json),
+        }
     }
 
     /// The empty context `{"activeScopeIds": []}`.
@@ -398,11 +434,15 @@ impl SemanticContext {
     /// any other shape is an error message (PIPELINE.md section 8).
     pub fn from_value(value: &Value) -> Result<SemanticContext, String> {
         let Value::Object(map) = value else {
-            return Err("the context must be a JSON object {\"activeScopeIds\": [...], \"primaryScopeId\"?: \"...\"}".into());
+            return Err(
+                "the context must be a JSON object {\"activeScopeIds\": [...], \"primaryScopeId\"?: \"...\"}".into(),
+            );
         };
         for key in map.keys() {
             if key != "activeScopeIds" && key != "primaryScopeId" {
-                return Err(format!("the context has no field \"{key}\" (allowed: activeScopeIds, primaryScopeId)"));
+                return Err(format!(
+                    "the context has no field \"{key}\" (allowed: activeScopeIds, primaryScopeId)"
+                ));
             }
         }
         let active = match map.get("activeScopeIds") {
@@ -549,8 +589,12 @@ impl Decision {
                     "\"{other}\" is not a decision (allow, deny or confirm)"
                 ))),
             },
-            Some(_) => Err(DecisionParseError::UnknownDecision("/decision must be \"allow\", \"deny\" or \"confirm\"".into())),
-            None => Err(DecisionParseError::WrongShape("the decision needs the field \"decision\"".into())),
+            Some(_) => Err(DecisionParseError::UnknownDecision(
+                "/decision must be \"allow\", \"deny\" or \"confirm\"".into(),
+            )),
+            None => Err(DecisionParseError::WrongShape(
+                "the decision needs the field \"decision\"".into(),
+            )),
         }
     }
 }
@@ -698,7 +742,13 @@ mod tests {
 
     #[test]
     fn json_strings_escape_like_serde() {
-        for s in ["plain", "quote \" and \\", "ctl \u{1}\u{1f}\n\t\r\u{8}\u{c}", "ünïcødé 😀", "\u{2028}"] {
+        for s in [
+            "plain",
+            "quote \" and \\",
+            "ctl \u{1}\u{1f}\n\t\r\u{8}\u{c}",
+            "ünïcødé 😀",
+            "\u{2028}",
+        ] {
             let mut out = String::new();
             push_json_str(&mut out, s);
             assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s);
@@ -756,12 +806,26 @@ mod tests {
         assert_eq!(Decision::from_value(&json!({"decision": "allow"})), Ok(Decision::Allow));
         assert_eq!(
             Decision::from_value(&json!({"decision": "deny", "reason": "r"})),
-            Ok(Decision::Deny { reason: Some("r".into()) })
+            Ok(Decision::Deny {
+                reason: Some("r".into())
+            })
         );
-        assert!(matches!(Decision::from_value(&json!({"decision": "maybe"})), Err(DecisionParseError::UnknownDecision(_))));
-        assert!(matches!(Decision::from_value(&json!("allow")), Err(DecisionParseError::WrongShape(_))));
-        assert!(matches!(Decision::from_value(&json!({"decision": "allow", "x": 1})), Err(DecisionParseError::WrongShape(_))));
-        assert!(matches!(Decision::from_value(&json!({"decision": "deny", "reason": 3})), Err(DecisionParseError::WrongShape(_))));
+        assert!(matches!(
+            Decision::from_value(&json!({"decision": "maybe"})),
+            Err(DecisionParseError::UnknownDecision(_))
+        ));
+        assert!(matches!(
+            Decision::from_value(&json!("allow")),
+            Err(DecisionParseError::WrongShape(_))
+        ));
+        assert!(matches!(
+            Decision::from_value(&json!({"decision": "allow", "x": 1})),
+            Err(DecisionParseError::WrongShape(_))
+        ));
+        assert!(matches!(
+            Decision::from_value(&json!({"decision": "deny", "reason": 3})),
+            Err(DecisionParseError::WrongShape(_))
+        ));
     }
 
     #[test]

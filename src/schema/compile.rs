@@ -25,24 +25,90 @@ use std::rc::Rc;
 
 /// Every keyword the reference knows (anything else is an unknown keyword).
 pub(crate) const KNOWN_KEYWORDS: &[&str] = &[
-    "$async", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef", "$schema", "$id",
-    "$defs", "$vocabulary", "$comment", "definitions", "id", "$ref", "maximum", "minimum",
-    "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "maxLength", "minLength", "pattern",
-    "maxProperties", "minProperties", "required", "maxItems", "minItems", "uniqueItems", "type",
-    "nullable", "const", "enum", "not", "anyOf", "oneOf", "allOf", "if", "then", "else",
-    "propertyNames", "additionalProperties", "dependencies", "properties", "patternProperties",
-    "prefixItems", "items", "contains", "format", "title", "description", "default", "deprecated",
-    "readOnly", "writeOnly", "examples", "contentMediaType", "contentEncoding", "contentSchema",
-    "dependentRequired", "dependentSchemas", "maxContains", "minContains", "unevaluatedProperties",
+    "$async",
+    "$dynamicAnchor",
+    "$dynamicRef",
+    "$recursiveAnchor",
+    "$recursiveRef",
+    "$schema",
+    "$id",
+    "$defs",
+    "$vocabulary",
+    "$comment",
+    "definitions",
+    "id",
+    "$ref",
+    "maximum",
+    "minimum",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "multipleOf",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "type",
+    "nullable",
+    "const",
+    "enum",
+    "not",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "additionalProperties",
+    "dependencies",
+    "properties",
+    "patternProperties",
+    "prefixItems",
+    "items",
+    "contains",
+    "format",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "dependentRequired",
+    "dependentSchemas",
+    "maxContains",
+    "minContains",
+    "unevaluatedProperties",
     "unevaluatedItems",
 ];
 
 /// Known keywords that carry no validation rule (annotations and
 /// identifiers). A schema made only of these is trivially valid.
 const NO_RULE_KEYWORDS: &[&str] = &[
-    "$async", "$schema", "$id", "$defs", "$vocabulary", "definitions", "title",
-    "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "contentMediaType",
-    "contentEncoding", "contentSchema",
+    "$async",
+    "$schema",
+    "$id",
+    "$defs",
+    "$vocabulary",
+    "definitions",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
 ];
 
 /// Keywords applying only to one group of types, with their groups, in the
@@ -81,7 +147,13 @@ const TYPED_KEYWORDS: &[(&str, &[JType])] = &[
 
 /// Reference keywords: a `$ref` target containing one is compiled as its
 /// own function instead of being inlined.
-const REF_KEYWORDS: &[&str] = &["$ref", "$recursiveRef", "$recursiveAnchor", "$dynamicRef", "$dynamicAnchor"];
+const REF_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+];
 
 /// Pointer steps after which a `$id` does not change the base URI.
 const PREVENT_SCOPE_CHANGE: &[&str] = &["properties", "patternProperties", "enum", "dependencies", "definitions"];
@@ -99,7 +171,9 @@ fn has_rule(key: &str) -> bool {
 
 fn has_ref_keyword(v: &Value) -> bool {
     match v {
-        Value::Object(m) => m.iter().any(|(k, v)| REF_KEYWORDS.contains(&k.as_str()) || has_ref_keyword(v)),
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| REF_KEYWORDS.contains(&k.as_str()) || has_ref_keyword(v)),
         Value::Array(a) => a.iter().any(has_ref_keyword),
         _ => false,
     }
@@ -188,7 +262,13 @@ fn cond_merge(parent: St, child: St) -> (St, bool) {
 impl Cx {
     /// A subschema applying to the same instance.
     fn same(&self, ptr: String) -> Cx {
-        Cx { ptr, env_root: false, pst: St::Undef, ist: St::Undef, ..self.clone() }
+        Cx {
+            ptr,
+            env_root: false,
+            pst: St::Undef,
+            ist: St::Undef,
+            ..self.clone()
+        }
     }
 
     /// A subschema applying to a part of the instance (a property, an item,
@@ -196,7 +276,14 @@ impl Cx {
     /// and for the rest of this schema.
     fn data(&mut self, ptr: String, data_types: Vec<JType>) -> Cx {
         self.defined = Rc::new(RefCell::new(HashSet::new()));
-        Cx { ptr, env_root: false, data_types, pst: St::Undef, ist: St::Undef, ..self.clone() }
+        Cx {
+            ptr,
+            env_root: false,
+            data_types,
+            pst: St::Undef,
+            ist: St::Undef,
+            ..self.clone()
+        }
     }
 }
 
@@ -261,7 +348,12 @@ impl<'a> Compiler<'a> {
         let node = c.build(root, cx);
         c.nodes[id] = node;
         if c.errors.is_empty() {
-            Ok(Program { nodes: c.nodes, root: id, track: c.track, dynamic: c.dynamic })
+            Ok(Program {
+                nodes: c.nodes,
+                root: id,
+                track: c.track,
+                dynamic: c.dynamic,
+            })
         } else {
             Err(c.errors)
         }
@@ -331,10 +423,19 @@ impl<'a> Compiler<'a> {
                     break;
                 }
                 if let Some(Value::String(anchor)) = m.get(key) {
-                    let valid = anchor.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                        && anchor.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+                    let valid = anchor
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && anchor
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
                     if !valid {
-                        self.error(join(&ptr, key), "anchor", format!("\"{anchor}\" is not a valid anchor name"));
+                        self.error(
+                            join(&ptr, key),
+                            "anchor",
+                            format!("\"{anchor}\" is not a valid anchor name"),
+                        );
                     } else {
                         add(self, &format!("#{anchor}"), &base);
                     }
@@ -409,7 +510,10 @@ impl<'a> Compiler<'a> {
                     }
                 }
                 Some(Registered::Root) => {
-                    return Ok(Some(Target::Local { ptr: String::new(), base: self.root_base.clone() }));
+                    return Ok(Some(Target::Local {
+                        ptr: String::new(),
+                        base: self.root_base.clone(),
+                    }));
                 }
                 None => break,
             }
@@ -421,7 +525,10 @@ impl<'a> Compiler<'a> {
             return Ok(Some(t));
         }
         if let Some(ptr) = self.local_refs.get(&full) {
-            return Ok(Some(Target::Local { ptr: ptr.clone(), base: base.to_string() }));
+            return Ok(Some(Target::Local {
+                ptr: ptr.clone(),
+                base: base.to_string(),
+            }));
         }
         Ok(None)
     }
@@ -439,13 +546,18 @@ impl<'a> Compiler<'a> {
         let base_path = uri::full_path(&self.root_base);
         let root_nonempty = matches!(self.root, Value::Object(m) if !m.is_empty());
         if root_nonempty && ref_path == base_path {
-            let root = Target::Local { ptr: String::new(), base: self.root_base.clone() };
+            let root = Target::Local {
+                ptr: String::new(),
+                base: self.root_base.clone(),
+            };
             return self.json_pointer(&parsed, root, depth);
         }
         let id = uri::normalize_id(&ref_path);
         match self.refs.get(&id) {
             Some(Registered::Path(p)) => {
-                let Some(t) = self.resolve_schema(p, depth + 1)? else { return Ok(None) };
+                let Some(t) = self.resolve_schema(p, depth + 1)? else {
+                    return Ok(None);
+                };
                 if let Target::Local { ptr, .. } = &t {
                     if !matches!(self.value_at(ptr), Some(Value::Object(_))) {
                         return Ok(None);
@@ -457,7 +569,10 @@ impl<'a> Compiler<'a> {
                 if !self.root.is_object() {
                     return Ok(None);
                 }
-                let root = Target::Local { ptr: String::new(), base: self.root_base.clone() };
+                let root = Target::Local {
+                    ptr: String::new(),
+                    base: self.root_base.clone(),
+                };
                 if id == uri::normalize_id(reference) {
                     return Ok(Some(root));
                 }
@@ -468,8 +583,16 @@ impl<'a> Compiler<'a> {
     }
 
     fn json_pointer(&self, parsed: &uri::UriRef, env: Target, depth: usize) -> Result<Option<Target>, ()> {
-        let Target::Local { ptr: start, base: start_base } = env else { return Ok(None) };
-        let Some(fragment) = parsed.fragment.as_deref() else { return Ok(None) };
+        let Target::Local {
+            ptr: start,
+            base: start_base,
+        } = env
+        else {
+            return Ok(None);
+        };
+        let Some(fragment) = parsed.fragment.as_deref() else {
+            return Ok(None);
+        };
         if !fragment.starts_with('/') {
             return Ok(None);
         }
@@ -483,7 +606,9 @@ impl<'a> Compiler<'a> {
             if schema.is_boolean() {
                 return Ok(None);
             }
-            let Some(decoded) = uri::percent_decode(part) else { return Ok(None) };
+            let Some(decoded) = uri::percent_decode(part) else {
+                return Ok(None);
+            };
             let token = unescape_token(&decoded);
             let next = match schema {
                 Value::Object(m) => m.get(&token),
@@ -590,7 +715,11 @@ impl<'a> Compiler<'a> {
         self.check_unknown(m, &cx.ptr);
         if let Some(Value::String(id)) = m.get("$id") {
             if uri::is_bad_urn(id) {
-                self.error(join(&cx.ptr, "$id"), "identifier", format!("\"{id}\" is not a valid URN (urn:NID:NSS)"));
+                self.error(
+                    join(&cx.ptr, "$id"),
+                    "identifier",
+                    format!("\"{id}\" is not a valid URN (urn:NID:NSS)"),
+                );
             }
             if !cx.env_root {
                 cx.base = uri::resolve(&cx.base, id);
@@ -636,7 +765,11 @@ impl<'a> Compiler<'a> {
             }
         } else {
             if types.is_empty() && nullable.is_some() {
-                self.error(join(ptr, "nullable"), "nullable", "\"nullable\" needs a \"type\" in the same schema".to_string());
+                self.error(
+                    join(ptr, "nullable"),
+                    "nullable",
+                    "\"nullable\" needs a \"type\" in the same schema".to_string(),
+                );
             }
             if nullable == Some(&Value::Bool(true)) {
                 types.push(JType::Null);
@@ -646,13 +779,18 @@ impl<'a> Compiler<'a> {
     }
 
     fn check_strict_types(&mut self, m: &Map<String, Value>, types: &[JType], cx: &mut Cx) {
-        let type_ptr = if m.contains_key("type") { join(&cx.ptr, "type") } else { cx.ptr.clone() };
+        let type_ptr = if m.contains_key("type") {
+            join(&cx.ptr, "type")
+        } else {
+            cx.ptr.clone()
+        };
         // The context: inherited types narrow, or this schema's types start it.
         if !types.is_empty() {
             if cx.data_types.is_empty() {
                 cx.data_types = types.to_vec();
             } else {
-                let includes = |ts: &[JType], t: JType| ts.contains(&t) || (t == JType::Integer && ts.contains(&JType::Number));
+                let includes =
+                    |ts: &[JType], t: JType| ts.contains(&t) || (t == JType::Integer && ts.contains(&JType::Number));
                 for &t in types {
                     if !includes(&cx.data_types, t) {
                         let context: Vec<&str> = cx.data_types.iter().map(|t| t.name()).collect();
@@ -712,7 +850,9 @@ impl<'a> Compiler<'a> {
     }
 
     fn compile_ref(&mut self, m: &'a Map<String, Value>, cx: &mut Cx) -> Option<Kw> {
-        let Some(Value::String(reference)) = m.get("$ref") else { return None };
+        let Some(Value::String(reference)) = m.get("$ref") else {
+            return None;
+        };
         let ptr = join(&cx.ptr, "$ref");
         if (reference == "#" || reference == "#/") && cx.base == self.root_base {
             let root = self.envs[&(String::new(), self.root_base.clone())];
@@ -726,14 +866,16 @@ impl<'a> Compiler<'a> {
                 self.error(
                     ptr,
                     "reference",
-                    format!(
-                        "\"{reference}\" does not resolve inside this schema (remote references are not loaded)"
-                    ),
+                    format!("\"{reference}\" does not resolve inside this schema (remote references are not loaded)"),
                 );
                 return None;
             }
             Err(()) => {
-                self.error(ptr, "reference", format!("resolving \"{reference}\" never ends (references loop through identifiers)"));
+                self.error(
+                    ptr,
+                    "reference",
+                    format!("resolving \"{reference}\" never ends (references loop through identifiers)"),
+                );
                 return None;
             }
         };
@@ -758,8 +900,14 @@ impl<'a> Compiler<'a> {
                 let schema = self.value_at(&ptr).unwrap_or(&Value::Bool(true));
                 if !has_ref_keyword(schema) {
                     // Inlined at this use: compiled in this context.
-                    let child =
-                        Cx { ptr, data_types: Vec::new(), env_root: false, pst: St::Undef, ist: St::Undef, ..cx.clone() };
+                    let child = Cx {
+                        ptr,
+                        data_types: Vec::new(),
+                        env_root: false,
+                        pst: St::Undef,
+                        ist: St::Undef,
+                        ..cx.clone()
+                    };
                     return self.node(schema, child);
                 }
                 let id = self.env_node(schema, ptr, base);
@@ -802,8 +950,15 @@ impl<'a> Compiler<'a> {
         if let Some(Value::String(name)) = m.get("$dynamicAnchor") {
             self.dyn_registered.insert(name.clone());
             self.dynamic = true;
-            let target = if cx.env_root { cx.env } else { self.env_node(schema, cx.ptr.clone(), cx.base.clone()) };
-            kws.push(Kw::DynamicAnchor { name: name.clone(), target });
+            let target = if cx.env_root {
+                cx.env
+            } else {
+                self.env_node(schema, cx.ptr.clone(), cx.base.clone())
+            };
+            kws.push(Kw::DynamicAnchor {
+                name: name.clone(),
+                target,
+            });
         }
         if let Some(Value::String(r)) = m.get("$dynamicRef") {
             match r.strip_prefix('#') {
@@ -826,14 +981,29 @@ impl<'a> Compiler<'a> {
         if m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
             self.dyn_registered.insert(String::new());
             self.dynamic = true;
-            let target = if cx.env_root { cx.env } else { self.env_node(schema, cx.ptr.clone(), cx.base.clone()) };
-            kws.push(Kw::DynamicAnchor { name: String::new(), target });
+            let target = if cx.env_root {
+                cx.env
+            } else {
+                self.env_node(schema, cx.ptr.clone(), cx.base.clone())
+            };
+            kws.push(Kw::DynamicAnchor {
+                name: String::new(),
+                target,
+            });
         }
         if let Some(Value::String(r)) = m.get("$recursiveRef") {
             if r == "#" {
-                kws.push(Kw::DynamicRef { anchor: String::new(), registered: self.dyn_registered.contains(""), fallback: cx.env });
+                kws.push(Kw::DynamicRef {
+                    anchor: String::new(),
+                    registered: self.dyn_registered.contains(""),
+                    fallback: cx.env,
+                });
             } else {
-                self.error(at("$recursiveRef"), "dynamic reference", format!("\"{r}\": $recursiveRef supports only \"#\""));
+                self.error(
+                    at("$recursiveRef"),
+                    "dynamic reference",
+                    format!("\"{r}\": $recursiveRef supports only \"#\""),
+                );
             }
         }
         if m.contains_key("$ref") {
@@ -842,7 +1012,11 @@ impl<'a> Compiler<'a> {
             }
         }
         if m.contains_key("id") {
-            self.error(at("id"), "id", "\"id\" is not supported: use \"$id\" to identify a schema".to_string());
+            self.error(
+                at("id"),
+                "id",
+                "\"id\" is not supported: use \"$id\" to identify a schema".to_string(),
+            );
         }
         if let Some(v) = m.get("const") {
             kws.push(Kw::Const(v.clone()));
@@ -887,7 +1061,11 @@ impl<'a> Compiler<'a> {
         }
         if let Some(cond) = m.get("if") {
             if !m.contains_key("then") && !m.contains_key("else") {
-                self.error(at("if"), "if/then/else", "\"if\" without \"then\" or \"else\" has no effect".to_string());
+                self.error(
+                    at("if"),
+                    "if/then/else",
+                    "\"if\" without \"then\" or \"else\" has no effect".to_string(),
+                );
             }
             let has_then = m.get("then").is_some_and(|s| !self.trivial(s, &at("then")));
             let has_else = m.get("else").is_some_and(|s| !self.trivial(s, &at("else")));
@@ -910,7 +1088,13 @@ impl<'a> Compiler<'a> {
                 } else {
                     None
                 };
-                kws.push(Kw::If { cond, then, els, then_lose, els_lose });
+                kws.push(Kw::If {
+                    cond,
+                    then,
+                    els,
+                    then_lose,
+                    els_lose,
+                });
             }
         }
         for k in ["then", "else"] {
@@ -1008,7 +1192,11 @@ impl<'a> Compiler<'a> {
                 let child = cx.data(at("items"), Vec::new());
                 Some(self.node(s, child))
             };
-            kws.push(Kw::Items { sub, is_false, after: prefix_len });
+            kws.push(Kw::Items {
+                sub,
+                is_false,
+                after: prefix_len,
+            });
             cx.ist = St::All;
         }
         if let Some(s) = m.get("contains") {
@@ -1026,7 +1214,12 @@ impl<'a> Compiler<'a> {
                     "contains",
                     "\"minContains\" is greater than \"maxContains\", so no array can pass".to_string(),
                 );
-                kws.push(Kw::Contains { sub: None, min, max, always_fail: true });
+                kws.push(Kw::Contains {
+                    sub: None,
+                    min,
+                    max,
+                    always_fail: true,
+                });
             } else {
                 let sub = if self.trivial(s, &at("contains")) {
                     None
@@ -1036,7 +1229,12 @@ impl<'a> Compiler<'a> {
                     cx.ist = St::All;
                     Some(n)
                 };
-                kws.push(Kw::Contains { sub, min, max, always_fail: false });
+                kws.push(Kw::Contains {
+                    sub,
+                    min,
+                    max,
+                    always_fail: false,
+                });
             }
         }
         for k in ["maxContains", "minContains"] {
@@ -1076,13 +1274,21 @@ impl<'a> Compiler<'a> {
                 kws.push(Kw::PropertyNames(n));
             }
         }
-        let prop_names: Vec<String> =
-            m.get("properties").and_then(|p| p.as_object()).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+        let prop_names: Vec<String> = m
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
         if let Some(s) = m.get("additionalProperties") {
             cx.pst = St::All;
             if self.trivial(s, &at("additionalProperties")) {
                 // Still marks every property evaluated.
-                kws.push(Kw::AdditionalProperties { sub: None, is_false: false, props: Vec::new(), patterns: Vec::new() });
+                kws.push(Kw::AdditionalProperties {
+                    sub: None,
+                    is_false: false,
+                    props: Vec::new(),
+                    patterns: Vec::new(),
+                });
             } else {
                 let is_false = *s == Value::Bool(false);
                 let mut patterns = Vec::new();
@@ -1099,7 +1305,12 @@ impl<'a> Compiler<'a> {
                     let child = cx.data(at("additionalProperties"), Vec::new());
                     Some(self.node(s, child))
                 };
-                kws.push(Kw::AdditionalProperties { sub, is_false, props: prop_names.clone(), patterns });
+                kws.push(Kw::AdditionalProperties {
+                    sub,
+                    is_false,
+                    props: prop_names.clone(),
+                    patterns,
+                });
             }
         }
         if let Some(Value::Object(deps)) = m.get("dependencies") {
@@ -1122,7 +1333,10 @@ impl<'a> Compiler<'a> {
                     }
                 }
             }
-            kws.push(Kw::PropertyDeps { keyword: "dependencies", deps: lists });
+            kws.push(Kw::PropertyDeps {
+                keyword: "dependencies",
+                deps: lists,
+            });
             kws.push(Kw::SchemaDeps(schemas));
         }
         if let Some(Value::Object(props)) = m.get("properties") {
@@ -1188,7 +1402,10 @@ impl<'a> Compiler<'a> {
                     }
                 }
             }
-            kws.push(Kw::PropertyDeps { keyword: "dependentRequired", deps: lists });
+            kws.push(Kw::PropertyDeps {
+                keyword: "dependentRequired",
+                deps: lists,
+            });
         }
         if let Some(Value::Object(deps)) = m.get("dependentSchemas") {
             let mut schemas = Vec::new();

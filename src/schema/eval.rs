@@ -134,7 +134,11 @@ impl<'p> Evaluator<'p> {
 
     fn issue(&mut self, path: &Path<'_>, keyword: &str, message: String) {
         if self.collect {
-            self.issues.push(ValidationIssue { instance_path: path.render(), keyword: keyword.to_string(), message });
+            self.issues.push(ValidationIssue {
+                instance_path: path.render(),
+                keyword: keyword.to_string(),
+                message,
+            });
         }
     }
 
@@ -167,7 +171,11 @@ impl<'p> Evaluator<'p> {
         match &prog.nodes[id] {
             Node::Bool(true) => (true, Ann::default()),
             Node::Bool(false) => {
-                self.issue(path, "false schema", "no value is allowed here (the schema is false)".to_string());
+                self.issue(
+                    path,
+                    "false schema",
+                    "no value is allowed here (the schema is false)".to_string(),
+                );
                 (false, Ann::default())
             }
             Node::Meta => (self.meta(inst, path), Ann::default()),
@@ -176,7 +184,11 @@ impl<'p> Evaluator<'p> {
                 let mut ann = Ann::default();
                 if !types.is_empty() && !types.iter().any(|t| t.matches(inst)) {
                     let names: Vec<&str> = types.iter().map(|t| t.name()).collect();
-                    self.issue(path, "type", format!("expected {}, found {}", names.join(" or "), kind(inst)));
+                    self.issue(
+                        path,
+                        "type",
+                        format!("expected {}, found {}", names.join(" or "), kind(inst)),
+                    );
                     if self.short {
                         return (false, ann);
                     }
@@ -215,8 +227,16 @@ impl<'p> Evaluator<'p> {
                 self.dyn_anchors.entry(name.clone()).or_insert(*target);
                 true
             }
-            Kw::DynamicRef { anchor, registered, fallback } => {
-                let target = if *registered { self.dyn_anchors.get(anchor).copied().unwrap_or(*fallback) } else { *fallback };
+            Kw::DynamicRef {
+                anchor,
+                registered,
+                fallback,
+            } => {
+                let target = if *registered {
+                    self.dyn_anchors.get(anchor).copied().unwrap_or(*fallback)
+                } else {
+                    *fallback
+                };
                 self.follow(target, inst, path, "$dynamicRef", ann)
             }
             Kw::Ref(target) => self.follow(*target, inst, path, "$ref", ann),
@@ -299,10 +319,17 @@ impl<'p> Evaluator<'p> {
                     self.issue(
                         path,
                         "oneOf",
-                        format!("must match exactly one schema of \"oneOf\", but matches {}", shown.join(" and ")),
+                        format!(
+                            "must match exactly one schema of \"oneOf\", but matches {}",
+                            shown.join(" and ")
+                        ),
                     );
                 } else {
-                    self.issue(path, "oneOf", "must match exactly one schema of \"oneOf\", but matches none".to_string());
+                    self.issue(
+                        path,
+                        "oneOf",
+                        "must match exactly one schema of \"oneOf\", but matches none".to_string(),
+                    );
                 }
                 valid
             }
@@ -320,11 +347,20 @@ impl<'p> Evaluator<'p> {
                 }
                 valid
             }
-            Kw::If { cond, then, els, then_lose, els_lose } => {
+            Kw::If {
+                cond,
+                then,
+                els,
+                then_lose,
+                els_lose,
+            } => {
                 let (holds, a) = self.quiet(*cond, inst, path);
                 ann.merge(a);
-                let (branch, name, lose, other_lose) =
-                    if holds { (then, "then", *then_lose, *els_lose) } else { (els, "else", *els_lose, *then_lose) };
+                let (branch, name, lose, other_lose) = if holds {
+                    (then, "then", *then_lose, *els_lose)
+                } else {
+                    (els, "else", *els_lose, *then_lose)
+                };
                 ann.skip(other_lose);
                 let Some(id) = branch else { return true };
                 let (ok, a) = self.node(*id, inst, path);
@@ -352,7 +388,11 @@ impl<'p> Evaluator<'p> {
                 let Value::String(s) = inst else { return true };
                 let ok = (js_length(s) as f64) <= *m;
                 if !ok {
-                    self.issue(path, "maxLength", format!("must be at most {} characters long", num(*m)));
+                    self.issue(
+                        path,
+                        "maxLength",
+                        format!("must be at most {} characters long", num(*m)),
+                    );
                 }
                 ok
             }
@@ -360,7 +400,11 @@ impl<'p> Evaluator<'p> {
                 let Value::String(s) = inst else { return true };
                 let ok = (js_length(s) as f64) >= *m;
                 if !ok {
-                    self.issue(path, "minLength", format!("must be at least {} characters long", num(*m)));
+                    self.issue(
+                        path,
+                        "minLength",
+                        format!("must be at least {} characters long", num(*m)),
+                    );
                 }
                 ok
             }
@@ -393,7 +437,11 @@ impl<'p> Evaluator<'p> {
                 for j in (0..a.len()).rev() {
                     for i in (0..j).rev() {
                         if js_equal(&a[i], &a[j]) {
-                            self.issue(path, "uniqueItems", format!("items {i} and {j} are equal; items must be unique"));
+                            self.issue(
+                                path,
+                                "uniqueItems",
+                                format!("items {i} and {j} are equal; items must be unique"),
+                            );
                             return false;
                         }
                     }
@@ -424,7 +472,11 @@ impl<'p> Evaluator<'p> {
                 if *is_false && after.is_some() {
                     let ok = a.len() <= start;
                     if !ok {
-                        self.issue(path, "items", format!("must have at most {start} items (no items after the tuple)"));
+                        self.issue(
+                            path,
+                            "items",
+                            format!("must have at most {start} items (no items after the tuple)"),
+                        );
                     }
                     return ok;
                 }
@@ -440,7 +492,12 @@ impl<'p> Evaluator<'p> {
                 }
                 valid
             }
-            Kw::Contains { sub, min, max, always_fail } => {
+            Kw::Contains {
+                sub,
+                min,
+                max,
+                always_fail,
+            } => {
                 let Value::Array(a) = inst else { return true };
                 self.contains(a, *sub, *min, *max, *always_fail, path, ann)
             }
@@ -448,7 +505,11 @@ impl<'p> Evaluator<'p> {
                 let Value::Object(o) = inst else { return true };
                 let ok = (o.len() as f64) <= *m;
                 if !ok {
-                    self.issue(path, "maxProperties", format!("must have at most {} properties", num(*m)));
+                    self.issue(
+                        path,
+                        "maxProperties",
+                        format!("must have at most {} properties", num(*m)),
+                    );
                 }
                 ok
             }
@@ -456,7 +517,11 @@ impl<'p> Evaluator<'p> {
                 let Value::Object(o) = inst else { return true };
                 let ok = (o.len() as f64) >= *m;
                 if !ok {
-                    self.issue(path, "minProperties", format!("must have at least {} properties", num(*m)));
+                    self.issue(
+                        path,
+                        "minProperties",
+                        format!("must have at least {} properties", num(*m)),
+                    );
                 }
                 ok
             }
@@ -489,7 +554,12 @@ impl<'p> Evaluator<'p> {
                 }
                 valid
             }
-            Kw::AdditionalProperties { sub, is_false, props, patterns } => {
+            Kw::AdditionalProperties {
+                sub,
+                is_false,
+                props,
+                patterns,
+            } => {
                 ann.all_props = true;
                 ann.props.clear();
                 let Value::Object(o) = inst else { return true };
@@ -506,7 +576,11 @@ impl<'p> Evaluator<'p> {
                         if !self.collect {
                             return false;
                         }
-                        self.issue(path, "additionalProperties", format!("property \"{key}\" is not allowed"));
+                        self.issue(
+                            path,
+                            "additionalProperties",
+                            format!("property \"{key}\" is not allowed"),
+                        );
                     } else if let Some(id) = sub {
                         let p = Path::Key(path, key);
                         if !self.node(*id, value, &p).0 {
@@ -532,7 +606,11 @@ impl<'p> Evaluator<'p> {
                             if !self.collect {
                                 return false;
                             }
-                            self.issue(path, keyword, format!("property \"{dep}\" is required when \"{name}\" is present"));
+                            self.issue(
+                                path,
+                                keyword,
+                                format!("property \"{dep}\" is required when \"{name}\" is present"),
+                            );
                         }
                     }
                 }
@@ -566,7 +644,9 @@ impl<'p> Evaluator<'p> {
                     // Validity only: walk the instance and find each key among
                     // the declared names, without hashing.
                     for (key, value) in o {
-                        let Some((_, sub)) = list.iter().find(|(n, _)| n == key) else { continue };
+                        let Some((_, sub)) = list.iter().find(|(n, _)| n == key) else {
+                            continue;
+                        };
                         if let Some(id) = sub {
                             if !self.node(*id, value, &Path::Key(path, key)).0 {
                                 return false;
@@ -576,7 +656,9 @@ impl<'p> Evaluator<'p> {
                     return true;
                 }
                 for (name, sub) in list {
-                    let Some((key, value)) = o.get_key_value(name) else { continue };
+                    let Some((key, value)) = o.get_key_value(name) else {
+                        continue;
+                    };
                     if self.prog.track && !ann.all_props {
                         ann.props.push(key.as_str());
                     }
@@ -626,7 +708,11 @@ impl<'p> Evaluator<'p> {
                         }
                         if *is_false {
                             valid = false;
-                            self.issue(path, "unevaluatedProperties", format!("property \"{key}\" is not allowed (not evaluated by any keyword)"));
+                            self.issue(
+                                path,
+                                "unevaluatedProperties",
+                                format!("property \"{key}\" is not allowed (not evaluated by any keyword)"),
+                            );
                         } else if let Some(id) = sub {
                             let p = Path::Key(path, key);
                             if !self.node(*id, value, &p).0 {
@@ -649,7 +735,11 @@ impl<'p> Evaluator<'p> {
                     return true;
                 }
                 if *is_false {
-                    self.issue(path, "unevaluatedItems", format!("must have at most {from} items (later items are not evaluated by any keyword)"));
+                    self.issue(
+                        path,
+                        "unevaluatedItems",
+                        format!("must have at most {from} items (later items are not evaluated by any keyword)"),
+                    );
                     return false;
                 }
                 let mut valid = true;
@@ -668,10 +758,21 @@ impl<'p> Evaluator<'p> {
 
     /// Follows a reference, refusing one that loops back to the same schema
     /// for the same data (the reference overflows its stack there).
-    fn follow<'i>(&mut self, target: NodeId, inst: &'i Value, path: &Path<'_>, keyword: &str, ann: &mut Ann<'i>) -> bool {
+    fn follow<'i>(
+        &mut self,
+        target: NodeId,
+        inst: &'i Value,
+        path: &Path<'_>,
+        keyword: &str,
+        ann: &mut Ann<'i>,
+    ) -> bool {
         let key = (target, inst as *const Value);
         if self.following.contains(&key) {
-            self.issue(path, keyword, "the schema refers to itself for the same value without end".to_string());
+            self.issue(
+                path,
+                keyword,
+                "the schema refers to itself for the same value without end".to_string(),
+            );
             return false;
         }
         self.following.push(key);
@@ -758,7 +859,15 @@ impl<'p> Evaluator<'p> {
         valid
     }
 
-    fn compare(&mut self, inst: &Value, path: &Path<'_>, keyword: &str, ok: impl Fn(f64) -> bool, op: &str, limit: f64) -> bool {
+    fn compare(
+        &mut self,
+        inst: &Value,
+        path: &Path<'_>,
+        keyword: &str,
+        ok: impl Fn(f64) -> bool,
+        op: &str,
+        limit: f64,
+    ) -> bool {
         let Value::Number(n) = inst else { return true };
         let good = ok(as_f64(n));
         if !good {

@@ -52,7 +52,11 @@ pub struct SchemaError {
 
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "the root".to_string() } else { format!("\"{}\"", self.pointer) };
+        let at = if self.pointer.is_empty() {
+            "the root".to_string()
+        } else {
+            format!("\"{}\"", self.pointer)
+        };
         write!(f, "{} at {}: {}", self.rule, at, self.message)
     }
 }
@@ -82,7 +86,9 @@ impl Schema {
     /// reference compiles.
     pub fn compile(schema: &Value) -> Result<Schema, Vec<SchemaError>> {
         if let Some(dialect) = schema.get("$schema") {
-            let known = dialect.as_str().is_some_and(|d| d.strip_suffix('#').unwrap_or(d) == DIALECT);
+            let known = dialect
+                .as_str()
+                .is_some_and(|d| d.strip_suffix('#').unwrap_or(d) == DIALECT);
             if !known {
                 return Err(vec![SchemaError {
                     pointer: "/$schema".to_string(),

@@ -32,10 +32,17 @@ pub(crate) type Sub = Option<NodeId>;
 
 pub(crate) enum Kw {
     /// Sets the dynamic anchor `name` to the function `target` unless set.
-    DynamicAnchor { name: String, target: NodeId },
+    DynamicAnchor {
+        name: String,
+        target: NodeId,
+    },
     /// Calls the dynamic anchor `anchor` if the compile saw it, else `fallback`
     /// (the function the keyword belongs to).
-    DynamicRef { anchor: String, registered: bool, fallback: NodeId },
+    DynamicRef {
+        anchor: String,
+        registered: bool,
+        fallback: NodeId,
+    },
     Ref(NodeId),
     Const(Value),
     Enum(Vec<Value>),
@@ -44,7 +51,13 @@ pub(crate) enum Kw {
     AnyOf(Vec<(NodeId, Lose)>),
     OneOf(Vec<(Sub, Lose)>),
     AllOf(Vec<NodeId>),
-    If { cond: NodeId, then: Sub, els: Sub, then_lose: Lose, els_lose: Lose },
+    If {
+        cond: NodeId,
+        then: Sub,
+        els: Sub,
+        then_lose: Lose,
+        els_lose: Lose,
+    },
     Maximum(f64),
     Minimum(f64),
     ExclusiveMaximum(f64),
@@ -56,23 +69,48 @@ pub(crate) enum Kw {
     MaxItems(f64),
     MinItems(f64),
     UniqueItems,
-    PrefixItems { subs: Vec<Sub> },
+    PrefixItems {
+        subs: Vec<Sub>,
+    },
     /// `items`; `after`: the length of `prefixItems` when present.
-    Items { sub: Sub, is_false: bool, after: Option<usize> },
-    Contains { sub: Sub, min: f64, max: Option<f64>, always_fail: bool },
+    Items {
+        sub: Sub,
+        is_false: bool,
+        after: Option<usize>,
+    },
+    Contains {
+        sub: Sub,
+        min: f64,
+        max: Option<f64>,
+        always_fail: bool,
+    },
     MaxProperties(f64),
     MinProperties(f64),
     Required(Vec<String>),
     PropertyNames(NodeId),
-    AdditionalProperties { sub: Sub, is_false: bool, props: Vec<String>, patterns: Vec<JsRegex> },
+    AdditionalProperties {
+        sub: Sub,
+        is_false: bool,
+        props: Vec<String>,
+        patterns: Vec<JsRegex>,
+    },
     /// `dependencies`, `dependentRequired` (property lists) and
     /// `dependentSchemas` (schemas); `keyword` names the issues.
-    PropertyDeps { keyword: &'static str, deps: Vec<(String, Vec<String>)> },
+    PropertyDeps {
+        keyword: &'static str,
+        deps: Vec<(String, Vec<String>)>,
+    },
     SchemaDeps(Vec<(String, NodeId, Lose)>),
     Properties(Vec<(String, Sub)>),
     PatternProperties(Vec<(JsRegex, Sub)>),
-    UnevaluatedProperties { sub: Sub, is_false: bool },
-    UnevaluatedItems { sub: Sub, is_false: bool },
+    UnevaluatedProperties {
+        sub: Sub,
+        is_false: bool,
+    },
+    UnevaluatedItems {
+        sub: Sub,
+        is_false: bool,
+    },
 }
 
 /// A compiled schema.

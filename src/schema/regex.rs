@@ -25,9 +25,15 @@ impl fmt::Debug for JsRegex {
 impl JsRegex {
     /// Compiles `pattern`; the error is the engine's reason.
     pub fn new(pattern: &str) -> Result<JsRegex, String> {
-        let flags = regress::Flags { unicode: true, ..Default::default() };
+        let flags = regress::Flags {
+            unicode: true,
+            ..Default::default()
+        };
         match regress::Regex::with_flags(pattern, flags) {
-            Ok(regex) => Ok(JsRegex { source: pattern.to_string(), regex }),
+            Ok(regex) => Ok(JsRegex {
+                source: pattern.to_string(),
+                regex,
+            }),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -37,7 +43,9 @@ impl JsRegex {
     /// `patternProperties` pattern matches a name declared in `properties`.
     /// `None` when the pattern does not compile in that dialect.
     pub fn matches_without_u(pattern: &str, text: &str) -> Option<bool> {
-        regress::Regex::with_flags(pattern, regress::Flags::default()).ok().map(|r| r.find(text).is_some())
+        regress::Regex::with_flags(pattern, regress::Flags::default())
+            .ok()
+            .map(|r| r.find(text).is_some())
     }
 
     /// True when the pattern matches somewhere in `text` (JavaScript `test`).

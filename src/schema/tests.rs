@@ -29,7 +29,11 @@ fn has(errors: &[(String, &'static str)], pointer: &str, rule: &str) -> bool {
 /// The (instancePath, keyword) pairs of the issues, sorted.
 fn issues(schema: &Schema, data: Value) -> Vec<(String, String)> {
     let list = schema.validate(&data);
-    assert_eq!(list.is_empty(), schema.is_valid(&data), "validate and is_valid disagree on {data}");
+    assert_eq!(
+        list.is_empty(),
+        schema.is_valid(&data),
+        "validate and is_valid disagree on {data}"
+    );
     let mut pairs: Vec<(String, String)> = list.into_iter().map(|i| (i.instance_path, i.keyword)).collect();
     pairs.sort();
     pairs
@@ -47,32 +51,53 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 fn unknown_keywords_are_refused_where_compiled() {
     let e = refused(json!({"type": "object", "properties": {"a": {"type": "string", "tpye": "x"}}}));
     assert!(has(&e, "/properties/a/tpye", "unknown keyword"));
-    for kw in ["$anchor", "additionalItems", "example", "x-internal", "discriminator", "errorMessage"] {
+    for kw in [
+        "$anchor",
+        "additionalItems",
+        "example",
+        "x-internal",
+        "discriminator",
+        "errorMessage",
+    ] {
         let e = refused(json!({"type": "string", kw: "x"}));
         assert!(has(&e, &format!("/{kw}"), "unknown keyword"), "{kw}");
     }
     // A $defs entry nothing references is never compiled, so never checked.
     compile(json!({"type": "string", "$defs": {"x": {"x-note": 1, "format": "email"}}}));
     // A referenced one is.
-    let e = refused(json!({"type": "object", "properties": {"c": {"$ref": "#/$defs/c"}}, "$defs": {"c": {"type": "string", "maxLenght": 3}}}));
+    let e = refused(
+        json!({"type": "object", "properties": {"c": {"$ref": "#/$defs/c"}}, "$defs": {"c": {"type": "string", "maxLenght": 3}}}),
+    );
     assert!(has(&e, "/$defs/c/maxLenght", "unknown keyword"));
     // Annotations are known.
-    compile(json!({"type": "string", "title": "t", "description": "d", "default": "x", "examples": ["a"],
+    compile(
+        json!({"type": "string", "title": "t", "description": "d", "default": "x", "examples": ["a"],
         "deprecated": false, "readOnly": true, "writeOnly": false, "$comment": "c",
-        "contentMediaType": "text/plain", "contentEncoding": "base64"}));
+        "contentMediaType": "text/plain", "contentEncoding": "base64"}),
+    );
 }
 
 #[test]
 fn schema_dialect_and_meta_schema() {
     compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}));
     compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema#", "type": "string"}));
-    assert!(has(&refused(json!({"$schema": "http://json-schema.org/draft-07/schema#"})), "/$schema", "$schema"));
+    assert!(has(
+        &refused(json!({"$schema": "http://json-schema.org/draft-07/schema#"})),
+        "/$schema",
+        "$schema"
+    ));
     // $schema inside a subschema is ignored.
-    compile(json!({"type": "object", "properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"}}}));
+    compile(
+        json!({"type": "object", "properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"}}}),
+    );
     let e = refused(json!({"type": "string", "minLength": -1}));
     assert!(has(&e, "/minLength", "meta-schema"));
     assert!(has(&refused(json!({"type": "strng"})), "/type", "meta-schema"));
-    assert!(has(&refused(json!({"type": "number", "multipleOf": 0})), "/multipleOf", "meta-schema"));
+    assert!(has(
+        &refused(json!({"type": "number", "multipleOf": 0})),
+        "/multipleOf",
+        "meta-schema"
+    ));
 }
 
 #[test]
@@ -80,33 +105,67 @@ fn nullable_and_id() {
     let s = compile(json!({"type": "string", "nullable": true}));
     assert!(s.is_valid(&json!(null)) && s.is_valid(&json!("a")) && !s.is_valid(&json!(1)));
     assert!(has(&refused(json!({"nullable": true})), "/nullable", "nullable"));
-    assert!(has(&refused(json!({"type": ["string", "null"], "nullable": false})), "/nullable", "nullable"));
-    assert!(has(&refused(json!({"id": "https://example.com/x", "type": "string"})), "/id", "id"));
+    assert!(has(
+        &refused(json!({"type": ["string", "null"], "nullable": false})),
+        "/nullable",
+        "nullable"
+    ));
+    assert!(has(
+        &refused(json!({"id": "https://example.com/x", "type": "string"})),
+        "/id",
+        "id"
+    ));
 }
 
 #[test]
 fn strict_types() {
     // Union types: only one type, or one type and null.
-    assert!(has(&refused(json!({"type": ["string", "number"]})), "/type", "union type"));
-    assert!(has(&refused(json!({"type": ["number", "integer"]})), "/type", "union type"));
+    assert!(has(
+        &refused(json!({"type": ["string", "number"]})),
+        "/type",
+        "union type"
+    ));
+    assert!(has(
+        &refused(json!({"type": ["number", "integer"]})),
+        "/type",
+        "union type"
+    ));
     compile(json!({"type": ["string", "null"], "minLength": 1}));
     // Type-specific keywords need their type.
     assert!(has(&refused(json!({"minimum": 1})), "/minimum", "strict types"));
-    assert!(has(&refused(json!({"type": "integer", "minLength": 1})), "/minLength", "strict types"));
+    assert!(has(
+        &refused(json!({"type": "integer", "minLength": 1})),
+        "/minLength",
+        "strict types"
+    ));
     compile(json!({"type": "integer", "minimum": 1, "multipleOf": 2}));
     // Types flow into allOf/anyOf/oneOf/not/if/then/else, not into properties.
     compile(json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}]}));
-    assert!(has(&refused(json!({"type": "object", "properties": {"a": {"minLength": 1}}})), "/properties/a/minLength", "strict types"));
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"minLength": 1}}})),
+        "/properties/a/minLength",
+        "strict types"
+    ));
     // A type the context does not allow.
     let e = refused(json!({"type": "object", "oneOf": [{"type": "object"}, {"type": "array"}]}));
     assert!(has(&e, "/oneOf/1/type", "strict types"));
     compile(json!({"type": "number", "allOf": [{"type": "integer"}]}));
-    assert!(has(&refused(json!({"type": "integer", "allOf": [{"type": "number"}]})), "/allOf/0/type", "strict types"));
+    assert!(has(
+        &refused(json!({"type": "integer", "allOf": [{"type": "number"}]})),
+        "/allOf/0/type",
+        "strict types"
+    ));
     // propertyNames applies to strings.
     compile(json!({"type": "object", "propertyNames": {"pattern": "^a"}}));
-    assert!(has(&refused(json!({"type": "object", "propertyNames": {"type": "integer"}})), "/propertyNames/type", "strict types"));
+    assert!(has(
+        &refused(json!({"type": "object", "propertyNames": {"type": "integer"}})),
+        "/propertyNames/type",
+        "strict types"
+    ));
     // A schema whose only rule is $ref skips the check; the referring type does not reach the target.
-    compile(json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string", "minLength": 1}}}));
+    compile(
+        json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string", "minLength": 1}}}),
+    );
     assert!(has(
         &refused(json!({"type": "string", "$ref": "#/$defs/s", "$defs": {"s": {"minLength": 1}}})),
         "/$defs/s/minLength",
@@ -116,8 +175,16 @@ fn strict_types() {
 
 #[test]
 fn strict_required() {
-    assert!(has(&refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]})), "/required", "strict required"));
-    assert!(has(&refused(json!({"type": "object", "additionalProperties": {"type": "string"}, "required": ["k"]})), "/required", "strict required"));
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]})),
+        "/required",
+        "strict required"
+    ));
+    assert!(has(
+        &refused(json!({"type": "object", "additionalProperties": {"type": "string"}, "required": ["k"]})),
+        "/required",
+        "strict required"
+    ));
     // required inside allOf does not see the parent's properties (compiled before them)...
     assert!(has(
         &refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "allOf": [{"required": ["a"]}]})),
@@ -128,11 +195,15 @@ fn strict_required() {
     compile(json!({"type": "object", "$ref": "#/$defs/p", "required": ["a"],
         "$defs": {"p": {"type": "object", "properties": {"a": {"type": "string"}}}}}));
     // dependentSchemas sees only the last non-trivial property.
-    compile(json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
-        "dependentSchemas": {"shipping": {"required": ["shipping"]}}}));
+    compile(
+        json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
+        "dependentSchemas": {"shipping": {"required": ["shipping"]}}}),
+    );
     assert!(has(
-        &refused(json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
-            "dependentSchemas": {"shipping": {"required": ["address"]}}})),
+        &refused(
+            json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
+            "dependentSchemas": {"shipping": {"required": ["address"]}}})
+        ),
         "/dependentSchemas/shipping/required",
         "strict required"
     ));
@@ -140,35 +211,91 @@ fn strict_required() {
 
 #[test]
 fn strict_tuples_conditionals_and_contains() {
-    assert!(has(&refused(json!({"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]})), "/prefixItems", "strict tuple"));
+    assert!(has(
+        &refused(json!({"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]})),
+        "/prefixItems",
+        "strict tuple"
+    ));
     compile(json!({"type": "array", "prefixItems": [{"type": "number"}], "minItems": 1, "maxItems": 1}));
     compile(json!({"type": "array", "prefixItems": [{"type": "number"}], "minItems": 1, "items": false}));
-    assert!(has(&refused(json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 1})), "/prefixItems", "strict tuple"));
+    assert!(has(
+        &refused(
+            json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 1})
+        ),
+        "/prefixItems",
+        "strict tuple"
+    ));
 
-    assert!(has(&refused(json!({"type": "number", "if": {"minimum": 0}})), "/if", "if/then/else"));
-    assert!(has(&refused(json!({"type": "number", "then": {"minimum": 0}})), "/then", "if/then/else"));
-    assert!(has(&refused(json!({"type": "number", "else": {"minimum": 0}})), "/else", "if/then/else"));
+    assert!(has(
+        &refused(json!({"type": "number", "if": {"minimum": 0}})),
+        "/if",
+        "if/then/else"
+    ));
+    assert!(has(
+        &refused(json!({"type": "number", "then": {"minimum": 0}})),
+        "/then",
+        "if/then/else"
+    ));
+    assert!(has(
+        &refused(json!({"type": "number", "else": {"minimum": 0}})),
+        "/else",
+        "if/then/else"
+    ));
 
-    assert!(has(&refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 0})), "/minContains", "contains"));
-    assert!(has(&refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 3, "maxContains": 2})), "/minContains", "contains"));
-    assert!(has(&refused(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 0})), "/minContains", "contains"));
-    assert!(has(&refused(json!({"type": "array", "maxContains": 2})), "/maxContains", "contains"));
+    assert!(has(
+        &refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 0})),
+        "/minContains",
+        "contains"
+    ));
+    assert!(has(
+        &refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 3, "maxContains": 2})),
+        "/minContains",
+        "contains"
+    ));
+    assert!(has(
+        &refused(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 0})),
+        "/minContains",
+        "contains"
+    ));
+    assert!(has(
+        &refused(json!({"type": "array", "maxContains": 2})),
+        "/maxContains",
+        "contains"
+    ));
 }
 
 #[test]
 fn formats_enums_regexes_and_matching_properties() {
-    assert!(has(&refused(json!({"type": "string", "format": "email"})), "/format", "format"));
+    assert!(has(
+        &refused(json!({"type": "string", "format": "email"})),
+        "/format",
+        "format"
+    ));
     assert!(has(&refused(json!({"type": "string", "enum": []})), "/enum", "enum"));
-    assert!(has(&refused(json!({"type": "string", "pattern": "^[\\w-.]+$"})), "/pattern", "regular expression"));
-    assert!(has(&refused(json!({"type": "string", "pattern": "(unclosed"})), "/pattern", "regular expression"));
-    assert!(has(&refused(json!({"type": "string", "pattern": "a\\-b"})), "/pattern", "regular expression"));
+    assert!(has(
+        &refused(json!({"type": "string", "pattern": "^[\\w-.]+$"})),
+        "/pattern",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(json!({"type": "string", "pattern": "(unclosed"})),
+        "/pattern",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(json!({"type": "string", "pattern": "a\\-b"})),
+        "/pattern",
+        "regular expression"
+    ));
     assert!(has(
         &refused(json!({"type": "object", "patternProperties": {"^(x": {"type": "string"}}})),
         "/patternProperties/^(x",
         "regular expression"
     ));
     assert!(has(
-        &refused(json!({"type": "object", "properties": {"x-id": {"type": "string"}}, "patternProperties": {"^x-": {"type": "string"}}})),
+        &refused(
+            json!({"type": "object", "properties": {"x-id": {"type": "string"}}, "patternProperties": {"^x-": {"type": "string"}}})
+        ),
         "/properties/x-id",
         "matching properties"
     ));
@@ -176,22 +303,44 @@ fn formats_enums_regexes_and_matching_properties() {
 
 #[test]
 fn references_and_identifiers() {
-    assert!(has(&refused(json!({"type": "object", "properties": {"a": {"$ref": "#/definitions/money"}}})), "/properties/a/$ref", "reference"));
-    assert!(has(&refused(json!({"$ref": "https://example.com/s.json"})), "/$ref", "reference"));
-    assert!(has(&refused(json!({"$ref": "./user.schema.json#/$defs/user"})), "/$ref", "reference"));
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"$ref": "#/definitions/money"}}})),
+        "/properties/a/$ref",
+        "reference"
+    ));
+    assert!(has(
+        &refused(json!({"$ref": "https://example.com/s.json"})),
+        "/$ref",
+        "reference"
+    ));
+    assert!(has(
+        &refused(json!({"$ref": "./user.schema.json#/$defs/user"})),
+        "/$ref",
+        "reference"
+    ));
     let e = refused(json!({"type": "object", "properties": {
         "a": {"$id": "https://example.com/dup", "type": "string"},
         "b": {"$id": "https://example.com/dup", "type": "integer"}}}));
     assert!(e.iter().any(|(_, r)| *r == "duplicate identifier"));
-    assert!(has(&refused(json!({"$dynamicRef": "https://example.com/x#a"})), "/$dynamicRef", "dynamic reference"));
+    assert!(has(
+        &refused(json!({"$dynamicRef": "https://example.com/x#a"})),
+        "/$dynamicRef",
+        "dynamic reference"
+    ));
     // Local references, an embedded $id, escaped pointers and the meta-schema resolve.
     let s = compile(json!({"$id": "https://example.com/root", "type": "object",
         "properties": {"a": {"$ref": "item"}, "b~/c": {"type": "integer"}, "d": {"$ref": "#/properties/b~0~1c"}},
         "$defs": {"i": {"$id": "item", "type": "string"}}}));
-    assert_eq!(issues(&s, json!({"a": 1, "d": "x"})), pairs(&[("/a", "type"), ("/d", "type")]));
+    assert_eq!(
+        issues(&s, json!({"a": 1, "d": "x"})),
+        pairs(&[("/a", "type"), ("/d", "type")])
+    );
     let meta = compile(json!({"$ref": "https://json-schema.org/draft/2020-12/schema"}));
     assert!(meta.is_valid(&json!({"minLength": 1})));
-    assert_eq!(issues(&meta, json!({"minLength": -1})), pairs(&[("/minLength", "minimum")]));
+    assert_eq!(
+        issues(&meta, json!({"minLength": -1})),
+        pairs(&[("/minLength", "minimum")])
+    );
 }
 
 #[test]
@@ -213,8 +362,14 @@ fn every_problem_is_listed() {
 fn type_and_keyword_issues() {
     let s = compile(json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "multipleOf": 2}}}));
     assert_eq!(issues(&s, json!({"n": "x"})), pairs(&[("/n", "type")]));
-    assert_eq!(issues(&s, json!({"n": 3})), pairs(&[("/n", "minimum"), ("/n", "multipleOf")]));
-    assert_eq!(issues(&s, json!({"n": 6.5})), pairs(&[("/n", "type"), ("/n", "multipleOf")]));
+    assert_eq!(
+        issues(&s, json!({"n": 3})),
+        pairs(&[("/n", "minimum"), ("/n", "multipleOf")])
+    );
+    assert_eq!(
+        issues(&s, json!({"n": 6.5})),
+        pairs(&[("/n", "type"), ("/n", "multipleOf")])
+    );
     assert!(s.validate(&json!({"n": 6})).is_empty());
     let messages = s.validate(&json!({"n": 3}));
     assert!(messages.iter().all(|i| !i.message.is_empty()));
@@ -223,7 +378,10 @@ fn type_and_keyword_issues() {
 #[test]
 fn numbers_are_doubles() {
     let cents = compile(json!({"type": "number", "multipleOf": 0.01}));
-    assert!(!cents.is_valid(&json!(19.99)), "19.99 / 0.01 is not an integer in doubles");
+    assert!(
+        !cents.is_valid(&json!(19.99)),
+        "19.99 / 0.01 is not an integer in doubles"
+    );
     assert!(cents.is_valid(&json!(0.5)));
     let half = compile(json!({"type": "number", "multipleOf": 0.5}));
     assert!(!half.is_valid(&json!(1e308)));
@@ -241,29 +399,50 @@ fn numbers_are_doubles() {
 
 #[test]
 fn every_required_and_additional_property() {
-    let s = compile(json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
-        "required": ["a", "b"], "additionalProperties": false}));
+    let s = compile(
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "required": ["a", "b"], "additionalProperties": false}),
+    );
     assert_eq!(
         issues(&s, json!({"x": 1, "y": 2})),
-        pairs(&[("", "required"), ("", "required"), ("", "additionalProperties"), ("", "additionalProperties")])
+        pairs(&[
+            ("", "required"),
+            ("", "required"),
+            ("", "additionalProperties"),
+            ("", "additionalProperties")
+        ])
     );
     let ap = compile(json!({"type": "object", "additionalProperties": {"type": "integer"}}));
-    assert_eq!(issues(&ap, json!({"a": "1", "b": 2, "c": true})), pairs(&[("/a", "type"), ("/c", "type")]));
-    let pat = compile(json!({"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": false}));
-    assert_eq!(issues(&pat, json!({"x-a": 1, "b": 1})), pairs(&[("/x-a", "type"), ("", "additionalProperties")]));
+    assert_eq!(
+        issues(&ap, json!({"a": "1", "b": 2, "c": true})),
+        pairs(&[("/a", "type"), ("/c", "type")])
+    );
+    let pat = compile(
+        json!({"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": false}),
+    );
+    assert_eq!(
+        issues(&pat, json!({"x-a": 1, "b": 1})),
+        pairs(&[("/x-a", "type"), ("", "additionalProperties")])
+    );
 }
 
 #[test]
 fn any_of_one_of_not() {
     let one = compile(json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]}));
     assert_eq!(issues(&one, json!(5)), pairs(&[("", "oneOf")]));
-    assert_eq!(issues(&one, json!(-1.5)), pairs(&[("", "type"), ("", "minimum"), ("", "oneOf")]));
+    assert_eq!(
+        issues(&one, json!(-1.5)),
+        pairs(&[("", "type"), ("", "minimum"), ("", "oneOf")])
+    );
     assert!(one.validate(&json!(2.5)).is_empty());
     // Once two branches match, later ones are not evaluated.
     let bools = compile(json!({"oneOf": [true, true, false]}));
     assert_eq!(issues(&bools, json!("x")), pairs(&[("", "oneOf")]));
     let any = compile(json!({"anyOf": [{"type": "string"}, {"type": "number"}]}));
-    assert_eq!(issues(&any, json!(null)), pairs(&[("", "type"), ("", "type"), ("", "anyOf")]));
+    assert_eq!(
+        issues(&any, json!(null)),
+        pairs(&[("", "type"), ("", "type"), ("", "anyOf")])
+    );
     assert!(any.validate(&json!(1)).is_empty());
     let not = compile(json!({"type": "string", "not": {"const": "root"}}));
     assert_eq!(issues(&not, json!("root")), pairs(&[("", "not")]));
@@ -271,12 +450,20 @@ fn any_of_one_of_not() {
 
 #[test]
 fn if_then_else_reports_the_branch_then_if() {
-    let s = compile(json!({"type": "object", "properties": {"mode": {"type": "string"}, "config": {"type": "object"}},
+    let s = compile(
+        json!({"type": "object", "properties": {"mode": {"type": "string"}, "config": {"type": "object"}},
         "if": {"properties": {"mode": {"const": "advanced"}}, "required": ["mode"]},
-        "then": {"properties": {"config": {"type": "object", "properties": {"level": {"type": "integer"}}, "required": ["level"]}}, "required": ["config"]}}));
+        "then": {"properties": {"config": {"type": "object", "properties": {"level": {"type": "integer"}}, "required": ["level"]}}, "required": ["config"]}}),
+    );
     assert!(s.validate(&json!({"mode": "basic"})).is_empty());
-    assert_eq!(issues(&s, json!({"mode": "advanced"})), pairs(&[("", "required"), ("", "if")]));
-    assert_eq!(issues(&s, json!({"mode": "advanced", "config": {"level": "x"}})), pairs(&[("/config/level", "type"), ("", "if")]));
+    assert_eq!(
+        issues(&s, json!({"mode": "advanced"})),
+        pairs(&[("", "required"), ("", "if")])
+    );
+    assert_eq!(
+        issues(&s, json!({"mode": "advanced", "config": {"level": "x"}})),
+        pairs(&[("/config/level", "type"), ("", "if")])
+    );
 }
 
 #[test]
@@ -286,7 +473,10 @@ fn contains_reports_each_scanned_item() {
     assert_eq!(issues(&s, json!([])), pairs(&[("", "contains")]));
     assert!(s.validate(&json!(["user", "admin"])).is_empty());
     let max = compile(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 1}));
-    assert_eq!(issues(&max, json!([1, "a", 2, 3])), pairs(&[("/1", "type"), ("", "contains")]));
+    assert_eq!(
+        issues(&max, json!([1, "a", 2, 3])),
+        pairs(&[("/1", "type"), ("", "contains")])
+    );
 }
 
 #[test]
@@ -294,15 +484,28 @@ fn property_names_dependent_required_and_items() {
     let names = compile(json!({"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"}}));
     assert_eq!(
         issues(&names, json!({"A": 1, "b-c": 2, "ok": 3})),
-        pairs(&[("", "pattern"), ("", "propertyNames"), ("", "pattern"), ("", "propertyNames")])
+        pairs(&[
+            ("", "pattern"),
+            ("", "propertyNames"),
+            ("", "pattern"),
+            ("", "propertyNames")
+        ])
     );
-    let dep = compile(json!({"type": "object", "properties": {"card": {"type": "string"}, "cvv": {"type": "string"}, "exp": {"type": "string"}},
-        "dependentRequired": {"card": ["cvv", "exp"]}}));
-    assert_eq!(issues(&dep, json!({"card": "x"})), pairs(&[("", "dependentRequired"), ("", "dependentRequired")]));
+    let dep = compile(
+        json!({"type": "object", "properties": {"card": {"type": "string"}, "cvv": {"type": "string"}, "exp": {"type": "string"}},
+        "dependentRequired": {"card": ["cvv", "exp"]}}),
+    );
+    assert_eq!(
+        issues(&dep, json!({"card": "x"})),
+        pairs(&[("", "dependentRequired"), ("", "dependentRequired")])
+    );
     let tuple = compile(json!({"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": false}));
     assert_eq!(issues(&tuple, json!(["a", 1, 2])), pairs(&[("", "items")]));
     let no_items = compile(json!({"type": "array", "items": false}));
-    assert_eq!(issues(&no_items, json!([1, 2])), pairs(&[("/0", "false schema"), ("/1", "false schema")]));
+    assert_eq!(
+        issues(&no_items, json!([1, 2])),
+        pairs(&[("/0", "false schema"), ("/1", "false schema")])
+    );
 }
 
 #[test]
@@ -310,14 +513,23 @@ fn unevaluated_properties_and_items() {
     let s = compile(json!({"type": "object", "properties": {"a": {"type": "string"}},
         "allOf": [{"properties": {"b": {"type": "string"}}}], "unevaluatedProperties": false}));
     assert!(s.validate(&json!({"a": "x", "b": "y"})).is_empty());
-    assert_eq!(issues(&s, json!({"a": "x", "c": 1, "d": 2})), pairs(&[("", "unevaluatedProperties"), ("", "unevaluatedProperties")]));
+    assert_eq!(
+        issues(&s, json!({"a": "x", "c": 1, "d": 2})),
+        pairs(&[("", "unevaluatedProperties"), ("", "unevaluatedProperties")])
+    );
     // anyOf: only matching branches evaluate.
-    let any = compile(json!({"type": "object", "anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]}, {"properties": {"b": {"const": 1}}, "required": ["b"]}],
-        "unevaluatedProperties": false}));
+    let any = compile(
+        json!({"type": "object", "anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]}, {"properties": {"b": {"const": 1}}, "required": ["b"]}],
+        "unevaluatedProperties": false}),
+    );
     assert!(any.is_valid(&json!({"a": 1})));
-    assert_eq!(issues(&any, json!({"a": 1, "b": 2})), pairs(&[("", "unevaluatedProperties")]));
+    assert_eq!(
+        issues(&any, json!({"a": 1, "b": 2})),
+        pairs(&[("", "unevaluatedProperties")])
+    );
     // contains marks every item evaluated, as in the reference.
-    let items = compile(json!({"type": "array", "contains": {"type": "string"}, "unevaluatedItems": {"type": "number"}}));
+    let items =
+        compile(json!({"type": "array", "contains": {"type": "string"}, "unevaluatedItems": {"type": "number"}}));
     assert!(items.is_valid(&json!(["a", true])));
 }
 
@@ -327,8 +539,16 @@ fn instance_paths_are_escaped_pointers() {
         "a/b": {"type": "integer"}, "c~d": {"type": "integer"}, "": {"type": "integer"},
         "list": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}}}}));
     assert_eq!(
-        issues(&s, json!({"a/b": "1", "c~d": "1", "": "1", "list": [{"x": 1}, {"x": "2"}]})),
-        pairs(&[("/a~1b", "type"), ("/c~0d", "type"), ("/", "type"), ("/list/1/x", "type")])
+        issues(
+            &s,
+            json!({"a/b": "1", "c~d": "1", "": "1", "list": [{"x": 1}, {"x": "2"}]})
+        ),
+        pairs(&[
+            ("/a~1b", "type"),
+            ("/c~0d", "type"),
+            ("/", "type"),
+            ("/list/1/x", "type")
+        ])
     );
 }
 
@@ -353,7 +573,10 @@ fn boolean_schemas_and_loops() {
     // A recursive schema follows the data.
     let tree = compile(json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}}));
     assert!(tree.is_valid(&json!({"kids": [{"kids": []}]})));
-    assert_eq!(issues(&tree, json!({"kids": [{"kids": [1]}]})), pairs(&[("/kids/0/kids/0", "type")]));
+    assert_eq!(
+        issues(&tree, json!({"kids": [{"kids": [1]}]})),
+        pairs(&[("/kids/0/kids/0", "type")])
+    );
 }
 
 #[test]
@@ -400,7 +623,10 @@ fn valid_path_speed() {
         {"sku": "ABC-1234", "qty": 2, "price": 9.5}, {"sku": "XYZ-0001", "qty": 1, "price": 100},
         {"sku": "DEF-0042", "qty": 10, "price": 0.25}]});
     let ours = compile(schema.clone());
-    let crate_validator = jsonschema::draft202012::options().should_validate_formats(false).build(&schema).unwrap();
+    let crate_validator = jsonschema::draft202012::options()
+        .should_validate_formats(false)
+        .build(&schema)
+        .unwrap();
     assert!(ours.validate(&data).is_empty() && crate_validator.is_valid(&data));
     let n = 200_000;
     let t = std::time::Instant::now();
@@ -413,7 +639,11 @@ fn valid_path_speed() {
         assert!(crate_validator.is_valid(std::hint::black_box(&data)));
     }
     let b = t.elapsed();
-    println!("rcip validate (valid): {:?}/call; jsonschema is_valid: {:?}/call", a / n, b / n);
+    println!(
+        "rcip validate (valid): {:?}/call; jsonschema is_valid: {:?}/call",
+        a / n,
+        b / n
+    );
 }
 
 #[test]
@@ -427,7 +657,11 @@ fn evaluated_properties_forgotten_by_a_failing_conditional_merge() {
     assert!(s.is_valid(&json!({"p": {}, "z": true})));
     assert_eq!(
         issues(&s, json!({"p": {}, "z": 1})),
-        pairs(&[("/z", "type"), ("", "unevaluatedProperties"), ("", "unevaluatedProperties")])
+        pairs(&[
+            ("/z", "type"),
+            ("", "unevaluatedProperties"),
+            ("", "unevaluatedProperties")
+        ])
     );
     // $ref is applied before anyOf: a failing first branch loses "a" even
     // when the second branch passes (checked against Ajv 8.20.0).
@@ -436,5 +670,8 @@ fn evaluated_properties_forgotten_by_a_failing_conditional_merge() {
         "anyOf": [{"properties": {"b": {"type": "string"}}, "required": ["b"]}, {"properties": {"c": {"type": "string"}}}],
         "unevaluatedProperties": false}));
     assert!(any.is_valid(&json!({"a": 1, "b": "x"})));
-    assert_eq!(issues(&any, json!({"a": 1, "c": "x"})), pairs(&[("", "unevaluatedProperties")]));
+    assert_eq!(
+        issues(&any, json!({"a": 1, "c": "x"})),
+        pairs(&[("", "unevaluatedProperties")])
+    );
 }

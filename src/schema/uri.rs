@@ -28,7 +28,9 @@ impl UriRef {
             let scheme = &rest[..i];
             let valid = !scheme.is_empty()
                 && scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
             if valid && !scheme.contains('/') {
                 out.scheme = Some(scheme.to_ascii_lowercase());
                 rest = &rest[i + 1..];
@@ -86,7 +88,11 @@ fn remove_dot_segments(path: &str) -> String {
         } else if input == "/." {
             input = "/".to_string();
         } else if input.starts_with("/../") || input == "/.." {
-            input = if input == "/.." { "/".to_string() } else { input[3..].to_string() };
+            input = if input == "/.." {
+                "/".to_string()
+            } else {
+                input[3..].to_string()
+            };
             match output.rfind('/') {
                 Some(i) => output.truncate(i),
                 None => output.clear(),
@@ -213,7 +219,10 @@ mod tests {
         assert_eq!(resolve("", "list"), "list");
         assert_eq!(resolve("", "#/a"), "#/a");
         assert_eq!(resolve("HTTP://Example.COM/x", "y"), "http://example.com/y");
-        assert_eq!(resolve("https://e.com/ref-and-id3/base.json", "nested/foo.json"), "https://e.com/ref-and-id3/nested/foo.json");
+        assert_eq!(
+            resolve("https://e.com/ref-and-id3/base.json", "nested/foo.json"),
+            "https://e.com/ref-and-id3/nested/foo.json"
+        );
         assert_eq!(normalize_id("http://x/y#"), "http://x/y");
         assert_eq!(full_path("http://x/y#/a"), "http://x/y#");
         assert_eq!(full_path(""), "#");
