@@ -133,20 +133,24 @@ pub struct Parsed {
 /// Parses payload bytes (as [`parse_bytes`]) and tells whether the text is
 /// canonical (see [`Parsed::canonical`]).
 pub fn parse_payload(bytes: &[u8], limits: &Limits) -> Result<Parsed, JsonError> {
-    let value = parse_bytes(bytes, limits)?;
-    let canonical = is_canonical(bytes, &value);
+    if bytes.len() > limits.max_bytes {
+        return Err(JsonError::TooLarge {
+            len: bytes.len(),
+            max: limits.max_bytes,
+        });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
+    let (value, normalized) = parse_text(text, limits)?;
+    let canonical = !normalized && is_canonical(bytes, &value);
     Ok(Parsed { value, canonical })
 }
 
-/// True when `text` (which parsed into `value`) is byte for byte what
-/// serde_json writes for `value`: no whitespace outside strings, no escape
-/// at all (serde_json's escapes are the only ones it writes), numbers that
-/// normalisation leaves alone (integers of at most 15 digits), and no
-/// duplicate key (as many `:` outside strings as object entries).
+/// True when `text` (which parsed into `value` without any number
+/// normalisation) is byte for byte what serde_json writes for `value`: no
+/// whitespace outside strings, no escape at all (serde_json's escapes are
+/// the only ones it writes), and no duplicate key (as many `:` outside
+/// strings as object entries).
 fn is_canonical(text: &[u8], value: &Value) -> bool {
-    if may_need_normalizing(text) {
-        return false;
-    }
     let mut in_string = false;
     let mut colons = 0usize;
     for &b in text {
@@ -188,6 +192,12 @@ fn entries(value: &Value, depth: usize) -> Option<usize> {
 
 /// Parses payload text into a JSON value with the reference's semantics.
 pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
+    parse_text(text, limits).map(|(value, _)| value)
+}
+
+/// [`parse_str`], also telling whether the text held a number that
+/// normalisation may have rewritten (see [`may_need_normalizing`]).
+fn parse_text(text: &str, limits: &Limits) -> Result<(Value, bool), JsonError> {
     if text.len() > limits.max_bytes {
         return Err(JsonError::TooLarge {
             len: text.len(),
@@ -216,10 +226,11 @@ pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
     .and_then(|v| de.end().map(|()| v));
     match parsed {
         Ok(mut value) => {
-            if may_need_normalizing(text.as_bytes()) {
+            let normalize = may_need_normalizing(text.as_bytes());
+            if normalize {
                 normalize_numbers(&mut value);
             }
-            Ok(value)
+            Ok((value, normalize))
         }
         Err(e) => Err(JsonError::Syntax {
             line: e.line(),

@@ -110,7 +110,7 @@ unsafe extern "C" fn store_outcome(ud: *mut c_void, json: *const c_char) {
 fn null_arguments_give_null_argument_and_null_out_params() {
     let f = Fixture::new();
     unsafe {
-        let mut catalog = 1 as *mut rcip_catalog;
+        let mut catalog = std::ptr::dangling_mut::<rcip_catalog>();
         assert_eq!(rcip_catalog_new(ptr::null(), &mut catalog), rcip_result::NullArgument);
         assert!(catalog.is_null(), "out-parameter set to NULL on failure");
         assert!(last_error().contains("catalog_json"));
@@ -119,7 +119,7 @@ fn null_arguments_give_null_argument_and_null_out_params() {
             rcip_result::NullArgument
         );
 
-        let mut binding = 1 as *mut rcip_binding;
+        let mut binding = std::ptr::dangling_mut::<rcip_binding>();
         assert_eq!(
             rcip_host_bind(
                 ptr::null(),
@@ -159,7 +159,7 @@ fn null_arguments_give_null_argument_and_null_out_params() {
         );
         assert_eq!(rcip_host_set_context(f.host(), ptr::null()), rcip_result::NullArgument);
         assert_eq!(rcip_host_refresh(ptr::null()), rcip_result::NullArgument);
-        let mut out = 1 as *mut c_char;
+        let mut out = std::ptr::dangling_mut::<c_char>();
         assert_eq!(
             rcip_client_list_capabilities(ptr::null(), ptr::null(), &mut out),
             rcip_result::NullArgument

@@ -472,3 +472,53 @@ fn the_closed_notice_never_comes_before_the_opened_one() {
     assert_eq!(events, ["opened", "closed"]);
     assert_eq!(notices.lock()[1]["reason"], "approved");
 }
+
+#[test]
+fn bare_decision_texts_mean_what_their_parsed_forms_mean() {
+    // decide_json has a shortcut for the three compact bare decisions; each
+    // must end the invocation exactly as the same decision written with
+    // spaces (which goes through the parser) does.
+    let run = |text: &'static str| -> Value {
+        let mut b = RuntimeBuilder::new(&catalog());
+        b.policy(Arc::new(move |req: PolicyRequest| {
+            req.decide_json(text.as_bytes()).unwrap()
+        }));
+        let runtime = b.build();
+        let _binding = runtime
+            .host()
+            .bind(
+                "visits.lookup",
+                Arc::new(|inv: Invocation| inv.complete(json!({"ok": true})).unwrap()),
+                None,
+            )
+            .unwrap();
+        let outcomes = Outcomes::default();
+        runtime
+            .client()
+            .invoke("visits.lookup", b"{}", None, None, outcomes.sink())
+            .unwrap();
+        let mut all = outcomes.all();
+        assert_eq!(all.len(), 1, "{text}");
+        let mut outcome = all.remove(0);
+        // Ids differ per runtime only by counter; compare the rest.
+        outcome.as_object_mut().unwrap().remove("invocationId");
+        if let Some(c) = outcome.get_mut("confirmation").and_then(Value::as_object_mut) {
+            c.remove("id");
+            c.remove("expiresAt");
+        }
+        outcome
+    };
+    for (compact, spaced, status) in [
+        (r#"{"decision":"allow"}"#, r#"{ "decision" : "allow" }"#, "succeeded"),
+        (r#"{"decision":"deny"}"#, r#"{ "decision" : "deny" }"#, "denied"),
+        (
+            r#"{"decision":"confirm"}"#,
+            r#"{ "decision" : "confirm" }"#,
+            "confirmation_required",
+        ),
+    ] {
+        let fast = run(compact);
+        assert_eq!(fast["status"], status, "{compact}: {fast}");
+        assert_eq!(fast, run(spaced), "{compact}");
+    }
+}

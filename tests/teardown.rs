@@ -84,7 +84,7 @@ fn a_decision_racing_the_free_ends_aborted() {
                     free_now_tx.lock().send(()).unwrap();
                     let _ = x_aborted_rx.lock().recv_timeout(Duration::from_secs(5));
                 }
-                Ok::<_, ()>(Availability::available())
+                Ok::<_, rcip::runtime::CheckFailed>(Availability::available())
             })),
         )
         .unwrap()

@@ -289,15 +289,15 @@ pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<
                     let id = cx.required_string(m, &p, None, &what, "id");
                     let idr = id;
                     if let Some(id) = id {
-                        if cx.identifier(id, &format!("{p}/id"), "scope id") {
-                            if scope_ids_seen.insert(id.to_string(), i).is_some() {
-                                cx.problem(
-                                    &format!("{p}/id"),
-                                    Some(id),
-                                    "duplicate id",
-                                    format!("scope id \"{id}\" is declared more than once"),
-                                );
-                            }
+                        if cx.identifier(id, &format!("{p}/id"), "scope id")
+                            && scope_ids_seen.insert(id.to_string(), i).is_some()
+                        {
+                            cx.problem(
+                                &format!("{p}/id"),
+                                Some(id),
+                                "duplicate id",
+                                format!("scope id \"{id}\" is declared more than once"),
+                            );
                         }
                     }
                     let title = cx.required_string(m, &p, idr, &what, "title");

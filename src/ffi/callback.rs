@@ -10,8 +10,8 @@ use super::invocation::rcip_invocation;
 use super::policy::rcip_policy_request;
 use super::sink::{rcip_availability_sink, rcip_string_sink};
 use crate::runtime::{
-    Availability, AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, Invocation,
-    JsonText, LifecycleEvent, OutcomeSink, Policy, PolicyRequest, Subscriber,
+    Availability, AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator,
+    Invocation, JsonText, LifecycleEvent, OutcomeSink, Policy, PolicyRequest, Subscriber,
 };
 use std::ffi::{c_char, c_void, CString};
 
@@ -201,7 +201,7 @@ impl Handler for CBinding {
 }
 
 impl AvailabilityCheck for CBinding {
-    fn check(&self) -> Result<Availability, ()> {
+    fn check(&self) -> Result<Availability, CheckFailed> {
         let Some(cb) = self.availability else {
             return Ok(Availability::available());
         };
@@ -209,9 +209,9 @@ impl AvailabilityCheck for CBinding {
         // Safety: the sink lives across the call, as documented.
         let rc = unsafe { cb(self.user_data.ptr(), &mut sink) };
         if rc != 0 {
-            return Err(());
+            return Err(CheckFailed);
         }
-        sink.take().ok_or(())
+        sink.take().ok_or(CheckFailed)
     }
 }
 

@@ -23,14 +23,20 @@ impl<F: Fn(Invocation) + Send + Sync> Handler for F {
     }
 }
 
-/// Answers whether a bound capability is available now. `Err(())` means the
-/// check failed (shown as `AVAILABILITY_CHECK_FAILED`).
+/// An availability check that could not answer (an error return or no
+/// answer written). The capability is then shown unavailable with
+/// `AVAILABILITY_CHECK_FAILED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckFailed;
+
+/// Answers whether a bound capability is available now. `Err(CheckFailed)`
+/// means the check failed (shown as `AVAILABILITY_CHECK_FAILED`).
 pub trait AvailabilityCheck: Send + Sync {
-    fn check(&self) -> Result<Availability, ()>;
+    fn check(&self) -> Result<Availability, CheckFailed>;
 }
 
-impl<F: Fn() -> Result<Availability, ()> + Send + Sync> AvailabilityCheck for F {
-    fn check(&self) -> Result<Availability, ()> {
+impl<F: Fn() -> Result<Availability, CheckFailed> + Send + Sync> AvailabilityCheck for F {
+    fn check(&self) -> Result<Availability, CheckFailed> {
         self()
     }
 }

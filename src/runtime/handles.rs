@@ -99,7 +99,9 @@ impl Invocation {
     /// size and depth limits included) becomes `OUTPUT_INVALID`; this call
     /// still succeeds.
     pub fn complete_text(&self, output: &[u8]) -> Result<(), HostError> {
-        let Some(shared) = self.take()? else { return Ok(()) };
+        let Some(shared) = self.take()? else {
+            return Ok(());
+        };
         let parsed = crate::json::parse_payload(output, &shared.config.limits).map(|p| {
             let text = if p.canonical {
                 std::str::from_utf8(output).ok().map(str::to_string)
@@ -114,7 +116,9 @@ impl Invocation {
 
     /// Completes with an output value.
     pub fn complete(&self, mut output: Value) -> Result<(), HostError> {
-        let Some(shared) = self.take()? else { return Ok(()) };
+        let Some(shared) = self.take()? else {
+            return Ok(());
+        };
         crate::json::normalize_numbers(&mut output);
         shared.handler_settled(&self.core, HandlerResult::Output(Ok((output, None))));
         Ok(())
@@ -122,7 +126,9 @@ impl Invocation {
 
     /// Fails; `aborted` marks an abort-style failure (`EXECUTION_ABORTED`).
     pub fn fail(&self, aborted: bool) -> Result<(), HostError> {
-        let Some(shared) = self.take()? else { return Ok(()) };
+        let Some(shared) = self.take()? else {
+            return Ok(());
+        };
         shared.handler_settled(&self.core, HandlerResult::Failed { aborted });
         Ok(())
     }
@@ -135,7 +141,7 @@ impl Invocation {
 
 impl Drop for Invocation {
     fn drop(&mut self) {
-        if !self.settled.swap(true, Ordering::SeqCst) {
+        if !self.settled.load(Ordering::SeqCst) && !self.settled.swap(true, Ordering::SeqCst) {
             if let Some(shared) = self.core.shared.upgrade() {
                 shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
             }
@@ -220,6 +226,14 @@ impl PolicyRequest {
         if self.settled.load(Ordering::SeqCst) {
             return Err(HostError::AlreadyCompleted);
         }
+        // The compact texts of the three bare decisions (what most policies
+        // answer) mean exactly what parsing them would give.
+        match text {
+            br#"{"decision":"allow"}"# => return self.decide(Decision::Allow),
+            br#"{"decision":"deny"}"# => return self.decide(Decision::Deny { reason: None }),
+            br#"{"decision":"confirm"}"# => return self.decide(Decision::Confirm { reason: None }),
+            _ => {}
+        }
         let value = crate::json::parse_bytes(text, &crate::json::Limits::default())
             .map_err(|e| HostError::InvalidJson(format!("decision: {e}")))?;
         match Decision::from_value(&value) {
@@ -248,7 +262,7 @@ impl PolicyRequest {
 
 impl Drop for PolicyRequest {
     fn drop(&mut self) {
-        if !self.settled.swap(true, Ordering::SeqCst) {
+        if !self.settled.load(Ordering::SeqCst) && !self.settled.swap(true, Ordering::SeqCst) {
             self.core.settle(PolicyAnswer::Failed);
         }
     }

@@ -5,10 +5,11 @@
 //! event (steps 2 and 4 emit none).
 
 use super::callbacks::OutcomeSink;
+use super::callbacks::{AvailabilityCheck, Handler};
 use super::cancel::{CancelToken, Registration};
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
-use super::shared::{BindingCore, Shared};
+use super::shared::Shared;
 use super::snapshot::Entry;
 use super::types::{
     messages, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, NulString, Outcome, PolicyAnswer,
@@ -113,7 +114,8 @@ pub(crate) struct InvocationCore {
     pub payload: Option<Arc<Payload>>,
     pub token: Option<CancelToken>,
     pub confirmed: bool,
-    pub binding_id: OnceCell<u64>,
+    /// The binding found at step 7 (set before the policy is asked).
+    pub binding_id: std::sync::atomic::AtomicU64,
     pub context: OnceCell<Arc<SemanticContext>>,
     pub inner: Mutex<InvState>,
 }
@@ -248,6 +250,10 @@ impl Shared {
     /// Steps 2–11 (and on, when the policy answers inline).
     pub(crate) fn run(self: &Arc<Self>, start: Start, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
         let capability = start.capability;
+        let (payload, input_error) = match start.input {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e)),
+        };
         // 2–3. Reservation.
         let core = {
             let mut st = self.state.lock();
@@ -274,10 +280,10 @@ impl Shared {
                 id: start.id,
                 capability_id: start.capability_id,
                 capability,
-                payload: start.input.as_ref().ok().cloned(),
+                payload,
                 token: start.token,
                 confirmed: start.confirmed,
-                binding_id: OnceCell::new(),
+                binding_id: std::sync::atomic::AtomicU64::new(0),
                 context: OnceCell::new(),
                 inner: Mutex::new(InvState {
                     phase: Phase::Checking,
@@ -290,7 +296,7 @@ impl Shared {
             core
         };
         // 4. Input text that is not a JSON value: no issues, no events.
-        if let Err(e) = &start.input {
+        if let Some(e) = input_error {
             let outcome = Outcome::Failed {
                 invocation_id: core.id.clone(),
                 capability_id: core.capability_id.clone(),
@@ -334,22 +340,25 @@ impl Shared {
         // 7.
         let (binding, context) = {
             let st = self.state.lock();
-            (st.bindings[capability].clone(), st.context.clone())
+            (
+                st.bindings[capability].as_ref().map(|b| (b.id, b.availability.clone())),
+                st.context.clone(),
+            )
         };
-        let Some(binding) = binding else {
+        let Some((binding_id, check)) = binding else {
             return Err(RcipError::new(ErrorCode::CapabilityUnbound));
         };
         // 8.
-        let entry = Shared::sample(binding.availability.as_ref());
-        let binding_id = binding.id;
+        let entry = Shared::sample(check.as_ref());
         // Step 11 captures the context after the availability check: read it
         // again only if host code (the check) ran since it was read above.
-        let context = if binding.availability.is_some() {
-            self.context()
-        } else {
-            context
+        let context = match check {
+            Some(check) => {
+                drop(check);
+                self.context()
+            }
+            None => context,
         };
-        drop(binding);
         if let Entry::Bound(a) = &entry {
             if !a.available {
                 return Err(match &a.reason {
@@ -374,64 +383,80 @@ impl Shared {
 
     /// Steps 12, 14 and 16, shared with preflight: token, binding identity,
     /// context, live availability. A changed context is the one denial
-    /// (`POLICY_DENIED`); the rest fail.
+    /// (`POLICY_DENIED`); the rest fail. With `want_handler`, returns the
+    /// binding's handler to call.
     pub(crate) fn recheck(
         &self,
         token: Option<&CancelToken>,
         capability: usize,
         binding_id: u64,
         context: &Arc<SemanticContext>,
-    ) -> Result<Arc<BindingCore>, RcipError> {
+        want_handler: bool,
+    ) -> Result<Option<Arc<dyn Handler>>, RcipError> {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
         }
-        let (binding, current, closed) = {
-            let st = self.state.lock();
-            (st.bindings[capability].clone(), st.context.clone(), st.closed)
-        };
-        // A policy answer or handler result racing the free resumes on a
-        // closing runtime, whose bindings are gone: that is the teardown
-        // outcome, not CAPABILITY_UNBOUND (PIPELINE.md section 9).
-        if closed {
-            drop(binding);
-            return Err(RcipError::with_message(
-                ErrorCode::ExecutionAborted,
-                messages::RUNTIME_CLOSED,
-            ));
+        enum Found {
+            Closed,
+            Other,
+            ContextChanged,
+            Same(Option<Arc<dyn AvailabilityCheck>>, Option<Arc<dyn Handler>>),
         }
-        let binding = match binding {
-            Some(b) if b.id == binding_id => b,
-            other => {
-                drop(other);
-                return Err(RcipError::new(ErrorCode::CapabilityUnbound));
+        let found = {
+            let st = self.state.lock();
+            match &st.bindings[capability] {
+                // A policy answer or handler result racing the free resumes
+                // on a closing runtime, whose bindings are gone: that is the
+                // teardown outcome, not CAPABILITY_UNBOUND (PIPELINE.md
+                // section 9).
+                _ if st.closed => Found::Closed,
+                Some(b) if b.id == binding_id => {
+                    if Arc::ptr_eq(&st.context, context) || *st.context == **context {
+                        Found::Same(b.availability.clone(), want_handler.then(|| b.handler.clone()))
+                    } else {
+                        Found::ContextChanged
+                    }
+                }
+                _ => Found::Other,
             }
         };
-        if !Arc::ptr_eq(&current, context) && *current != **context {
-            drop(binding);
-            return Err(RcipError::with_message(
-                ErrorCode::PolicyDenied,
-                messages::CONTEXT_CHANGED,
-            ));
-        }
-        let live = Shared::sample(binding.availability.as_ref());
-        if !live.is_available() {
-            drop(binding);
+        let (check, handler) = match found {
+            Found::Closed => {
+                return Err(RcipError::with_message(
+                    ErrorCode::ExecutionAborted,
+                    messages::RUNTIME_CLOSED,
+                ))
+            }
+            Found::Other => return Err(RcipError::new(ErrorCode::CapabilityUnbound)),
+            Found::ContextChanged => {
+                return Err(RcipError::with_message(
+                    ErrorCode::PolicyDenied,
+                    messages::CONTEXT_CHANGED,
+                ))
+            }
+            Found::Same(check, handler) => (check, handler),
+        };
+        if !Shared::sample(check.as_ref()).is_available() {
             return Err(RcipError::with_message(
                 ErrorCode::CapabilityUnavailable,
                 messages::NO_LONGER_AVAILABLE,
             ));
         }
-        Ok(binding)
+        Ok(handler)
     }
 
+    // The error is the invocation's ending itself; boxing it would add an
+    // allocation to every refused call for no gain.
+    #[allow(clippy::result_large_err)]
     fn recheck_invocation(
         &self,
         core: &InvocationCore,
         capability: usize,
         binding_id: u64,
         context: &Arc<SemanticContext>,
-    ) -> Result<Arc<BindingCore>, Ending> {
-        self.recheck(core.token.as_ref(), capability, binding_id, context)
+        want_handler: bool,
+    ) -> Result<Option<Arc<dyn Handler>>, Ending> {
+        self.recheck(core.token.as_ref(), capability, binding_id, context, want_handler)
             .map_err(|e| {
                 if e.code == ErrorCode::PolicyDenied {
                     denied(core, e)
@@ -443,24 +468,25 @@ impl Shared {
 
     /// Steps 6–11.
     fn checks_and_policy(self: &Arc<Self>, core: &Arc<InvocationCore>) {
-        let payload = core.payload.clone().expect("parsed input");
+        let payload = core.payload.as_ref().expect("parsed input");
         let (capability, binding_id, entry, context) =
-            match self.precheck(core.capability, &payload, core.token.as_ref()) {
+            match self.precheck(core.capability, payload, core.token.as_ref()) {
                 Ok(x) => x,
                 Err(e) => return self.finish(core, failed(core, e)),
             };
         let def = &self.catalog.capabilities()[capability];
         // 11. Capture the context and the live capability snapshot.
-        let _ = core.binding_id.set(binding_id);
-        let _ = core.context.set(context.clone());
+        core.binding_id.store(binding_id, std::sync::atomic::Ordering::Relaxed);
         let policy = match &self.config.policy {
             None => {
+                let _ = core.context.set(context);
                 self.watch_token(core);
                 let decision = default_decision(def.effect, core.confirmed);
                 return self.after_policy(core, PolicyAnswer::Decision(decision));
             }
             Some(p) => p.clone(),
         };
+        let _ = core.context.set(context.clone());
         {
             let mut inner = core.inner.lock();
             if !matches!(inner.phase, Phase::Checking) {
@@ -483,7 +509,7 @@ impl Shared {
             self.catalog.clone(),
             capability,
             entry,
-            payload,
+            payload.clone(),
             context,
             core.confirmed,
             "invoke",
@@ -587,8 +613,10 @@ impl Shared {
     /// Steps 12–17.
     fn after_policy(self: &Arc<Self>, core: &Arc<InvocationCore>, answer: PolicyAnswer) {
         let capability = core.capability.expect("known capability");
-        let binding_id = *core.binding_id.get().expect("binding captured");
-        let context = core.context.get().expect("context captured").clone();
+        // Relaxed: the store happened before the policy was asked, which the
+        // phase lock orders before this.
+        let binding_id = core.binding_id.load(std::sync::atomic::Ordering::Relaxed);
+        let context = core.context.get().expect("context captured");
         let decision = match answer {
             // 11. A failing policy or an answer that is not a decision.
             PolicyAnswer::Failed => {
@@ -597,10 +625,13 @@ impl Shared {
             PolicyAnswer::Decision(d) => d,
         };
         // 12. (Steps 12 and 14 are the same check with no host code in
-        // between, so one live reading serves both.)
-        if let Err(e) = self.recheck_invocation(core, capability, binding_id, &context) {
-            return self.finish(core, e);
-        }
+        // between, so one live reading serves both. Without event observers
+        // no host code runs before step 16 either, and it serves that too.)
+        let observed = !self.config.observers.is_empty();
+        let handler = match self.recheck_invocation(core, capability, binding_id, context, !observed) {
+            Ok(h) => h,
+            Err(e) => return self.finish(core, e),
+        };
         // 13.
         if let Decision::Deny { reason } = &decision {
             let error = match reason {
@@ -620,17 +651,22 @@ impl Shared {
                     ),
                 );
             }
-            return self.open_confirmation(core, capability, binding_id, context, reason);
+            return self.open_confirmation(core, capability, binding_id, context.clone(), reason);
         }
         // 16.
         if self.is_closed() {
             return;
         }
-        self.emit(&core.id, &core.capability_id, EventPhase::Started, None, None);
-        let binding = match self.recheck_invocation(core, capability, binding_id, &context) {
-            Ok(b) => b,
-            Err(e) => return self.finish(core, e),
+        let handler = if observed {
+            self.emit(&core.id, &core.capability_id, EventPhase::Started, None, None);
+            match self.recheck_invocation(core, capability, binding_id, context, true) {
+                Ok(h) => h,
+                Err(e) => return self.finish(core, e),
+            }
+        } else {
+            handler
         };
+        let handler = handler.expect("the recheck returned the handler");
         // 17.
         {
             let mut inner = core.inner.lock();
@@ -642,15 +678,13 @@ impl Shared {
                 result: None,
             };
         }
-        let handler = binding.handler.clone();
         if self.is_closed() {
             return;
         }
         handler.call(Invocation::new(core.clone()));
-        drop(handler);
-        // The binding (and its user data) may be released now that its
+        // The handler (and its user data) may be released now that its
         // callback returned.
-        drop(binding);
+        drop(handler);
         let result = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
@@ -815,21 +849,33 @@ impl Shared {
             inner.phase = Phase::Done;
             (inner.sink.take(), inner.cancel_registration.take())
         };
-        {
+        // Without event observers nothing runs between the state update and
+        // the refresh of step 19, so the refresh joins its critical section.
+        let join_refresh = ending.refresh && self.config.observers.is_empty() && !self.refreshing_here();
+        let (removed, refreshed) = {
             let mut st = self.state.lock();
-            st.invocations.remove(&core.key);
+            let removed = st.invocations.remove(&core.key);
             if !ending.keep_reservation {
                 st.reserved.remove(&*core.id);
             }
-        }
+            let refreshed =
+                (join_refresh && st.checks.is_empty() && !st.closed).then(|| Shared::refresh_locked(&mut st));
+            (removed, refreshed)
+        };
+        drop(removed);
         if let (Some(token), Some(r)) = (&core.token, registration) {
             token.unregister(r);
         }
         if let Some((phase, code)) = ending.event {
             self.emit(&core.id, &core.capability_id, phase, code, None);
         }
-        if ending.refresh {
-            self.refresh();
+        match refreshed {
+            Some((revision, subscribers, retired)) => {
+                drop(retired);
+                self.notify(revision, subscribers);
+            }
+            None if ending.refresh => self.refresh(),
+            None => {}
         }
         if let Some(sink) = sink {
             match &ending.rendered {

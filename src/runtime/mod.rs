@@ -25,8 +25,8 @@ mod timer;
 mod types;
 
 pub use callbacks::{
-    AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink, Policy,
-    Subscriber,
+    AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink,
+    Policy, Subscriber,
 };
 pub use cancel::{CancelToken, Registration};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
@@ -79,11 +79,15 @@ impl fmt::Display for HostError {
             HostError::InvalidJson(m) => write!(f, "not JSON: {m}"),
             HostError::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             HostError::InvalidCatalog(m) => write!(f, "{m}"),
-            HostError::NotInCatalog(id) => write!(f, "capability \"{id}\" is not declared in the catalog"),
+            HostError::NotInCatalog(id) => {
+                write!(f, "capability \"{id}\" is not declared in the catalog")
+            }
             HostError::AlreadyBound(id) => {
                 write!(f, "capability \"{id}\" already has a live binding; unbind it first (seed: duplicate live bindings throw)")
             }
-            HostError::UnknownScope(id) => write!(f, "scope \"{id}\" is not declared in the catalog"),
+            HostError::UnknownScope(id) => {
+                write!(f, "scope \"{id}\" is not declared in the catalog")
+            }
             HostError::PrimaryNotActive(id) => {
                 write!(f, "primaryScopeId \"{id}\" is not among the context's activeScopeIds")
             }

@@ -259,7 +259,13 @@ impl Shared {
         let verdict = match taken.answer {
             PolicyAnswer::Failed => Verdict::Blocked(RcipError::new(ErrorCode::PolicyEvaluationFailed)),
             PolicyAnswer::Decision(decision) => {
-                match self.recheck(core.token.as_ref(), taken.capability, taken.binding_id, &taken.context) {
+                match self.recheck(
+                    core.token.as_ref(),
+                    taken.capability,
+                    taken.binding_id,
+                    &taken.context,
+                    false,
+                ) {
                     Err(e) => Verdict::Blocked(e),
                     Ok(_) => match decision {
                         Decision::Allow => Verdict::Ready(def.effect),

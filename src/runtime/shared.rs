@@ -61,6 +61,13 @@ pub(crate) struct Published {
     pub samples: Option<Arc<Vec<(u32, Availability)>>>,
 }
 
+/// What a refresh replaced, dropped once the lock is released.
+#[derive(Default)]
+pub(crate) struct Retired {
+    _recipe: Option<Published>,
+    _snapshot: Option<Arc<Snapshot>>,
+}
+
 /// The availability checks of installed bindings, by capability index.
 pub(crate) type Checks = Vec<(u32, Arc<dyn AvailabilityCheck>)>;
 
@@ -298,17 +305,31 @@ impl Shared {
                 base36(h.finish() % 36u64.pow(6))
             )
         });
-        // Written on the stack, then one allocation for the shared id.
-        let mut buf = [0u8; 96];
-        let mut w = std::io::Cursor::new(&mut buf[..]);
-        use std::io::Write as _;
-        if write!(w, "{prefix}_{salt}_{n}").is_ok() {
-            let len = w.position() as usize;
-            if let Ok(s) = std::str::from_utf8(&buf[..len]) {
-                return Arc::from(s);
+        // `{prefix}_{salt}_{n}`, assembled on the stack (no formatting
+        // machinery: this runs once per invocation), then one allocation.
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut v = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
             }
         }
-        Arc::from(format!("{prefix}_{salt}_{n}"))
+        let parts: [&[u8]; 5] = [prefix.as_bytes(), b"_", salt.as_bytes(), b"_", &digits[at..]];
+        let mut buf = [0u8; 128];
+        let mut len = 0;
+        for part in parts {
+            let Some(dst) = buf.get_mut(len..len + part.len()) else {
+                // Longer than the buffer (a long prefix): allocate.
+                return Arc::from(format!("{prefix}_{salt}_{n}"));
+            };
+            dst.copy_from_slice(part);
+            len += part.len();
+        }
+        Arc::from(std::str::from_utf8(&buf[..len]).unwrap_or("invocation"))
     }
 
     /// Emits a lifecycle event to every observer, in registration order.
@@ -359,7 +380,7 @@ impl Shared {
     }
 
     fn ask(check: &Arc<dyn AvailabilityCheck>) -> Availability {
-        check.check().unwrap_or_else(|()| Availability::check_failed())
+        check.check().unwrap_or_else(|_failed| Availability::check_failed())
     }
 
     // ----- bindings -------------------------------------------------------
@@ -407,7 +428,7 @@ impl Shared {
 
     /// True while this thread is inside a refresh of this runtime (a new
     /// refresh would be queued behind it).
-    fn refreshing_here(self: &Arc<Self>) -> bool {
+    pub(crate) fn refreshing_here(self: &Arc<Self>) -> bool {
         let key = Arc::as_ptr(self) as usize;
         REFRESHING.with(|r| r.borrow().iter().any(|e| e.0 == key))
     }
@@ -428,15 +449,7 @@ impl Shared {
             drop(st);
             return self.refresh();
         }
-        st.revision += 1;
-        let revision = st.revision;
-        let published = Published {
-            revision,
-            context: st.context.clone(),
-            bound: st.bound.clone(),
-            samples: None,
-        };
-        let (subscribers, replaced) = Shared::publish(&mut st, published);
+        let (revision, subscribers, replaced) = Shared::refresh_locked(&mut st);
         drop(st);
         drop(replaced);
         self.notify(revision, subscribers);
@@ -606,22 +619,15 @@ impl Shared {
             if st.closed {
                 return;
             }
-            st.revision += 1;
-            let revision = st.revision;
             if st.checks.is_empty() {
                 // Nothing to sample: publish now, in the same critical section.
-                let published = Published {
-                    revision,
-                    context: st.context.clone(),
-                    bound: st.bound.clone(),
-                    samples: None,
-                };
-                let (subscribers, replaced) = Shared::publish(&mut st, published);
+                let (revision, subscribers, replaced) = Shared::refresh_locked(&mut st);
                 drop(st);
                 drop(replaced);
                 return self.notify(revision, subscribers);
             }
-            (revision, st.context.clone(), st.bound.clone(), st.checks.clone())
+            st.revision += 1;
+            (st.revision, st.context.clone(), st.bound.clone(), st.checks.clone())
         };
         // Host code: no lock held.
         let samples: Vec<(u32, Availability)> = checks
@@ -654,26 +660,60 @@ impl Shared {
         self.notify(revision, subscribers);
     }
 
-    /// Installs a newer recipe (a late, older one is dropped); returns the
-    /// subscribers to notify and what to drop once the lock is released.
-    fn publish(
-        st: &mut State,
-        published: Published,
-    ) -> (Vec<Arc<dyn Subscriber>>, Option<(Published, Option<Arc<Snapshot>>)>) {
-        let replaced = if st.published.revision < published.revision {
-            Some((std::mem::replace(&mut st.published, published), st.snapshot.take()))
-        } else {
-            None
+    /// A whole refresh under the state lock, for when no availability check
+    /// is installed: a new revision whose recipe is the current state.
+    /// Returns the revision, the subscribers to notify and what to drop once
+    /// the lock is released.
+    pub(crate) fn refresh_locked(st: &mut State) -> (u64, Vec<Arc<dyn Subscriber>>, Retired) {
+        debug_assert!(st.checks.is_empty());
+        st.revision += 1;
+        let revision = st.revision;
+        let p = &mut st.published;
+        if p.samples.is_none() && Arc::ptr_eq(&p.context, &st.context) && Arc::ptr_eq(&p.bound, &st.bound) {
+            // Same state, new revision: renumber the recipe in place.
+            p.revision = revision;
+            let retired = Retired {
+                _recipe: None,
+                _snapshot: st.snapshot.take(),
+            };
+            return (revision, Shared::subscribers_of(st), retired);
+        }
+        let published = Published {
+            revision,
+            context: st.context.clone(),
+            bound: st.bound.clone(),
+            samples: None,
         };
-        let subscribers = if st.subscribers.is_empty() {
+        let (subscribers, replaced) = Shared::publish(st, published);
+        (revision, subscribers, replaced)
+    }
+
+    fn subscribers_of(st: &State) -> Vec<Arc<dyn Subscriber>> {
+        if st.subscribers.is_empty() {
             Vec::new()
         } else {
             st.subscribers.iter().map(|(_, s)| s.clone()).collect()
-        };
-        (subscribers, replaced)
+        }
     }
 
-    fn notify(&self, revision: u64, subscribers: Vec<Arc<dyn Subscriber>>) {
+    /// Installs a newer recipe (a late, older one is dropped); returns the
+    /// subscribers to notify and what to drop once the lock is released.
+    fn publish(st: &mut State, published: Published) -> (Vec<Arc<dyn Subscriber>>, Retired) {
+        let replaced = if st.published.revision < published.revision {
+            Retired {
+                _recipe: Some(std::mem::replace(&mut st.published, published)),
+                _snapshot: st.snapshot.take(),
+            }
+        } else {
+            Retired {
+                _recipe: Some(published),
+                _snapshot: None,
+            }
+        };
+        (Shared::subscribers_of(st), replaced)
+    }
+
+    pub(crate) fn notify(&self, revision: u64, subscribers: Vec<Arc<dyn Subscriber>>) {
         for s in subscribers {
             if self.is_closed() {
                 break;

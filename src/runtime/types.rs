@@ -264,7 +264,8 @@ impl Outcome {
     /// The `succeeded` record with `output_text` (canonical JSON of the
     /// output) embedded as it is.
     pub(crate) fn succeeded_json(invocation_id: &str, capability_id: &str, output_text: &str) -> JsonText {
-        let mut out = String::with_capacity(64 + invocation_id.len() + capability_id.len() + output_text.len());
+        // 69 bytes of keys and punctuation, quotes included, and the NUL.
+        let mut out = String::with_capacity(80 + invocation_id.len() + capability_id.len() + output_text.len());
         out.push_str("{\"status\":\"succeeded\",\"invocationId\":");
         push_json_str(&mut out, invocation_id);
         out.push_str(",\"capabilityId\":");
@@ -679,6 +680,14 @@ impl NulString {
 
 /// Appends `s` as a JSON string literal.
 pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    // Most strings (ids, names) need no escape: copy them whole.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
