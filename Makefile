@@ -321,6 +321,16 @@ $(MCP_VENV)/.installed: tests/mcp/requirements.txt | $(BUILD)
 test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp
 
+# ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
+# Release build of rcip-bench; prints the table and the PASS/FAIL lines and
+# exits 1 when a target fails. BENCH_ARGS=--json for the JSON report,
+# BENCH_ARGS=--quick for a fast smoke run (fewer operations per run).
+.PHONY: bench
+BENCH_ARGS ?=
+bench:
+	$(CARGO) build --release -p rcip-bench
+	target/release/rcip-bench $(BENCH_ARGS)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(BUILD)

@@ -1,12 +1,19 @@
 //! rcip-bench: speed and memory of librcip through its C ABI.
 //!
 //!   rcip-bench [--json] [--runs N] [--quick]
+//!   rcip-bench --profile a|b|c|e      (RCIP_PROFILE_N operations, untimed,
+//!                                      for callgrind or perf)
 //!
-//! Each workload is timed over at least 31 runs; a run executes a batch of
-//! operations and yields ns/op. The table shows the minimum, median and
-//! spread (interquartile range over the median); the targets of issue 6 are
-//! ratios of minima from the same run, printed as PASS/FAIL lines and a
-//! final "N passed, M failed" line. Exit status 1 when a target fails.
+//! Each workload is timed over at least 31 runs (`--runs`, never fewer); a
+//! run executes a batch of operations and yields ns/op. Workloads compared
+//! by a target run in interleaved rounds, so both sides of a ratio see the
+//! same machine conditions; (a), (b), (c), (h) and (h2) get five times the
+//! rounds with short batches. The table shows the minimum, median, spread
+//! (interquartile range over the median) and number of runs; the targets of
+//! issue 6 are ratios of minima from the same run, printed as PASS/FAIL
+//! lines and a final "N passed, M failed" line. Exit status 1 when a target
+//! fails. glibc's malloc thresholds are fixed first (see `steady_malloc`).
+//! BENCHMARKS.md records the figures.
 //!
 //! The library is linked in-process so that a counting global allocator
 //! sees its allocations; the workloads call the exported C functions.
@@ -430,18 +437,19 @@ fn main() {
         });
         println!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
-        println!("rcip-bench: {cores} cores, {} runs per workload", b.runs);
+        println!("rcip-bench: {cores} cores, at least {} runs per workload", b.runs);
         println!(
-            "{:<58} {:>12} {:>12} {:>8}",
-            "workload", "min ns/op", "median", "spread"
+            "{:<58} {:>12} {:>12} {:>8} {:>6}",
+            "workload", "min ns/op", "median", "spread", "runs"
         );
         for s in &b.stats {
             println!(
-                "{:<58} {:>12.0} {:>12.0} {:>7.1}%",
+                "{:<58} {:>12.0} {:>12.0} {:>7.1}% {:>6}",
                 s.name,
                 s.min,
                 s.median,
-                s.spread * 100.0
+                s.spread * 100.0,
+                s.runs
             );
         }
         for (k, v) in &b.figures {
