@@ -349,6 +349,16 @@ fn time_interleaved(runs: usize, work: &mut [(&str, usize, &mut dyn FnMut())]) -
         .collect()
 }
 
+/// A ratio with three significant digits (0.0034, 0.011, 1.54).
+fn ratio(r: f64) -> String {
+    let decimals = if r >= 1.0 {
+        2
+    } else {
+        (2 - r.log10().floor() as i32).max(2) as usize
+    };
+    format!("{r:.decimals$}")
+}
+
 struct Bench {
     runs: usize,
     scale: usize,
@@ -366,6 +376,16 @@ impl Bench {
 
     fn target(&mut self, name: &str, ok: bool, detail: String) {
         self.targets.push((name.into(), ok, detail));
+    }
+
+    /// Target `x / y <= limit` (x and y measured in the same run).
+    fn ratio_at_most(&mut self, name: &str, x: f64, y: f64, limit: f64) {
+        self.target(name, x <= limit * y, format!("{x:.0} / {y:.0} = {}", ratio(x / y)));
+    }
+
+    /// Target `x / y >= limit`.
+    fn ratio_at_least(&mut self, name: &str, x: f64, y: f64, limit: f64) {
+        self.target(name, x >= limit * y, format!("{x:.0} / {y:.0} = {}", ratio(x / y)));
     }
 
     fn n(&self, base: usize) -> usize {
@@ -713,52 +733,15 @@ unsafe fn run_all(b: &mut Bench) {
     rcip_catalog_free(cat100);
     rcip_catalog_free(small);
 
-    let r = |x: f64, y: f64| x / y;
-    b.target(
-        "(a) <= 1.5 x (c)",
-        a <= 1.5 * c,
-        format!("{a:.0} / {c:.0} = {:.2}", r(a, c)),
-    );
-    b.target(
-        "(b) <= 1.25 x (a)",
-        bb <= 1.25 * a,
-        format!("{bb:.0} / {a:.0} = {:.2}", r(bb, a)),
-    );
-    b.target(
-        "unchanged snapshot read <= 0.05 x (a)",
-        unchanged <= 0.05 * a,
-        format!("{unchanged:.0} / {a:.0} = {:.3}", r(unchanged, a)),
-    );
-    b.target(
-        "(d) at 1000 <= 0.3 x serde_json serialising it",
-        d1000 <= 0.3 * serde1000,
-        format!("{d1000:.0} / {serde1000:.0} = {:.3}", r(d1000, serde1000)),
-    );
-    b.target(
-        "(e) <= 1/1000 of compiling",
-        create * 1000.0 <= compile,
-        format!("{create:.0} / {compile:.0} = {:.5}", r(create, compile)),
-    );
-    b.target(
-        "(g) two runtimes >= 1.7 x one thread",
-        two_runtimes >= 1.7 * one,
-        format!("{two_runtimes:.0} / {one:.0} = {:.2}", r(two_runtimes, one)),
-    );
-    b.target(
-        "(g) one shared runtime >= 1.2 x one thread",
-        shared >= 1.2 * one,
-        format!("{shared:.0} / {one:.0} = {:.2}", r(shared, one)),
-    );
-    b.target(
-        "(h) <= 2 x (a)",
-        h <= 2.0 * a,
-        format!("{h:.0} / {a:.0} = {:.2}", r(h, a)),
-    );
-    b.target(
-        "(h2) <= 8 x (a)",
-        h2 <= 8.0 * a,
-        format!("{h2:.0} / {a:.0} = {:.2}", r(h2, a)),
-    );
+    b.ratio_at_most("(a) <= 1.5 x (c)", a, c, 1.5);
+    b.ratio_at_most("(b) <= 1.25 x (a)", bb, a, 1.25);
+    b.ratio_at_most("unchanged snapshot read <= 0.05 x (a)", unchanged, a, 0.05);
+    b.ratio_at_most("(d) at 1000 <= 0.3 x serde_json serialising it", d1000, serde1000, 0.3);
+    b.ratio_at_most("(e) <= 1/1000 of compiling", create, compile, 0.001);
+    b.ratio_at_least("(g) two runtimes >= 1.7 x one thread", two_runtimes, one, 1.7);
+    b.ratio_at_least("(g) one shared runtime >= 1.2 x one thread", shared, one, 1.2);
+    b.ratio_at_most("(h) <= 2 x (a)", h, a, 2.0);
+    b.ratio_at_most("(h2) <= 8 x (a)", h2, a, 8.0);
     b.target(
         "live heap per runtime (100 bound) <= 64 KiB",
         per_runtime <= 64 * 1024,
