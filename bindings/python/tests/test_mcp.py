@@ -65,8 +65,8 @@ def test_messages_in_and_out(catalog):
             names = [t["name"] for t in tools]
             assert names[0] == "greeting.say"
             by_name = {t["name"]: t for t in tools}
-            assert by_name["greeting.say"]["annotations"] == {"readOnlyHint": True}
-            assert by_name["tickets.purge"]["annotations"] == {"destructiveHint": True}
+            assert by_name["greeting.say"]["annotations"] == {"readOnlyHint": True, "openWorldHint": False}
+            assert by_name["tickets.purge"]["annotations"] == {"destructiveHint": True, "openWorldHint": False}
             assert by_name["mail.send"]["annotations"] == {"destructiveHint": False, "openWorldHint": True}
             ok = wire.request(2, "tools/call", {"name": "greeting.say", "arguments": {"name": "Ada"}})["result"]
             assert ok["structuredContent"] == {"text": "hello Ada"}
