@@ -321,3 +321,121 @@ fn an_approval_that_finds_the_runtime_closed_answers_closed_instead_of_losing_it
         rcip_catalog_free(cat);
     }
 }
+
+/// What the subscribers of the test below heard: (subscriber, revision,
+/// notifications running on this thread at the time).
+struct Heard {
+    log: Mutex<Vec<(u8, u64, u32)>>,
+    runtime: std::sync::atomic::AtomicPtr<rcip_runtime>,
+    refreshes_left: std::sync::atomic::AtomicU32,
+}
+
+thread_local! {
+    static NOTIFYING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+unsafe fn heard(ud: *mut c_void, who: u8, revision: u64) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let h = &*(ud as *const Heard);
+    let depth = NOTIFYING.with(|d| {
+        d.set(d.get() + 1);
+        d.get()
+    });
+    h.log.lock().unwrap().push((who, revision, depth));
+    if who == 0 && h.refreshes_left.load(SeqCst) > 0 {
+        h.refreshes_left.fetch_sub(1, SeqCst);
+        let rt = h.runtime.load(SeqCst);
+        assert_eq!(rcip_host_refresh(rcip_runtime_host(rt)), rcip_result::Ok);
+    }
+    NOTIFYING.with(|d| d.set(d.get() - 1));
+}
+
+unsafe extern "C" fn first_subscriber(ud: *mut c_void, revision: u64) {
+    heard(ud, 0, revision)
+}
+
+unsafe extern "C" fn second_subscriber(ud: *mut c_void, revision: u64) {
+    heard(ud, 1, revision)
+}
+
+/// abi_sequence: a bind, an unbind and a successful invocation publish
+/// their refresh inside their own critical section. Their notifications
+/// did not count as a refresh in progress, so a refresh the first
+/// subscriber asked for ran nested: the second subscriber heard the newer
+/// revision, then the older one. A refresh from a subscriber is queued
+/// behind the current notifications (PIPELINE.md section 2).
+#[test]
+fn a_refresh_asked_by_a_subscriber_of_a_bind_unbind_or_invocation_is_queued() {
+    use std::sync::atomic::Ordering::SeqCst;
+    unsafe {
+        let (cat, rt) = runtime();
+        let h = Heard {
+            log: Mutex::new(Vec::new()),
+            runtime: std::sync::atomic::AtomicPtr::new(rt),
+            refreshes_left: std::sync::atomic::AtomicU32::new(0),
+        };
+        let ud = &h as *const Heard as *mut c_void;
+        let client = rcip_runtime_client(rt);
+        let (mut s1, mut s2) = (ptr::null_mut(), ptr::null_mut());
+        assert_eq!(
+            rcip_client_subscribe(client, Some(first_subscriber), ud, None, &mut s1),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_client_subscribe(client, Some(second_subscriber), ud, None, &mut s2),
+            rcip_result::Ok
+        );
+        let mut binding = ptr::null_mut();
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let mut revision = 0;
+        for trigger in ["bind", "invoke", "unbind"] {
+            h.log.lock().unwrap().clear();
+            h.refreshes_left.store(1, SeqCst);
+            match trigger {
+                "bind" => assert_eq!(
+                    rcip_host_bind(
+                        rcip_runtime_host(rt),
+                        c"items.list".as_ptr(),
+                        Some(complete),
+                        None,
+                        ptr::null_mut(),
+                        None,
+                        &mut binding
+                    ),
+                    rcip_result::Ok
+                ),
+                "invoke" => assert_eq!(
+                    rcip_client_invoke(
+                        client,
+                        c"items.list".as_ptr(),
+                        c"{}".as_ptr(),
+                        ptr::null(),
+                        ptr::null(),
+                        Some(keep),
+                        &outcomes as *const _ as *mut c_void,
+                        None,
+                        ptr::null_mut()
+                    ),
+                    rcip_result::Ok
+                ),
+                _ => rcip::ffi::binding::rcip_binding_free(binding),
+            }
+            // The trigger's revision, then the queued one, each heard by both
+            // subscribers in order and none inside another notification.
+            let expected: Vec<(u8, u64, u32)> = vec![
+                (0, revision + 1, 1),
+                (1, revision + 1, 1),
+                (0, revision + 2, 1),
+                (1, revision + 2, 1),
+            ];
+            assert_eq!(*h.log.lock().unwrap(), expected, "{trigger}");
+            revision += 2;
+        }
+        assert_eq!(outcomes.lock().unwrap().len(), 1);
+        assert!(outcomes.lock().unwrap()[0].contains(r#""status":"succeeded""#));
+        rcip::ffi::client::rcip_subscription_free(s1);
+        rcip::ffi::client::rcip_subscription_free(s2);
+        rcip_runtime_free(rt);
+        rcip_catalog_free(cat);
+    }
+}

@@ -872,7 +872,7 @@ impl Shared {
         match refreshed {
             Some((revision, subscribers, retired)) => {
                 drop(retired);
-                self.notify(revision, subscribers);
+                self.notify_published(revision, subscribers);
             }
             None if ending.refresh => self.refresh(),
             None => {}

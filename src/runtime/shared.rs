@@ -452,7 +452,7 @@ impl Shared {
         let (revision, subscribers, replaced) = Shared::refresh_locked(&mut st);
         drop(st);
         drop(replaced);
-        self.notify(revision, subscribers);
+        self.notify_published(revision, subscribers);
     }
 
     /// Removes the binding `id` if it is still installed; refreshes then.
@@ -575,19 +575,39 @@ impl Shared {
     /// that is already refreshing this runtime is queued behind it.
     pub(crate) fn refresh(self: &Arc<Self>) {
         let key = Arc::as_ptr(self) as usize;
-        let nested = REFRESHING.with(|r| {
-            let mut r = r.borrow_mut();
-            if let Some(e) = r.iter_mut().find(|e| e.0 == key) {
+        let queued = REFRESHING.with(|r| match r.borrow_mut().iter_mut().find(|e| e.0 == key) {
+            Some(e) => {
                 e.1 += 1;
                 true
-            } else {
-                r.push((key, 0));
-                false
             }
+            None => false,
         });
-        if nested {
+        if !queued {
+            self.as_refresh(|| self.refresh_once());
+        }
+    }
+
+    /// Notifies the subscribers of a refresh that was published inside
+    /// another call's critical section (a bind, an unbind, step 19). Their
+    /// notifications are that refresh's, so a refresh a subscriber asks for
+    /// meanwhile is queued behind them, as for any refresh (PIPELINE.md
+    /// section 2): otherwise a later subscriber would hear the nested
+    /// revision before the earlier one.
+    pub(crate) fn notify_published(self: &Arc<Self>, revision: u64, subscribers: Vec<Arc<dyn Subscriber>>) {
+        if subscribers.is_empty() {
             return;
         }
+        // Inline publication is chosen only outside a refresh of this runtime.
+        debug_assert!(!self.refreshing_here());
+        self.as_refresh(|| self.notify(revision, subscribers));
+    }
+
+    /// Runs `first` as this thread's refresh of this runtime, then every
+    /// refresh queued meanwhile, each with its own revision. The thread must
+    /// not be refreshing this runtime already.
+    fn as_refresh(self: &Arc<Self>, first: impl FnOnce()) {
+        let key = Arc::as_ptr(self) as usize;
+        REFRESHING.with(|r| r.borrow_mut().push((key, 0)));
         struct Pop(usize);
         impl Drop for Pop {
             fn drop(&mut self) {
@@ -595,21 +615,19 @@ impl Shared {
             }
         }
         let _pop = Pop(key);
+        first();
         loop {
-            self.refresh_once();
-            let again = REFRESHING.with(|r| {
-                let mut r = r.borrow_mut();
-                match r.iter_mut().find(|e| e.0 == key) {
-                    Some(e) if e.1 > 0 => {
-                        e.1 -= 1;
-                        true
-                    }
-                    _ => false,
+            let again = REFRESHING.with(|r| match r.borrow_mut().iter_mut().find(|e| e.0 == key) {
+                Some(e) if e.1 > 0 => {
+                    e.1 -= 1;
+                    true
                 }
+                _ => false,
             });
             if !again {
                 break;
             }
+            self.refresh_once();
         }
     }
 
