@@ -1215,7 +1215,7 @@ impl Driver {
     }
 }
 
-fuzz_target!(|cfg: Config| { unsafe { run(cfg) } });
+fuzz_target!(|cfg: Config| unsafe { run(cfg) });
 
 unsafe fn run(cfg: Config) {
     W.with(|w| *w.borrow_mut() = World::default());
