@@ -122,88 +122,170 @@ pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, JsonError> {
     parse_str(text, limits)
 }
 
-/// A parsed payload and whether its text is already canonical.
-pub struct Parsed {
+/// A parsed payload, and its text when that text is already canonical.
+pub struct Parsed<'a> {
     pub value: Value,
-    /// True when the text is exactly what serde_json's compact writer
+    /// The text, when it is exactly what serde_json's compact writer
     /// produces for `value`, so it can be reused instead of serialising.
-    pub canonical: bool,
+    pub canonical: Option<&'a str>,
 }
 
 /// Parses payload bytes (as [`parse_bytes`]) and tells whether the text is
 /// canonical (see [`Parsed::canonical`]).
-pub fn parse_payload(bytes: &[u8], limits: &Limits) -> Result<Parsed, JsonError> {
+pub fn parse_payload<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, JsonError> {
     if bytes.len() > limits.max_bytes {
         return Err(JsonError::TooLarge {
             len: bytes.len(),
             max: limits.max_bytes,
         });
     }
-    let text = std::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
-    let (value, normalized) = parse_text(text, limits)?;
-    let canonical = !normalized && is_canonical(bytes, &value);
+    // One pass over the text serves the UTF-8 check and the canonical test,
+    // and one walk over the value normalises numbers and counts entries:
+    // payloads are parsed twice per invocation, and separate passes cost
+    // about as much as serde_json's parse of short text.
+    let scan = Scan::of(bytes);
+    let text = if scan.ascii {
+        // Safety: ASCII bytes are UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    } else {
+        std::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?
+    };
+    let mut value = parse_text(text, limits)?;
+    let walk = Walk::normalize(&mut value);
+    let canonical = (scan.compact && walk.exact && walk.entries == scan.colons).then_some(text);
     Ok(Parsed { value, canonical })
 }
 
-/// True when `text` (which parsed into `value` without any number
-/// normalisation) is byte for byte what serde_json writes for `value`: no
-/// whitespace outside strings, no escape at all (serde_json's escapes are
-/// the only ones it writes), and no duplicate key (as many `:` outside
-/// strings as object entries).
-fn is_canonical(text: &[u8], value: &Value) -> bool {
-    let mut in_string = false;
-    let mut colons = 0usize;
-    for &b in text {
-        match b {
-            b'\\' => return false,
-            b'"' => in_string = !in_string,
-            b' ' | b'\t' | b'\n' | b'\r' if !in_string => return false,
-            b':' if !in_string => colons += 1,
-            _ => {}
-        }
-    }
-    entries(value, 0).is_some_and(|n| n == colons)
+/// What one pass over payload text tells.
+struct Scan {
+    /// Every byte is ASCII (so the text is UTF-8).
+    ascii: bool,
+    /// No backslash anywhere and no whitespace outside strings: with exact
+    /// numbers and as many `:` outside strings as object entries (no
+    /// duplicate key), the text is byte for byte what serde_json writes for
+    /// the parsed value (serde_json's escapes are the only ones it writes).
+    compact: bool,
+    /// `:` outside strings (meaningful only while `compact`).
+    colons: usize,
 }
 
-/// Object entries in `value`, all levels; `None` past 64 levels (such
-/// values are simply serialised).
-fn entries(value: &Value, depth: usize) -> Option<usize> {
-    if depth > 64 {
-        return None;
+/// Byte classes for [`Scan::of`]; 0 is every byte that needs no action.
+const QUOTE: u8 = 1;
+const COLON: u8 = 2;
+const WHITESPACE: u8 = 3;
+const BACKSLASH: u8 = 4;
+const NON_ASCII: u8 = 5;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = match i as u8 {
+            b'"' => QUOTE,
+            b':' => COLON,
+            b' ' | b'\t' | b'\n' | b'\r' => WHITESPACE,
+            b'\\' => BACKSLASH,
+            0x80..=0xff => NON_ASCII,
+            _ => 0,
+        };
+        i += 1;
     }
-    match value {
-        Value::Object(map) => {
-            let mut n = map.len();
-            for v in map.values() {
-                n += entries(v, depth + 1)?;
+    t
+};
+
+impl Scan {
+    fn of(bytes: &[u8]) -> Scan {
+        let mut scan = Scan {
+            ascii: true,
+            compact: true,
+            colons: 0,
+        };
+        let mut in_string = false;
+        for &b in bytes {
+            match CLASS[b as usize] {
+                0 => {}
+                QUOTE => in_string = !in_string,
+                COLON => scan.colons += usize::from(!in_string),
+                WHITESPACE => scan.compact &= in_string,
+                BACKSLASH => scan.compact = false,
+                _ => scan.ascii = false,
             }
-            Some(n)
         }
-        Value::Array(items) => {
-            let mut n = 0;
-            for v in items {
-                n += entries(v, depth + 1)?;
+        scan
+    }
+}
+
+/// What [`Walk::normalize`] found in a value.
+struct Walk {
+    /// Object entries, all levels.
+    entries: usize,
+    /// Every number is an integer that normalisation left as it was (so
+    /// serde_json writes it as the text had it).
+    exact: bool,
+}
+
+impl Walk {
+    /// Normalises every number (see [`normalize_numbers`]) and counts object
+    /// entries. Iterative: deep values do not recurse, and scalar members
+    /// are handled without touching the heap.
+    fn normalize(value: &mut Value) -> Walk {
+        let mut walk = Walk {
+            entries: 0,
+            exact: true,
+        };
+        let mut stack: Vec<&mut Value> = Vec::new();
+        let mut next = Some(value);
+        while let Some(v) = next.take().or_else(|| stack.pop()) {
+            match v {
+                Value::Object(map) => {
+                    walk.entries += map.len();
+                    for member in map.values_mut() {
+                        walk.visit(member, &mut stack);
+                    }
+                }
+                Value::Array(items) => {
+                    for item in items {
+                        walk.visit(item, &mut stack);
+                    }
+                }
+                scalar => walk.visit(scalar, &mut stack),
             }
-            Some(n)
         }
-        _ => Some(0),
+        walk
+    }
+
+    fn visit<'a>(&mut self, value: &'a mut Value, stack: &mut Vec<&'a mut Value>) {
+        match value {
+            Value::Number(n) => {
+                if n.is_f64() {
+                    self.exact = false;
+                }
+                if let Some(fixed) = normalized_number(n) {
+                    *n = fixed;
+                    self.exact = false;
+                }
+            }
+            Value::Object(_) | Value::Array(_) => stack.push(value),
+            _ => {}
+        }
     }
 }
 
 /// Parses payload text into a JSON value with the reference's semantics.
 pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
-    parse_text(text, limits).map(|(value, _)| value)
-}
-
-/// [`parse_str`], also telling whether the text held a number that
-/// normalisation may have rewritten (see [`may_need_normalizing`]).
-fn parse_text(text: &str, limits: &Limits) -> Result<(Value, bool), JsonError> {
     if text.len() > limits.max_bytes {
         return Err(JsonError::TooLarge {
             len: text.len(),
             max: limits.max_bytes,
         });
     }
+    let mut value = parse_text(text, limits)?;
+    normalize_numbers(&mut value);
+    Ok(value)
+}
+
+/// Parses text within the size limit, numbers as serde_json reads them.
+fn parse_text(text: &str, limits: &Limits) -> Result<Value, JsonError> {
     // Every nesting level takes at least one byte, so text no longer than
     // the limit cannot nest deeper than it.
     if text.len() > limits.max_depth {
@@ -224,20 +306,11 @@ fn parse_text(text: &str, limits: &Limits) -> Result<(Value, bool), JsonError> {
         <Value as serde::Deserialize>::deserialize(stacker)
     }
     .and_then(|v| de.end().map(|()| v));
-    match parsed {
-        Ok(mut value) => {
-            let normalize = may_need_normalizing(text.as_bytes());
-            if normalize {
-                normalize_numbers(&mut value);
-            }
-            Ok((value, normalize))
-        }
-        Err(e) => Err(JsonError::Syntax {
-            line: e.line(),
-            column: e.column(),
-            reason: syntax_reason(&e),
-        }),
-    }
+    parsed.map_err(|e| JsonError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        reason: syntax_reason(&e),
+    })
 }
 
 fn syntax_reason(e: &serde_json::Error) -> String {
@@ -249,48 +322,12 @@ fn syntax_reason(e: &serde_json::Error) -> String {
     }
 }
 
-/// False when no number in the text can change under [`normalize_numbers`]:
-/// integers of at most 15 digits with no fraction or exponent, other than
-/// `-0`, are already what JavaScript holds. Conservative: characters inside strings count too.
-fn may_need_normalizing(bytes: &[u8]) -> bool {
-    let mut run = 0usize;
-    let mut prev = 0u8;
-    for &b in bytes {
-        if b.is_ascii_digit() {
-            run += 1;
-            // `-0` parses as the double -0.
-            if run > 15 || (b == b'0' && prev == b'-') {
-                return true;
-            }
-        } else {
-            if run > 0 && matches!(b, b'.' | b'e' | b'E') {
-                return true;
-            }
-            run = 0;
-        }
-        prev = b;
-    }
-    false
-}
-
 /// Rewrites every number as the double JavaScript would hold: integers with
 /// magnitude above 2^53 become the nearest double, and integral doubles
 /// within ±2^53 become integers (so `1.0` and `1` are the same value, and
 /// `-0` is `0`). Iterative, so deep values do not recurse.
 pub fn normalize_numbers(value: &mut Value) {
-    let mut stack: Vec<&mut Value> = vec![value];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Number(n) => {
-                if let Some(fixed) = normalized_number(n) {
-                    *n = fixed;
-                }
-            }
-            Value::Array(items) => stack.extend(items.iter_mut()),
-            Value::Object(map) => stack.extend(map.values_mut()),
-            _ => {}
-        }
-    }
+    Walk::normalize(value);
 }
 
 /// The JavaScript-equivalent form of `n`, or `None` when `n` already is:
@@ -363,34 +400,63 @@ mod tests {
     }
 
     #[test]
-    fn the_fast_path_never_skips_a_needed_normalization() {
-        for text in [
-            "0",
-            "-0",
-            "1",
-            "-1",
-            "123456789012345",
-            "1234567890123456",
-            "-1234567890123456",
-            "1.5",
-            "1e3",
-            "1E3",
-            "-0.0",
-            "[1,-0]",
-            "{\"a\":-0}",
-            "\"-0\"",
-            "[0.0]",
-            "9007199254740993",
-            "[10,-20,300]",
-            "1.0e0",
+    fn payload_numbers_are_normalized_and_canonical_text_is_kept_only_when_exact() {
+        // (text, canonical): integers normalisation leaves alone keep their
+        // text; doubles and rewritten numbers are serialised again.
+        for (text, canonical) in [
+            ("0", true),
+            ("-0", false),
+            ("1", true),
+            ("-1", true),
+            ("123456789012345", true),
+            ("1234567890123456", true),
+            ("-1234567890123456", true),
+            ("9007199254740991", true),
+            ("9007199254740993", false),
+            ("123456789012345678901234567890", false),
+            ("1.5", false),
+            ("1e3", false),
+            ("1E3", false),
+            ("-0.0", false),
+            ("[1,-0]", false),
+            ("{\"a\":-0}", false),
+            ("\"-0\"", true),
+            ("[\"1.5\",\"1e3\"]", true),
+            ("[0.0]", false),
+            ("[10,-20,300]", true),
+            ("1.0e0", false),
+            ("[[[[1.0]]],{\"a\":{\"b\":[2.0]}}]", false),
+            ("[[[[1]]],{\"a\":{\"b\":[2]}}]", true),
         ] {
-            let v: Value = serde_json::from_str(text).unwrap();
-            let mut always = v.clone();
-            normalize_numbers(&mut always);
-            if !may_need_normalizing(text.as_bytes()) {
-                assert_eq!(v.to_string(), always.to_string(), "{text}");
+            let mut want: Value = serde_json::from_str(text).unwrap();
+            // The reference's view, written independently of Walk.
+            fn js(v: &mut Value) {
+                match v {
+                    Value::Number(n) => {
+                        let f = n.as_f64().unwrap();
+                        *n = if f.fract() == 0.0 && f.abs() <= MAX_SAFE {
+                            if f >= 0.0 {
+                                Number::from(f as u64)
+                            } else {
+                                Number::from(f as i64)
+                            }
+                        } else {
+                            Number::from_f64(f).unwrap()
+                        };
+                    }
+                    Value::Array(a) => a.iter_mut().for_each(js),
+                    Value::Object(m) => m.values_mut().for_each(js),
+                    _ => {}
+                }
             }
-            assert_eq!(parse(text).unwrap().to_string(), always.to_string(), "{text}");
+            js(&mut want);
+            let p = parse_payload(text.as_bytes(), &Limits::default()).unwrap();
+            assert_eq!(p.value.to_string(), want.to_string(), "{text}");
+            assert_eq!(parse(text).unwrap().to_string(), want.to_string(), "{text}");
+            assert_eq!(p.canonical.is_some(), canonical, "{text}");
+            if p.canonical.is_some() {
+                assert_eq!(serde_json::to_string(&p.value).unwrap(), text);
+            }
         }
     }
 
@@ -416,11 +482,25 @@ mod tests {
         ];
         for (text, want) in cases {
             let p = parse_payload(text.as_bytes(), &Limits::default()).unwrap();
-            assert_eq!(p.canonical, want, "{text}");
-            if p.canonical {
+            assert_eq!(p.canonical.is_some(), want, "{text}");
+            if p.canonical.is_some() {
                 assert_eq!(serde_json::to_string(&p.value).unwrap(), text);
             }
         }
+    }
+
+    #[test]
+    fn payload_text_that_is_not_utf8_is_refused_after_the_ascii_shortcut() {
+        for bytes in [&b"{\"a\":\"\xff\"}"[..], b"\"\xc3\"", b"[\xed\xa0\x80]"] {
+            assert_eq!(
+                parse_payload(bytes, &Limits::default()).err(),
+                Some(JsonError::NotUtf8),
+                "{bytes:?}"
+            );
+        }
+        let p = parse_payload("[\"\u{e9}\",1]".as_bytes(), &Limits::default()).unwrap();
+        assert!(p.canonical.is_some());
+        assert_eq!(p.value, json!(["\u{e9}", 1]));
     }
 
     #[test]

@@ -102,14 +102,8 @@ impl Invocation {
         let Some(shared) = self.take()? else {
             return Ok(());
         };
-        let parsed = crate::json::parse_payload(output, &shared.config.limits).map(|p| {
-            let text = if p.canonical {
-                std::str::from_utf8(output).ok().map(str::to_string)
-            } else {
-                None
-            };
-            (p.value, text)
-        });
+        let parsed = crate::json::parse_payload(output, &shared.config.limits)
+            .map(|p| (p.value, p.canonical.map(str::to_string)));
         shared.handler_settled(&self.core, HandlerResult::Output(parsed));
         Ok(())
     }

@@ -43,17 +43,15 @@ impl Payload {
 
     /// A payload from parsed text: canonical text is kept as the payload's
     /// text instead of being serialised again later.
-    pub(crate) fn from_parsed(parsed: crate::json::Parsed, bytes: &[u8]) -> Arc<Payload> {
+    pub(crate) fn from_parsed(parsed: crate::json::Parsed, len: usize) -> Arc<Payload> {
         let text = OnceCell::new();
-        if parsed.canonical {
-            if let Ok(s) = std::str::from_utf8(bytes) {
-                let _ = text.set(NulString::copy_of(s));
-            }
+        if let Some(canonical) = parsed.canonical {
+            let _ = text.set(NulString::copy_of(canonical));
         }
         Arc::new(Payload {
             value: parsed.value,
             text,
-            len_hint: bytes.len(),
+            len_hint: len,
         })
     }
 
@@ -229,7 +227,8 @@ impl Shared {
         };
         // Parsing has no side effects, so it may precede the reservation
         // check; its failure is reported after it (step 4).
-        let input = crate::json::parse_payload(input, &self.config.limits).map(|p| Payload::from_parsed(p, input));
+        let input =
+            crate::json::parse_payload(input, &self.config.limits).map(|p| Payload::from_parsed(p, input.len()));
         let capability = self.catalog.capability_index(capability_id);
         let capability_id = match capability {
             Some(i) => self.capability_id(i),
