@@ -38,6 +38,24 @@ unsafe extern "C" fn complete(_: *mut c_void, inv: *mut rcip_invocation) {
     rcip_invocation_free(inv);
 }
 
+/// Binds `capability_id` to [`complete`]; the binding must be accepted.
+unsafe fn bind(rt: *mut rcip_runtime, capability_id: &CStr) -> *mut rcip::ffi::binding::rcip_binding {
+    let mut binding = ptr::null_mut();
+    assert_eq!(
+        rcip_host_bind(
+            rcip_runtime_host(rt),
+            capability_id.as_ptr(),
+            Some(complete),
+            None,
+            ptr::null_mut(),
+            None,
+            &mut binding
+        ),
+        rcip_result::Ok
+    );
+    binding
+}
+
 unsafe extern "C" fn keep(ud: *mut c_void, json: *const c_char) {
     (*(ud as *const Mutex<Vec<String>>))
         .lock()
@@ -53,19 +71,7 @@ unsafe extern "C" fn keep(ud: *mut c_void, json: *const c_char) {
 fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() {
     unsafe {
         let (cat, rt) = runtime();
-        let mut b = ptr::null_mut();
-        assert_eq!(
-            rcip_host_bind(
-                rcip_runtime_host(rt),
-                c"items.list".as_ptr(),
-                Some(complete),
-                None,
-                ptr::null_mut(),
-                None,
-                &mut b
-            ),
-            rcip_result::Ok
-        );
+        let b = bind(rt, c"items.list");
         let mut token = ptr::null_mut();
         assert_eq!(rcip_cancel_token_new(&mut token), rcip_result::Ok);
         assert_eq!(rcip_cancel_token_cancel(token), rcip_result::Ok);
@@ -144,19 +150,7 @@ fn a_repeating_id_generator_cannot_make_two_pending_confirmations_share_an_id() 
         );
         let mut rt = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
-        let mut binding = ptr::null_mut();
-        assert_eq!(
-            rcip_host_bind(
-                rcip_runtime_host(rt),
-                c"items.purge".as_ptr(),
-                Some(complete),
-                None,
-                ptr::null_mut(),
-                None,
-                &mut binding
-            ),
-            rcip_result::Ok
-        );
+        let binding = bind(rt, c"items.purge");
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         for id in [c"first", c"second"] {
             assert_eq!(
@@ -268,19 +262,7 @@ fn an_approval_that_finds_the_runtime_closed_answers_closed_instead_of_losing_it
         );
         let mut rt = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
-        let mut binding = ptr::null_mut();
-        assert_eq!(
-            rcip_host_bind(
-                rcip_runtime_host(rt),
-                c"items.purge".as_ptr(),
-                Some(complete),
-                None,
-                ptr::null_mut(),
-                None,
-                &mut binding
-            ),
-            rcip_result::Ok
-        );
+        let binding = bind(rt, c"items.purge");
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         assert_eq!(
             rcip_client_invoke(
@@ -392,18 +374,7 @@ fn a_refresh_asked_by_a_subscriber_of_a_bind_unbind_or_invocation_is_queued() {
             h.log.lock().unwrap().clear();
             h.refreshes_left.store(1, SeqCst);
             match trigger {
-                "bind" => assert_eq!(
-                    rcip_host_bind(
-                        rcip_runtime_host(rt),
-                        c"items.list".as_ptr(),
-                        Some(complete),
-                        None,
-                        ptr::null_mut(),
-                        None,
-                        &mut binding
-                    ),
-                    rcip_result::Ok
-                ),
+                "bind" => binding = bind(rt, c"items.list"),
                 "invoke" => assert_eq!(
                     rcip_client_invoke(
                         client,
