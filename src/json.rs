@@ -40,6 +40,18 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// `TooLarge` when `len` bytes exceed the size limit (checked before
+    /// any pass over the text).
+    fn check_size(&self, len: usize) -> Result<(), JsonError> {
+        if len > self.max_bytes {
+            return Err(JsonError::TooLarge {
+                len,
+                max: self.max_bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// No practical limit: used for host-trusted text such as the catalog.
     pub const UNLIMITED: Limits = Limits {
         max_bytes: usize::MAX,
@@ -112,12 +124,7 @@ fn check_depth(bytes: &[u8], max: usize) -> Result<(), JsonError> {
 
 /// Parses payload bytes into a JSON value with the reference's semantics.
 pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, JsonError> {
-    if bytes.len() > limits.max_bytes {
-        return Err(JsonError::TooLarge {
-            len: bytes.len(),
-            max: limits.max_bytes,
-        });
-    }
+    limits.check_size(bytes.len())?;
     let text = std::str::from_utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
     parse_str(text, limits)
 }
@@ -133,12 +140,7 @@ pub struct Parsed<'a> {
 /// Parses payload bytes (as [`parse_bytes`]) and tells whether the text is
 /// canonical (see [`Parsed::canonical`]).
 pub fn parse_payload<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, JsonError> {
-    if bytes.len() > limits.max_bytes {
-        return Err(JsonError::TooLarge {
-            len: bytes.len(),
-            max: limits.max_bytes,
-        });
-    }
+    limits.check_size(bytes.len())?;
     // One pass over the text serves the UTF-8 check and the canonical test,
     // and one walk over the value normalises numbers and counts entries:
     // payloads are parsed twice per invocation, and separate passes cost
@@ -273,12 +275,7 @@ impl Walk {
 
 /// Parses payload text into a JSON value with the reference's semantics.
 pub fn parse_str(text: &str, limits: &Limits) -> Result<Value, JsonError> {
-    if text.len() > limits.max_bytes {
-        return Err(JsonError::TooLarge {
-            len: text.len(),
-            max: limits.max_bytes,
-        });
-    }
+    limits.check_size(text.len())?;
     let mut value = parse_text(text, limits)?;
     normalize_numbers(&mut value);
     Ok(value)
