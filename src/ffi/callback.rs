@@ -193,7 +193,7 @@ pub(crate) struct CBinding {
 // One allocation serves as the binding's handler and availability check.
 impl Handler for CBinding {
     fn call(&self, invocation: Invocation) {
-        let handle = Box::into_raw(Box::new(rcip_invocation::new(invocation)));
+        let handle = rcip_invocation::into_handle(invocation);
         // Safety: the host's function with the host's data; the handle is
         // now owned by the handler.
         unsafe { (self.handler)(self.user_data.ptr(), handle) };

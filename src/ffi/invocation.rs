@@ -1,7 +1,7 @@
 //! The handler's completion handle.
 
 use super::cancel::rcip_cancel_token;
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, ref_arg};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, FfiError};
 use super::result::rcip_result;
 use crate::runtime::Invocation;
 use once_cell::sync::OnceCell;
@@ -19,21 +19,34 @@ use std::ffi::{c_char, CString};
 /// `rcip_invocation_fail`, `rcip_invocation_is_settled`,
 /// `rcip_invocation_free`.
 pub struct rcip_invocation {
-    inner: Invocation,
+    // Opaque: a handle is the shared invocation state itself (see
+    // `Invocation::into_raw`), so handing one to a handler allocates nothing.
+    _opaque: [u8; 0],
+}
+
+impl rcip_invocation {
+    /// A new C handle that owns `inner`; free it with `rcip_invocation_free`.
+    pub(crate) fn into_handle(inner: Invocation) -> *mut rcip_invocation {
+        inner.into_raw().cast_mut().cast()
+    }
+}
+
+/// What a C handle lends out, made on first request. It is kept with the
+/// invocation's shared state (which the handle is), so it stays valid at
+/// least until the handle is freed.
+#[derive(Default)]
+pub(crate) struct CView {
     id: OnceCell<CString>,
     capability_id: OnceCell<CString>,
     token: OnceCell<Box<rcip_cancel_token>>,
 }
 
-impl rcip_invocation {
-    pub(crate) fn new(inner: Invocation) -> Self {
-        rcip_invocation {
-            inner,
-            id: OnceCell::new(),
-            capability_id: OnceCell::new(),
-            token: OnceCell::new(),
-        }
-    }
+/// Borrows the handle behind a pointer, for the length of one call.
+///
+/// # Safety
+/// `invocation` is NULL or a live handle from `rcip_invocation::into_handle`.
+unsafe fn borrow(invocation: *const rcip_invocation) -> Option<std::mem::ManuallyDrop<Invocation>> {
+    (!invocation.is_null()).then(|| Invocation::borrow_raw(invocation.cast()))
 }
 
 fn c_string(s: &str) -> CString {
@@ -49,9 +62,9 @@ fn c_string(s: &str) -> CString {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_id(invocation: *const rcip_invocation) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match invocation.as_ref() {
+        match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h.id.get_or_init(|| c_string(h.inner.id())).as_ptr(),
+            Some(h) => h.c_view().id.get_or_init(|| c_string(h.id())).as_ptr(),
         }
     })
 }
@@ -64,11 +77,12 @@ pub unsafe extern "C" fn rcip_invocation_id(invocation: *const rcip_invocation) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_capability_id(invocation: *const rcip_invocation) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match invocation.as_ref() {
+        match borrow(invocation) {
             None => std::ptr::null(),
             Some(h) => h
+                .c_view()
                 .capability_id
-                .get_or_init(|| c_string(h.inner.capability_id()))
+                .get_or_init(|| c_string(h.capability_id()))
                 .as_ptr(),
         }
     })
@@ -87,9 +101,9 @@ pub unsafe extern "C" fn rcip_invocation_capability_id(invocation: *const rcip_i
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_input(invocation: *const rcip_invocation) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match invocation.as_ref() {
+        match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h.inner.input_c_ptr(),
+            Some(h) => h.input_c_ptr(),
         }
     })
 }
@@ -104,9 +118,9 @@ pub unsafe extern "C" fn rcip_invocation_input(invocation: *const rcip_invocatio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_semantic_context(invocation: *const rcip_invocation) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match invocation.as_ref() {
+        match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h.inner.context_c_ptr(),
+            Some(h) => h.context_c_ptr(),
         }
     })
 }
@@ -127,11 +141,12 @@ pub unsafe extern "C" fn rcip_invocation_semantic_context(invocation: *const rci
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_invocation) -> *const rcip_cancel_token {
     ffi_guard_or!(std::ptr::null(), {
-        match invocation.as_ref() {
+        match borrow(invocation) {
             None => std::ptr::null(),
             Some(h) => &**h
+                .c_view()
                 .token
-                .get_or_init(|| Box::new(rcip_cancel_token(h.inner.cancel_token()))) as *const _,
+                .get_or_init(|| Box::new(rcip_cancel_token(h.cancel_token()))) as *const _,
         }
     })
 }
@@ -159,9 +174,9 @@ pub unsafe extern "C" fn rcip_invocation_complete(
     output_json: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let h = ref_arg(invocation, "invocation")?;
+        let h = borrow(invocation).ok_or_else(|| FfiError::null("invocation"))?;
         let output = bytes_arg(output_json, "output_json")?;
-        h.inner.complete_text(output)?;
+        h.complete_text(output)?;
         Ok(())
     })
 }
@@ -180,8 +195,8 @@ pub unsafe extern "C" fn rcip_invocation_complete(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_fail(invocation: *const rcip_invocation, aborted: bool) -> rcip_result {
     ffi_guard!({
-        let h = ref_arg(invocation, "invocation")?;
-        h.inner.fail(aborted)?;
+        let h = borrow(invocation).ok_or_else(|| FfiError::null("invocation"))?;
+        h.fail(aborted)?;
         Ok(())
     })
 }
@@ -193,7 +208,7 @@ pub unsafe extern "C" fn rcip_invocation_fail(invocation: *const rcip_invocation
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_is_settled(invocation: *const rcip_invocation) -> bool {
-    ffi_guard_or!(false, { invocation.as_ref().is_some_and(|h| h.inner.is_settled()) })
+    ffi_guard_or!(false, { borrow(invocation).is_some_and(|h| h.is_settled()) })
 }
 
 /// Frees the handle. An unsettled handle is settled as a failure first
@@ -206,7 +221,7 @@ pub unsafe extern "C" fn rcip_invocation_is_settled(invocation: *const rcip_invo
 pub unsafe extern "C" fn rcip_invocation_free(invocation: *mut rcip_invocation) {
     ffi_guard_or!((), {
         if !invocation.is_null() {
-            drop(Box::from_raw(invocation));
+            drop(Invocation::from_raw(invocation.cast_const().cast()));
         }
     })
 }

@@ -5,8 +5,9 @@ use super::cancel::CancelToken;
 use super::invoke::{HandlerResult, InvocationCore};
 use super::policy::PolicyCore;
 use super::shared::{in_restricted_callback, Shared};
-use super::types::{Decision, DecisionParseError, PolicyAnswer, SemanticContext};
+use super::types::{Decision, DecisionParseError, Outcome, PolicyAnswer, SemanticContext};
 use super::HostError;
+use crate::ffi::invocation::CView;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -22,7 +23,6 @@ use std::sync::{Arc, Weak};
 /// accepted and ignored.
 pub struct Invocation {
     core: Arc<InvocationCore>,
-    settled: AtomicBool,
 }
 
 impl std::fmt::Debug for Invocation {
@@ -32,11 +32,46 @@ impl std::fmt::Debug for Invocation {
 }
 
 impl Invocation {
+    /// The handle of the one handler call `core` gets (its `settled` flag is
+    /// this handle's).
     pub(crate) fn new(core: Arc<InvocationCore>) -> Invocation {
+        Invocation { core }
+    }
+
+    /// The handle as a pointer that owns it, for a C handle: give it back
+    /// with [`Invocation::from_raw`]. No allocation: the pointer is the
+    /// shared invocation state's own.
+    pub(crate) fn into_raw(self) -> *const InvocationCore {
+        let raw = Arc::as_ptr(&self.core);
+        // The reference this handle held now belongs to the pointer.
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Takes back a handle made by [`Invocation::into_raw`].
+    ///
+    /// # Safety
+    /// `raw` came from `into_raw` and is given back once.
+    pub(crate) unsafe fn from_raw(raw: *const InvocationCore) -> Invocation {
         Invocation {
-            core,
-            settled: AtomicBool::new(false),
+            core: Arc::from_raw(raw),
         }
+    }
+
+    /// Borrows a handle made by [`Invocation::into_raw`] without taking it
+    /// back (dropping the result does nothing).
+    ///
+    /// # Safety
+    /// `raw` came from `into_raw` and has not been given back; the result
+    /// does not outlive that.
+    pub(crate) unsafe fn borrow_raw(raw: *const InvocationCore) -> std::mem::ManuallyDrop<Invocation> {
+        std::mem::ManuallyDrop::new(Invocation::from_raw(raw))
+    }
+
+    /// What a C handle lends out (valid as long as the invocation state,
+    /// so at least until the handle is freed).
+    pub(crate) fn c_view(&self) -> &CView {
+        &self.core.c_view
     }
 
     /// The invocation id.
@@ -89,7 +124,7 @@ impl Invocation {
         if in_restricted_callback() {
             return Err(HostError::WrongContext);
         }
-        if self.settled.swap(true, Ordering::SeqCst) {
+        if self.core.settled.swap(true, Ordering::SeqCst) {
             return Err(HostError::AlreadyCompleted);
         }
         Ok(self.core.shared.upgrade())
@@ -102,8 +137,16 @@ impl Invocation {
         let Some(shared) = self.take()? else {
             return Ok(());
         };
-        let parsed = crate::json::parse_payload(output, &shared.config.limits)
-            .map(|p| (p.value, p.canonical.map(str::to_string)));
+        // Canonical text goes into the succeeded record as it is; the record
+        // is written now, while the text is borrowed (it is dropped unused
+        // when step 18 finds the output invalid).
+        let core = &self.core;
+        let parsed = crate::json::parse_payload(output, &shared.config.limits).map(|p| {
+            let rendered = p
+                .canonical
+                .map(|text| Outcome::succeeded_json(&core.id, &core.capability_id, text));
+            (p.value, rendered)
+        });
         shared.handler_settled(&self.core, HandlerResult::Output(parsed));
         Ok(())
     }
@@ -129,13 +172,14 @@ impl Invocation {
 
     /// True once settled.
     pub fn is_settled(&self) -> bool {
-        self.settled.load(Ordering::SeqCst)
+        self.core.settled.load(Ordering::SeqCst)
     }
 }
 
 impl Drop for Invocation {
     fn drop(&mut self) {
-        if !self.settled.load(Ordering::SeqCst) && !self.settled.swap(true, Ordering::SeqCst) {
+        let settled = &self.core.settled;
+        if !settled.load(Ordering::SeqCst) && !settled.swap(true, Ordering::SeqCst) {
             if let Some(shared) = self.core.shared.upgrade() {
                 shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
             }

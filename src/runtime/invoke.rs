@@ -9,17 +9,19 @@ use super::callbacks::{AvailabilityCheck, Handler};
 use super::cancel::{CancelToken, Registration};
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
-use super::shared::Shared;
+use super::shared::{Shared, State};
 use super::snapshot::Entry;
 use super::types::{
     messages, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, NulString, Outcome, PolicyAnswer,
     RcipError, SemanticContext,
 };
 use super::HostError;
+use crate::ffi::invocation::CView;
 use crate::json::JsonError;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::Value;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
 
 /// A parsed capability input, shared by the invocation, its policy request
@@ -44,10 +46,10 @@ impl Payload {
     /// A payload from parsed text: canonical text is kept as the payload's
     /// text instead of being serialised again later.
     pub(crate) fn from_parsed(parsed: crate::json::Parsed, len: usize) -> Arc<Payload> {
-        let text = OnceCell::new();
-        if let Some(canonical) = parsed.canonical {
-            let _ = text.set(NulString::copy_of(canonical));
-        }
+        let text = match parsed.canonical {
+            Some(canonical) => OnceCell::with_value(NulString::copy_of(canonical)),
+            None => OnceCell::new(),
+        };
         Arc::new(Payload {
             value: parsed.value,
             text,
@@ -69,8 +71,9 @@ impl Payload {
 
 /// What a handler settled with.
 pub(crate) enum HandlerResult {
-    /// The output value, and its text when that text is canonical.
-    Output(Result<(Value, Option<String>), JsonError>),
+    /// The output value, and the succeeded record already written when
+    /// the output text was canonical.
+    Output(Result<(Value, Option<JsonText>), JsonError>),
     Failed {
         aborted: bool,
     },
@@ -116,6 +119,10 @@ pub(crate) struct InvocationCore {
     pub binding_id: std::sync::atomic::AtomicU64,
     pub context: OnceCell<Arc<SemanticContext>>,
     pub inner: Mutex<InvState>,
+    /// Set once the handler's handle settled (completed, failed or dropped).
+    pub settled: AtomicBool,
+    /// What the handler's C handle lends out (the handle is this state).
+    pub c_view: CView,
 }
 
 impl InvocationCore {
@@ -195,6 +202,30 @@ fn denied(core: &InvocationCore, error: RcipError) -> Ending {
     }
 }
 
+/// Step 7's reading: the binding (its id, availability check and handler)
+/// and the context.
+pub(crate) struct BindingRead {
+    binding: Option<ReadBinding>,
+    context: Arc<SemanticContext>,
+}
+
+/// A binding as step 7 read it: its id, its availability check and (when
+/// read early) its handler.
+type ReadBinding = (u64, Option<Arc<dyn AvailabilityCheck>>, Option<Arc<dyn Handler>>);
+
+/// What steps 6–10 found.
+pub(crate) struct Prechecked {
+    pub capability: usize,
+    pub binding_id: u64,
+    /// The availability sampled at step 8.
+    pub entry: Entry,
+    /// The context to capture at step 11.
+    pub context: Arc<SemanticContext>,
+    /// The binding's handler, when step 7 read it and no host code ran
+    /// since (no availability check; see [`Shared::read_binding`]).
+    pub handler: Option<Arc<dyn Handler>>,
+}
+
 /// Parsed arguments of an invoke.
 pub(crate) struct Start {
     pub id: Arc<str>,
@@ -253,8 +284,12 @@ impl Shared {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
         };
+        // Without event observers, nothing outside the runtime runs between
+        // the reservation and step 7 (step 5 emits to nobody), so step 7
+        // reads the binding in the reservation's critical section.
+        let read_early = payload.is_some() && self.config.observers.is_empty();
         // 2–3. Reservation.
-        let core = {
+        let (core, early) = {
             let mut st = self.state.lock();
             if st.closed {
                 drop(st);
@@ -290,9 +325,12 @@ impl Shared {
                     cancel_registration: None,
                     handler_token: None,
                 }),
+                settled: AtomicBool::new(false),
+                c_view: CView::default(),
             });
             st.invocations.insert(key, core.clone());
-            core
+            let early = read_early.then(|| Shared::read_binding(&st, capability));
+            (core, early)
         };
         // 4. Input text that is not a JSON value: no issues, no events.
         if let Some(e) = input_error {
@@ -318,35 +356,58 @@ impl Shared {
         }
         // 5.
         self.emit(&core.id, &core.capability_id, EventPhase::Requested, None, None);
-        self.checks_and_policy(&core);
+        self.checks_and_policy(&core, early);
         Ok(())
+    }
+
+    /// Step 7's reading of the binding of `capability` (none when step 6
+    /// fails) and of the context, under the state lock.
+    fn read_binding(st: &State, capability: Option<usize>) -> BindingRead {
+        BindingRead {
+            binding: capability
+                .and_then(|i| st.bindings[i].as_ref())
+                .map(|b| (b.id, b.availability.clone(), Some(b.handler.clone()))),
+            context: st.context.clone(),
+        }
     }
 
     /// Steps 6–10, shared with preflight: the capability, its binding, live
     /// availability (the host's reason is the message), the input schema and
     /// the token. Returns the capability, the binding id, the sampled
     /// availability and the context to capture at step 11.
+    ///
+    /// `early` is step 7's reading when it was taken already (see
+    /// [`Shared::read_binding`]). When the binding has no availability
+    /// check, its handler from that reading is returned too: no host code
+    /// ran since it was read.
     pub(crate) fn precheck(
         &self,
         capability: Option<usize>,
         payload: &Payload,
         token: Option<&CancelToken>,
-    ) -> Result<(usize, u64, Entry, Arc<SemanticContext>), RcipError> {
+        early: Option<BindingRead>,
+    ) -> Result<Prechecked, RcipError> {
         // 6.
         let Some(capability) = capability else {
             return Err(RcipError::new(ErrorCode::CapabilityNotFound));
         };
         // 7.
-        let (binding, context) = {
-            let st = self.state.lock();
-            (
-                st.bindings[capability].as_ref().map(|b| (b.id, b.availability.clone())),
-                st.context.clone(),
-            )
+        let (binding, context) = match early {
+            Some(read) => (read.binding, read.context),
+            None => {
+                let st = self.state.lock();
+                (
+                    st.bindings[capability]
+                        .as_ref()
+                        .map(|b| (b.id, b.availability.clone(), None)),
+                    st.context.clone(),
+                )
+            }
         };
-        let Some((binding_id, check)) = binding else {
+        let Some((binding_id, check, handler)) = binding else {
             return Err(RcipError::new(ErrorCode::CapabilityUnbound));
         };
+        let handler = if check.is_none() { handler } else { None };
         // 8.
         let entry = Shared::sample(check.as_ref());
         // Step 11 captures the context after the availability check: read it
@@ -377,7 +438,13 @@ impl Shared {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
         }
-        Ok((capability, binding_id, entry, context))
+        Ok(Prechecked {
+            capability,
+            binding_id,
+            entry,
+            context,
+            handler,
+        })
     }
 
     /// Steps 12, 14 and 16, shared with preflight: token, binding identity,
@@ -466,13 +533,18 @@ impl Shared {
     }
 
     /// Steps 6–11.
-    fn checks_and_policy(self: &Arc<Self>, core: &Arc<InvocationCore>) {
+    fn checks_and_policy(self: &Arc<Self>, core: &Arc<InvocationCore>, early: Option<BindingRead>) {
         let payload = core.payload.as_ref().expect("parsed input");
-        let (capability, binding_id, entry, context) =
-            match self.precheck(core.capability, payload, core.token.as_ref()) {
-                Ok(x) => x,
-                Err(e) => return self.finish(core, failed(core, e)),
-            };
+        let Prechecked {
+            capability,
+            binding_id,
+            entry,
+            context,
+            handler,
+        } = match self.precheck(core.capability, payload, core.token.as_ref(), early) {
+            Ok(x) => x,
+            Err(e) => return self.finish(core, failed(core, e)),
+        };
         let def = &self.catalog.capabilities()[capability];
         // 11. Capture the context and the live capability snapshot.
         core.binding_id.store(binding_id, std::sync::atomic::Ordering::Relaxed);
@@ -481,10 +553,12 @@ impl Shared {
                 let _ = core.context.set(context);
                 self.watch_token(core);
                 let decision = default_decision(def.effect, core.confirmed);
-                return self.after_policy(core, PolicyAnswer::Decision(decision));
+                // No policy callback: still no host code since step 7.
+                return self.after_policy(core, PolicyAnswer::Decision(decision), handler);
             }
             Some(p) => p.clone(),
         };
+        drop(handler);
         let _ = core.context.set(context.clone());
         {
             let mut inner = core.inner.lock();
@@ -537,7 +611,7 @@ impl Shared {
             }
         };
         if let Some(answer) = answer {
-            self.after_policy(core, answer);
+            self.after_policy(core, answer, None);
         }
     }
 
@@ -594,7 +668,7 @@ impl Shared {
             }
         };
         if go {
-            self.after_policy(core, answer);
+            self.after_policy(core, answer, None);
         }
     }
 
@@ -609,8 +683,14 @@ impl Shared {
         }
     }
 
-    /// Steps 12–17.
-    fn after_policy(self: &Arc<Self>, core: &Arc<InvocationCore>, answer: PolicyAnswer) {
+    /// Steps 12–17. `read` is the binding's handler when step 7 read it and
+    /// no host code ran since (see [`Prechecked::handler`]).
+    fn after_policy(
+        self: &Arc<Self>,
+        core: &Arc<InvocationCore>,
+        answer: PolicyAnswer,
+        read: Option<Arc<dyn Handler>>,
+    ) {
         let capability = core.capability.expect("known capability");
         // Relaxed: the store happened before the policy was asked, which the
         // phase lock orders before this.
@@ -627,9 +707,31 @@ impl Shared {
         // between, so one live reading serves both. Without event observers
         // no host code runs before step 16 either, and it serves that too.)
         let observed = !self.config.observers.is_empty();
-        let handler = match self.recheck_invocation(core, capability, binding_id, context, !observed) {
-            Ok(h) => h,
-            Err(e) => return self.finish(core, e),
+        let handler = match read {
+            // Nothing outside the runtime ran since step 7 read the binding
+            // and the context, and neither has an event of this invocation
+            // been emitted: that reading is as live as a new one, for the
+            // concurrent change it misses could as well come after this
+            // step. Only the token and teardown are read again.
+            Some(handler) if !observed => {
+                if core.token_cancelled() {
+                    return self.finish(core, failed(core, RcipError::new(ErrorCode::ExecutionAborted)));
+                }
+                if self.is_closed() {
+                    return self.finish(
+                        core,
+                        failed(
+                            core,
+                            RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED),
+                        ),
+                    );
+                }
+                Some(handler)
+            }
+            _ => match self.recheck_invocation(core, capability, binding_id, context, !observed) {
+                Ok(h) => h,
+                Err(e) => return self.finish(core, e),
+            },
         };
         // 13.
         if let Decision::Deny { reason } = &decision {
@@ -744,15 +846,13 @@ impl Shared {
                 );
                 self.finish(core, failed(core, error))
             }
-            HandlerResult::Output(Ok((output, text))) => {
+            HandlerResult::Output(Ok((output, rendered))) => {
                 let issues = def.output.validate(&output);
                 if !issues.is_empty() {
                     let mut error = RcipError::new(ErrorCode::OutputInvalid);
                     error.validation_issues = Some(issues);
                     return self.finish(core, failed(core, error));
                 }
-                // Canonical output text goes into the record as it is.
-                let rendered = text.map(|t| Outcome::succeeded_json(&core.id, &core.capability_id, &t));
                 let outcome = Outcome::Succeeded {
                     invocation_id: core.id.clone(),
                     capability_id: core.capability_id.clone(),

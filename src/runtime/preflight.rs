@@ -4,7 +4,7 @@
 use super::callbacks::OutcomeSink;
 use super::cancel::{CancelToken, Registration};
 use super::handles::PolicyRequest;
-use super::invoke::Payload;
+use super::invoke::{Payload, Prechecked};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
 use super::shared::Shared;
 use super::types::{messages, push_json_str, Decision, ErrorCode, JsonText, PolicyAnswer, RcipError, SemanticContext};
@@ -173,7 +173,13 @@ impl Shared {
     fn preflight_ask(self: &Arc<Self>, core: &Arc<PreflightCore>, i: usize) {
         let payload = core.payloads[i].clone().expect("parsed input");
         let capability = self.catalog.capability_index(&core.capability_ids[i]);
-        let (capability, binding_id, entry, context) = match self.precheck(capability, &payload, core.token.as_ref()) {
+        let Prechecked {
+            capability,
+            binding_id,
+            entry,
+            context,
+            ..
+        } = match self.precheck(capability, &payload, core.token.as_ref(), None) {
             Ok(x) => x,
             Err(e) => {
                 set_if_open(core, i, Slot::Final(Verdict::Blocked(e)));
