@@ -833,9 +833,16 @@ unsafe fn profile(what: &str, n: usize) {
         "e" => {
             let cat100 = load(&catalog_json(100, true));
             let ids = ids_of(100);
-            for _ in 0..n / 100 {
-                let mut rt = Rt::new(cat100, false);
-                rt.bind(&ids, 0);
+            // As the timed loop: batches of 100 runtimes, freed after
+            // each batch.
+            let mut made = Vec::with_capacity(100);
+            for _ in 0..n / 10_000 {
+                for _ in 0..100 {
+                    let mut rt = Rt::new(cat100, false);
+                    rt.bind(&ids, 0);
+                    made.push(rt);
+                }
+                made.clear();
             }
         }
         other => eprintln!("unknown workload {other}"),

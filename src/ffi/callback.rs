@@ -240,23 +240,41 @@ impl COnce {
         user_data: *mut c_void,
         user_data_free: rcip_user_data_free_callback,
     ) -> Box<COnce> {
-        Box::new(COnce {
+        Box::new(COnce::inline(cb, user_data, user_data_free))
+    }
+
+    /// As `new`, unboxed (an invocation keeps it inline: `Sink::C`).
+    pub(crate) fn inline(
+        cb: unsafe extern "C" fn(*mut c_void, *const c_char),
+        user_data: *mut c_void,
+        user_data_free: rcip_user_data_free_callback,
+    ) -> COnce {
+        COnce {
             cb,
             user_data: UserData::new(user_data, user_data_free),
-        })
+        }
     }
-}
 
-impl OutcomeSink for COnce {
-    fn deliver(self: Box<Self>, json: &JsonText) {
+    /// Calls the callback with `json`, then releases the user data.
+    pub(crate) fn call(self, json: &JsonText) {
         // Safety: the NUL-terminated text lives across the call.
         unsafe { (self.cb)(self.user_data.ptr(), json.as_c_ptr()) };
         // `self` drops here: user_data_free runs after the callback.
     }
 
-    fn refused(self: Box<Self>) {
-        // The registering call failed: the host keeps its data.
+    /// The registering call failed: the host keeps its data.
+    pub(crate) fn disarm(self) {
         self.user_data.disarm();
+    }
+}
+
+impl OutcomeSink for COnce {
+    fn deliver(self: Box<Self>, json: &JsonText) {
+        (*self).call(json)
+    }
+
+    fn refused(self: Box<Self>) {
+        (*self).disarm()
     }
 }
 

@@ -10,7 +10,7 @@ use super::result::rcip_result;
 use super::runtime::{rcip_client, rcip_runtime};
 use super::snapshot::{into_raw, rcip_snapshot};
 use super::string::into_c_string;
-use crate::runtime::{Client, Filter, Subscription};
+use crate::runtime::{Client, Filter, Sink, Subscription};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -203,8 +203,8 @@ pub unsafe extern "C" fn rcip_client_invoke(
         let invocation_id = opt_str_arg(invocation_id, "invocation_id")?;
         let token = cancel_token.as_ref().map(|t| &t.0);
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let sink = COnce::new(cb, user_data, user_data_free);
-        match client.invoke(capability_id, input, invocation_id, token, sink) {
+        let sink = Sink::C(COnce::inline(cb, user_data, user_data_free));
+        match client.invoke_with(capability_id, input, invocation_id, token, sink) {
             Ok(id) => {
                 if let Some(out) = invocation_id_out.as_mut() {
                     *out = into_c_string(&id);

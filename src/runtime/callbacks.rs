@@ -128,3 +128,33 @@ impl<F: FnOnce(&str) + Send> OutcomeSink for F {
         (*self)(json.as_str())
     }
 }
+
+/// Where an invocation's outcome goes: a boxed [`OutcomeSink`], or a C
+/// callback kept inline, so that the C path allocates no box for it. Same
+/// contract as `OutcomeSink`: one `deliver`, or one `refused`.
+pub(crate) enum Sink {
+    Boxed(Box<dyn OutcomeSink>),
+    C(crate::ffi::callback::COnce),
+}
+
+impl Sink {
+    pub(crate) fn deliver(self, json: &JsonText) {
+        match self {
+            Sink::Boxed(sink) => sink.deliver(json),
+            Sink::C(sink) => sink.call(json),
+        }
+    }
+
+    pub(crate) fn refused(self) {
+        match self {
+            Sink::Boxed(sink) => sink.refused(),
+            Sink::C(sink) => sink.disarm(),
+        }
+    }
+}
+
+impl From<Box<dyn OutcomeSink>> for Sink {
+    fn from(sink: Box<dyn OutcomeSink>) -> Sink {
+        Sink::Boxed(sink)
+    }
+}

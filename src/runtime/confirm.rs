@@ -434,6 +434,6 @@ impl Shared {
         // notice may free it, or another thread): then the re-run refuses
         // before it delivers anything, and so must this call (CLOSED, no
         // outcome, the caller keeps its user data), or the outcome is lost.
-        self.run(start, sink)
+        self.run(start, sink.into())
     }
 }

@@ -4,8 +4,8 @@
 //! settling thread. Each invocation delivers exactly one outcome, after its
 //! event (steps 2 and 4 emit none).
 
-use super::callbacks::OutcomeSink;
 use super::callbacks::{AvailabilityCheck, Handler};
+use super::callbacks::{OutcomeSink, Sink};
 use super::cancel::{CancelToken, Registration};
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
@@ -100,7 +100,7 @@ pub(crate) enum Phase {
 
 pub(crate) struct InvState {
     pub phase: Phase,
-    sink: Option<Box<dyn OutcomeSink>>,
+    sink: Option<Sink>,
     cancel_registration: Option<Registration>,
     handler_token: Option<CancelToken>,
 }
@@ -245,7 +245,7 @@ impl Shared {
         input: &[u8],
         invocation_id: Option<&str>,
         token: Option<&CancelToken>,
-        sink: Box<dyn OutcomeSink>,
+        sink: Sink,
     ) -> Result<Arc<str>, HostError> {
         // 1. The supplied id (an empty string is an id), else a generated one.
         if let Err(e) = self.enter() {
@@ -278,7 +278,7 @@ impl Shared {
     }
 
     /// Steps 2–11 (and on, when the policy answers inline).
-    pub(crate) fn run(self: &Arc<Self>, start: Start, sink: Box<dyn OutcomeSink>) -> Result<(), HostError> {
+    pub(crate) fn run(self: &Arc<Self>, start: Start, sink: Sink) -> Result<(), HostError> {
         let capability = start.capability;
         let (payload, input_error) = match start.input {
             Ok(p) => (Some(p), None),

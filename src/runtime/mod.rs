@@ -24,6 +24,7 @@ mod snapshot;
 mod timer;
 mod types;
 
+pub(crate) use callbacks::Sink;
 pub use callbacks::{
     AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink,
     Policy, Subscriber,
@@ -419,6 +420,19 @@ impl Client {
         token: Option<&CancelToken>,
         sink: Box<dyn OutcomeSink>,
     ) -> Result<Arc<str>, HostError> {
+        self.shared
+            .invoke(capability_id, input, invocation_id, token, sink.into())
+    }
+
+    /// As [`invoke`](Self::invoke), with the sink kept inline.
+    pub(crate) fn invoke_with(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        sink: Sink,
+    ) -> Result<Arc<str>, HostError> {
         self.shared.invoke(capability_id, input, invocation_id, token, sink)
     }
 
@@ -433,7 +447,7 @@ impl Client {
     ) -> Result<String, HostError> {
         let slot = invoke::BlockingSlot::new();
         self.shared
-            .invoke(capability_id, input, invocation_id, token, slot.sink())?;
+            .invoke(capability_id, input, invocation_id, token, slot.sink().into())?;
         Ok(slot.wait())
     }
 
