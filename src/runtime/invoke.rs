@@ -22,7 +22,7 @@ use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// A parsed capability input, shared by the invocation, its policy request
 /// and a pending confirmation; its JSON text is serialised once, on demand.
@@ -107,7 +107,10 @@ pub(crate) struct InvState {
 
 /// One invocation between reservation and outcome.
 pub(crate) struct InvocationCore {
-    pub shared: Weak<Shared>,
+    /// The runtime. A strong reference: settling needs no upgrade. The
+    /// cycle through `State::invocations` ends when the invocation does, or
+    /// when the runtime closes (which drains that map).
+    pub shared: Arc<Shared>,
     pub key: u64,
     pub id: Arc<str>,
     pub capability_id: Arc<str>,
@@ -140,7 +143,7 @@ impl InvocationCore {
         };
         // A consumer cancellation after this point reaches the token through
         // `on_invocation_token_cancelled`, which reads the slot set above.
-        let closed = self.shared.upgrade().map(|s| s.is_closed()).unwrap_or(true);
+        let closed = self.shared.is_closed();
         if closed || self.token_cancelled() {
             token.cancel();
         }
@@ -309,7 +312,7 @@ impl Shared {
             st.reserved.insert(start.id.clone());
             let key = Shared::next_seq(&mut st);
             let core = Arc::new(InvocationCore {
-                shared: Arc::downgrade(self),
+                shared: self.clone(),
                 key,
                 id: start.id,
                 capability_id: start.capability_id,
@@ -622,9 +625,7 @@ impl Shared {
         let weak = Arc::downgrade(core);
         let registration = token.on_cancel(move || {
             if let Some(core) = weak.upgrade() {
-                if let Some(shared) = core.shared.upgrade() {
-                    shared.on_invocation_token_cancelled(&core);
-                }
+                core.shared.clone().on_invocation_token_cancelled(&core);
             }
         });
         if let Some(r) = registration {
