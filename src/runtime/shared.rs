@@ -294,6 +294,9 @@ impl Shared {
     }
 
     /// An id from the built-in generator: unique within this runtime.
+    /// The form is `{prefix}_{salt}_{n}`, where the salt (the runtime's
+    /// creation time and a random part, in base 36) keeps the ids of
+    /// different runtimes apart and `n` counts up from 1.
     pub(crate) fn builtin_id(&self, prefix: &str) -> Arc<str> {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let salt = self.id_salt.get_or_init(|| {
@@ -305,31 +308,26 @@ impl Shared {
                 base36(h.finish() % 36u64.pow(6))
             )
         });
-        // `{prefix}_{salt}_{n}`, assembled on the stack (no formatting
-        // machinery: this runs once per invocation), then one allocation.
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut v = n;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        let parts: [&[u8]; 5] = [prefix.as_bytes(), b"_", salt.as_bytes(), b"_", &digits[at..]];
-        let mut buf = [0u8; 128];
-        let mut len = 0;
-        for part in parts {
-            let Some(dst) = buf.get_mut(len..len + part.len()) else {
-                // Longer than the buffer (a long prefix): allocate.
-                return Arc::from(format!("{prefix}_{salt}_{n}"));
-            };
-            dst.copy_from_slice(part);
-            len += part.len();
-        }
-        Arc::from(std::str::from_utf8(&buf[..len]).unwrap_or("invocation"))
+        // Assembled on the stack (this runs once per invocation), then one
+        // allocation; the text is checked as UTF-8 once, digits included.
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n);
+        let mut buf = [0u8; 96];
+        let len = prefix.len() + salt.len() + digits.len() + 2;
+        let Some(dst) = buf.get_mut(..len) else {
+            // A long prefix: allocate.
+            return Arc::from(format!("{prefix}_{salt}_{n}"));
+        };
+        let (p, rest) = dst.split_at_mut(prefix.len());
+        p.copy_from_slice(prefix.as_bytes());
+        let (u, rest) = rest.split_at_mut(1);
+        u[0] = b'_';
+        let (sl, rest) = rest.split_at_mut(salt.len());
+        sl.copy_from_slice(salt.as_bytes());
+        let (u, rest) = rest.split_at_mut(1);
+        u[0] = b'_';
+        rest.copy_from_slice(digits.as_bytes());
+        Arc::from(std::str::from_utf8(&buf[..len]).unwrap_or(prefix))
     }
 
     /// Emits a lifecycle event to every observer, in registration order.

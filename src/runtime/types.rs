@@ -262,15 +262,18 @@ impl Outcome {
     }
 
     /// The `succeeded` record with `output_text` (canonical JSON of the
-    /// output) embedded as it is.
+    /// output) embedded as it is. `capability_id` is a catalog id (only a
+    /// capability of the catalog succeeds): an identifier, which never
+    /// needs escaping.
     pub(crate) fn succeeded_json(invocation_id: &str, capability_id: &str, output_text: &str) -> JsonText {
+        debug_assert!(crate::catalog::is_identifier(capability_id));
         // 69 bytes of keys and punctuation, quotes included, and the NUL.
         let mut out = String::with_capacity(80 + invocation_id.len() + capability_id.len() + output_text.len());
         out.push_str("{\"status\":\"succeeded\",\"invocationId\":");
         push_json_str(&mut out, invocation_id);
-        out.push_str(",\"capabilityId\":");
-        push_json_str(&mut out, capability_id);
-        out.push_str(",\"output\":");
+        out.push_str(",\"capabilityId\":\"");
+        out.push_str(capability_id);
+        out.push_str("\",\"output\":");
         out.push_str(output_text);
         out.push('}');
         JsonText::from(out)
