@@ -44,7 +44,8 @@ pub(crate) struct Config {
     pub id_generator: Option<Arc<dyn IdGenerator>>,
 }
 
-/// One installed binding.
+/// One installed binding (kept inline in [`State::bindings`]: binding
+/// allocates no block of its own).
 pub(crate) struct BindingCore {
     pub id: u64,
     pub handler: Arc<dyn Handler>,
@@ -73,7 +74,7 @@ pub(crate) type Checks = Vec<(u32, Arc<dyn AvailabilityCheck>)>;
 
 pub(crate) struct State {
     pub closed: bool,
-    pub bindings: Vec<Option<Arc<BindingCore>>>,
+    pub bindings: Vec<Option<BindingCore>>,
     pub bound_count: usize,
     /// Bound capabilities, shared with snapshots (copied on write).
     pub bound: Arc<BoundSet>,
@@ -201,7 +202,7 @@ impl Shared {
             config,
             state: Mutex::new(State {
                 closed: false,
-                bindings: vec![None; n],
+                bindings: (0..n).map(|_| None).collect(),
                 bound_count: 0,
                 bound,
                 no_bound: Arc::new(BoundSet::default()),
@@ -413,12 +414,12 @@ impl Shared {
             let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
             checks.insert(at, (capability as u32, check.clone()));
         }
-        st.bindings[capability] = Some(Arc::new(BindingCore {
+        st.bindings[capability] = Some(BindingCore {
             id,
             handler,
             availability,
             revision: AtomicU64::new(0),
-        }));
+        });
         st.bound_count += 1;
         self.finish_change(st, inline);
         Ok((id, capability))
