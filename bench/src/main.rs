@@ -1,7 +1,7 @@
 //! rcip-bench: speed and memory of librcip through its C ABI.
 //!
 //!   rcip-bench [--json] [--runs N] [--quick]
-//!   rcip-bench --profile a|b|c|e      (RCIP_PROFILE_N operations, untimed,
+//!   rcip-bench --profile a|b|c|e|h2      (RCIP_PROFILE_N operations, untimed,
 //!                                      for callgrind or perf)
 //!
 //! Each workload is timed over at least 31 runs (`--runs`, never fewer); a
@@ -809,6 +809,15 @@ unsafe fn profile(what: &str, n: usize) {
         "a" | "b" => {
             let mut rt = Rt::new(small, what == "b");
             rt.bind(&ids_of(1), 0);
+            let client = rt.client();
+            for _ in 0..n {
+                invoke(client, &input);
+            }
+        }
+        "h2" => {
+            let cat1000 = load(&catalog_json(1000, false));
+            let mut rt = Rt::new(cat1000, false);
+            rt.bind(&ids_of(1000), 500);
             let client = rt.client();
             for _ in 0..n {
                 invoke(client, &input);
