@@ -781,3 +781,116 @@ fn a_callback_may_free_its_own_runtime() {
         rcip_catalog_free(catalog);
     }
 }
+
+// Availability callbacks for the test below; user data: which answer.
+unsafe extern "C" fn answer(ud: *mut c_void, sink: *mut rcip::ffi::sink::rcip_availability_sink) -> i32 {
+    use rcip::ffi::sink::rcip_availability_set;
+    match ud as usize {
+        // Plainly available.
+        0 => {
+            rcip_availability_set(sink, true, ptr::null(), ptr::null());
+            0
+        }
+        // Unavailable, with a reason code and a reason.
+        1 => {
+            rcip_availability_set(sink, false, c"OFFLINE".as_ptr(), c"The device is offline.".as_ptr());
+            0
+        }
+        // Available with a reason (not plain: the reason shows).
+        2 => {
+            rcip_availability_set(sink, true, ptr::null(), c"Slow today.".as_ptr());
+            0
+        }
+        // Answers, then reports failure: the check failed.
+        3 => {
+            rcip_availability_set(sink, true, ptr::null(), ptr::null());
+            1
+        }
+        // Returns success without answering: the check failed.
+        _ => 0,
+    }
+}
+
+/// A refresh asks each binding's C availability callback once and shows
+/// every kind of answer as given (PIPELINE.md section 2): plain, with
+/// reasons, failed by its return value, and unanswered. (A refresh takes
+/// the C callbacks from its list of checks, not from the binding records.)
+#[test]
+fn a_refresh_shows_each_kind_of_c_availability_answer() {
+    const CATALOG5: &str = r#"{"protocolVersion": "1.0",
+     "application": {"id": "app", "name": "App", "description": "Test."},
+     "scopes": [],
+     "capabilities": [
+      {"id": "c.zero", "title": "Zero", "description": "Zero.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+      {"id": "c.one", "title": "One", "description": "One.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+      {"id": "c.two", "title": "Two", "description": "Two.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+      {"id": "c.three", "title": "Three", "description": "Three.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+      {"id": "c.four", "title": "Four", "description": "Four.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#;
+    unsafe {
+        let mut catalog = ptr::null_mut();
+        assert_eq!(rcip_catalog_new(c(CATALOG5).as_ptr(), &mut catalog), rcip_result::Ok);
+        let mut builder = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
+        let mut runtime = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
+        let ids = ["c.zero", "c.one", "c.two", "c.three", "c.four"];
+        let mut bindings = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            let mut b = ptr::null_mut();
+            assert_eq!(
+                rcip_host_bind(
+                    rcip_runtime_host(runtime),
+                    c(id).as_ptr(),
+                    Some(complete_inline),
+                    Some(answer),
+                    i as *mut c_void,
+                    None,
+                    &mut b
+                ),
+                rcip_result::Ok
+            );
+            bindings.push(b);
+        }
+        assert_eq!(rcip_host_refresh(rcip_runtime_host(runtime)), rcip_result::Ok);
+        let mut snapshot = ptr::null();
+        assert_eq!(
+            rcip_client_snapshot(rcip_runtime_client(runtime), &mut snapshot),
+            rcip_result::Ok
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(CStr::from_ptr(rcip_snapshot_json(snapshot)).to_str().unwrap()).unwrap();
+        rcip_snapshot_free(snapshot);
+        let entry = |id: &str| {
+            json["capabilities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == id)
+                .unwrap_or_else(|| panic!("{id} in {json}"))
+                .clone()
+        };
+        assert_eq!(entry("c.zero")["available"], true);
+        assert_eq!(entry("c.zero")["availability"], serde_json::json!({"available": true}));
+        assert_eq!(
+            entry("c.one")["availability"],
+            serde_json::json!({"available": false, "reasonCode": "OFFLINE", "reason": "The device is offline."})
+        );
+        assert_eq!(
+            entry("c.two")["availability"],
+            serde_json::json!({"available": true, "reason": "Slow today."})
+        );
+        for failed in ["c.three", "c.four"] {
+            assert_eq!(entry(failed)["available"], false, "{failed}");
+            assert_eq!(
+                entry(failed)["availability"]["reasonCode"],
+                "AVAILABILITY_CHECK_FAILED",
+                "{failed}"
+            );
+        }
+        rcip_runtime_free(runtime);
+        for b in bindings {
+            rcip_binding_free(b);
+        }
+        rcip_catalog_free(catalog);
+    }
+}

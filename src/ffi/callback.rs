@@ -200,6 +200,45 @@ impl Handler for CBinding {
     }
 }
 
+/// A binding's C availability callback and its user data, kept in the
+/// runtime's list of checks next to the binding (which keeps the user data
+/// alive), so that a refresh calls it without going through the binding.
+#[derive(Clone, Copy)]
+pub(crate) struct DirectCheck {
+    cb: unsafe extern "C" fn(*mut c_void, *mut rcip_availability_sink) -> i32,
+    user_data: *mut c_void,
+}
+
+// Safety: as `UserData`: the host is told user_data is used from any thread.
+unsafe impl Send for DirectCheck {}
+unsafe impl Sync for DirectCheck {}
+
+impl DirectCheck {
+    pub(crate) fn of(binding: &CBinding) -> Option<DirectCheck> {
+        binding.availability.map(|cb| DirectCheck {
+            cb,
+            user_data: binding.user_data.ptr(),
+        })
+    }
+
+    /// As `CBinding::check`, except that the common answer, plainly
+    /// available, is `None`: only a byte travels back then, not the whole
+    /// answer (a refresh asks hundreds of checks).
+    pub(crate) fn check_unless_plain(self) -> Option<Availability> {
+        let mut sink = rcip_availability_sink::new();
+        // Safety: the sink lives across the call, as documented.
+        let rc = unsafe { (self.cb)(self.user_data, &mut sink) };
+        if rc != 0 {
+            return Some(Availability::check_failed());
+        }
+        match sink.peek() {
+            Some(answer) if answer.is_plain_available() => None,
+            Some(_) => sink.take(),
+            None => Some(Availability::check_failed()),
+        }
+    }
+}
+
 impl AvailabilityCheck for CBinding {
     fn check(&self) -> Result<Availability, CheckFailed> {
         let Some(cb) = self.availability else {

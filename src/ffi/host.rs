@@ -3,7 +3,7 @@
 use super::binding::rcip_binding;
 use super::callback::{
     rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CBinding,
-    COnce, UserData,
+    COnce, DirectCheck, UserData,
 };
 use super::guard::{bytes_arg, ffi_guard, out_arg, ref_arg, str_arg, FfiError, FfiResult};
 use super::result::rcip_result;
@@ -62,8 +62,9 @@ pub unsafe extern "C" fn rcip_host_bind(
         } else {
             None
         };
+        let direct = DirectCheck::of(&callbacks);
         let handler = callbacks.clone() as Arc<dyn Handler>;
-        match host.bind(capability_id, handler, check) {
+        match host.bind_c(capability_id, handler, check, direct) {
             Ok(binding) => {
                 *out = Box::into_raw(Box::new(rcip_binding(binding)));
                 Ok(())

@@ -23,6 +23,10 @@ impl rcip_availability_sink {
     pub(crate) fn take(&mut self) -> Option<Availability> {
         self.answer.take()
     }
+
+    pub(crate) fn peek(&self) -> Option<&Availability> {
+        self.answer.as_ref()
+    }
 }
 
 /// Where an id generator writes the id. Borrowed: valid only during the

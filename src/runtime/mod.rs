@@ -330,7 +330,21 @@ impl Host {
         handler: Arc<dyn Handler>,
         availability: Option<Arc<dyn AvailabilityCheck>>,
     ) -> Result<Binding, HostError> {
-        let (id, capability) = self.shared.bind(capability_id, handler, availability)?;
+        let (id, capability) = self.shared.bind(capability_id, handler, availability, None)?;
+        Ok(Binding::new(&self.shared, id, capability))
+    }
+
+    /// As [`bind`](Self::bind), for a C binding: `direct` is its
+    /// availability callback in the form a refresh calls without the
+    /// binding record.
+    pub(crate) fn bind_c(
+        &self,
+        capability_id: &str,
+        handler: Arc<dyn Handler>,
+        availability: Option<Arc<dyn AvailabilityCheck>>,
+        direct: Option<crate::ffi::callback::DirectCheck>,
+    ) -> Result<Binding, HostError> {
+        let (id, capability) = self.shared.bind(capability_id, handler, availability, direct)?;
         Ok(Binding::new(&self.shared, id, capability))
     }
 

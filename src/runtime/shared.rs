@@ -16,6 +16,7 @@ use super::snapshot::{BoundSet, Entry, Snapshot};
 use super::types::{Availability, ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
 use super::HostError;
 use crate::catalog::Catalog;
+use crate::ffi::callback::DirectCheck;
 use crate::json::Limits;
 use once_cell::sync::OnceCell;
 use parking_lot::{Condvar, Mutex};
@@ -69,8 +70,32 @@ pub(crate) struct Retired {
     _snapshot: Option<Arc<Snapshot>>,
 }
 
-/// The availability checks of installed bindings, by capability index.
-pub(crate) type Checks = Vec<(u32, Arc<dyn AvailabilityCheck>)>;
+/// The availability checks of installed bindings, sorted by capability
+/// index.
+pub(crate) type Checks = Vec<CheckEntry>;
+
+/// One installed availability check. A C check's function and data are
+/// also kept here (`direct`): a refresh calls it without the trait object,
+/// and its common answer, plainly available, comes back as `None` rather
+/// than as a whole `Availability` moved through a `Result`. With hundreds
+/// of checks per refresh that halved the refresh (BENCHMARKS.md, (h2)).
+#[derive(Clone)]
+pub(crate) struct CheckEntry {
+    pub index: u32,
+    pub check: Arc<dyn AvailabilityCheck>,
+    pub direct: Option<DirectCheck>,
+}
+
+impl CheckEntry {
+    /// Asks the check; `None` when the answer is plainly available (what a
+    /// refresh does not record).
+    fn ask_unless_plain(&self) -> Option<Availability> {
+        match self.direct {
+            Some(direct) => direct.check_unless_plain(),
+            None => Some(Shared::ask(&self.check)).filter(|a| !a.is_plain_available()),
+        }
+    }
+}
 
 pub(crate) struct State {
     pub closed: bool,
@@ -384,11 +409,13 @@ impl Shared {
 
     // ----- bindings -------------------------------------------------------
 
+    /// Binds; `direct` is the C form of `availability`, if it has one.
     pub(crate) fn bind(
         self: &Arc<Self>,
         capability_id: &str,
         handler: Arc<dyn Handler>,
         availability: Option<Arc<dyn AvailabilityCheck>>,
+        direct: Option<DirectCheck>,
     ) -> Result<(u64, usize), HostError> {
         self.enter()?;
         let Some(capability) = self.catalog.capability_index(capability_id) else {
@@ -411,8 +438,15 @@ impl Shared {
         Arc::make_mut(&mut st.bound).set(capability, true);
         if let Some(check) = &availability {
             let checks = Arc::make_mut(&mut st.checks);
-            let at = checks.partition_point(|(i, _)| (*i as usize) < capability);
-            checks.insert(at, (capability as u32, check.clone()));
+            let at = checks.partition_point(|e| (e.index as usize) < capability);
+            checks.insert(
+                at,
+                CheckEntry {
+                    index: capability as u32,
+                    check: check.clone(),
+                    direct,
+                },
+            );
         }
         st.bindings[capability] = Some(BindingCore {
             id,
@@ -476,7 +510,7 @@ impl Shared {
             let checks = Arc::make_mut(&mut st.checks);
             checks
                 .iter()
-                .position(|(i, _)| *i as usize == capability)
+                .position(|e| e.index as usize == capability)
                 .map(|p| checks.remove(p))
         } else {
             None
@@ -649,8 +683,7 @@ impl Shared {
         // Host code: no lock held.
         let samples: Vec<(u32, Availability)> = checks
             .iter()
-            .map(|(i, check)| (*i, Shared::ask(check)))
-            .filter(|(_, a)| !a.is_plain_available())
+            .filter_map(|e| e.ask_unless_plain().map(|a| (e.index, a)))
             .collect();
         drop(checks);
         let samples = if samples.is_empty() {
