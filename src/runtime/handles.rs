@@ -120,24 +120,23 @@ impl Invocation {
         self.core.token.as_ref().is_some_and(|t| t.is_cancelled())
     }
 
-    /// Claims the one settle; returns the runtime to settle with. (A
-    /// runtime that closed meanwhile ignores the result: the invocation
-    /// ended at teardown.)
-    fn take(&self) -> Result<&Arc<Shared>, HostError> {
+    fn take(&self) -> Result<Option<Arc<Shared>>, HostError> {
         if in_restricted_callback() {
             return Err(HostError::WrongContext);
         }
         if self.core.settled.swap(true, Ordering::SeqCst) {
             return Err(HostError::AlreadyCompleted);
         }
-        Ok(&self.core.shared)
+        Ok(self.core.shared.upgrade())
     }
 
     /// Completes with output text. Text that is not a JSON value (UTF-8,
     /// size and depth limits included) becomes `OUTPUT_INVALID`; this call
     /// still succeeds.
     pub fn complete_text(&self, output: &[u8]) -> Result<(), HostError> {
-        let shared = self.take()?;
+        let Some(shared) = self.take()? else {
+            return Ok(());
+        };
         // Canonical text goes into the succeeded record as it is; the record
         // is written now, while the text is borrowed (it is dropped unused
         // when step 18 finds the output invalid).
@@ -154,7 +153,9 @@ impl Invocation {
 
     /// Completes with an output value.
     pub fn complete(&self, mut output: Value) -> Result<(), HostError> {
-        let shared = self.take()?;
+        let Some(shared) = self.take()? else {
+            return Ok(());
+        };
         crate::json::normalize_numbers(&mut output);
         shared.handler_settled(&self.core, HandlerResult::Output(Ok((output, None))));
         Ok(())
@@ -162,7 +163,9 @@ impl Invocation {
 
     /// Fails; `aborted` marks an abort-style failure (`EXECUTION_ABORTED`).
     pub fn fail(&self, aborted: bool) -> Result<(), HostError> {
-        let shared = self.take()?;
+        let Some(shared) = self.take()? else {
+            return Ok(());
+        };
         shared.handler_settled(&self.core, HandlerResult::Failed { aborted });
         Ok(())
     }
@@ -177,9 +180,9 @@ impl Drop for Invocation {
     fn drop(&mut self) {
         let settled = &self.core.settled;
         if !settled.load(Ordering::SeqCst) && !settled.swap(true, Ordering::SeqCst) {
-            self.core
-                .shared
-                .handler_settled(&self.core, HandlerResult::Failed { aborted: false });
+            if let Some(shared) = self.core.shared.upgrade() {
+                shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// A parsed capability input, shared by the invocation, its policy request
 /// and a pending confirmation; its JSON text is serialised once, on demand.
@@ -107,10 +107,7 @@ pub(crate) struct InvState {
 
 /// One invocation between reservation and outcome.
 pub(crate) struct InvocationCore {
-    /// The runtime. A strong reference: settling needs no upgrade. The
-    /// cycle through `State::invocations` ends when the invocation does, or
-    /// when the runtime closes (which drains that map).
-    pub shared: Arc<Shared>,
+    pub shared: Weak<Shared>,
     pub key: u64,
     pub id: Arc<str>,
     pub capability_id: Arc<str>,
@@ -143,7 +140,7 @@ impl InvocationCore {
         };
         // A consumer cancellation after this point reaches the token through
         // `on_invocation_token_cancelled`, which reads the slot set above.
-        let closed = self.shared.is_closed();
+        let closed = self.shared.upgrade().map(|s| s.is_closed()).unwrap_or(true);
         if closed || self.token_cancelled() {
             token.cancel();
         }
@@ -312,7 +309,7 @@ impl Shared {
             st.reserved.insert(start.id.clone());
             let key = Shared::next_seq(&mut st);
             let core = Arc::new(InvocationCore {
-                shared: self.clone(),
+                shared: Arc::downgrade(self),
                 key,
                 id: start.id,
                 capability_id: start.capability_id,
@@ -625,7 +622,9 @@ impl Shared {
         let weak = Arc::downgrade(core);
         let registration = token.on_cancel(move || {
             if let Some(core) = weak.upgrade() {
-                core.shared.clone().on_invocation_token_cancelled(&core);
+                if let Some(shared) = core.shared.upgrade() {
+                    shared.on_invocation_token_cancelled(&core);
+                }
             }
         });
         if let Some(r) = registration {

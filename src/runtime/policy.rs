@@ -104,7 +104,11 @@ impl PolicyCore {
     /// Delivers the answer to its target.
     pub(crate) fn settle(&self, answer: PolicyAnswer) {
         match &self.target {
-            PolicyTarget::Invocation(core) => core.shared.policy_settled(core, answer),
+            PolicyTarget::Invocation(core) => {
+                if let Some(shared) = core.shared.upgrade() {
+                    shared.policy_settled(core, answer);
+                }
+            }
             PolicyTarget::Preflight(core, index) => {
                 if let Some(shared) = core.shared.upgrade() {
                     shared.preflight_policy_settled(core, *index, answer);
