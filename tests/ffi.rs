@@ -894,3 +894,79 @@ fn a_refresh_shows_each_kind_of_c_availability_answer() {
         rcip_catalog_free(catalog);
     }
 }
+
+unsafe extern "C" fn allow_policy(_: *mut c_void, req: *mut rcip_policy_request) {
+    assert_eq!(
+        rcip_policy_request_decide(req, cr#"{"decision":"allow"}"#.as_ptr()),
+        rcip_result::Ok
+    );
+    rcip_policy_request_free(req);
+}
+
+/// The runtime's own user data (here the policy's) is released during
+/// `rcip_runtime_free`, as the header promises, even while the host still
+/// holds a handler's completion handle; the handle stays usable and its
+/// late completion is ignored.
+#[test]
+fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held() {
+    unsafe {
+        let mut catalog = ptr::null_mut();
+        assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), &mut catalog), rcip_result::Ok);
+        let mut builder = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
+        let policy_freed = AtomicUsize::new(0);
+        assert_eq!(
+            rcip_runtime_builder_set_policy(
+                builder,
+                Some(allow_policy),
+                &policy_freed as *const AtomicUsize as *mut c_void,
+                Some(count_free)
+            ),
+            rcip_result::Ok
+        );
+        let mut runtime = ptr::null_mut();
+        assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
+        let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        let mut binding = ptr::null_mut();
+        assert_eq!(
+            rcip_host_bind(
+                rcip_runtime_host(runtime),
+                c"items.list".as_ptr(),
+                Some(hold),
+                None,
+                &held as *const Mutex<Vec<usize>> as *mut c_void,
+                None,
+                &mut binding
+            ),
+            rcip_result::Ok
+        );
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        assert_eq!(
+            rcip_client_invoke(
+                rcip_runtime_client(runtime),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                &outcomes as *const Mutex<Vec<String>> as *mut c_void,
+                None,
+                ptr::null_mut()
+            ),
+            rcip_result::Ok
+        );
+        let inv = held.lock().unwrap()[0] as *mut rcip_invocation;
+        assert_eq!(policy_freed.load(Ordering::SeqCst), 0);
+        rcip_runtime_free(runtime);
+        assert_eq!(policy_freed.load(Ordering::SeqCst), 1, "released during the free");
+        let got = outcomes.lock().unwrap().clone();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].contains("EXECUTION_ABORTED"), "{}", got[0]);
+        assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
+        rcip_invocation_free(inv);
+        assert_eq!(policy_freed.load(Ordering::SeqCst), 1);
+        assert_eq!(outcomes.lock().unwrap().len(), 1);
+        rcip_binding_free(binding);
+        rcip_catalog_free(catalog);
+    }
+}
