@@ -56,14 +56,20 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
+        Fixture::with(CATALOG, |_| {})
+    }
+
+    /// A runtime over `catalog`; `configure` sees the builder first.
+    fn with(catalog: &str, configure: impl FnOnce(*mut rcip_runtime_builder)) -> Fixture {
         unsafe {
-            let mut catalog = ptr::null_mut();
-            assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), &mut catalog), rcip_result::Ok);
+            let mut cat = ptr::null_mut();
+            assert_eq!(rcip_catalog_new(c(catalog).as_ptr(), &mut cat), rcip_result::Ok);
             let mut builder = ptr::null_mut();
-            assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
+            assert_eq!(rcip_runtime_builder_new(cat, &mut builder), rcip_result::Ok);
+            configure(builder);
             let mut runtime = ptr::null_mut();
             assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
-            Fixture { catalog, runtime }
+            Fixture { catalog: cat, runtime }
         }
     }
     fn host(&self) -> *const rcip_host {
@@ -826,13 +832,9 @@ fn a_refresh_shows_each_kind_of_c_availability_answer() {
       {"id": "c.two", "title": "Two", "description": "Two.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
       {"id": "c.three", "title": "Three", "description": "Three.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
       {"id": "c.four", "title": "Four", "description": "Four.", "scopeIds": [], "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#;
+    let f = Fixture::with(CATALOG5, |_| {});
+    let runtime = f.runtime;
     unsafe {
-        let mut catalog = ptr::null_mut();
-        assert_eq!(rcip_catalog_new(c(CATALOG5).as_ptr(), &mut catalog), rcip_result::Ok);
-        let mut builder = ptr::null_mut();
-        assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
-        let mut runtime = ptr::null_mut();
-        assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
         let ids = ["c.zero", "c.one", "c.two", "c.three", "c.four"];
         let mut bindings = Vec::new();
         for (i, id) in ids.iter().enumerate() {
@@ -887,11 +889,9 @@ fn a_refresh_shows_each_kind_of_c_availability_answer() {
                 "{failed}"
             );
         }
-        rcip_runtime_free(runtime);
         for b in bindings {
             rcip_binding_free(b);
         }
-        rcip_catalog_free(catalog);
     }
 }
 
@@ -909,12 +909,8 @@ unsafe extern "C" fn allow_policy(_: *mut c_void, req: *mut rcip_policy_request)
 /// late completion is ignored.
 #[test]
 fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held() {
-    unsafe {
-        let mut catalog = ptr::null_mut();
-        assert_eq!(rcip_catalog_new(c(CATALOG).as_ptr(), &mut catalog), rcip_result::Ok);
-        let mut builder = ptr::null_mut();
-        assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), rcip_result::Ok);
-        let policy_freed = AtomicUsize::new(0);
+    let policy_freed = AtomicUsize::new(0);
+    let mut f = Fixture::with(CATALOG, |builder| unsafe {
         assert_eq!(
             rcip_runtime_builder_set_policy(
                 builder,
@@ -924,8 +920,9 @@ fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held(
             ),
             rcip_result::Ok
         );
-        let mut runtime = ptr::null_mut();
-        assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
+    });
+    let runtime = f.runtime;
+    unsafe {
         let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
         let mut binding = ptr::null_mut();
         assert_eq!(
@@ -958,6 +955,7 @@ fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held(
         let inv = held.lock().unwrap()[0] as *mut rcip_invocation;
         assert_eq!(policy_freed.load(Ordering::SeqCst), 0);
         rcip_runtime_free(runtime);
+        f.runtime = ptr::null_mut();
         assert_eq!(policy_freed.load(Ordering::SeqCst), 1, "released during the free");
         let got = outcomes.lock().unwrap().clone();
         assert_eq!(got.len(), 1);
@@ -967,6 +965,5 @@ fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held(
         assert_eq!(policy_freed.load(Ordering::SeqCst), 1);
         assert_eq!(outcomes.lock().unwrap().len(), 1);
         rcip_binding_free(binding);
-        rcip_catalog_free(catalog);
     }
 }
