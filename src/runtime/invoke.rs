@@ -329,7 +329,7 @@ impl Shared {
                 c_view: CView::default(),
             });
             st.invocations.insert(key, core.clone());
-            let early = read_early.then(|| Shared::read_binding(&st, capability));
+            let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
             (core, early)
         };
         // 4. Input text that is not a JSON value: no issues, no events.
@@ -361,12 +361,14 @@ impl Shared {
     }
 
     /// Step 7's reading of the binding of `capability` (none when step 6
-    /// fails) and of the context, under the state lock.
-    fn read_binding(st: &State, capability: Option<usize>) -> BindingRead {
+    /// fails) and of the context, under the state lock; with the binding's
+    /// handler when `with_handler` (no policy callback will run before the
+    /// handler is called).
+    fn read_binding(st: &State, capability: Option<usize>, with_handler: bool) -> BindingRead {
         BindingRead {
             binding: capability
                 .and_then(|i| st.bindings[i].as_ref())
-                .map(|b| (b.id, b.availability.clone(), Some(b.handler.clone()))),
+                .map(|b| (b.id, b.availability.clone(), with_handler.then(|| b.handler.clone()))),
             context: st.context.clone(),
         }
     }
@@ -451,6 +453,12 @@ impl Shared {
     /// context, live availability. A changed context is the one denial
     /// (`POLICY_DENIED`); the rest fail. With `want_handler`, returns the
     /// binding's handler to call.
+    ///
+    /// `read` is the handler of step 7's reading when nothing outside the
+    /// runtime ran since and no event of the invocation was emitted (see
+    /// [`Prechecked::handler`]): that reading is as live as a new one, for
+    /// a concurrent change it misses could as well come after this step, so
+    /// only the token and teardown are read again and `read` is returned.
     pub(crate) fn recheck(
         &self,
         token: Option<&CancelToken>,
@@ -458,9 +466,19 @@ impl Shared {
         binding_id: u64,
         context: &Arc<SemanticContext>,
         want_handler: bool,
+        read: Option<Arc<dyn Handler>>,
     ) -> Result<Option<Arc<dyn Handler>>, RcipError> {
         if token.is_some_and(|t| t.is_cancelled()) {
             return Err(RcipError::new(ErrorCode::ExecutionAborted));
+        }
+        if let Some(handler) = read {
+            if self.is_closed() {
+                return Err(RcipError::with_message(
+                    ErrorCode::ExecutionAborted,
+                    messages::RUNTIME_CLOSED,
+                ));
+            }
+            return Ok(Some(handler));
         }
         enum Found {
             Closed,
@@ -521,8 +539,9 @@ impl Shared {
         binding_id: u64,
         context: &Arc<SemanticContext>,
         want_handler: bool,
+        read: Option<Arc<dyn Handler>>,
     ) -> Result<Option<Arc<dyn Handler>>, Ending> {
-        self.recheck(core.token.as_ref(), capability, binding_id, context, want_handler)
+        self.recheck(core.token.as_ref(), capability, binding_id, context, want_handler, read)
             .map_err(|e| {
                 if e.code == ErrorCode::PolicyDenied {
                     denied(core, e)
@@ -558,7 +577,7 @@ impl Shared {
             }
             Some(p) => p.clone(),
         };
-        drop(handler);
+        debug_assert!(handler.is_none(), "step 7 reads the handler only without a policy");
         let _ = core.context.set(context.clone());
         {
             let mut inner = core.inner.lock();
@@ -707,31 +726,10 @@ impl Shared {
         // between, so one live reading serves both. Without event observers
         // no host code runs before step 16 either, and it serves that too.)
         let observed = !self.config.observers.is_empty();
-        let handler = match read {
-            // Nothing outside the runtime ran since step 7 read the binding
-            // and the context, and neither has an event of this invocation
-            // been emitted: that reading is as live as a new one, for the
-            // concurrent change it misses could as well come after this
-            // step. Only the token and teardown are read again.
-            Some(handler) if !observed => {
-                if core.token_cancelled() {
-                    return self.finish(core, failed(core, RcipError::new(ErrorCode::ExecutionAborted)));
-                }
-                if self.is_closed() {
-                    return self.finish(
-                        core,
-                        failed(
-                            core,
-                            RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED),
-                        ),
-                    );
-                }
-                Some(handler)
-            }
-            _ => match self.recheck_invocation(core, capability, binding_id, context, !observed) {
-                Ok(h) => h,
-                Err(e) => return self.finish(core, e),
-            },
+        let read = read.filter(|_| !observed);
+        let handler = match self.recheck_invocation(core, capability, binding_id, context, !observed, read) {
+            Ok(h) => h,
+            Err(e) => return self.finish(core, e),
         };
         // 13.
         if let Decision::Deny { reason } = &decision {
@@ -760,7 +758,7 @@ impl Shared {
         }
         let handler = if observed {
             self.emit(&core.id, &core.capability_id, EventPhase::Started, None, None);
-            match self.recheck_invocation(core, capability, binding_id, context, true) {
+            match self.recheck_invocation(core, capability, binding_id, context, true, None) {
                 Ok(h) => h,
                 Err(e) => return self.finish(core, e),
             }

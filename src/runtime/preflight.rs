@@ -271,6 +271,7 @@ impl Shared {
                     taken.binding_id,
                     &taken.context,
                     false,
+                    None,
                 ) {
                     Err(e) => Verdict::Blocked(e),
                     Ok(_) => match decision {
