@@ -231,6 +231,22 @@ fn utf8_json_and_shape_errors_change_nothing() {
             ),
             rcip_result::InvalidUtf8
         );
+        assert!(last_error().contains("byte 6"), "{}", last_error());
+        // Valid UTF-8 beyond ASCII passes the argument check (the ASCII
+        // shortcut falls back to a full check) and is then not in the catalog.
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"items.caf\u{e9}".as_ptr(),
+                Some(complete_inline),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut binding
+            ),
+            rcip_result::NotInCatalog
+        );
+        assert!(binding.is_null());
         assert_eq!(
             rcip_host_set_context(f.host(), c"{not json".as_ptr()),
             rcip_result::InvalidJson

@@ -80,15 +80,21 @@ impl PolicyCore {
     pub(crate) fn nul_context_json(&self) -> &NulString {
         self.context_json.get_or_init(|| {
             let def = &self.catalog.capabilities()[self.capability];
-            let mut out = String::with_capacity(def.snapshot_prefix.len() + 256);
+            // Sized for the whole text, so that a large input does not make
+            // the buffer grow: the fixed keys and the live fields without
+            // an availability reason take at most 170 bytes, and the rest of
+            // the 256 spare is room for a short reason.
+            let text = self.payload.text();
+            let context = self.context.json();
+            let mut out = String::with_capacity(def.snapshot_prefix.len() + text.len() + context.len() + 256);
             out.push_str("{\"capability\":");
             out.push_str(&def.snapshot_prefix);
             self.entry
                 .write_live_fields(self.context.is_current(&def.scope_ids), &mut out);
             out.push_str(",\"input\":");
-            out.push_str(self.payload.text());
+            out.push_str(text);
             out.push_str(",\"semanticContext\":");
-            out.push_str(self.context.json());
+            out.push_str(context);
             out.push_str(if self.confirmed {
                 ",\"confirmed\":true"
             } else {
