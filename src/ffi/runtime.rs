@@ -450,7 +450,12 @@ pub unsafe extern "C" fn rcip_runtime_stats(runtime: *const rcip_runtime, stats_
 /// blocked `EXECUTION_ABORTED`), pending confirmations end without receipts
 /// (the confirmation callback hears `closed`), bindings and subscriptions
 /// are released. No callback of the runtime starts afterwards; user data is
-/// released once running callbacks return. Expiries the library's timer
+/// released once running callbacks return. "Starts" means the runtime's
+/// decision to call: a callback that another thread had already decided to
+/// call when the free began (it had passed the runtime's closed check) may
+/// still be entering on that thread after the free returns. It counts as
+/// started before the free, like a callback that entered just before it,
+/// and keeps its user data until it returns. Expiries the library's timer
 /// thread is delivering for this runtime finish first (the call waits for
 /// their callbacks to return), so do not call it while holding a lock that
 /// the confirmation callback, the event observer or the clock takes.
