@@ -836,8 +836,8 @@ impl Shared {
             let mut preflights: Vec<_> = st.preflights.drain().collect();
             preflights.sort_by_key(|(k, _)| *k);
             // Sized up front: collecting from `filter_map` grows the vector
-            // by doubling, which cost a free of 100 bindings about 20k
-            // instructions in reallocations (BENCHMARKS.md).
+            // by doubling (six reallocations for 100 bindings; BENCHMARKS.md,
+            // change 11).
             let mut bindings = Vec::with_capacity(st.bound_count);
             bindings.extend(st.bindings.iter_mut().filter_map(Option::take));
             st.bound_count = 0;
