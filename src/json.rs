@@ -141,12 +141,12 @@ pub struct Parsed<'a> {
 /// canonical (see [`Parsed::canonical`]).
 pub fn parse_payload<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, JsonError> {
     limits.check_size(bytes.len())?;
-    // One pass over the text serves the UTF-8 check and the canonical test,
-    // and one walk over the value normalises numbers and counts entries:
-    // payloads are parsed twice per invocation, and separate passes cost
-    // about as much as serde_json's parse of short text.
-    let scan = Scan::of(bytes);
-    let text = if scan.ascii {
+    // One word-at-a-time check over the text (ASCII) and one walk over the
+    // value (numbers normalised, written length summed) decide the
+    // canonical test: payloads are parsed twice per invocation, and a
+    // byte-by-byte pass over the text cost about as much as serde_json's
+    // parse of short text.
+    let text = if bytes.is_ascii() {
         // Safety: ASCII bytes are UTF-8.
         unsafe { std::str::from_utf8_unchecked(bytes) }
     } else {
@@ -154,98 +154,64 @@ pub fn parse_payload<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Parsed<'a>,
     };
     let mut value = parse_text(text, limits)?;
     let walk = Walk::normalize(&mut value);
-    let canonical = (scan.compact && walk.exact && walk.entries == scan.colons).then_some(text);
+    let canonical = (walk.exact && walk.written == bytes.len()).then_some(text);
     Ok(Parsed { value, canonical })
 }
 
-/// What one pass over payload text tells.
-struct Scan {
-    /// Every byte is ASCII (so the text is UTF-8).
-    ascii: bool,
-    /// No backslash anywhere and no whitespace outside strings: with exact
-    /// numbers and as many `:` outside strings as object entries (no
-    /// duplicate key), the text is byte for byte what serde_json writes for
-    /// the parsed value (serde_json's escapes are the only ones it writes).
-    compact: bool,
-    /// `:` outside strings (meaningful only while `compact`).
-    colons: usize,
-}
-
-/// Byte classes for [`Scan::of`]; 0 is every byte that needs no action.
-const QUOTE: u8 = 1;
-const COLON: u8 = 2;
-const WHITESPACE: u8 = 3;
-const BACKSLASH: u8 = 4;
-const NON_ASCII: u8 = 5;
-
-static CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = match i as u8 {
-            b'"' => QUOTE,
-            b':' => COLON,
-            b' ' | b'\t' | b'\n' | b'\r' => WHITESPACE,
-            b'\\' => BACKSLASH,
-            0x80..=0xff => NON_ASCII,
-            _ => 0,
-        };
-        i += 1;
-    }
-    t
-};
-
-impl Scan {
-    fn of(bytes: &[u8]) -> Scan {
-        let mut scan = Scan {
-            ascii: true,
-            compact: true,
-            colons: 0,
-        };
-        let mut in_string = false;
-        for &b in bytes {
-            match CLASS[b as usize] {
-                0 => {}
-                QUOTE => in_string = !in_string,
-                COLON => scan.colons += usize::from(!in_string),
-                WHITESPACE => scan.compact &= in_string,
-                BACKSLASH => scan.compact = false,
-                _ => scan.ascii = false,
-            }
-        }
-        scan
-    }
-}
-
 /// What [`Walk::normalize`] found in a value.
+///
+/// The canonical test is `exact && written == text length`. Compare the
+/// text with what serde_json's compact writer makes of the value, token by
+/// token, when every number is `exact`:
+/// - literals and numbers are the same length (an integer has one
+///   spelling, except `-0`, which is written `0`);
+/// - a string or key takes 2 bytes plus its content, and each escape in
+///   the text takes more bytes than the character it stands for;
+/// - whitespace outside strings is not written;
+/// - of duplicate keys one entry is written (the last value, at the first
+///   key's place), so a whole entry is not.
+///
+/// Nothing is longer than in the text, so `written` (strings counted
+/// without escapes) equals the text length only when the text has no
+/// escape, no `-0`, no whitespace outside strings and no duplicate key.
+/// Then every token is written as the text has it, in the same order (a
+/// string without escapes holds no character serde_json escapes: a raw
+/// `"`, `\` or control character cannot appear in one), so the text is
+/// exactly what serde_json writes. `canonical_test_matches_serde_on_random_texts`
+/// checks this against serde_json.
 struct Walk {
-    /// Object entries, all levels.
-    entries: usize,
     /// Every number is an integer that normalisation left as it was (so
-    /// serde_json writes it as the text had it).
+    /// serde_json writes its digits as the text had them).
     exact: bool,
+    /// Bytes serde_json's compact writer produces for the value, counting
+    /// each string as if it needed no escape (meaningful only while
+    /// `exact`).
+    written: usize,
 }
 
 impl Walk {
-    /// Normalises every number (see [`normalize_numbers`]) and counts object
-    /// entries. Iterative: deep values do not recurse, and scalar members
-    /// are handled without touching the heap.
+    /// Normalises every number (see [`normalize_numbers`]) and sums the
+    /// written length. Iterative: deep values do not recurse, and scalar
+    /// members are handled without touching the heap.
     fn normalize(value: &mut Value) -> Walk {
         let mut walk = Walk {
-            entries: 0,
             exact: true,
+            written: 0,
         };
         let mut stack: Vec<&mut Value> = Vec::new();
         let mut next = Some(value);
         while let Some(v) = next.take().or_else(|| stack.pop()) {
             match v {
                 Value::Object(map) => {
-                    walk.entries += map.len();
-                    for member in map.values_mut() {
+                    // Braces and commas, then `"key":` per entry.
+                    walk.written += 1 + map.len().max(1);
+                    for (key, member) in map.iter_mut() {
+                        walk.written += key.len() + 3;
                         walk.visit(member, &mut stack);
                     }
                 }
                 Value::Array(items) => {
+                    walk.written += 1 + items.len().max(1);
                     for item in items {
                         walk.visit(item, &mut stack);
                     }
@@ -259,16 +225,21 @@ impl Walk {
     fn visit<'a>(&mut self, value: &'a mut Value, stack: &mut Vec<&'a mut Value>) {
         match value {
             Value::Number(n) => {
-                if n.is_f64() {
-                    self.exact = false;
-                }
                 if let Some(fixed) = normalized_number(n) {
                     *n = fixed;
                     self.exact = false;
+                } else if let Some(u) = n.as_u64() {
+                    self.written += itoa::Buffer::new().format(u).len();
+                } else if let Some(i) = n.as_i64() {
+                    self.written += itoa::Buffer::new().format(i).len();
+                } else {
+                    self.exact = false;
                 }
             }
+            Value::String(s) => self.written += s.len() + 2,
+            Value::Bool(b) => self.written += if *b { 4 } else { 5 },
+            Value::Null => self.written += 4,
             Value::Object(_) | Value::Array(_) => stack.push(value),
-            _ => {}
         }
     }
 }
@@ -484,6 +455,103 @@ mod tests {
                 assert_eq!(serde_json::to_string(&p.value).unwrap(), text);
             }
         }
+    }
+
+    /// Random JSON texts with whitespace, duplicate keys, escapes and every
+    /// kind of number: the canonical test holds exactly when serde_json
+    /// writes the parsed value back as the same text, and the text has no
+    /// double (doubles are always written again) and no escape (text with
+    /// an escape is always written again, even where serde_json would write
+    /// the same escape).
+    #[test]
+    fn canonical_test_matches_serde_on_random_texts() {
+        struct Gen(u64);
+        impl Gen {
+            fn next(&mut self, n: u64) -> u64 {
+                // xorshift64*
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
+            }
+            fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+                from[self.next(from.len() as u64) as usize]
+            }
+            fn ws(&mut self, out: &mut String) {
+                if self.next(6) == 0 {
+                    out.push_str(self.pick(&[" ", "\n", "\t", "\r", "  "]));
+                }
+            }
+            fn value(&mut self, depth: u32, out: &mut String) {
+                self.ws(out);
+                match self.next(if depth > 3 { 4 } else { 6 }) {
+                    0 => out.push_str(self.pick(&["null", "true", "false"])),
+                    1 => out.push_str(self.pick(&[
+                        "0", "-0", "7", "-12", "1.5", "1.0", "-0.0", "1e2", "2E-1", "9007199254740991",
+                        "9007199254740993", "-9007199254740993", "18446744073709551615", "123456789012345678901",
+                    ])),
+                    2 | 3 => out.push_str(self.pick(&[
+                        r#""""#, r#""a""#, r#""a b""#, r#""x:y,{}""#, r#""\n""#, r#""\u0041""#, r#""\/""#,
+                        r#""\"""#, r#""\u001F""#, r#""\u001f""#, "\"\u{e9}\u{2603}\"", "\"\u{1f600}\"",
+                    ])),
+                    4 => {
+                        out.push('[');
+                        for i in 0..self.next(4) {
+                            if i > 0 {
+                                self.ws(out);
+                                out.push(',');
+                            }
+                            self.value(depth + 1, out);
+                        }
+                        self.ws(out);
+                        out.push(']');
+                    }
+                    _ => {
+                        out.push('{');
+                        for i in 0..self.next(4) {
+                            if i > 0 {
+                                self.ws(out);
+                                out.push(',');
+                            }
+                            self.ws(out);
+                            out.push_str(self.pick(&[r#""a""#, r#""b""#, r#""c d""#, r#""\u0061""#, r#""""#]));
+                            self.ws(out);
+                            out.push(':');
+                            self.value(depth + 1, out);
+                        }
+                        self.ws(out);
+                        out.push('}');
+                    }
+                }
+                self.ws(out);
+            }
+        }
+        fn has_double(v: &Value) -> bool {
+            match v {
+                Value::Number(n) => n.is_f64(),
+                Value::Array(a) => a.iter().any(has_double),
+                Value::Object(m) => m.values().any(has_double),
+                _ => false,
+            }
+        }
+        let mut gen = Gen(0x9e37_79b9_7f4a_7c15);
+        let (mut kept, mut total) = (0, 0);
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            gen.value(0, &mut text);
+            let raw: Value = serde_json::from_str(&text).unwrap();
+            let p = parse_payload(text.as_bytes(), &Limits::default()).unwrap();
+            let same = serde_json::to_string(&p.value).unwrap() == text;
+            let want = same && !has_double(&raw) && !text.contains('\\');
+            assert_eq!(p.canonical.is_some(), want, "{text}");
+            if p.canonical.is_some() {
+                assert_eq!(p.canonical, Some(text.as_str()));
+            }
+            kept += usize::from(want);
+            total += 1;
+        }
+        // Both answers occur often enough to mean something.
+        assert!(kept > total / 10 && kept < total * 9 / 10, "{kept} of {total}");
     }
 
     #[test]

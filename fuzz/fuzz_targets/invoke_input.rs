@@ -6,9 +6,11 @@
 //!
 //! Invariants: the call returns OK and exactly one outcome arrives; text an
 //! independent parser accepts (UTF-8, RFC 8259, no BOM, depth at most 1000)
-//! is never refused as "not JSON", and text it refuses never passes; the
-//! handler's input copy is canonical (invoking again with the copy gives
-//! the same copy) and an echoed copy comes back unchanged as the output;
+//! is never refused as "not JSON", and text it refuses never passes; text
+//! the payload parser keeps as canonical is what serde_json writes for its
+//! value; the handler's input copy is serde_json's compact text and a fixed
+//! point (invoking again with the copy gives the same copy), and an echoed
+//! copy comes back unchanged as the output;
 //! nothing stays reserved or pending afterwards.
 #![no_main]
 
@@ -151,6 +153,13 @@ fuzz_target!(|data: &[u8]| {
             bindings.push(b);
         }
 
+        // The canonical test on its own: text kept as it is must be what
+        // serde_json writes for the parsed value.
+        if let Ok(p) = rcip::json::parse_payload(text, &rcip::json::Limits::default()) {
+            if let Some(kept) = p.canonical {
+                assert_eq!(kept, serde_json::to_string(&p.value).unwrap(), "kept as canonical");
+            }
+        }
         let outcome = invoke(client, cap, text);
         let code = outcome["error"]["code"].as_str().unwrap_or("");
         let not_json = code == "INPUT_INVALID" && outcome["error"].get("validationIssues").is_none();
@@ -171,7 +180,14 @@ fuzz_target!(|data: &[u8]| {
                     "an echoed input comes back as the output"
                 );
             }
-            // The copy is canonical: invoking with it gives the same copy.
+            // The copy is what serde_json writes for it (so a text kept as
+            // canonical had no whitespace, escape or duplicate key)...
+            assert_eq!(
+                copy,
+                &serde_json::to_string(&json(copy)).unwrap(),
+                "the input copy is serde_json's compact text"
+            );
+            // ...and a fixed point: invoking with it gives the same copy.
             ECHO.with(|e| *e.borrow_mut() = true);
             let again = invoke(client, cap, copy.as_bytes());
             let seen2 = SEEN_INPUTS.with(|s| s.borrow().clone());
