@@ -164,7 +164,7 @@ pub fn parse_payload<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Parsed<'a>,
 /// text with what serde_json's compact writer makes of the value, token by
 /// token, when every number is `exact`:
 /// - literals and numbers are the same length (an integer has one
-///   spelling, except `-0`, which is written `0`);
+///   spelling; serde_json reads `-0` as a double, so it is never exact);
 /// - a string or key takes 2 bytes plus its content, and each escape in
 ///   the text takes more bytes than the character it stands for;
 /// - whitespace outside strings is not written;
@@ -173,7 +173,7 @@ pub fn parse_payload<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Parsed<'a>,
 ///
 /// Nothing is longer than in the text, so `written` (strings counted
 /// without escapes) equals the text length only when the text has no
-/// escape, no `-0`, no whitespace outside strings and no duplicate key.
+/// escape, no whitespace outside strings and no duplicate key.
 /// Then every token is written as the text has it, in the same order (a
 /// string without escapes holds no character serde_json escapes: a raw
 /// `"`, `\` or control character cannot appear in one), so the text is
