@@ -140,10 +140,11 @@ pub(crate) struct Shared {
     /// Keeps generated ids of different runtimes apart; made on first use.
     id_salt: OnceCell<String>,
     id_counter: AtomicU64,
-    /// Expiries the library's timer thread is delivering for this runtime
-    /// now; closing waits for them (no callback starts after the free).
-    timer_busy: Mutex<u32>,
-    timer_idle: Condvar,
+    /// The library's timer thread passes this gate before it takes a strong
+    /// reference to the runtime and leaves it after dropping it; closing
+    /// shuts it and waits (no callback starts, and no user data is released
+    /// on the timer thread, after the free returned).
+    pub(crate) timer_gate: Arc<TimerGate>,
 }
 
 thread_local! {
@@ -157,18 +158,78 @@ thread_local! {
     static TIMER_WORK: Cell<usize> = const { Cell::new(0) };
 }
 
-/// The timer thread delivering one runtime's expiries (see
-/// [`Shared::timer_work`]).
-pub(crate) struct TimerWork(Arc<Shared>);
+/// Admission of the library's timer thread to one runtime (PIPELINE.md
+/// section 9: no callback starts after the free returned).
+///
+/// It lives in its own allocation, which the timer's queue entries share
+/// next to their weak reference to the runtime, so that the timer thread
+/// can be admitted *before* it upgrades that reference and let go only
+/// *after* it dropped every strong reference. A close shuts the gate and
+/// waits for the timer thread to leave, so the runtime is never dropped
+/// (and its policy, observer and clock user data never released) on the
+/// timer thread after `rcip_runtime_free` returned.
+pub(crate) struct TimerGate {
+    /// (timer threads inside, shut).
+    state: Mutex<(u32, bool)>,
+    idle: Condvar,
+}
+
+impl TimerGate {
+    fn new() -> Self {
+        TimerGate {
+            state: Mutex::new((0, false)),
+            idle: Condvar::new(),
+        }
+    }
+
+    /// Admits the timer thread; false once the runtime is closing.
+    pub(crate) fn enter(&self) -> bool {
+        let mut st = self.state.lock();
+        if st.1 {
+            return false;
+        }
+        st.0 += 1;
+        true
+    }
+
+    /// The timer thread has dropped its strong references to the runtime.
+    pub(crate) fn leave(&self) {
+        let mut st = self.state.lock();
+        st.0 -= 1;
+        if st.0 == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Shuts the gate, then (when `wait`) waits until no timer thread is
+    /// inside. `wait` is false on the timer thread itself, closing from one
+    /// of the callbacks it delivers.
+    fn shut(&self, wait: bool) {
+        let mut st = self.state.lock();
+        st.1 = true;
+        if wait {
+            while st.0 > 0 {
+                self.idle.wait(&mut st);
+            }
+        }
+    }
+}
+
+/// Marks this thread as the timer thread delivering `runtime`'s expiries
+/// for as long as the guard lives: a close from one of those callbacks must
+/// not wait for the delivery it is part of.
+pub(crate) struct TimerWork(());
+
+impl TimerWork {
+    pub(crate) fn begin(runtime: &Arc<Shared>) -> TimerWork {
+        TIMER_WORK.with(|t| t.set(Arc::as_ptr(runtime) as usize));
+        TimerWork(())
+    }
+}
 
 impl Drop for TimerWork {
     fn drop(&mut self) {
         TIMER_WORK.with(|t| t.set(0));
-        let mut busy = self.0.timer_busy.lock();
-        *busy -= 1;
-        if *busy == 0 {
-            self.0.timer_idle.notify_all();
-        }
     }
 }
 
@@ -251,8 +312,7 @@ impl Shared {
             capability_ids: (0..n).map(|_| OnceCell::new()).collect(),
             id_salt: OnceCell::new(),
             id_counter: AtomicU64::new(0),
-            timer_busy: Mutex::new(0),
-            timer_idle: Condvar::new(),
+            timer_gate: Arc::new(TimerGate::new()),
         })
     }
 
@@ -270,20 +330,6 @@ impl Shared {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
-    }
-
-    /// The timer thread starts delivering this runtime's expiries (its clock,
-    /// events and confirmation notices); `None` once it is closed. A close
-    /// waits until the work ends, so that none of these callbacks starts
-    /// after the free returned (PIPELINE.md section 9).
-    pub(crate) fn timer_work(self: &Arc<Self>) -> Option<TimerWork> {
-        let mut busy = self.timer_busy.lock();
-        if self.is_closed() {
-            return None;
-        }
-        *busy += 1;
-        TIMER_WORK.with(|t| t.set(Arc::as_ptr(self) as usize));
-        Some(TimerWork(self.clone()))
     }
 
     /// The runtime's clock, in epoch milliseconds.
@@ -856,14 +902,11 @@ impl Shared {
         }
         drop(bindings);
         drop(subscribers);
-        // Expiries the timer thread took before the close finish delivering
-        // before the free returns (unless this is the timer thread, closing
-        // from one of those callbacks). No lock is held while they run.
-        if TIMER_WORK.with(|t| t.get()) != Arc::as_ptr(self) as usize {
-            let mut busy = self.timer_busy.lock();
-            while *busy > 0 {
-                self.timer_idle.wait(&mut busy);
-            }
-        }
+        // Expiries the timer thread took before the close finish delivering,
+        // and it drops its references to the runtime, before the free
+        // returns (unless this is the timer thread, closing from one of
+        // those callbacks). No lock is held while they run.
+        let on_timer_thread = TIMER_WORK.with(|t| t.get()) == Arc::as_ptr(self) as usize;
+        self.timer_gate.shut(!on_timer_thread);
     }
 }

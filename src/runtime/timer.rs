@@ -5,7 +5,7 @@
 //! ends after it has had nothing to do for [`IDLE_EXIT`], so a process with
 //! no pending confirmation has no rcip thread.
 
-use super::shared::Shared;
+use super::shared::{Shared, TimerGate, TimerWork};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
@@ -15,6 +15,8 @@ struct Due {
     at: Instant,
     seq: u64,
     runtime: Weak<Shared>,
+    /// Passed before `runtime` is upgraded (see [`TimerGate`]).
+    gate: Arc<TimerGate>,
 }
 
 impl PartialEq for Due {
@@ -64,10 +66,12 @@ fn timer() -> &'static Timer {
 /// ms), measured from the runtime's clock now.
 pub(crate) fn schedule(runtime: &Arc<Shared>, expires_at: i64) {
     let delay = expires_at.saturating_sub(runtime.now()).max(0) as u64;
-    schedule_in(Arc::downgrade(runtime), Duration::from_millis(delay));
+    schedule_in(runtime, Duration::from_millis(delay));
 }
 
-fn schedule_in(runtime: Weak<Shared>, delay: Duration) {
+fn schedule_in(runtime: &Arc<Shared>, delay: Duration) {
+    let gate = runtime.timer_gate.clone();
+    let runtime = Arc::downgrade(runtime);
     let t = timer();
     let mut q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
     q.seq += 1;
@@ -76,6 +80,7 @@ fn schedule_in(runtime: Weak<Shared>, delay: Duration) {
         at: Instant::now() + delay,
         seq,
         runtime,
+        gate,
     }));
     if q.running {
         t.wake.notify_one();
@@ -106,7 +111,7 @@ fn run() {
                             return;
                         }
                     }
-                    Some(Reverse(first)) if first.at <= now => break q.due.pop().map(|Reverse(d)| d.runtime),
+                    Some(Reverse(first)) if first.at <= now => break q.due.pop().map(|Reverse(d)| (d.runtime, d.gate)),
                     Some(Reverse(first)) => {
                         let wait = first.at - now;
                         q = t.wake.wait_timeout(q, wait).unwrap_or_else(|e| e.into_inner()).0;
@@ -114,26 +119,148 @@ fn run() {
                 }
             }
         };
-        let Some(runtime) = due.and_then(|w| w.upgrade()) else {
+        let Some((runtime, gate)) = due else { continue };
+        // Admitted before the upgrade and released after every strong
+        // reference is gone: a close either shuts the gate first (and this
+        // expiry lapses) or waits here, so the runtime is never dropped on
+        // this thread after its free returned.
+        if !gate.enter() {
             continue;
-        };
-        // A closed runtime gets no more callbacks; a close that starts now
-        // waits until this work is done.
-        let Some(work) = runtime.timer_work() else { continue };
-        // No panic may end the timer thread: expiries of other runtimes
-        // depend on it.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let now = runtime.now();
-            runtime.expire_due(now);
-            // A host clock may lag the wall clock: wake again for what is
-            // still pending.
-            if let Some(next) = runtime.next_deadline() {
-                if !runtime.is_closed() {
-                    let delay = next.saturating_sub(runtime.now()).max(1) as u64;
-                    schedule_in(Arc::downgrade(&runtime), Duration::from_millis(delay));
-                }
+        }
+        deliver(runtime);
+        gate.leave();
+    }
+}
+
+/// Delivers one wake-up; every strong reference it takes is dropped when it
+/// returns.
+fn deliver(runtime: Weak<Shared>) {
+    let Some(runtime) = runtime.upgrade() else { return };
+    #[cfg(test)]
+    if let Some(hook) = tests::AFTER_UPGRADE.lock().as_mut() {
+        hook(&runtime);
+    }
+    // A closed runtime gets no more callbacks.
+    if runtime.is_closed() {
+        return;
+    }
+    let _work = TimerWork::begin(&runtime);
+    // No panic may end the timer thread: expiries of other runtimes depend
+    // on it.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let now = runtime.now();
+        runtime.expire_due(now);
+        // A host clock may lag the wall clock: wake again for what is still
+        // pending.
+        if let Some(next) = runtime.next_deadline() {
+            if !runtime.is_closed() {
+                let delay = next.saturating_sub(runtime.now()).max(1) as u64;
+                schedule_in(&runtime, Duration::from_millis(delay));
+            }
+        }
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::runtime::{Invocation, RuntimeBuilder};
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use std::sync::mpsc;
+
+    /// Runs on the timer thread right after it upgraded a runtime's weak
+    /// reference: the moment it holds a strong one.
+    pub(super) type Hook = Box<dyn FnMut(&Arc<Shared>) + Send>;
+    pub(super) static AFTER_UPGRADE: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
+
+    struct Clock {
+        now: Arc<AtomicI64>,
+        released: Arc<AtomicBool>,
+    }
+
+    impl crate::runtime::callbacks::Clock for Clock {
+        fn now_ms(&self) -> i64 {
+            self.now.load(Ordering::SeqCst)
+        }
+    }
+
+    impl Drop for Clock {
+        fn drop(&mut self) {
+            self.released.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// PIPELINE.md section 9: the runtime's user data is released before
+    /// the free returns. The timer thread here holds a strong reference to
+    /// the runtime (taken to deliver a due confirmation) when the free
+    /// starts; the free must wait for it to let go, so that the runtime is
+    /// not dropped on the timer thread afterwards. Before the gate, the free
+    /// returned at once and the clock was released later, on the timer
+    /// thread (found by stress-short).
+    #[test]
+    fn the_free_waits_for_the_timer_threads_reference() {
+        let catalog = Catalog::from_bytes(
+            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
+                 "scopes": [], "capabilities": [
+                   {"id": "visits.close", "title": "Close visit", "description": "Closes a visit.",
+                    "scopeIds": [], "effect": "destructive",
+                    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#,
+        )
+        .unwrap();
+        let now = Arc::new(AtomicI64::new(1_000_000));
+        let released = Arc::new(AtomicBool::new(false));
+        let mut builder = RuntimeBuilder::new(&catalog);
+        builder.confirmation_ttl_ms(50).unwrap();
+        builder.clock(Arc::new(Clock {
+            now: now.clone(),
+            released: released.clone(),
+        }));
+        let runtime = builder.build();
+        runtime
+            .host()
+            .bind(
+                "visits.close",
+                Arc::new(|inv: Invocation| inv.complete(serde_json::json!({})).unwrap()),
+                None,
+            )
+            .unwrap()
+            .detach();
+        let outcome = Arc::new(parking_lot::Mutex::new(String::new()));
+        let o = outcome.clone();
+        runtime
+            .client()
+            .invoke(
+                "visits.close",
+                b"{}",
+                Some("c1"),
+                None,
+                Box::new(move |json: &str| *o.lock() = json.to_string()),
+            )
+            .unwrap();
+        assert!(outcome.lock().contains("confirmation_required"), "{}", outcome.lock());
+
+        let target = Arc::as_ptr(&runtime.shared) as usize;
+        let (held_tx, held_rx) = mpsc::channel::<()>();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        *AFTER_UPGRADE.lock() = Some(Box::new(move |rt: &Arc<Shared>| {
+            if Arc::as_ptr(rt) as usize == target {
+                let _ = held_tx.send(());
+                // Long enough for a free that does not wait to return.
+                let _ = go_rx.recv_timeout(Duration::from_millis(300));
             }
         }));
-        drop(work);
+        now.fetch_add(50, Ordering::SeqCst);
+        held_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the timer thread took the runtime to expire the confirmation");
+        drop(runtime);
+        let released_at_return = released.load(Ordering::SeqCst);
+        let _ = go_tx.send(());
+        *AFTER_UPGRADE.lock() = None;
+        assert!(
+            released_at_return,
+            "the free returned while the timer thread still held the runtime"
+        );
     }
 }
