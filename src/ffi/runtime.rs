@@ -460,6 +460,13 @@ pub unsafe extern "C" fn rcip_runtime_stats(runtime: *const rcip_runtime, stats_
 /// their callbacks to return), so do not call it while holding a lock that
 /// the confirmation callback, the event observer or the clock takes.
 ///
+/// The runtime's own user data (policy, confirmation callback, event
+/// observer, clock, id generator) is released before the call returns,
+/// except while something else still uses the runtime's core: a call
+/// running on another thread (released when it returns), the callback this
+/// free is called from (when it returns), an MCP session (when it is
+/// freed).
+///
 /// Ownership: consumes `runtime`; its client and host views become invalid.
 /// Handles still held (completion handles, bindings, tokens, snapshots, the
 /// catalog) stay valid until freed and answer `RCIP_RESULT_CLOSED` where
