@@ -870,6 +870,11 @@ impl Shared {
         let (invocations, confirmations, preflights, bindings, subscribers) = {
             let mut st = self.state.lock();
             if st.closed {
+                // Closed before (a Rust host's explicit `close`, perhaps
+                // from a callback on the timer thread): this call, the free
+                // in that case, still waits for the timer thread.
+                drop(st);
+                self.shut_timer_gate();
                 return;
             }
             st.closed = true;
@@ -902,10 +907,14 @@ impl Shared {
         }
         drop(bindings);
         drop(subscribers);
-        // Expiries the timer thread took before the close finish delivering,
-        // and it drops its references to the runtime, before the free
-        // returns (unless this is the timer thread, closing from one of
-        // those callbacks). No lock is held while they run.
+        self.shut_timer_gate();
+    }
+
+    /// Expiries the timer thread took before the close finish delivering,
+    /// and it drops its references to the runtime, before the close returns
+    /// (unless this is the timer thread, closing from one of those
+    /// callbacks). No lock is held while they run.
+    fn shut_timer_gate(self: &Arc<Self>) {
         let on_timer_thread = TIMER_WORK.with(|t| t.get()) == Arc::as_ptr(self) as usize;
         self.timer_gate.shut(!on_timer_thread);
     }

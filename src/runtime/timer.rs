@@ -127,7 +127,10 @@ fn run() {
         if !gate.enter() {
             continue;
         }
-        deliver(runtime);
+        // No panic may end the timer thread: expiries of other runtimes
+        // depend on it. (The last reference to a runtime freed from its own
+        // callback is dropped in `deliver`, and with it host user data.)
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(runtime)));
         gate.leave();
     }
 }
@@ -260,6 +263,70 @@ mod tests {
         *AFTER_UPGRADE.lock() = None;
         assert!(
             released_at_return,
+            "the free returned while the timer thread still held the runtime"
+        );
+    }
+
+    /// As above, when the runtime was closed before its free: a Rust host's
+    /// `close` from a callback on the timer thread (which cannot wait for
+    /// itself), then the drop on another thread while that callback still
+    /// runs. The second close must wait for the timer thread too.
+    #[test]
+    fn a_free_after_a_close_on_the_timer_thread_waits_for_it() {
+        use crate::runtime::Runtime;
+        let catalog = Catalog::from_bytes(
+            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
+                 "scopes": [], "capabilities": [
+                   {"id": "visits.close", "title": "Close visit", "description": "Closes a visit.",
+                    "scopeIds": [], "effect": "destructive",
+                    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#,
+        )
+        .unwrap();
+        let now = Arc::new(AtomicI64::new(1_000_000));
+        let released = Arc::new(AtomicBool::new(false));
+        let slot: Arc<parking_lot::Mutex<Option<std::sync::Weak<Runtime>>>> = Arc::default();
+        let (closed_tx, closed_rx) = mpsc::channel::<()>();
+        let closed_tx = parking_lot::Mutex::new(closed_tx);
+        let s2 = slot.clone();
+        let mut builder = RuntimeBuilder::new(&catalog);
+        builder.confirmation_ttl_ms(50).unwrap();
+        builder.clock(Arc::new(Clock {
+            now: now.clone(),
+            released: released.clone(),
+        }));
+        builder.confirmation_observer(Arc::new(move |json: &str| {
+            if json.contains("\"reason\":\"expired\"") {
+                let runtime = s2.lock().as_ref().and_then(|w| w.upgrade());
+                if let Some(runtime) = runtime {
+                    runtime.close();
+                }
+                let _ = closed_tx.lock().send(());
+                // Long enough for a free that does not wait to return.
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }));
+        let runtime = Arc::new(builder.build());
+        *slot.lock() = Some(Arc::downgrade(&runtime));
+        runtime
+            .host()
+            .bind(
+                "visits.close",
+                Arc::new(|inv: Invocation| inv.complete(serde_json::json!({})).unwrap()),
+                None,
+            )
+            .unwrap()
+            .detach();
+        runtime
+            .client()
+            .invoke("visits.close", b"{}", Some("c1"), None, Box::new(|_: &str| {}))
+            .unwrap();
+        now.fetch_add(50, Ordering::SeqCst);
+        closed_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the confirmation expired on the timer thread");
+        drop(runtime);
+        assert!(
+            released.load(Ordering::SeqCst),
             "the free returned while the timer thread still held the runtime"
         );
     }
