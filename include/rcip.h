@@ -1407,9 +1407,14 @@ rcip_result rcip_runtime_next_deadline(const struct rcip_runtime *runtime, bool 
  * Expires every confirmation whose `expiresAt` is at or before the clock's
  * now, in `expiresAt` order (ties in creation order): each gets a receipt
  * `failed CONFIRMATION_EXPIRED`, a `failed` event stamped `expiresAt`, and
- * the confirmation callback's `closed` notice, on this thread.
+ * the confirmation callback's `closed` notice, on this thread. Each
+ * confirmation expires just before its own callbacks: when one of them
+ * frees the runtime, the confirmations not yet expired end with the free
+ * (their `closed` notices, reason `closed`, during it) and this call
+ * returns OK. The library's timer thread expires the same way.
  *
- * Ownership: `runtime` is borrowed for the call.
+ * Ownership: `runtime` is borrowed for the call; it may be freed from a
+ * callback this call runs.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread; also valid without manual timers.
  * Rule: PIPELINE.md section 5 (expiry), section 7.

@@ -192,3 +192,74 @@ fn no_timer_callback_starts_after_the_free_returned() {
         .count();
     assert_eq!(closed, 2, "each confirmation closed once: {:?}", *starts);
 }
+
+/// A callback of one expiry frees the runtime while more confirmations fell
+/// due at the same moment (PIPELINE.md section 9: no callback starts after
+/// the free). The others end with the close: each hears `closed` (reason
+/// `closed`) during the free, and no expiry event or notice follows it.
+/// Before the fix the whole batch was taken at once, and the others' events
+/// and notices came after the free had returned.
+#[test]
+fn a_free_from_an_expiry_callback_ends_the_rest_with_the_close() {
+    let now = Arc::new(AtomicI64::new(1_000_000));
+    let log: Arc<Mutex<Vec<String>>> = Arc::default();
+    let slot: Arc<Mutex<Option<Arc<rcip::runtime::Runtime>>>> = Arc::default();
+    let mut builder = RuntimeBuilder::new(&catalog());
+    builder.confirmation_ttl_ms(50).unwrap().manual_timers(true);
+    let n2 = now.clone();
+    builder.clock(Arc::new(move || n2.load(Ordering::SeqCst)));
+    let l1 = log.clone();
+    builder.event_observer(Arc::new(move |e: &LifecycleEvent| {
+        l1.lock().push(format!("event {:?} {}", e.phase, e.invocation_id));
+    }));
+    let l2 = log.clone();
+    let s2 = slot.clone();
+    builder.confirmation_observer(Arc::new(move |json: &str| {
+        let v: Value = serde_json::from_str(json).unwrap();
+        if v["event"] == "closed" {
+            l2.lock().push(format!(
+                "closed {} {}",
+                v["invocationId"].as_str().unwrap(),
+                v["reason"].as_str().unwrap()
+            ));
+            if v["reason"] == "expired" {
+                let runtime = s2.lock().take();
+                if let Some(runtime) = runtime {
+                    runtime.close();
+                    l2.lock().push("free returned".into());
+                }
+            }
+        }
+    }));
+    let runtime = Arc::new(builder.build());
+    *slot.lock() = Some(runtime.clone());
+    runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap()
+        .detach();
+    let outcomes = Outcomes::default();
+    for id in ["c1", "c2", "c3"] {
+        runtime
+            .client()
+            .invoke("visits.close", b"{}", Some(id), None, outcomes.sink())
+            .unwrap();
+    }
+    log.lock().clear();
+    now.fetch_add(50, Ordering::SeqCst);
+    assert_eq!(runtime.run_due_timers().unwrap(), 1, "{:?}", log.lock());
+    assert_eq!(
+        *log.lock(),
+        [
+            "event Failed c1",
+            "closed c1 expired",
+            "closed c2 closed",
+            "closed c3 closed",
+            "free returned"
+        ],
+    );
+}

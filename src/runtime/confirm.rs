@@ -255,28 +255,34 @@ impl Shared {
 
     /// Expires every confirmation due at `now`, in `expiresAt` order (ties in
     /// creation order). Returns how many expired.
+    ///
+    /// One at a time, each taken under the lock just before its callbacks:
+    /// when a callback of one expiry frees the runtime, the confirmations
+    /// still pending end with the close (their `closed` notices during the
+    /// free), not with more expiry callbacks after the free returned.
     pub(crate) fn expire_due(self: &Arc<Self>, now: i64) -> usize {
-        let due = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return 0;
-            }
-            let mut due = Vec::new();
-            while let Some(first) = st.deadlines.first().cloned() {
+        let mut n = 0;
+        loop {
+            let mut c = {
+                let mut st = self.state.lock();
+                if st.closed {
+                    return n;
+                }
+                let Some(first) = st.deadlines.first().cloned() else {
+                    return n;
+                };
                 if first.0 > now {
-                    break;
+                    return n;
                 }
                 st.deadlines.remove(&first);
-                if let Some(c) = st.confirmations.remove(&first.2) {
-                    st.reserved.remove(&*c.invocation_id);
-                    Shared::push_receipt(&mut st, &c, ErrorCode::ConfirmationExpired);
-                    due.push(c);
-                }
-            }
-            due
-        };
-        let n = due.len();
-        for mut c in due {
+                let Some(c) = st.confirmations.remove(&first.2) else {
+                    continue;
+                };
+                st.reserved.remove(&*c.invocation_id);
+                Shared::push_receipt(&mut st, &c, ErrorCode::ConfirmationExpired);
+                c
+            };
+            n += 1;
             Shared::unregister_confirmation_token(&mut c);
             self.emit(
                 &c.invocation_id,
@@ -287,7 +293,6 @@ impl Shared {
             );
             self.notify_closed(&c, CloseReason::Expired);
         }
-        n
     }
 
     /// The earliest pending `expiresAt`.
