@@ -120,6 +120,28 @@ fn a_decision_racing_the_free_ends_aborted() {
     }
 }
 
+/// Binds `visits.close` (destructive) and invokes it once per id: each
+/// invocation leaves a confirmation pending.
+fn open_confirmations(runtime: &rcip::runtime::Runtime, ids: &[&str]) -> Outcomes {
+    runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap()
+        .detach();
+    let outcomes = Outcomes::default();
+    for id in ids {
+        runtime
+            .client()
+            .invoke("visits.close", b"{}", Some(id), None, outcomes.sink())
+            .unwrap();
+    }
+    outcomes
+}
+
 /// Expiries the library's timer thread is delivering when the runtime is
 /// freed: every callback of them starts before `rcip_runtime_free`
 /// returns (PIPELINE.md section 9: no callback starts afterwards). Before
@@ -152,24 +174,7 @@ fn no_timer_callback_starts_after_the_free_returned() {
         }
     }));
     let runtime = builder.build();
-    runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap()
-        .detach();
-    let outcomes = Outcomes::default();
-    runtime
-        .client()
-        .invoke("visits.close", b"{}", Some("c1"), None, outcomes.sink())
-        .unwrap();
-    runtime
-        .client()
-        .invoke("visits.close", b"{}", Some("c2"), None, outcomes.sink())
-        .unwrap();
+    let outcomes = open_confirmations(&runtime, &["c1", "c2"]);
     assert_eq!(outcomes.all().len(), 2);
     // Both fall due at once on the timer thread.
     now.fetch_add(50, Ordering::SeqCst);
@@ -233,22 +238,7 @@ fn a_free_from_an_expiry_callback_ends_the_rest_with_the_close() {
     }));
     let runtime = Arc::new(builder.build());
     *slot.lock() = Some(runtime.clone());
-    runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap()
-        .detach();
-    let outcomes = Outcomes::default();
-    for id in ["c1", "c2", "c3"] {
-        runtime
-            .client()
-            .invoke("visits.close", b"{}", Some(id), None, outcomes.sink())
-            .unwrap();
-    }
+    open_confirmations(&runtime, &["c1", "c2", "c3"]);
     log.lock().clear();
     now.fetch_add(50, Ordering::SeqCst);
     assert_eq!(runtime.run_due_timers().unwrap(), 1, "{:?}", log.lock());

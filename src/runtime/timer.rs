@@ -194,32 +194,32 @@ mod tests {
         }
     }
 
-    /// PIPELINE.md section 9: the runtime's user data is released before
-    /// the free returns. The timer thread here holds a strong reference to
-    /// the runtime (taken to deliver a due confirmation) when the free
-    /// starts; the free must wait for it to let go, so that the runtime is
-    /// not dropped on the timer thread afterwards. Before the gate, the free
-    /// returned at once and the clock was released later, on the timer
-    /// thread (found by stress-short).
-    #[test]
-    fn the_free_waits_for_the_timer_threads_reference() {
-        let catalog = Catalog::from_bytes(
+    /// A builder with a 50 ms confirmation TTL and a clock reading `now`
+    /// that sets `released` when the runtime releases it.
+    fn builder(catalog: &Catalog, now: &Arc<AtomicI64>, released: &Arc<AtomicBool>) -> RuntimeBuilder {
+        let mut builder = RuntimeBuilder::new(catalog);
+        builder.confirmation_ttl_ms(50).unwrap();
+        builder.clock(Arc::new(Clock {
+            now: now.clone(),
+            released: released.clone(),
+        }));
+        builder
+    }
+
+    fn catalog() -> Catalog {
+        Catalog::from_bytes(
             br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
                  "scopes": [], "capabilities": [
                    {"id": "visits.close", "title": "Close visit", "description": "Closes a visit.",
                     "scopeIds": [], "effect": "destructive",
                     "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#,
         )
-        .unwrap();
-        let now = Arc::new(AtomicI64::new(1_000_000));
-        let released = Arc::new(AtomicBool::new(false));
-        let mut builder = RuntimeBuilder::new(&catalog);
-        builder.confirmation_ttl_ms(50).unwrap();
-        builder.clock(Arc::new(Clock {
-            now: now.clone(),
-            released: released.clone(),
-        }));
-        let runtime = builder.build();
+        .unwrap()
+    }
+
+    /// Binds the destructive capability and invokes it: one confirmation
+    /// pending, due 50 ms from the clock's now.
+    fn open_confirmation(runtime: &crate::runtime::Runtime) {
         runtime
             .host()
             .bind(
@@ -242,6 +242,21 @@ mod tests {
             )
             .unwrap();
         assert!(outcome.lock().contains("confirmation_required"), "{}", outcome.lock());
+    }
+
+    /// PIPELINE.md section 9: the runtime's user data is released before
+    /// the free returns. The timer thread here holds a strong reference to
+    /// the runtime (taken to deliver a due confirmation) when the free
+    /// starts; the free must wait for it to let go, so that the runtime is
+    /// not dropped on the timer thread afterwards. Before the gate, the free
+    /// returned at once and the clock was released later, on the timer
+    /// thread (found by stress-short).
+    #[test]
+    fn the_free_waits_for_the_timer_threads_reference() {
+        let now = Arc::new(AtomicI64::new(1_000_000));
+        let released = Arc::new(AtomicBool::new(false));
+        let runtime = builder(&catalog(), &now, &released).build();
+        open_confirmation(&runtime);
 
         let target = Arc::as_ptr(&runtime.shared) as usize;
         let (held_tx, held_rx) = mpsc::channel::<()>();
@@ -274,26 +289,13 @@ mod tests {
     #[test]
     fn a_free_after_a_close_on_the_timer_thread_waits_for_it() {
         use crate::runtime::Runtime;
-        let catalog = Catalog::from_bytes(
-            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
-                 "scopes": [], "capabilities": [
-                   {"id": "visits.close", "title": "Close visit", "description": "Closes a visit.",
-                    "scopeIds": [], "effect": "destructive",
-                    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#,
-        )
-        .unwrap();
         let now = Arc::new(AtomicI64::new(1_000_000));
         let released = Arc::new(AtomicBool::new(false));
         let slot: Arc<parking_lot::Mutex<Option<std::sync::Weak<Runtime>>>> = Arc::default();
         let (closed_tx, closed_rx) = mpsc::channel::<()>();
         let closed_tx = parking_lot::Mutex::new(closed_tx);
         let s2 = slot.clone();
-        let mut builder = RuntimeBuilder::new(&catalog);
-        builder.confirmation_ttl_ms(50).unwrap();
-        builder.clock(Arc::new(Clock {
-            now: now.clone(),
-            released: released.clone(),
-        }));
+        let mut builder = builder(&catalog(), &now, &released);
         builder.confirmation_observer(Arc::new(move |json: &str| {
             if json.contains("\"reason\":\"expired\"") {
                 let runtime = s2.lock().as_ref().and_then(|w| w.upgrade());
@@ -307,19 +309,7 @@ mod tests {
         }));
         let runtime = Arc::new(builder.build());
         *slot.lock() = Some(Arc::downgrade(&runtime));
-        runtime
-            .host()
-            .bind(
-                "visits.close",
-                Arc::new(|inv: Invocation| inv.complete(serde_json::json!({})).unwrap()),
-                None,
-            )
-            .unwrap()
-            .detach();
-        runtime
-            .client()
-            .invoke("visits.close", b"{}", Some("c1"), None, Box::new(|_: &str| {}))
-            .unwrap();
+        open_confirmation(&runtime);
         now.fetch_add(50, Ordering::SeqCst);
         closed_rx
             .recv_timeout(Duration::from_secs(5))
