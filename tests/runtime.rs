@@ -4,7 +4,8 @@
 use parking_lot::Mutex;
 use rcip::catalog::Catalog;
 use rcip::runtime::{
-    Availability, CancelToken, Decision, HostError, Invocation, PolicyRequest, Runtime, RuntimeBuilder, SemanticContext,
+    Availability, CancelToken, Decision, HostError, Invocation, LifecycleEvent, PolicyRequest, Runtime, RuntimeBuilder,
+    SemanticContext,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -521,4 +522,87 @@ fn bare_decision_texts_mean_what_their_parsed_forms_mean() {
         assert_eq!(fast["status"], status, "{compact}: {fast}");
         assert_eq!(fast, run(spaced), "{compact}");
     }
+}
+
+/// Due expiries run one after another (PIPELINE.md sections 5 and 7): a
+/// callback of the first sees the others due at the same moment still
+/// pending. Approving one there is an approval at or after `expiresAt`
+/// (`failed CONFIRMATION_EXPIRED`, with its `failed` event); declining one
+/// is a decline (`denied CONFIRMATION_DECLINED`). Only the first is
+/// expired by the timer run.
+#[test]
+fn a_callback_of_one_expiry_sees_the_others_still_pending() {
+    let now = Arc::new(AtomicI64::new(1_000_000));
+    let opened: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let host: Arc<Mutex<Option<rcip::runtime::Host>>> = Arc::default();
+    let answers = Outcomes::default();
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.confirmation_ttl_ms(50).unwrap().manual_timers(true);
+    let n2 = now.clone();
+    b.clock(Arc::new(move || n2.load(Ordering::SeqCst)));
+    let e2 = events.clone();
+    b.event_observer(Arc::new(move |e: &LifecycleEvent| {
+        e2.lock().push(format!("{:?} {}", e.phase, e.invocation_id));
+    }));
+    let (o2, h2, a2) = (opened.clone(), host.clone(), answers.clone());
+    b.confirmation_observer(Arc::new(move |json: &str| {
+        let n: Value = serde_json::from_str(json).unwrap();
+        let invocation = n["invocationId"].as_str().unwrap().to_string();
+        if n["event"] == "opened" {
+            let id = n["confirmation"]["id"].as_str().unwrap().to_string();
+            o2.lock().push((invocation, id));
+        } else if n["reason"] == "expired" && invocation == "c1" {
+            let host = h2.lock().clone().unwrap();
+            let ids = o2.lock().clone();
+            host.resolve_confirmation(&ids[1].1, true, a2.sink()).unwrap();
+            host.resolve_confirmation(&ids[2].1, false, a2.sink()).unwrap();
+        }
+    }));
+    let runtime = b.build();
+    *host.lock() = Some(runtime.host());
+    let _bind = runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    runtime
+        .host()
+        .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
+        .unwrap();
+    let outcomes = Outcomes::default();
+    for id in ["c1", "c2", "c3"] {
+        runtime
+            .client()
+            .invoke("visits.close", b"{}", Some(id), None, outcomes.sink())
+            .unwrap();
+    }
+    assert!(outcomes.all().iter().all(|o| o["status"] == "confirmation_required"));
+    events.lock().clear();
+    now.fetch_add(50, Ordering::SeqCst);
+    assert_eq!(runtime.run_due_timers().unwrap(), 1);
+    let answers = answers.all();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(
+        (
+            answers[0]["invocationId"].as_str(),
+            answers[0]["status"].as_str(),
+            answers[0]["error"]["code"].as_str()
+        ),
+        (Some("c2"), Some("failed"), Some("CONFIRMATION_EXPIRED")),
+        "{answers:?}"
+    );
+    assert_eq!(
+        (
+            answers[1]["invocationId"].as_str(),
+            answers[1]["status"].as_str(),
+            answers[1]["error"]["code"].as_str()
+        ),
+        (Some("c3"), Some("denied"), Some("CONFIRMATION_DECLINED")),
+        "{answers:?}"
+    );
+    assert_eq!(*events.lock(), ["Failed c1", "Failed c2", "ConfirmationDeclined c3"],);
 }
