@@ -272,17 +272,10 @@ fn clock_and_id_generator_cannot_call_the_runtime() {
     *rt.lock() = None;
 }
 
-#[test]
-fn real_time_timer_expires_a_confirmation_without_any_call() {
-    let mut b = RuntimeBuilder::new(&catalog());
-    b.confirmation_ttl_ms(30).unwrap();
-    let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let n2 = notices.clone();
-    b.confirmation_observer(Arc::new(move |json: &str| {
-        n2.lock().push(serde_json::from_str(json).unwrap())
-    }));
-    let runtime = b.build();
-    let _bind = runtime
+/// Binds `visits.close` (destructive; its handler completes with `{}`) and
+/// makes its scope active, so that invoking it asks for confirmation.
+fn bind_close(runtime: &Runtime) -> rcip::runtime::Binding {
+    let binding = runtime
         .host()
         .bind(
             "visits.close",
@@ -294,6 +287,20 @@ fn real_time_timer_expires_a_confirmation_without_any_call() {
         .host()
         .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
         .unwrap();
+    binding
+}
+
+#[test]
+fn real_time_timer_expires_a_confirmation_without_any_call() {
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.confirmation_ttl_ms(30).unwrap();
+    let notices: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let n2 = notices.clone();
+    b.confirmation_observer(Arc::new(move |json: &str| {
+        n2.lock().push(serde_json::from_str(json).unwrap())
+    }));
+    let runtime = b.build();
+    let _bind = bind_close(&runtime);
     let outcomes = Outcomes::default();
     runtime
         .client()
@@ -436,18 +443,7 @@ fn the_closed_notice_never_comes_before_the_opened_one() {
         n2.lock().push(serde_json::from_str(json).unwrap())
     }));
     let runtime = Arc::new(b.build());
-    let _bind = runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
-    runtime
-        .host()
-        .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
-        .unwrap();
+    let _bind = bind_close(&runtime);
     let resolved = Outcomes::default();
     let (rt, res) = (runtime.clone(), resolved.clone());
     runtime
@@ -561,18 +557,7 @@ fn a_callback_of_one_expiry_sees_the_others_still_pending() {
     }));
     let runtime = b.build();
     *host.lock() = Some(runtime.host());
-    let _bind = runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
-    runtime
-        .host()
-        .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
-        .unwrap();
+    let _bind = bind_close(&runtime);
     let outcomes = Outcomes::default();
     for id in ["c1", "c2", "c3"] {
         runtime
