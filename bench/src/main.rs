@@ -447,6 +447,8 @@ fn main() {
     unsafe { run_all(&mut b) };
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failed = b.targets.iter().filter(|t| !t.1).count();
+    let summary = format!("{} passed, {} failed", b.targets.len() - failed, failed);
     if json_out {
         let out = json!({
             "cores": cores,
@@ -454,8 +456,13 @@ fn main() {
             "workloads": b.stats.iter().map(|s| json!({"name": s.name, "minNsPerOp": s.min, "medianNsPerOp": s.median, "spread": s.spread, "runs": s.runs})).collect::<Vec<_>>(),
             "figures": b.figures.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
             "targets": b.targets.iter().map(|(n, ok, d)| json!({"name": n, "pass": ok, "detail": d})).collect::<Vec<_>>(),
+            "passed": b.targets.len() - failed,
+            "failed": failed,
         });
+        // stdout stays one JSON document (for jq and scripts); the summary
+        // line goes to stderr.
         println!("{}", serde_json::to_string_pretty(&out).unwrap());
+        eprintln!("{summary}");
     } else {
         println!("rcip-bench: {cores} cores, at least {} runs per workload", b.runs);
         println!(
@@ -483,9 +490,8 @@ fn main() {
         for (name, ok, detail) in &b.targets {
             println!("{} {name}: {detail}", if *ok { "PASS" } else { "FAIL" });
         }
+        println!("{summary}");
     }
-    let failed = b.targets.iter().filter(|t| !t.1).count();
-    println!("{} passed, {} failed", b.targets.len() - failed, failed);
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }
 
