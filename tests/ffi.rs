@@ -911,6 +911,48 @@ fn a_refresh_shows_each_kind_of_c_availability_answer() {
     }
 }
 
+// An availability callback that answers available, then makes a failing
+// call (a NULL sink) and records whether that set the message. User data: an `AtomicUsize` counting messages seen.
+unsafe extern "C" fn fail_then_answer(ud: *mut c_void, sink: *mut rcip::ffi::sink::rcip_availability_sink) -> i32 {
+    use rcip::ffi::sink::rcip_availability_set;
+    rcip_availability_set(sink, true, ptr::null(), ptr::null());
+    let rc = rcip_availability_set(ptr::null_mut(), true, ptr::null(), ptr::null());
+    assert_eq!(rc, rcip_result::NullArgument);
+    if !rcip_last_error_message().is_null() {
+        (*(ud as *const AtomicUsize)).fetch_add(1, Ordering::SeqCst);
+    }
+    0
+}
+
+/// The last error message describes the call that returned last: a call
+/// that succeeds clears it on the way out, even when a callback it ran made
+/// a call that failed (which set the message inside the callback).
+#[test]
+fn a_successful_call_clears_the_message_a_callback_left() {
+    let f = Fixture::new();
+    let seen = AtomicUsize::new(0);
+    unsafe {
+        let mut b = ptr::null_mut();
+        let rc = rcip_host_bind(
+            f.host(),
+            c"items.list".as_ptr(),
+            Some(complete_inline),
+            Some(fail_then_answer),
+            &seen as *const AtomicUsize as *mut c_void,
+            None,
+            &mut b,
+        );
+        assert_eq!(rc, rcip_result::Ok);
+        assert!(seen.load(Ordering::SeqCst) >= 1, "the bind's refresh ran the check");
+        assert!(rcip_last_error_message().is_null(), "after an OK bind: {}", last_error());
+        let before = seen.load(Ordering::SeqCst);
+        assert_eq!(rcip_host_refresh(f.host()), rcip_result::Ok);
+        assert!(seen.load(Ordering::SeqCst) > before);
+        assert!(rcip_last_error_message().is_null(), "after an OK refresh: {}", last_error());
+        rcip_binding_free(b);
+    }
+}
+
 unsafe extern "C" fn allow_policy(_: *mut c_void, req: *mut rcip_policy_request) {
     assert_eq!(
         rcip_policy_request_decide(req, cr#"{"decision":"allow"}"#.as_ptr()),

@@ -58,11 +58,16 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs an export body that returns `rcip_result`: clears the last error,
-/// catches panics (`RCIP_RESULT_PANIC`), records failures.
+/// catches panics (`RCIP_RESULT_PANIC`), records failures. A success clears
+/// it again on the way out: a callback the body ran may have made a call
+/// that failed, and the message describes the call that returned last.
 pub(crate) fn run(body: impl FnOnce() -> FfiResult) -> rcip_result {
     clear_last_error();
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => rcip_result::Ok,
+        Ok(Ok(())) => {
+            clear_last_error();
+            rcip_result::Ok
+        }
         Ok(Err(e)) => {
             set_last_error(&e.message);
             e.code

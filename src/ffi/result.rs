@@ -131,14 +131,19 @@ fn result_text(code: u32) -> &'static CStr {
 /// The message of the latest failing rcip call on this thread.
 ///
 /// Shape: one sentence naming the argument, JSON pointer or rule that
-/// failed (never payload values or secrets); NULL when the latest fallible
-/// call on this thread succeeded.
-/// Ownership: owned by the library; valid until the next call on this
-/// thread of an rcip function that returns `rcip_result` (each clears or
-/// sets it; functions returning a value or nothing, `_free` included, leave
-/// it as it was). Copy it if you need it longer; do not free it.
-/// Thread safety: per thread. A fallible call made inside a callback
-/// replaces it, so read it right after the failing call.
+/// failed (never payload values or secrets); NULL when the rcip function
+/// returning `rcip_result` that returned last on this thread returned
+/// `RCIP_RESULT_OK`, also when callbacks it ran made calls that failed.
+/// Ownership: owned by the library; valid until an rcip function that
+/// returns `rcip_result` next starts or returns on this thread (each clears
+/// or sets it; functions returning a value or nothing, `_free` included,
+/// leave it as it was). Copy it if you need it longer; do not free it.
+/// Thread safety: per OS thread (thread-local storage). A binding whose
+/// language moves its tasks between OS threads (Go goroutines, async
+/// runtimes) must read it on the thread of the failing call, before that
+/// thread makes another call (Go: `runtime.LockOSThread` around both). A
+/// failing call made inside a callback sets it until the call that ran the
+/// callback returns, so read it right after the failing call.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_last_error_message() -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
