@@ -3,6 +3,15 @@
  *
  * Generated from src/ffi by build.rs (cbindgen); do not edit by hand.
  * Regenerate with `make header`; a test fails when this copy is stale.
+ *
+ * Each item documents its JSON shapes, units, ownership, thread safety and
+ * errors. Its "Rule:" line names where the behaviour comes from: "seed"
+ * quotes the RCIP 1.0 lifecycle rules, and "PIPELINE.md section N" is
+ * docs/PIPELINE.md of the rcip repository, the same rules in order with
+ * rcip's own decisions marked. Outcome records and lifecycle events have
+ * the shapes given at rcip_client_invoke and rcip_event_callback; the
+ * conformance scenarios that pin them are described in
+ * tests/conformance/FORMAT.md.
  */
 
 #ifndef RCIP_H
@@ -371,8 +380,8 @@ typedef void (*rcip_subscriber_callback)(void *user_data, uint64_t revision);
  *
  * Called exactly once, possibly before the registering call returns, on the
  * thread that settles the invocation, with no rcip lock held; then
- * `user_data_free` runs. `outcome_json` (the outcome record of
- * conformance/FORMAT.md) is valid during the call only.
+ * `user_data_free` runs. `outcome_json` (the outcome record, shapes at
+ * `rcip_client_invoke`) is valid during the call only.
  */
 typedef void (*rcip_outcome_callback)(void *user_data, const char *outcome_json);
 
@@ -471,6 +480,18 @@ typedef void (*rcip_confirmation_callback)(void *user_data, const char *notice_j
  * "errorCode"?}` (redacted: no input, output or message), valid during the
  * call only. Called on the thread where the event happens, possibly
  * concurrently, with no rcip lock held.
+ *
+ * Sequences per invocation id: `requested`; then `failed` or `denied`
+ * (a check before the handler failed: unknown, unbound or unavailable
+ * capability, invalid input, policy), or `started` followed by
+ * `succeeded` / `failed`, or `confirmation_requested`. A pending
+ * confirmation then ends in `confirmation_declined`, `failed` (expired,
+ * cancelled), `denied` (binding or context changed), or, when approved, a
+ * re-run of the same invocation id that starts with `requested` again.
+ * An invocation rejected before `requested` (id already active, input not
+ * JSON) has no events. Count invocations by their last event, not by
+ * `requested`.
+ * Rule: PIPELINE.md sections 4 and 5.
  */
 typedef void (*rcip_event_callback)(void *user_data, const char *event_json);
 
@@ -897,7 +918,9 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * cancellation receipt once, then `failed CONFIRMATION_NOT_FOUND` (with
  * capabilityId `"unknown"` and a new invocation id).
  *
- * Shape: the outcome is the record of conformance/FORMAT.md.
+ * Shape: the outcome record of `rcip_client_invoke` (a receipt:
+ * `{"status": "failed"|"denied", "invocationId", "capabilityId", "error"}`
+ * when the confirmation had expired, was cancelled or is unknown).
  * Ownership: `confirmation_id` is copied; `user_data` is kept until the
  * outcome was delivered, then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id, on_outcome),
@@ -1220,14 +1243,19 @@ const char *rcip_result_str(uint32_t code);
  * The message of the latest failing rcip call on this thread.
  *
  * Shape: one sentence naming the argument, JSON pointer or rule that
- * failed (never payload values or secrets); NULL when the latest fallible
- * call on this thread succeeded.
- * Ownership: owned by the library; valid until the next call on this
- * thread of an rcip function that returns `rcip_result` (each clears or
- * sets it; functions returning a value or nothing, `_free` included, leave
- * it as it was). Copy it if you need it longer; do not free it.
- * Thread safety: per thread. A fallible call made inside a callback
- * replaces it, so read it right after the failing call.
+ * failed (never payload values or secrets); NULL when the rcip function
+ * returning `rcip_result` that returned last on this thread returned
+ * `RCIP_RESULT_OK`, also when callbacks it ran made calls that failed.
+ * Ownership: owned by the library; valid until an rcip function that
+ * returns `rcip_result` next starts or returns on this thread (each clears
+ * or sets it; functions returning a value or nothing, `_free` included,
+ * leave it as it was). Copy it if you need it longer; do not free it.
+ * Thread safety: per OS thread (thread-local storage). A binding whose
+ * language moves its tasks between OS threads (Go goroutines, async
+ * runtimes) must read it on the thread of the failing call, before that
+ * thread makes another call (Go: `runtime.LockOSThread` around both). A
+ * failing call made inside a callback sets it until the call that ran the
+ * callback returns, so read it right after the failing call.
  */
 const char *rcip_last_error_message(void);
 
@@ -1322,7 +1350,8 @@ rcip_result rcip_runtime_builder_add_event_observer(struct rcip_runtime_builder 
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_clock_callback` (no runtime calls from it).
  * Thread safety: one thread at a time per builder.
- * Rule: DESIGN.md, "Time is injectable".
+ * Rule: PIPELINE.md section 7 (determinism: the clock and id generator
+ * are the host's).
  */
 rcip_result rcip_runtime_builder_set_clock(struct rcip_runtime_builder *builder, rcip_clock_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
 

@@ -61,8 +61,8 @@ pub type rcip_policy_callback = Option<unsafe extern "C" fn(user_data: *mut c_vo
 ///
 /// Called exactly once, possibly before the registering call returns, on the
 /// thread that settles the invocation, with no rcip lock held; then
-/// `user_data_free` runs. `outcome_json` (the outcome record of
-/// conformance/FORMAT.md) is valid during the call only.
+/// `user_data_free` runs. `outcome_json` (the outcome record, shapes at
+/// `rcip_client_invoke`) is valid during the call only.
 pub type rcip_outcome_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, outcome_json: *const c_char)>;
 
 /// Receives one preflight report (`rcip_client_preflight`).
@@ -78,6 +78,18 @@ pub type rcip_report_callback = Option<unsafe extern "C" fn(user_data: *mut c_vo
 /// "errorCode"?}` (redacted: no input, output or message), valid during the
 /// call only. Called on the thread where the event happens, possibly
 /// concurrently, with no rcip lock held.
+///
+/// Sequences per invocation id: `requested`; then `failed` or `denied`
+/// (a check before the handler failed: unknown, unbound or unavailable
+/// capability, invalid input, policy), or `started` followed by
+/// `succeeded` / `failed`, or `confirmation_requested`. A pending
+/// confirmation then ends in `confirmation_declined`, `failed` (expired,
+/// cancelled), `denied` (binding or context changed), or, when approved, a
+/// re-run of the same invocation id that starts with `requested` again.
+/// An invocation rejected before `requested` (id already active, input not
+/// JSON) has no events. Count invocations by their last event, not by
+/// `requested`.
+/// Rule: PIPELINE.md sections 4 and 5.
 pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char)>;
 
 /// Told when a confirmation opens and when it ends

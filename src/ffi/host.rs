@@ -146,7 +146,9 @@ pub unsafe extern "C" fn rcip_host_refresh(host: *const rcip_host) -> rcip_resul
 /// cancellation receipt once, then `failed CONFIRMATION_NOT_FOUND` (with
 /// capabilityId `"unknown"` and a new invocation id).
 ///
-/// Shape: the outcome is the record of conformance/FORMAT.md.
+/// Shape: the outcome record of `rcip_client_invoke` (a receipt:
+/// `{"status": "failed"|"denied", "invocationId", "capabilityId", "error"}`
+/// when the confirmation had expired, was cancelled or is unknown).
 /// Ownership: `confirmation_id` is copied; `user_data` is kept until the
 /// outcome was delivered, then `user_data_free` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id, on_outcome),

@@ -247,7 +247,8 @@ pub unsafe extern "C" fn rcip_runtime_builder_add_event_observer(
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_clock_callback` (no runtime calls from it).
 /// Thread safety: one thread at a time per builder.
-/// Rule: DESIGN.md, "Time is injectable".
+/// Rule: PIPELINE.md section 7 (determinism: the clock and id generator
+/// are the host's).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_builder_set_clock(
     builder: *mut rcip_runtime_builder,
