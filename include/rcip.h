@@ -118,8 +118,10 @@ enum rcip_result
      */
     RCIP_RESULT_PRIMARY_NOT_ACTIVE = 204,
     /**
-     * The object was consumed before. Reserved: no function of this version
-     * returns it (a built builder is freed, so using it again is undefined).
+     * The object is already in use: an MCP session already serving
+     * standard input (`rcip_mcp_session_serve_stdio` called while another
+     * thread serves it). A built builder is freed, so using it again is
+     * undefined rather than this code.
      */
     RCIP_RESULT_ALREADY_USED = 300,
     /**

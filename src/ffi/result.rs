@@ -36,8 +36,10 @@ pub enum rcip_result {
     UnknownScope = 203,
     /// A context's `primaryScopeId` is not among its `activeScopeIds`.
     PrimaryNotActive = 204,
-    /// The object was consumed before. Reserved: no function of this version
-    /// returns it (a built builder is freed, so using it again is undefined).
+    /// The object is already in use: an MCP session already serving
+    /// standard input (`rcip_mcp_session_serve_stdio` called while another
+    /// thread serves it). A built builder is freed, so using it again is
+    /// undefined rather than this code.
     AlreadyUsed = 300,
     /// The completion handle was settled before.
     AlreadyCompleted = 301,

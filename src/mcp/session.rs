@@ -202,13 +202,24 @@ impl McpSession {
     /// longer than the message limit is answered with `-32700`. Then closes
     /// the session (the client is gone). A second concurrent call returns
     /// an `AlreadyExists` error at once.
-    pub fn serve<R: BufRead>(&self, mut input: R) -> std::io::Result<()> {
+    pub fn serve<R: BufRead>(&self, input: R) -> std::io::Result<()> {
+        self.claim_serving()?;
+        self.serve_claimed(input)
+    }
+
+    /// Marks the session as serving; `AlreadyExists` if it already is.
+    fn claim_serving(&self) -> std::io::Result<()> {
         if self.inner.serving.swap(true, Ordering::SeqCst) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::AlreadyExists,
                 "the session is already serving",
             ));
         }
+        Ok(())
+    }
+
+    /// The loop of [`serve`](Self::serve), after the claim.
+    fn serve_claimed<R: BufRead>(&self, mut input: R) -> std::io::Result<()> {
         let max = self.inner.limits.max_bytes;
         let mut line = Vec::new();
         let result = loop {
@@ -240,7 +251,10 @@ impl McpSession {
     /// [`stdout_output`](Self::stdout_output); the host must write nothing
     /// else to standard output.
     pub fn serve_stdio(&self) -> std::io::Result<()> {
-        self.serve(std::io::stdin().lock())
+        // Claimed before standard input is locked: a second call must fail
+        // at once, not wait for the first one's lock of standard input.
+        self.claim_serving()?;
+        self.serve_claimed(std::io::stdin().lock())
     }
 
     /// Closes the session: every call in flight is cancelled (their tokens)
