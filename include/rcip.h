@@ -1280,8 +1280,8 @@ rcip_result rcip_runtime_builder_new(const struct rcip_catalog *catalog, struct 
  * Units: milliseconds; default 120000 (two minutes).
  * Ownership: `builder` is borrowed for the call.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_ARGUMENT` (0,
- * or above 2^62); the setting is
- * unchanged then.
+ * or above 2^62 = 4611686018427387904; 2^62 itself is accepted); the
+ * setting is unchanged then. `expiresAt` saturates at the largest int64.
  * Thread safety: one thread at a time per builder.
  * Rule: seed, "Default expiry is two minutes"; PIPELINE.md section 5.
  */

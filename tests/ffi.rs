@@ -584,6 +584,19 @@ fn policy_handles_decide_once_and_report_bad_decisions() {
             rcip_runtime_builder_set_confirmation_ttl_ms(builder, 0),
             rcip_result::InvalidArgument
         );
+        // The documented range is 1 to 2^62, both ends included.
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_ttl_ms(builder, (1 << 62) + 1),
+            rcip_result::InvalidArgument
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_ttl_ms(builder, 1 << 62),
+            rcip_result::Ok
+        );
+        assert_eq!(
+            rcip_runtime_builder_set_confirmation_ttl_ms(builder, 120_000),
+            rcip_result::Ok
+        );
         let mut runtime = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(builder, &mut runtime), rcip_result::Ok);
         let host = rcip_runtime_host(runtime);

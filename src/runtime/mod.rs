@@ -139,9 +139,9 @@ impl RuntimeBuilder {
         }
     }
 
-    /// Confirmation lifetime in milliseconds (default 120000; at least 1).
+    /// Confirmation lifetime in milliseconds (default 120000; 1 to 2^62).
     pub fn confirmation_ttl_ms(&mut self, ttl_ms: u64) -> Result<&mut RuntimeBuilder, HostError> {
-        if ttl_ms == 0 || ttl_ms > i64::MAX as u64 / 2 {
+        if ttl_ms == 0 || ttl_ms > 1 << 62 {
             return Err(HostError::InvalidArgument(format!(
                 "confirmation TTL must be 1 to 2^62 ms, not {ttl_ms}"
             )));
