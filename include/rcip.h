@@ -1466,6 +1466,37 @@ rcip_result rcip_runtime_run_due_timers(const struct rcip_runtime *runtime);
 rcip_result rcip_runtime_stats(const struct rcip_runtime *runtime, char **stats_out);
 
 /**
+ * Closes a runtime without freeing it: everything `rcip_runtime_free`
+ * does during its call (pending invocations end `failed
+ * EXECUTION_ABORTED`, pending preflights get their reports, pending
+ * confirmations end without receipts, bindings and subscriptions are
+ * released, no callback of the runtime starts afterwards, expiries being
+ * delivered on the timer thread finish first), but the handle, its client
+ * and host views stay valid. Every later call through them answers
+ * `RCIP_RESULT_CLOSED` (reading the last snapshot and stats still works);
+ * `rcip_runtime_free` then releases the handle and the runtime's own user
+ * data (policy, confirmation callback, event observer, clock, id
+ * generator).
+ *
+ * For bindings whose objects are freed by a garbage collector or a
+ * reference count: close at once, from any thread, even while other
+ * threads are inside calls on the same runtime (they see the close), and
+ * free when the last of those calls has returned.
+ *
+ * Ownership: `runtime` is borrowed; it is still the caller's to free with
+ * `rcip_runtime_free` (which, after a close, only releases).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`. Closing a closed runtime returns OK
+ * and changes nothing (it still waits for the timer thread's expiries).
+ * Thread safety: any thread, concurrently with any call on the runtime
+ * except `rcip_runtime_free`, also from inside the runtime's own callbacks
+ * (not its clock or id generator). As with the free, do not call it while
+ * holding a lock that the confirmation callback, the event observer or the
+ * clock takes.
+ * Rule: PIPELINE.md section 9 (teardown).
+ */
+rcip_result rcip_runtime_close(const struct rcip_runtime *runtime);
+
+/**
  * Closes and frees a runtime (PIPELINE.md section 9). During this call:
  * every pending invocation gets `failed EXECUTION_ABORTED` (with its
  * `failed` event), every pending preflight its report (undecided entries

@@ -111,6 +111,7 @@ rcip_runtime_host ok=nonnull runtime:null=null
 rcip_runtime_next_deadline ok=OK runtime:null=NULL_ARGUMENT has_deadline_out:null=NULL_ARGUMENT deadline_ms_out:null=NULL_ARGUMENT
 rcip_runtime_run_due_timers ok=OK runtime:null=NULL_ARGUMENT
 rcip_runtime_stats ok=OK runtime:null=NULL_ARGUMENT stats_out:null=NULL_ARGUMENT
+rcip_runtime_close ok=OK runtime:null=NULL_ARGUMENT
 rcip_runtime_free ok=void runtime:null=void
 rcip_schema_new ok=OK schema_json:null=NULL_ARGUMENT schema_json:utf8=INVALID_JSON schema_json:notjson=INVALID_JSON schema_json:shape=INVALID_ARGUMENT schema_out:null=NULL_ARGUMENT
 rcip_schema_validate ok=OK/valid schema:null=NULL_ARGUMENT instance_json:null=NULL_ARGUMENT instance_json:utf8=INVALID_JSON instance_json:notjson=INVALID_JSON instance_json:shape=OK/invalid result_out:null=NULL_ARGUMENT
@@ -1184,6 +1185,15 @@ unsafe fn run(f: &str, case: &str) -> String {
             let rc = rcip_runtime_stats(a.null("runtime", fx.runtime), out);
             if rc == rcip_result::Ok {
                 rcip_string_free(*out);
+            }
+            Ok(rc)
+        }
+        "rcip_runtime_close" => {
+            let other = Fx::new();
+            let rc = rcip_runtime_close(a.null("runtime", other.runtime));
+            rcip_runtime_free(other.runtime);
+            for b in other.bindings {
+                rcip_binding_free(b);
             }
             Ok(rc)
         }

@@ -957,11 +957,19 @@ fn a_successful_call_clears_the_message_a_callback_left() {
         );
         assert_eq!(rc, rcip_result::Ok);
         assert!(seen.load(Ordering::SeqCst) >= 1, "the bind's refresh ran the check");
-        assert!(rcip_last_error_message().is_null(), "after an OK bind: {}", last_error());
+        assert!(
+            rcip_last_error_message().is_null(),
+            "after an OK bind: {}",
+            last_error()
+        );
         let before = seen.load(Ordering::SeqCst);
         assert_eq!(rcip_host_refresh(f.host()), rcip_result::Ok);
         assert!(seen.load(Ordering::SeqCst) > before);
-        assert!(rcip_last_error_message().is_null(), "after an OK refresh: {}", last_error());
+        assert!(
+            rcip_last_error_message().is_null(),
+            "after an OK refresh: {}",
+            last_error()
+        );
         rcip_binding_free(b);
     }
 }
@@ -1035,6 +1043,104 @@ fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held(
         rcip_invocation_free(inv);
         assert_eq!(policy_freed.load(Ordering::SeqCst), 1);
         assert_eq!(outcomes.lock().unwrap().len(), 1);
+        rcip_binding_free(binding);
+    }
+}
+
+/// `rcip_runtime_close` ends pending work as the free does (outcome
+/// `EXECUTION_ABORTED` during the call) but keeps the handle: later calls
+/// through it answer `RCIP_RESULT_CLOSED`, a second close is OK, the last
+/// snapshot stays readable, and the runtime's own user data is released
+/// only by the free that follows.
+#[test]
+fn close_ends_pending_work_and_keeps_the_handle_until_the_free() {
+    let policy_freed = AtomicUsize::new(0);
+    let mut f = Fixture::with(CATALOG, |builder| unsafe {
+        assert_eq!(
+            rcip_runtime_builder_set_policy(
+                builder,
+                Some(allow_policy),
+                &policy_freed as *const AtomicUsize as *mut c_void,
+                Some(count_free)
+            ),
+            rcip_result::Ok
+        );
+    });
+    let runtime = f.runtime;
+    unsafe {
+        let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        let mut binding = ptr::null_mut();
+        assert_eq!(
+            rcip_host_bind(
+                rcip_runtime_host(runtime),
+                c"items.list".as_ptr(),
+                Some(hold),
+                None,
+                &held as *const Mutex<Vec<usize>> as *mut c_void,
+                None,
+                &mut binding
+            ),
+            rcip_result::Ok
+        );
+        let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        assert_eq!(
+            rcip_client_invoke(
+                rcip_runtime_client(runtime),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                &outcomes as *const Mutex<Vec<String>> as *mut c_void,
+                None,
+                ptr::null_mut()
+            ),
+            rcip_result::Ok
+        );
+        let inv = held.lock().unwrap()[0] as *mut rcip_invocation;
+        let token = rcip_invocation_cancel_token(inv);
+        assert!(!rcip_cancel_token_is_cancelled(token));
+
+        assert_eq!(rcip_runtime_close(runtime), rcip_result::Ok);
+        let got = outcomes.lock().unwrap().clone();
+        assert_eq!(got.len(), 1, "the pending invocation ended during the close");
+        assert!(got[0].contains("EXECUTION_ABORTED"), "{}", got[0]);
+        assert!(
+            rcip_cancel_token_is_cancelled(token),
+            "the handler's token is cancelled"
+        );
+        assert_eq!(policy_freed.load(Ordering::SeqCst), 0, "kept until the free");
+
+        // The handle and its views stay valid; acting on the runtime is CLOSED.
+        assert_eq!(rcip_runtime_close(runtime), rcip_result::Ok, "idempotent");
+        assert_eq!(
+            rcip_client_invoke(
+                rcip_runtime_client(runtime),
+                c"items.list".as_ptr(),
+                c"{}".as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                Some(store_outcome),
+                &outcomes as *const Mutex<Vec<String>> as *mut c_void,
+                None,
+                ptr::null_mut()
+            ),
+            rcip_result::Closed
+        );
+        assert_eq!(rcip_host_refresh(rcip_runtime_host(runtime)), rcip_result::Closed);
+        let mut snapshot = ptr::null();
+        assert_eq!(
+            rcip_client_snapshot(rcip_runtime_client(runtime), &mut snapshot),
+            rcip_result::Ok
+        );
+        rcip_snapshot_free(snapshot);
+        assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
+        rcip_invocation_free(inv);
+        assert_eq!(outcomes.lock().unwrap().len(), 1, "nothing after the close");
+
+        rcip_runtime_free(runtime);
+        f.runtime = ptr::null_mut();
+        assert_eq!(policy_freed.load(Ordering::SeqCst), 1, "released by the free");
         rcip_binding_free(binding);
     }
 }
