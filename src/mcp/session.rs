@@ -500,6 +500,11 @@ impl Inner {
 
     fn tools_list(&self, params: Option<Value>) -> Reply {
         let p = params_object(params)?;
+        // The last snapshot of a closed runtime stays readable, but offering
+        // its tools (some still marked bound) would invite calls that fail.
+        if self.client.is_closed() {
+            return Err(internal(HostError::Closed));
+        }
         let snapshot = self.client.snapshot().map_err(internal)?;
         let tools = self.tools_of(&snapshot, true);
         let start = match p.get("cursor") {

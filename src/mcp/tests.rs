@@ -802,6 +802,11 @@ fn a_closed_runtime_is_an_internal_error() {
     h.init(json!({}));
     h.runtime.close();
     assert_eq!(error_code(&h.call(1, "notes.list", json!({}))), INTERNAL_ERROR);
+    assert_eq!(
+        error_code(&h.request(json!(2), "tools/list", json!({}))),
+        INTERNAL_ERROR,
+        "no stale tool list from a closed runtime"
+    );
 }
 
 // ---- confirmation -------------------------------------------------------

@@ -401,6 +401,11 @@ impl Client {
         Ok(self.shared.snapshot())
     }
 
+    /// True once the runtime is closed (its last snapshot stays readable).
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
     /// Capabilities of the current snapshot that pass the filter, as a JSON
     /// array.
     pub fn list_json(&self, filter: &Filter) -> Result<String, HostError> {
