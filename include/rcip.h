@@ -4,6 +4,25 @@
  * Generated from src/ffi by build.rs (cbindgen); do not edit by hand.
  * Regenerate with `make header`; a test fails when this copy is stale.
  *
+ * Conventions that hold for every function:
+ * - Strings, in and out, are NUL-terminated UTF-8 (`const char *`, no
+ *   length arguments). A string the library returns is either borrowed for
+ *   a documented time or new (free it with `rcip_string_free`).
+ * - JSON numbers are IEEE 754 doubles, as in JavaScript: an integer beyond
+ *   2^53 reaches handlers and outcomes rounded. Send large ids as strings.
+ * - Times (`timestamp`, `expiresAt`, `checkedAt`) are epoch milliseconds of
+ *   the runtime's clock; durations are milliseconds; sizes are bytes.
+ * - Every `user_data_free` may be NULL (then nothing is called). When one is
+ *   given, it runs exactly once, on whatever thread releases the last use,
+ *   and never after a registration that failed.
+ * - Callbacks must return normally: no C++ exception, longjmp, thread
+ *   cancellation or pthread_exit may leave a callback through rcip's frames
+ *   (undefined behaviour). A language runtime that ends threads by
+ *   unwinding (CPython at interpreter exit ends daemon threads so) must
+ *   stop calling into rcip first: close the runtimes (`rcip_runtime_close`)
+ *   before it does.
+ * - No function is async-signal-safe.
+ *
  * Each item documents its JSON shapes, units, ownership, thread safety and
  * errors. Its "Rule:" line names where the behaviour comes from: "seed"
  * quotes the RCIP 1.0 lifecycle rules, and "PIPELINE.md section N" is
@@ -84,12 +103,17 @@ enum rcip_result
      */
     RCIP_RESULT_NULL_ARGUMENT = 100,
     /**
-     * A string argument is not valid UTF-8.
+     * An identifier or text argument (capability id, invocation id,
+     * confirmation id, reason, availability reason) is not valid UTF-8. A
+     * JSON argument that is not UTF-8 is `RCIP_RESULT_INVALID_JSON`
+     * instead (a catalog: `RCIP_RESULT_INVALID_CATALOG`); capability input
+     * and handler output that are not UTF-8 are protocol outcomes
+     * (`INPUT_INVALID`, `OUTPUT_INVALID`), not result codes.
      */
     RCIP_RESULT_INVALID_UTF8 = 101,
     /**
-     * A JSON argument (context, filter, decision, schema, instance) is not
-     * JSON text.
+     * A JSON argument (context, filter, decision, schema, instance, MCP
+     * options) is not JSON text, or not UTF-8.
      */
     RCIP_RESULT_INVALID_JSON = 102,
     /**
@@ -129,7 +153,8 @@ enum rcip_result
      */
     RCIP_RESULT_ALREADY_COMPLETED = 301,
     /**
-     * The runtime is closed (freed); the handle can no longer act on it.
+     * The runtime is closed (`rcip_runtime_close`, or freed while this
+     * handle lives); the handle can no longer act on it.
      */
     RCIP_RESULT_CLOSED = 302,
     /**
@@ -142,7 +167,10 @@ enum rcip_result
     RCIP_RESULT_WRONG_CONTEXT = 304,
     /**
      * An internal error (a caught panic). The call had no effect, or its
-     * effect is reported through the usual outcome.
+     * effect is reported through the usual outcome. Any function returning
+     * `rcip_result` may return it, though no Errors list repeats it; a
+     * function returning a value returns its empty value then (NULL, false,
+     * 0), and one returning nothing just returns.
      */
     RCIP_RESULT_PANIC = 900,
 };
@@ -344,9 +372,9 @@ typedef struct rcip_string_sink rcip_string_sink;
  * A snapshot subscription.
  *
  * Ownership: owned by the caller; `rcip_subscription_free` unsubscribes
- * and frees it. Its user data is released then (or when the runtime is
- * freed, whichever is later), once a notification running on another
- * thread returned.
+ * and frees it. Its user data is released then, or when the runtime is
+ * closed or freed, whichever comes first; in both cases only after a
+ * notification running on another thread has returned.
  * Thread safety: synchronized.
  * Functions: `rcip_subscription_free`.
  */
@@ -1322,8 +1350,9 @@ rcip_result rcip_runtime_builder_set_policy(struct rcip_runtime_builder *builder
  * told when a confirmation opens (with the captured input, for the
  * dialog) and when it ends.
  *
- * Ownership: `user_data` is kept until the runtime is freed; then
- * `user_data_free` runs once.
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt, or the callback is replaced: the earlier user
+ * data is released at once); then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_confirmation_callback`.
  * Thread safety: one thread at a time per builder.
@@ -1335,7 +1364,8 @@ rcip_result rcip_runtime_builder_set_confirmation_callback(struct rcip_runtime_b
  * Adds a lifecycle event observer; observers are called in the order they
  * were added, each with its own user data.
  *
- * Ownership: `user_data` is kept until the runtime is freed.
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt); then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_event_callback`.
  * Thread safety: one thread at a time per builder.
@@ -1348,7 +1378,9 @@ rcip_result rcip_runtime_builder_add_event_observer(struct rcip_runtime_builder 
  * Installs the clock (default: the system clock).
  *
  * Units: the callback returns epoch milliseconds.
- * Ownership: `user_data` is kept until the runtime is freed.
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt, or the clock is replaced: the earlier user data
+ * is released at once); then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_clock_callback` (no runtime calls from it).
  * Thread safety: one thread at a time per builder.
@@ -1361,7 +1393,9 @@ rcip_result rcip_runtime_builder_set_clock(struct rcip_runtime_builder *builder,
  * Installs the id generator for invocation and confirmation ids (default:
  * built in, `"<prefix>_<runtime salt>_<counter>"`).
  *
- * Ownership: `user_data` is kept until the runtime is freed.
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt, or the generator is replaced: the earlier user
+ * data is released at once); then `user_data_free` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
  * Callbacks: see `rcip_id_generator_callback` (no runtime calls from it).
  * Thread safety: one thread at a time per builder.

@@ -56,7 +56,10 @@ fn a_second_serve_stdio_fails_at_once_while_the_first_serves() {
         // The first call is serving once it has nothing to read; give it time
         // to claim the session and lock standard input.
         std::thread::sleep(Duration::from_millis(200));
-        assert!(first_rx.try_recv().is_err(), "the first call returned before input ended");
+        assert!(
+            first_rx.try_recv().is_err(),
+            "the first call returned before input ended"
+        );
 
         let (second_done, second_rx) = mpsc::channel();
         let s = Session(session);

@@ -22,9 +22,9 @@ unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
 /// A snapshot subscription.
 ///
 /// Ownership: owned by the caller; `rcip_subscription_free` unsubscribes
-/// and frees it. Its user data is released then (or when the runtime is
-/// freed, whichever is later), once a notification running on another
-/// thread returned.
+/// and frees it. Its user data is released then, or when the runtime is
+/// closed or freed, whichever comes first; in both cases only after a
+/// notification running on another thread has returned.
 /// Thread safety: synchronized.
 /// Functions: `rcip_subscription_free`.
 pub struct rcip_subscription(#[allow(dead_code)] Option<Subscription>);

@@ -18,10 +18,15 @@ pub enum rcip_result {
     Ok = 0,
     /// A required pointer argument was NULL.
     NullArgument = 100,
-    /// A string argument is not valid UTF-8.
+    /// An identifier or text argument (capability id, invocation id,
+    /// confirmation id, reason, availability reason) is not valid UTF-8. A
+    /// JSON argument that is not UTF-8 is `RCIP_RESULT_INVALID_JSON`
+    /// instead (a catalog: `RCIP_RESULT_INVALID_CATALOG`); capability input
+    /// and handler output that are not UTF-8 are protocol outcomes
+    /// (`INPUT_INVALID`, `OUTPUT_INVALID`), not result codes.
     InvalidUtf8 = 101,
-    /// A JSON argument (context, filter, decision, schema, instance) is not
-    /// JSON text.
+    /// A JSON argument (context, filter, decision, schema, instance, MCP
+    /// options) is not JSON text, or not UTF-8.
     InvalidJson = 102,
     /// An argument has the wrong shape or is out of range.
     InvalidArgument = 103,
@@ -43,14 +48,18 @@ pub enum rcip_result {
     AlreadyUsed = 300,
     /// The completion handle was settled before.
     AlreadyCompleted = 301,
-    /// The runtime is closed (freed); the handle can no longer act on it.
+    /// The runtime is closed (`rcip_runtime_close`, or freed while this
+    /// handle lives); the handle can no longer act on it.
     Closed = 302,
     /// A preflight batch does not hold 1 to 16 proposals.
     PreflightBatchInvalid = 303,
     /// A runtime call from inside the runtime's clock or id generator.
     WrongContext = 304,
     /// An internal error (a caught panic). The call had no effect, or its
-    /// effect is reported through the usual outcome.
+    /// effect is reported through the usual outcome. Any function returning
+    /// `rcip_result` may return it, though no Errors list repeats it; a
+    /// function returning a value returns its empty value then (NULL, false,
+    /// 0), and one returning nothing just returns.
     Panic = 900,
 }
 

@@ -187,8 +187,9 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_policy(
 /// told when a confirmation opens (with the captured input, for the
 /// dialog) and when it ends.
 ///
-/// Ownership: `user_data` is kept until the runtime is freed; then
-/// `user_data_free` runs once.
+/// Ownership: `user_data` is kept until the runtime is freed (or the
+/// builder is freed unbuilt, or the callback is replaced: the earlier user
+/// data is released at once); then `user_data_free` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_confirmation_callback`.
 /// Thread safety: one thread at a time per builder.
@@ -215,7 +216,8 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_confirmation_callback(
 /// Adds a lifecycle event observer; observers are called in the order they
 /// were added, each with its own user data.
 ///
-/// Ownership: `user_data` is kept until the runtime is freed.
+/// Ownership: `user_data` is kept until the runtime is freed (or the
+/// builder is freed unbuilt); then `user_data_free` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_event_callback`.
 /// Thread safety: one thread at a time per builder.
@@ -243,7 +245,9 @@ pub unsafe extern "C" fn rcip_runtime_builder_add_event_observer(
 /// Installs the clock (default: the system clock).
 ///
 /// Units: the callback returns epoch milliseconds.
-/// Ownership: `user_data` is kept until the runtime is freed.
+/// Ownership: `user_data` is kept until the runtime is freed (or the
+/// builder is freed unbuilt, or the clock is replaced: the earlier user data
+/// is released at once); then `user_data_free` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_clock_callback` (no runtime calls from it).
 /// Thread safety: one thread at a time per builder.
@@ -271,7 +275,9 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_clock(
 /// Installs the id generator for invocation and confirmation ids (default:
 /// built in, `"<prefix>_<runtime salt>_<counter>"`).
 ///
-/// Ownership: `user_data` is kept until the runtime is freed.
+/// Ownership: `user_data` is kept until the runtime is freed (or the
+/// builder is freed unbuilt, or the generator is replaced: the earlier user
+/// data is released at once); then `user_data_free` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
 /// Callbacks: see `rcip_id_generator_callback` (no runtime calls from it).
 /// Thread safety: one thread at a time per builder.
