@@ -93,6 +93,15 @@ install: lib cli install-cpp-header
 	install -m 0644 include/rcip.h $(DESTDIR)$(PREFIX)/include/rcip.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' rcip.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rcip.pc
 
+# The GNU install-strip: as install, without debug information. The release
+# build keeps line tables for profiling and backtraces (Cargo.toml); they
+# make up about four fifths of the shared library and two thirds of the
+# archive.
+STRIP ?= strip
+.PHONY: install-strip
+install-strip: install
+	$(STRIP) --strip-debug $(DESTDIR)$(PREFIX)/lib/librcip.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librcip.a $(DESTDIR)$(PREFIX)/bin/rcip
+
 # ----- hardening (issue 5): stress, C tests, sanitizers, valgrind
 #
 #   make stress          the full run: STRESS_SECONDS (600) with THREADS (8);

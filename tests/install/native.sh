@@ -3,7 +3,8 @@
 # PREFIX=...`), then checks what a C or C++ project gets from it: the files,
 # the SONAME carrying the ABI major version, a C program and a C++ program
 # built with `pkg-config --cflags --libs rcip`, a static link against
-# librcip.a, and the `rcip check` CLI.
+# librcip.a, and the `rcip check` CLI; then `make install-strip` into a
+# second prefix (no debug sections, smaller, still links and runs).
 #
 # RCIP_MAKE: the make command to use (default: make). Prints
 # "N passed, M failed" and exits non-zero on any failure.
@@ -64,6 +65,14 @@ printf '{"protocolVersion": "1.0", "application": {"id": "x", "name": "X", "desc
 check "rcip check accepts a catalog" "$PREFIX/bin/rcip" check "$TMP/catalog.json"
 printf '{"protocolVersion": "2.0"}' >"$TMP/bad.json"
 check "rcip check refuses a bad catalog" sh -c "! '$PREFIX/bin/rcip' check '$TMP/bad.json'"
+
+# install-strip: the same files without debug information, still usable.
+SPREFIX=$TMP/stripped
+(cd "$ROOT" && $RCIP_MAKE install-strip PREFIX="$SPREFIX") >"$TMP/out" 2>&1 || { fail "make install-strip"; sed 's/^/     /' "$TMP/out"; }
+check "install-strip: no debug information in librcip.so" sh -c "! readelf -S '$SPREFIX/lib/librcip.so.$VERSION' | grep -q '\.debug_'"
+check "install-strip: librcip.so is smaller" sh -c "test \$(wc -c <'$SPREFIX/lib/librcip.so.$VERSION') -lt \$(wc -c <'$PREFIX/lib/librcip.so.$VERSION')"
+check "install-strip: a C program links and runs (shared and static)" \
+    sh -c "$CC -std=c11 -I'$SPREFIX/include' '$ROOT/tests/install/hello.c' -o '$TMP/hello_s' -L'$SPREFIX/lib' -lrcip -Wl,-rpath,'$SPREFIX/lib' && '$TMP/hello_s' && $CC -std=c11 -I'$SPREFIX/include' '$ROOT/tests/install/hello.c' -o '$TMP/hello_ss' '$SPREFIX/lib/librcip.a' $STATIC_DEPS && '$TMP/hello_ss'"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
