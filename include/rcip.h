@@ -1491,7 +1491,7 @@ rcip_result rcip_runtime_run_due_timers(const struct rcip_runtime *runtime);
  *
  * Shape: `{"revision", "bindings", "subscribers", "pendingInvocations",
  * "pendingConfirmations", "pendingPreflights", "receipts", "reservedIds",
- * "closed"}` (numbers, and a boolean).
+ * "closed"}` (numbers, and a boolean: true after `rcip_runtime_close`).
  * Ownership: `*stats_out` is new (free it with `rcip_string_free`); NULL on
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.

@@ -189,6 +189,9 @@ enum Op {
     },
     Stats,
     FreeRuntime,
+    /// `rcip_runtime_close`, the checks that the closed handle answers
+    /// CLOSED, then the free.
+    CloseThenFreeRuntime,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -1172,6 +1175,27 @@ impl Driver {
             Op::FreeRuntime => {
                 if alive {
                     w(|w| w.freed = true);
+                    rcip_runtime_free(rt);
+                }
+            }
+            Op::CloseThenFreeRuntime => {
+                if alive {
+                    // From here on the model treats the runtime as gone, as
+                    // for the free (callbacks during the close see that).
+                    w(|w| w.freed = true);
+                    let rc = rcip_runtime_close(rt);
+                    no_panic(rc, "close");
+                    assert_eq!(rc, rcip_result::Ok);
+                    // Everything pending ended during the close; the handle
+                    // stays valid and acting through it is CLOSED.
+                    assert_eq!(rcip_runtime_close(rt), rcip_result::Ok);
+                    assert_eq!(rcip_host_refresh(rcip_runtime_host(rt)), rcip_result::Closed);
+                    let mut s = ptr::null_mut();
+                    assert_eq!(rcip_runtime_stats(rt, &mut s), rcip_result::Ok);
+                    let stats = json(&take(s).unwrap());
+                    assert_eq!(stats["closed"], true, "{stats}");
+                    assert_eq!(stats["pendingInvocations"], 0, "{stats}");
+                    assert_eq!(stats["pendingConfirmations"], 0, "{stats}");
                     rcip_runtime_free(rt);
                 }
             }

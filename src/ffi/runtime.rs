@@ -440,7 +440,7 @@ pub unsafe extern "C" fn rcip_runtime_run_due_timers(runtime: *const rcip_runtim
 ///
 /// Shape: `{"revision", "bindings", "subscribers", "pendingInvocations",
 /// "pendingConfirmations", "pendingPreflights", "receipts", "reservedIds",
-/// "closed"}` (numbers, and a boolean).
+/// "closed"}` (numbers, and a boolean: true after `rcip_runtime_close`).
 /// Ownership: `*stats_out` is new (free it with `rcip_string_free`); NULL on
 /// failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
