@@ -102,14 +102,20 @@ impl Schema {
         }
         let meta = jsonschema::draft202012::meta::validator();
         if !meta.is_valid(schema) {
-            let errors = meta
-                .iter_errors(schema)
-                .map(|e| SchemaError {
+            // The 2020-12 meta-schema is the union of eight vocabulary
+            // meta-schemas, several of which reject the same thing (a
+            // non-object schema fails all eight): report each problem once.
+            let mut errors: Vec<SchemaError> = Vec::new();
+            for e in meta.iter_errors(schema) {
+                let error = SchemaError {
                     pointer: e.instance_path().to_string(),
                     rule: "meta-schema",
                     message: format!("not a valid JSON Schema 2020-12: {e}"),
-                })
-                .collect();
+                };
+                if !errors.contains(&error) {
+                    errors.push(error);
+                }
+            }
             return Err(errors);
         }
         let program = Compiler::compile(schema)?;

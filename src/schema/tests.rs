@@ -98,6 +98,9 @@ fn schema_dialect_and_meta_schema() {
         "/multipleOf",
         "meta-schema"
     ));
+    // A non-object schema fails every vocabulary meta-schema the same way:
+    // one problem, not eight copies.
+    assert_eq!(refused(json!([])).len(), 1, "{:?}", refused(json!([])));
 }
 
 #[test]
