@@ -1426,6 +1426,8 @@ rcip_result rcip_runtime_builder_set_manual_timers(struct rcip_runtime_builder *
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder or runtime_out; a non-NULL
  * builder is freed even then).
  * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 2 (the revision starts at 0 with the initial
+ * snapshot) and section 3 (the context starts empty).
  */
 rcip_result rcip_runtime_builder_build(struct rcip_runtime_builder *builder, struct rcip_runtime **runtime_out);
 
@@ -1496,6 +1498,8 @@ rcip_result rcip_runtime_run_due_timers(const struct rcip_runtime *runtime);
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread.
+ * Rule: rcip's own (diagnostics; PIPELINE.md section 5 for the 256
+ * receipts, section 4 step 3 for reserved ids).
  */
 rcip_result rcip_runtime_stats(const struct rcip_runtime *runtime, char **stats_out);
 
@@ -1594,6 +1598,9 @@ rcip_result rcip_schema_new(const char *schema_json, struct rcip_schema **schema
  * JSON value: not UTF-8, not JSON, or beyond the default limits of 8 MiB
  * and depth 1000).
  * Thread safety: any thread.
+ * Rule: JSON Schema 2020-12 as Ajv 8 validates it in strict mode with
+ * `allErrors` (the schema corpus of tests/schema_corpus.rs;
+ * docs/SCHEMA-DISAGREEMENTS.md lists where it differs).
  */
 rcip_result rcip_schema_validate(const struct rcip_schema *schema, const char *instance_json, char **result_out);
 

@@ -331,6 +331,8 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder or runtime_out; a non-NULL
 /// builder is freed even then).
 /// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 2 (the revision starts at 0 with the initial
+/// snapshot) and section 3 (the context starts empty).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_builder_build(
     builder: *mut rcip_runtime_builder,
@@ -445,6 +447,8 @@ pub unsafe extern "C" fn rcip_runtime_run_due_timers(runtime: *const rcip_runtim
 /// failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread.
+/// Rule: rcip's own (diagnostics; PIPELINE.md section 5 for the 256
+/// receipts, section 4 step 3 for reserved ids).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_stats(runtime: *const rcip_runtime, stats_out: *mut *mut c_char) -> rcip_result {
     ffi_guard!({

@@ -66,6 +66,9 @@ pub unsafe extern "C" fn rcip_schema_new(schema_json: *const c_char, schema_out:
 /// JSON value: not UTF-8, not JSON, or beyond the default limits of 8 MiB
 /// and depth 1000).
 /// Thread safety: any thread.
+/// Rule: JSON Schema 2020-12 as Ajv 8 validates it in strict mode with
+/// `allErrors` (the schema corpus of tests/schema_corpus.rs;
+/// docs/SCHEMA-DISAGREEMENTS.md lists where it differs).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_schema_validate(
     schema: *const rcip_schema,
