@@ -4,7 +4,10 @@
 with ``use()``; ``close()`` frees it at once when no call is using it, else
 when the last such call returns, so a close from another thread (or from a
 finalizer that the garbage collector runs anywhere) never frees memory under
-a running call. Owners register ``weakref.finalize(owner, handle.close)``:
+a running call. A handle with a ``shutdown`` function (the runtime's
+``rcip_runtime_close``) runs it at once in ``close()``, even while calls use
+the pointer (they see the close), and only the free waits for them. Owners
+register ``weakref.finalize(owner, handle.close)``:
 the finalizer holds the handle, never the owner, and runs at interpreter
 exit while modules are still intact.
 
@@ -19,19 +22,27 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, Iterator, Optional
 
 
 class Handle:
-    __slots__ = ("_lock", "_ptr", "_free", "_active", "_closing", "_what")
+    __slots__ = ("_lock", "_ptr", "_free", "_shutdown", "_active", "_closing", "_what")
 
-    def __init__(self, ptr: int, free: Optional[Callable[[int], None]], what: str) -> None:
+    def __init__(
+        self,
+        ptr: int,
+        free: Optional[Callable[[int], None]],
+        what: str,
+        shutdown: Optional[Callable[[int], None]] = None,
+    ) -> None:
         if not ptr:
             raise ValueError("rcip: a %s handle cannot be NULL" % what)
         self._lock = threading.Lock()
         self._ptr: Optional[int] = ptr
         self._free = free
+        self._shutdown = shutdown
         self._active = 0
         self._closing = False
         self._what = what
@@ -40,37 +51,56 @@ class Handle:
     def closed(self) -> bool:
         return self._ptr is None or self._closing
 
+    def closed_error(self) -> ValueError:
+        """What a call on the closed handle raises."""
+        return ValueError("rcip: the %s is closed" % self._what)
+
     @contextlib.contextmanager
     def use(self) -> Iterator[int]:
         """Borrows the pointer for one call; ``ValueError`` after close."""
-        with self._lock:
-            if self._ptr is None or self._closing:
-                raise ValueError("rcip: the %s is closed" % self._what)
-            self._active += 1
-            ptr = self._ptr
+        calls.enter()
+        try:
+            with self._lock:
+                if self._ptr is None or self._closing:
+                    raise self.closed_error()
+                self._active += 1
+                ptr = self._ptr
+        except BaseException:
+            calls.leave()
+            raise
         try:
             yield ptr
         finally:
-            to_free = None
-            with self._lock:
-                self._active -= 1
-                if self._closing and self._active == 0 and self._ptr is not None:
-                    to_free, self._ptr = self._ptr, None
-            if to_free is not None and self._free is not None:
-                self._free(to_free)
+            self._release()
+            calls.leave()
+
+    def _release(self) -> None:
+        """Ends one use; the last use after a close frees the pointer."""
+        to_free = None
+        with self._lock:
+            self._active -= 1
+            if self._closing and self._active == 0 and self._ptr is not None:
+                to_free, self._ptr = self._ptr, None
+        if to_free is not None and self._free is not None:
+            self._free(to_free)
 
     def close(self) -> None:
-        """Frees the pointer (now, or when the calls using it return).
-        Idempotent; safe from any thread and at interpreter exit."""
+        """Shuts the object down now (with a ``shutdown`` function) and frees
+        the pointer now, or when the calls using it return. Idempotent; safe
+        from any thread and at interpreter exit."""
         with self._lock:
             if self._ptr is None or self._closing:
                 return
             self._closing = True
-            if self._active:
+            if self._active and self._shutdown is None:
                 return
-            to_free, self._ptr = self._ptr, None
-        if self._free is not None:
-            self._free(to_free)
+            self._active += 1  # the pointer stays valid through the shutdown
+            ptr = self._ptr
+        try:
+            if self._shutdown is not None:
+                self._shutdown(ptr)
+        finally:
+            self._release()
 
     def detach(self) -> int:
         """Gives the pointer away (a C call consumed it): nothing is freed."""
@@ -82,6 +112,58 @@ class Handle:
             return ptr
 
 
+class _Calls:
+    """Counts the calls in progress through every handle, for the exit
+    hook: the interpreter stops daemon threads when it finalizes, and one
+    stopped while the library is on its stack aborts the process (its
+    forced unwind cannot cross the library's frames)."""
+
+    __slots__ = ("_lock", "_active", "_refusing", "_depth")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._refusing = False
+        self._depth = threading.local()  # calls in progress on this thread
+
+    def enter(self) -> None:
+        depth = getattr(self._depth, "n", 0)
+        with self._lock:
+            # A call made from a callback (the library already on this
+            # thread's stack) goes on: it lets the outer call return.
+            if self._refusing and not depth and threading.current_thread() is not threading.main_thread():
+                raise ValueError("rcip: the interpreter is exiting")
+            self._active += 1
+        self._depth.n = depth + 1
+
+    def leave(self) -> None:
+        self._depth.n -= 1
+        with self._lock:
+            self._active -= 1
+
+    def refuse_other_threads(self) -> None:
+        """From now on a call on a thread other than the main one raises
+        ``ValueError`` instead of entering the library (unless it is made
+        from a callback)."""
+        with self._lock:
+            self._refusing = True
+
+    def wait(self, timeout: float) -> bool:
+        """Waits up to ``timeout`` seconds (sleeping, so without the GIL)
+        until no call is in progress; True when none is."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if not self._active:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)
+
+
+calls = _Calls()
+
+
 class Owner:
     """Base of the objects that own a handle: ``close()``, ``closed``,
     ``with``, and a finalizer safe at interpreter exit."""
@@ -90,8 +172,11 @@ class Owner:
     _finalizer: weakref.finalize
 
     def _own(self, ptr: int, free: Callable[[int], None], what: str) -> None:
-        self._handle = Handle(ptr, free, what)
-        self._finalizer = weakref.finalize(self, self._handle.close)
+        self._own_handle(Handle(ptr, free, what))
+
+    def _own_handle(self, handle: Handle) -> None:
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, handle.close)
 
     def close(self) -> None:
         """Releases the C object now. Using it afterwards raises ``ValueError``."""

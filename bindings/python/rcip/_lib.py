@@ -177,6 +177,7 @@ _PROTOTYPES = {
     "rcip_runtime_next_deadline": (_R, [_P, POINTER(c_bool), POINTER(c_int64)]),
     "rcip_runtime_run_due_timers": (_R, [_P]),
     "rcip_runtime_stats": (_R, [_P, _PP]),
+    "rcip_runtime_close": (_R, [_P]),
     "rcip_runtime_free": (None, [_P]),
     # schema
     "rcip_schema_new": (_R, [c_char_p, _PP]),

@@ -14,12 +14,11 @@ from ._handle import Owner, registry
 from ._lib import lib
 from ._runtime import (
     Runtime,
-    _call_registering,
     _FnEntry,
     _json_arg,
     _keep_forever,
     _new_out,
-    _register,
+    _registering,
     _running_loop,
     _user_data_free,
 )
@@ -102,17 +101,12 @@ class McpSession(Owner):
         out = _new_out()
         with runtime._handle.use() as runtime_ptr:
             if on_message is None:
-                check(lib.rcip_mcp_session_new(runtime_ptr, text, _NO_CALLBACK, None, _lib.USER_DATA_FREE_CALLBACK(), byref(out)))
+                runtime._check(lib.rcip_mcp_session_new(runtime_ptr, text, _NO_CALLBACK, None, _lib.USER_DATA_FREE_CALLBACK(), byref(out)))
             else:
                 # Ordered delivery: a coroutine function would run as a task,
                 # out of order, so it is refused.
-                key = _register(_MessageEntry(on_message, runtime._state, "on_message", allow_async=False))
-                _call_registering(
-                    key,
-                    lambda: lib.rcip_mcp_session_new(
-                        runtime_ptr, text, _message_trampoline, key, _user_data_free, byref(out)
-                    ),
-                )
+                with _registering(_MessageEntry(on_message, runtime._state, "on_message", allow_async=False)) as key:
+                    runtime._check(lib.rcip_mcp_session_new(runtime_ptr, text, _message_trampoline, key, _user_data_free, byref(out)))
         self._own(out.value or 0, lib.rcip_mcp_session_free, "MCP session")
 
     def receive(self, message: Union[str, bytes, Mapping[str, Any]]) -> None:

@@ -4,7 +4,9 @@ bindings, completion handles, tokens, and the module-level trampolines."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
 import ctypes
 import inspect
 import json
@@ -13,10 +15,10 @@ import threading
 import time
 import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _lib
-from ._handle import Handle, Owner, registry
+from ._handle import Handle, Owner, calls, registry
 from ._lib import lib, take_string
 from .errors import (
     Aborted,
@@ -25,6 +27,7 @@ from .errors import (
     DeadlockError,
     InvalidArgumentError,
     RcipError,
+    Result,
     check,
     error_for,
 )
@@ -273,6 +276,16 @@ class _FnEntry(_Entry):
         except BaseException as exc:  # noqa: BLE001
             self._report(exc)
 
+    def fire_parsed(self, parse: Callable[[str], Any], text: Optional[bytes]) -> None:
+        """``fire`` with the value parsed from the library's text; text that
+        cannot be parsed is reported as this callback's failure."""
+        try:
+            value = parse((text or b"").decode("utf-8"))
+        except BaseException as exc:  # noqa: BLE001
+            self._report(exc)
+            return
+        self.fire(value)
+
     def _done(self, error: Optional[BaseException], value: Any) -> None:
         if error is not None and not isinstance(error, asyncio.CancelledError):
             self._report(error)
@@ -493,8 +506,7 @@ def _subscriber_trampoline(key: Optional[int], revision: int) -> None:
 @_lib.EVENT_CALLBACK
 def _event_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
-        entry = registry.get(key)
-        entry.fire(Event.from_json((text or b"").decode("utf-8")))
+        registry.get(key).fire_parsed(Event.from_json, text)
     except BaseException:  # noqa: BLE001
         pass
 
@@ -502,8 +514,7 @@ def _event_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
 @_lib.CONFIRMATION_CALLBACK
 def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
-        entry = registry.get(key)
-        entry.fire(ConfirmationNotice.from_json((text or b"").decode("utf-8")))
+        registry.get(key).fire_parsed(ConfirmationNotice.from_json, text)
     except BaseException:  # noqa: BLE001
         pass
 
@@ -545,18 +556,43 @@ def _id_generator_trampoline(key: Optional[int], prefix: Optional[bytes], sink: 
         return 1
 
 
+def _adoption_failed(handle: Optional[Handle], ptr: Optional[int], free: Callable[[int], None], entry: Any, exc: BaseException, where: str) -> None:
+    """A completion handle could not be adopted: free it exactly once (the
+    ``Handle`` when one was made: a half-built owner's finalizer only
+    closes the same handle again), which settles it as a failure, and
+    report why."""
+    try:
+        if handle is not None:
+            handle.close()
+        elif ptr:
+            free(ptr)
+    finally:
+        if entry is not None:
+            entry.state.report(exc, where)
+        else:
+            _report_without_runtime(exc, where)
+
+
 @_lib.HANDLER_CALLBACK
 def _handler_trampoline(key: Optional[int], inv_ptr: Optional[int]) -> None:
-    inv = None
+    handle = entry = inv = None
     try:
-        inv = Invocation._adopt(inv_ptr or 0)
-        registry.get(key).run(inv)
+        # From here on the handle frees the invocation, and nothing else does.
+        handle = Handle(inv_ptr or 0, lib.rcip_invocation_free, "invocation")
+        entry = registry.get(key)
+        inv = Invocation._adopt(handle)
+    except BaseException as exc:  # noqa: BLE001
+        try:
+            where = "the handler of %s" % entry.capability_id if entry is not None else "a handler"
+            _adoption_failed(handle, inv_ptr, lib.rcip_invocation_free, entry, exc, where)  # EXECUTION_FAILED
+        except BaseException:  # noqa: BLE001
+            pass
+        return
+    try:
+        entry.run(inv)
     except BaseException:  # noqa: BLE001
         try:
-            if inv is None:
-                lib.rcip_invocation_free(inv_ptr)  # settles as EXECUTION_FAILED
-            else:
-                inv._finish()
+            inv._finish()
         except BaseException:  # noqa: BLE001
             pass
 
@@ -571,16 +607,23 @@ def _availability_trampoline(key: Optional[int], sink: Optional[int]) -> int:
 
 @_lib.POLICY_CALLBACK
 def _policy_trampoline(key: Optional[int], req_ptr: Optional[int]) -> None:
-    request = None
+    handle = entry = request = None
     try:
-        request = PolicyRequest._adopt(req_ptr or 0)
-        registry.get(key).run(request)
+        # From here on the handle frees the request, and nothing else does.
+        handle = Handle(req_ptr or 0, lib.rcip_policy_request_free, "policy request")
+        entry = registry.get(key)
+        request = PolicyRequest._adopt(handle)  # parses the context: it may fail (too deep)
+    except BaseException as exc:  # noqa: BLE001
+        try:
+            _adoption_failed(handle, req_ptr, lib.rcip_policy_request_free, entry, exc, "the policy")  # POLICY_EVALUATION_FAILED
+        except BaseException:  # noqa: BLE001
+            pass
+        return
+    try:
+        entry.run(request)
     except BaseException:  # noqa: BLE001
         try:
-            if request is None:
-                lib.rcip_policy_request_free(req_ptr)  # settles as POLICY_EVALUATION_FAILED
-            else:
-                request._finish()
+            request._finish()
         except BaseException:  # noqa: BLE001
             pass
 
@@ -615,23 +658,20 @@ _keep_forever(
 _NO_AVAILABILITY = _lib.AVAILABILITY_CALLBACK()
 
 
-def _register(entry: _Entry) -> int:
-    return registry.add(entry)
-
-
-def _call_registering(key: int, call: Callable[[], int]) -> None:
-    """Runs a registering C call; on failure the library never calls back,
-    so the registration is undone here (and released)."""
+@contextlib.contextmanager
+def _registering(entry: _Entry) -> Iterator[int]:
+    """Registers ``entry`` for the registering C call made in the block and
+    yields its key. If the block raises (an argument refused before the
+    call, a closed handle or token, the call failing), the library never
+    calls back, so the registration is undone here and released. Keep only
+    the checks and the call in the block: once the call succeeded, the key
+    is the library's."""
+    key = registry.add(entry)
     try:
-        rc = call()
-        error = error_for(rc) if rc else None
+        yield key
     except BaseException:
-        error = None
         _unregister(key)
         raise
-    if error is not None:
-        _unregister(key)
-        raise error
 
 
 def _unregister(key: int) -> None:
@@ -719,9 +759,8 @@ class CancelToken(Owner):
     def on_cancel(self, callback: Callable[[], Any]) -> None:
         """Runs ``callback()`` once on cancellation (at once if already
         cancelled). Exceptions it raises are logged."""
-        key = _register(_FnEntry(callback, None, "an on_cancel callback"))
-        with self._handle.use() as ptr:
-            _call_registering(key, lambda: lib.rcip_cancel_token_on_cancel(ptr, _cancel_trampoline, key, _user_data_free))
+        with _registering(_FnEntry(callback, None, "an on_cancel callback")) as key, self._handle.use() as ptr:
+            check(lib.rcip_cancel_token_on_cancel(ptr, _cancel_trampoline, key, _user_data_free))
 
     def clone(self) -> "CancelToken":
         """Another reference to the same token, closed independently."""
@@ -745,17 +784,21 @@ class Invocation(Owner):
         raise TypeError("rcip: invocations are created by the runtime")
 
     @classmethod
-    def _adopt(cls, ptr: int) -> "Invocation":
+    def _adopt(cls, handle: Handle) -> "Invocation":
+        """Takes over the handle the handler trampoline made. If this
+        raises, the caller closes the handle (the finalizer, if it was
+        registered, closes it again: a no-op)."""
         inv = cls.__new__(cls)
-        inv._own(ptr, lib.rcip_invocation_free, "invocation")
+        inv._own_handle(handle)
         inv._deferred = False
         inv._settled = False
         inv._token = None
         inv.exception = None
-        inv.id = _lib.borrowed_string(lib.rcip_invocation_id(ptr)) or ""
-        inv.capability_id = _lib.borrowed_string(lib.rcip_invocation_capability_id(ptr)) or ""
-        inv.input_json = _lib.borrowed_string(lib.rcip_invocation_input(ptr)) or "null"
-        inv._context_json = _lib.borrowed_string(lib.rcip_invocation_semantic_context(ptr)) or "{}"
+        with handle.use() as ptr:
+            inv.id = _lib.borrowed_string(lib.rcip_invocation_id(ptr)) or ""
+            inv.capability_id = _lib.borrowed_string(lib.rcip_invocation_capability_id(ptr)) or ""
+            inv.input_json = _lib.borrowed_string(lib.rcip_invocation_input(ptr)) or "null"
+            inv._context_json = _lib.borrowed_string(lib.rcip_invocation_semantic_context(ptr)) or "{}"
         inv._input = _UNPARSED
         return inv
 
@@ -833,10 +876,19 @@ class Invocation(Owner):
             self._settled = True
 
     def _on_cancel(self, callback: Callable[[], Any]) -> None:
-        key = _register(_FnEntry(callback, None, "an on_cancel callback"))
-        with self._handle.use() as ptr:
-            token = lib.rcip_invocation_cancel_token(ptr)
-            _call_registering(key, lambda: lib.rcip_cancel_token_on_cancel(token, _cancel_trampoline, key, _user_data_free))
+        """Runs ``callback()`` once when the invocation is cancelled. An
+        invocation already settled or closed (a coroutine handler can finish
+        on the loop before this runs) will not be cancelled: nothing is
+        registered."""
+        if self._settled or self.closed:
+            return
+        try:
+            with _registering(_FnEntry(callback, None, "an on_cancel callback")) as key, self._handle.use() as ptr:
+                token = lib.rcip_invocation_cancel_token(ptr)
+                check(lib.rcip_cancel_token_on_cancel(token, _cancel_trampoline, key, _user_data_free))
+        except ValueError:
+            if not self.closed:
+                raise  # else it was closed meanwhile: it has ended
 
     # --- used by the trampolines -------------------------------------------------
 
@@ -891,14 +943,19 @@ class PolicyRequest(Owner):
         raise TypeError("rcip: policy requests are created by the runtime")
 
     @classmethod
-    def _adopt(cls, ptr: int) -> "PolicyRequest":
+    def _adopt(cls, handle: Handle) -> "PolicyRequest":
+        """Takes over the handle the policy trampoline made. If this raises
+        (a context nested deeper than Python's ``json`` parses), the caller
+        closes the handle (the finalizer, if it was registered, closes it
+        again: a no-op)."""
         req = cls.__new__(cls)
-        req._own(ptr, lib.rcip_policy_request_free, "policy request")
+        req._own_handle(handle)
         req._deferred = False
         req._settled = False
         req.exception = None
-        req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
-        req.invocation_id = _lib.borrowed_string(lib.rcip_policy_request_invocation_id(ptr))
+        with handle.use() as ptr:
+            req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
+            req.invocation_id = _lib.borrowed_string(lib.rcip_policy_request_invocation_id(ptr))
         req.context = json.loads(req.context_json)
         return req
 
@@ -1082,22 +1139,20 @@ class Runtime(Owner):
                     # 0 keeps the library's default for a limit not given.
                     check(lib.rcip_runtime_builder_set_limits(bp, int(max_payload_len or 0), int(max_depth or 0)))
                 if policy is not None:
-                    key = _register(_PolicyEntry(self._state, policy))
-                    _call_registering(key, lambda: lib.rcip_runtime_builder_set_policy(bp, _policy_trampoline, key, _user_data_free))
+                    with _registering(_PolicyEntry(self._state, policy)) as key:
+                        check(lib.rcip_runtime_builder_set_policy(bp, _policy_trampoline, key, _user_data_free))
                 if on_event is not None:
-                    key = _register(_FnEntry(on_event, self._state, "on_event"))
-                    _call_registering(key, lambda: lib.rcip_runtime_builder_add_event_observer(bp, _event_trampoline, key, _user_data_free))
+                    with _registering(_FnEntry(on_event, self._state, "on_event")) as key:
+                        check(lib.rcip_runtime_builder_add_event_observer(bp, _event_trampoline, key, _user_data_free))
                 if on_confirmation is not None:
-                    key = _register(_FnEntry(on_confirmation, self._state, "on_confirmation"))
-                    _call_registering(
-                        key, lambda: lib.rcip_runtime_builder_set_confirmation_callback(bp, _confirmation_trampoline, key, _user_data_free)
-                    )
+                    with _registering(_FnEntry(on_confirmation, self._state, "on_confirmation")) as key:
+                        check(lib.rcip_runtime_builder_set_confirmation_callback(bp, _confirmation_trampoline, key, _user_data_free))
                 if clock is not None:
-                    key = _register(_FnEntry(clock, self._state, "the clock", allow_async=False))
-                    _call_registering(key, lambda: lib.rcip_runtime_builder_set_clock(bp, _clock_trampoline, key, _user_data_free))
+                    with _registering(_FnEntry(clock, self._state, "the clock", allow_async=False)) as key:
+                        check(lib.rcip_runtime_builder_set_clock(bp, _clock_trampoline, key, _user_data_free))
                 if id_generator is not None:
-                    key = _register(_FnEntry(id_generator, self._state, "the id generator", allow_async=False))
-                    _call_registering(key, lambda: lib.rcip_runtime_builder_set_id_generator(bp, _id_generator_trampoline, key, _user_data_free))
+                    with _registering(_FnEntry(id_generator, self._state, "the id generator", allow_async=False)) as key:
+                        check(lib.rcip_runtime_builder_set_id_generator(bp, _id_generator_trampoline, key, _user_data_free))
                 if manual_timers:
                     check(lib.rcip_runtime_builder_set_manual_timers(bp, True))
         except BaseException:
@@ -1105,8 +1160,9 @@ class Runtime(Owner):
             raise
         runtime = _new_out()
         check(lib.rcip_runtime_builder_build(b.detach(), byref(runtime)))  # consumes the builder
-        self._handle = Handle(runtime.value or 0, lib.rcip_runtime_free, "runtime")
+        self._handle = Handle(runtime.value or 0, lib.rcip_runtime_free, "runtime", shutdown=lib.rcip_runtime_close)
         self._finalizer = weakref.finalize(self, _close_runtime, self._handle, self._state)
+        _live_runtimes.add(self)
         self._client_ptr = lib.rcip_runtime_client(runtime.value)
         self._host_ptr = lib.rcip_runtime_host(runtime.value)
         self.client = Client(self)
@@ -1117,9 +1173,13 @@ class Runtime(Owner):
         return self._state.loop
 
     def close(self) -> None:
-        """Closes the runtime: pending invocations end ``EXECUTION_ABORTED``
-        (their outcomes delivered during this call), pending confirmations
-        end, bindings and subscriptions are released."""
+        """Closes the runtime at once (``rcip_runtime_close``), from any
+        thread or from inside its callbacks (not the clock or the id
+        generator): pending invocations end ``EXECUTION_ABORTED`` (their
+        outcomes delivered during this call, running handlers see their
+        token cancelled), pending confirmations end, bindings and
+        subscriptions are released. Later calls raise ``ValueError``; the
+        handle itself is freed when the last call still using it returns."""
         super().close()
 
     def next_deadline(self) -> Optional[int]:
@@ -1127,19 +1187,27 @@ class Runtime(Owner):
         has = c_bool()
         deadline = c_int64()
         with self._handle.use() as ptr:
-            check(lib.rcip_runtime_next_deadline(ptr, byref(has), byref(deadline)))
+            self._check(lib.rcip_runtime_next_deadline(ptr, byref(has), byref(deadline)))
         return int(deadline.value) if has.value else None
 
     def run_due_timers(self) -> None:
         """Expires every confirmation due by the clock's now (manual timers)."""
         with self._handle.use() as ptr:
-            check(lib.rcip_runtime_run_due_timers(ptr))
+            self._check(lib.rcip_runtime_run_due_timers(ptr))
 
     def stats(self) -> Dict[str, Any]:
         out = _new_out()
         with self._handle.use() as ptr:
-            check(lib.rcip_runtime_stats(ptr, byref(out)))
+            self._check(lib.rcip_runtime_stats(ptr, byref(out)))
         return json.loads(take_string(out) or "{}")
+
+    def _check(self, rc: int) -> None:
+        """``check`` for a call through the runtime. ``CLOSED`` means another
+        thread closed the runtime after this call got past ``use()``: it
+        raises the same ``ValueError`` as a call made after ``close()``."""
+        if rc == Result.CLOSED:
+            raise self._handle.closed_error()
+        check(rc)
 
     def _check_blocking(self, what: str) -> None:
         state = self._state
@@ -1153,6 +1221,39 @@ class Runtime(Owner):
 def _close_runtime(handle: Handle, state: _RuntimeState) -> None:
     handle.close()
     state.forget_all()
+
+
+# Runtimes not yet closed: closed first thing at interpreter exit.
+_live_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+
+# How long the exit hook waits, in all, for calls still inside the library.
+_EXIT_WAIT_SECONDS = 1.0
+
+
+def _close_runtimes_at_exit() -> None:
+    """Closes every live runtime before the finalizers run, so that pending
+    work gets its outcome (``EXECUTION_ABORTED``: a deferred invocation's
+    finalizer would otherwise fail it first) and no callback of theirs
+    starts any more. Then threads other than the main one (daemon threads
+    still running) get ``ValueError`` in Python instead of entering the
+    library, and the calls already inside it get a moment to return: a
+    thread the interpreter stops while the library is on its stack cannot
+    unwind through the library's frames and aborts the process."""
+    try:
+        for runtime in list(_live_runtimes):
+            runtime.close()
+        calls.refuse_other_threads()
+        calls.wait(_EXIT_WAIT_SECONDS)
+    except BaseException:  # noqa: BLE001 - exiting anyway
+        pass
+
+
+# atexit runs the handlers registered last first. weakref.finalize registers
+# its exit handler (which runs the finalizers) when the first finalizer is
+# created: create one (that does nothing) so that it is registered before
+# this hook, which then runs before any finalizer.
+weakref.finalize(_close_runtimes_at_exit, lambda: None)
+atexit.register(_close_runtimes_at_exit)
 
 
 class Client:
@@ -1169,7 +1270,7 @@ class Client:
         """The current snapshot; the same object until the revision changes."""
         out = _new_out()
         with self._runtime._handle.use():
-            check(lib.rcip_client_snapshot(self._runtime._client_ptr, byref(out)))
+            self._runtime._check(lib.rcip_client_snapshot(self._runtime._client_ptr, byref(out)))
         ptr = out.value or 0
         try:
             revision = int(lib.rcip_snapshot_revision(ptr))
@@ -1203,18 +1304,15 @@ class Client:
         text = _json_arg(filter, "the filter") if isinstance(filter, (str, bytes)) else (_json_arg(body, "the filter") if body else None)
         out = _new_out()
         with self._runtime._handle.use():
-            check(lib.rcip_client_list_capabilities(self._runtime._client_ptr, text, byref(out)))
+            self._runtime._check(lib.rcip_client_list_capabilities(self._runtime._client_ptr, text, byref(out)))
         return json.loads(take_string(out) or "[]")
 
     def subscribe(self, callback: Callable[[int], Any]) -> "Subscription":
         """Calls ``callback(revision)`` once per refresh until the
         subscription is closed."""
-        key = _register(_FnEntry(callback, self._runtime._state, "a subscriber"))
         out = _new_out()
-        with self._runtime._handle.use():
-            _call_registering(
-                key, lambda: lib.rcip_client_subscribe(self._runtime._client_ptr, _subscriber_trampoline, key, _user_data_free, byref(out))
-            )
+        with _registering(_FnEntry(callback, self._runtime._state, "a subscriber")) as key, self._runtime._handle.use():
+            self._runtime._check(lib.rcip_client_subscribe(self._runtime._client_ptr, _subscriber_trampoline, key, _user_data_free, byref(out)))
         subscription = Subscription._adopt(out.value or 0, self._runtime._state)
         self._runtime._state.keep(subscription)
         return subscription
@@ -1236,19 +1334,17 @@ class Client:
         future is resolved."""
         future = PendingOutcome()
         future.set_running_or_notify_cancel()
-        key = _register(_ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state))
         cap = _id_bytes(capability_id, "capability_id")
         text = _payload(input, input_json)
         inv_id = None if invocation_id is None else _id_bytes(invocation_id, "invocation_id")
         id_out = _new_out()
-        with self._runtime._handle.use():
-            with _token_use(cancel) as token_ptr:
-                _call_registering(
-                    key,
-                    lambda: lib.rcip_client_invoke(
-                        self._runtime._client_ptr, cap, text, inv_id, token_ptr, _result_trampoline, key, _user_data_free, byref(id_out)
-                    ),
+        entry = _ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state)
+        with _registering(entry) as key, self._runtime._handle.use(), _token_use(cancel) as token_ptr:
+            self._runtime._check(
+                lib.rcip_client_invoke(
+                    self._runtime._client_ptr, cap, text, inv_id, token_ptr, _result_trampoline, key, _user_data_free, byref(id_out)
                 )
+            )
         future.invocation_id = take_string(id_out)
         return future
 
@@ -1262,15 +1358,17 @@ class Client:
         cancel: Optional[CancelToken] = None,
         timeout: Optional[float] = None,
     ) -> Outcome:
-        """Invokes and waits for the outcome. On a timeout or an interrupt
-        (``KeyboardInterrupt``) the invocation is cancelled, then the
-        exception propagates. Raises ``DeadlockError`` on the runtime's loop
-        thread while coroutine callbacks exist (use ``invoke_async``)."""
+        """Invokes and waits for the outcome. On a timeout (``TimeoutError``,
+        naming the capability, the invocation id and the timeout) or an
+        interrupt (``KeyboardInterrupt``) the invocation is cancelled, then
+        the exception propagates. Raises ``DeadlockError`` on the runtime's
+        loop thread while coroutine callbacks exist (use ``invoke_async``)."""
         self._runtime._check_blocking("invoke")
         token = cancel if cancel is not None else CancelToken()
         try:
             future = self.submit(capability_id, input, input_json=input_json, invocation_id=invocation_id, cancel=token)
-            return _wait(future, timeout, token)
+            what = "invoking %s (invocation %s)" % (capability_id, future.invocation_id)
+            return _wait(future, timeout, token, what)
         finally:
             if cancel is None:
                 token.close()
@@ -1312,26 +1410,23 @@ class Client:
         text_array = (c_char_p * n)(*texts) if n else None
         future = PendingOutcome()
         future.set_running_or_notify_cancel()
-        key = _register(_ResultEntry(future, PreflightReport.from_json, on_report, self._runtime._state))
-        with self._runtime._handle.use():
-            with _token_use(cancel) as token_ptr:
-                _call_registering(
-                    key,
-                    lambda: lib.rcip_client_preflight(
-                        self._runtime._client_ptr, id_array, text_array, n, token_ptr, _result_trampoline, key, _user_data_free
-                    ),
-                )
+        entry = _ResultEntry(future, PreflightReport.from_json, on_report, self._runtime._state)
+        with _registering(entry) as key, self._runtime._handle.use(), _token_use(cancel) as token_ptr:
+            self._runtime._check(
+                lib.rcip_client_preflight(self._runtime._client_ptr, id_array, text_array, n, token_ptr, _result_trampoline, key, _user_data_free)
+            )
         return future
 
     def preflight(
         self, proposals: Iterable[ProposalLike], *, cancel: Optional[CancelToken] = None, timeout: Optional[float] = None
     ) -> PreflightReport:
         """Checks proposals without running anything (no ids, events or
-        notifications) and waits for the report."""
+        notifications) and waits for the report (``TimeoutError`` after
+        ``timeout`` seconds, the preflight cancelled)."""
         self._runtime._check_blocking("preflight")
         token = cancel if cancel is not None else CancelToken()
         try:
-            return _wait(self.submit_preflight(proposals, cancel=token), timeout, token)
+            return _wait(self.submit_preflight(proposals, cancel=token), timeout, token, "the preflight")
         finally:
             if cancel is None:
                 token.close()
@@ -1358,14 +1453,12 @@ class Host:
         stays in effect until ``close()``/``unbind()`` (or the end of a
         ``with`` block, or the runtime closing), whether or not the returned
         object is kept."""
-        entry = _BindingEntry(self._runtime._state, capability_id, handler, availability)
-        key = _register(entry)
         cap = _id_bytes(capability_id, "capability_id")
         out = _new_out()
-        with self._runtime._handle.use():
-            _call_registering(
-                key,
-                lambda: lib.rcip_host_bind(
+        entry = _BindingEntry(self._runtime._state, capability_id, handler, availability)
+        with _registering(entry) as key, self._runtime._handle.use():
+            self._runtime._check(
+                lib.rcip_host_bind(
                     self._runtime._host_ptr,
                     cap,
                     _handler_trampoline,
@@ -1373,7 +1466,7 @@ class Host:
                     key,
                     _user_data_free,
                     byref(out),
-                ),
+                )
             )
         binding = Binding._adopt(out.value or 0, capability_id, self._runtime._state)
         self._runtime._state.keep(binding)
@@ -1396,16 +1489,16 @@ class Host:
                 body["primaryScopeId"] = primary_scope_id
             text = _json_arg(body, "the context")
         with self._runtime._handle.use():
-            check(lib.rcip_host_set_context(self._runtime._host_ptr, text))
+            self._runtime._check(lib.rcip_host_set_context(self._runtime._host_ptr, text))
 
     def clear_context(self) -> None:
         with self._runtime._handle.use():
-            check(lib.rcip_host_clear_context(self._runtime._host_ptr))
+            self._runtime._check(lib.rcip_host_clear_context(self._runtime._host_ptr))
 
     def refresh(self) -> None:
         """New revision: availability sampled again, subscribers notified."""
         with self._runtime._handle.use():
-            check(lib.rcip_host_refresh(self._runtime._host_ptr))
+            self._runtime._check(lib.rcip_host_refresh(self._runtime._host_ptr))
 
     def submit_confirmation(
         self, confirmation_id: str, approved: bool, *, on_outcome: Optional[Callable[[Outcome], Any]] = None
@@ -1415,20 +1508,18 @@ class Host:
         ``on_outcome`` as for ``Client.submit``."""
         future = PendingOutcome()
         future.set_running_or_notify_cancel()
-        key = _register(_ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state))
         cid = _id_bytes(confirmation_id, "confirmation_id")
-        with self._runtime._handle.use():
-            _call_registering(
-                key,
-                lambda: lib.rcip_host_resolve_confirmation(
-                    self._runtime._host_ptr, cid, bool(approved), _result_trampoline, key, _user_data_free
-                ),
+        entry = _ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state)
+        with _registering(entry) as key, self._runtime._handle.use():
+            self._runtime._check(
+                lib.rcip_host_resolve_confirmation(self._runtime._host_ptr, cid, bool(approved), _result_trampoline, key, _user_data_free)
             )
         return future
 
     def resolve_confirmation(self, confirmation_id: str, approved: bool, *, timeout: Optional[float] = None) -> Outcome:
         self._runtime._check_blocking("resolve_confirmation")
-        return _wait(self.submit_confirmation(confirmation_id, approved), timeout, None)
+        what = "resolving confirmation %s" % confirmation_id
+        return _wait(self.submit_confirmation(confirmation_id, approved), timeout, None, what)
 
     async def resolve_confirmation_async(self, confirmation_id: str, approved: bool) -> Outcome:
         return await _await(self.submit_confirmation(confirmation_id, approved), None)
@@ -1547,9 +1638,13 @@ def _proposal(p: ProposalLike) -> Proposal:
     raise TypeError("rcip: a proposal is a Proposal, a (capability_id, input) pair or a mapping")
 
 
-def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], token: Optional[CancelToken]) -> Any:
+def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], token: Optional[CancelToken], what: str) -> Any:
+    """The future's result; ``TimeoutError`` naming ``what`` after ``timeout`` seconds."""
     try:
-        return future.result(timeout)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError("rcip: %s timed out after %g s" % (what, timeout or 0)) from None
     except BaseException:
         # Interrupted or timed out: stop waiting, and end the operation.
         if token is not None and not future.done():

@@ -208,12 +208,71 @@ class Event:
         return cls(d.get("timestamp", 0), d.get("invocationId", ""), d.get("capabilityId", ""), d.get("phase", ""), d.get("errorCode"))
 
 
+def _member_texts(text: str) -> Dict[str, str]:
+    """The text of each member value of a JSON object, found without
+    parsing the values (so without recursion, whatever their depth)."""
+    members: Dict[str, str] = {}
+    i = _skip_space(text, 0)
+    if text[i : i + 1] != "{":
+        raise ValueError("rcip: not a JSON object")
+    i = _skip_space(text, i + 1)
+    while text[i : i + 1] == '"':
+        end = _string_end(text, i)
+        name = json.loads(text[i:end])
+        i = _skip_space(text, end)
+        if text[i : i + 1] != ":":
+            raise ValueError("rcip: not a JSON object")
+        start = i + 1
+        depth = 0
+        i = start
+        while i < len(text):
+            c = text[i]
+            if c == '"':
+                i = _string_end(text, i)
+                continue
+            if c in "[{":
+                depth += 1
+            elif c in "]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "," and depth == 0:
+                break
+            i += 1
+        members[name] = text[start:i].strip()
+        if text[i : i + 1] == ",":
+            i = _skip_space(text, i + 1)
+    return members
+
+
+def _string_end(text: str, i: int) -> int:
+    """The index after the JSON string starting at ``text[i]`` (a quote)."""
+    i += 1
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i + 1
+        else:
+            i += 1
+    raise ValueError("rcip: an unterminated JSON string")
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
 @dataclass(frozen=True)
 class ConfirmationNotice:
     """What the host's confirmation callback is told. ``event`` is
     ``"opened"`` (with ``confirmation`` and the captured ``input``, for the
     dialog) or ``"closed"`` (with ``reason``: approved, declined, expired,
-    cancelled, invalidated or closed)."""
+    cancelled, invalidated or closed). An ``input`` nested deeper than
+    Python's ``json`` parses (the library's depth limit is higher) is given
+    as ``RawJson`` text."""
 
     event: str
     confirmation_id: str
@@ -229,7 +288,15 @@ class ConfirmationNotice:
 
     @classmethod
     def from_json(cls, text: str) -> "ConfirmationNotice":
-        d = json.loads(text)
+        try:
+            d = json.loads(text)
+        except RecursionError:
+            # Only the captured input can be that deep: keep its text.
+            members = _member_texts(text)
+            raw_input = members.pop("input", None)
+            d = {name: json.loads(value) for name, value in members.items()}
+            if raw_input is not None:
+                d["input"] = RawJson(raw_input)
         confirmation = Confirmation._from(d.get("confirmation"))
         return cls(
             d.get("event", ""),

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import threading
+import time
 
 import pytest
 from conftest import CLOCK_START, allow_all
 
 import rcip
+from rcip._handle import registry
 
 
 def hello(inv: rcip.Invocation):
@@ -687,15 +690,74 @@ def test_close_aborts_pending_and_views_refuse_use(catalog):
 
 def test_close_from_inside_a_handler(catalog):
     runtime = rcip.Runtime(catalog)
+    seen = []
 
     def handler(inv):
-        runtime.close()  # deferred until the invoke call in progress returns
+        runtime.close()  # at once; only the free waits for the invoke call in progress
+        seen.append(inv.cancelled)
+        with pytest.raises(ValueError):
+            runtime.host.refresh()
         return {"text": "closing"}
 
     runtime.host.bind("greeting.say", handler)
     future = runtime.client.submit("greeting.say", {"name": "x"})
     assert runtime.closed
-    assert future.result(1).status in ("succeeded", "failed")
+    assert seen == [True]
+    assert future.result(1).code == "EXECUTION_ABORTED"
+
+
+def test_close_from_another_thread_aborts_a_running_handler(catalog):
+    baseline = len(registry)
+    runtime = rcip.Runtime(catalog)
+    started = threading.Event()
+    seen = []
+
+    def handler(inv):
+        started.set()
+        deadline = time.monotonic() + 5
+        while not inv.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen.append(inv.cancelled)
+        return {"text": "finished"}
+
+    runtime.host.bind("greeting.say", handler)
+    outcomes = []
+    thread = threading.Thread(target=lambda: outcomes.append(runtime.client.invoke("greeting.say", {"name": "x"})))
+    thread.start()
+    assert started.wait(5)
+    runtime.close()  # the invoke call in progress is not waited for
+    assert runtime.closed
+    with pytest.raises(ValueError):
+        runtime.client.invoke("greeting.say", {"name": "x"})
+    thread.join(10)
+    assert seen == [True]
+    assert outcomes[0].code == "EXECUTION_ABORTED"
+    assert len(registry) == baseline  # freed when the invoke call returned
+
+
+def test_calls_that_began_before_close_raise_value_error(catalog):
+    """A call already past the closed check when another thread closes the
+    runtime gets the library's CLOSED: the same ValueError as after close()."""
+    runtime = rcip.Runtime(catalog)
+    binding = runtime.host.bind("greeting.say", hello)
+    with runtime._handle.use() as ptr:
+        assert rcip._lib.lib.rcip_runtime_close(ctypes.c_void_p(ptr)) == 0  # as another thread's close() would
+    baseline = len(registry)
+    for call in (
+        lambda: runtime.client.invoke("greeting.say", {"name": "x"}),
+        lambda: runtime.client.submit_preflight([("greeting.say", {"name": "x"})]),
+        lambda: runtime.client.subscribe(print),
+        lambda: runtime.host.bind("tickets.list", hello),
+        lambda: runtime.host.set_context(["tickets"]),
+        lambda: runtime.host.refresh(),
+        lambda: runtime.host.submit_confirmation("c", True),
+        lambda: runtime.run_due_timers(),
+    ):
+        with pytest.raises(ValueError, match="the runtime is closed"):
+            call()
+    assert len(registry) == baseline
+    assert not binding.installed
+    runtime.close()
 
 
 def test_on_outcome_callbacks_run_as_the_library_delivers(catalog):

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 import rcip
+from rcip._handle import registry
 
 
 def run(coro):
@@ -235,6 +236,66 @@ def test_runtime_with_a_loop_running_in_another_thread(catalog):
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()
+
+
+def test_coroutine_handler_finishing_before_its_cancel_hook_leaks_nothing(catalog, errors, monkeypatch):
+    """The task can finish (and close the invocation) on the loop thread
+    before the handler trampoline hooks cancellation to it: the hook then
+    registers nothing and raises nothing."""
+    original = rcip._runtime._RuntimeState.schedule
+
+    def finishing_first(self, awaitable, done, where):
+        finished = threading.Event()
+
+        def done_then_signal(error, value):
+            try:
+                done(error, value)
+            finally:
+                finished.set()
+
+        scheduled = original(self, awaitable, done_then_signal, where)
+        assert finished.wait(5)
+        return scheduled
+
+    monkeypatch.setattr(rcip._runtime._RuntimeState, "schedule", finishing_first)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+
+        async def handler(inv):
+            return {"text": "fast"}
+
+        runtime = rcip.Runtime(catalog, loop=loop, on_error=errors)
+        runtime.host.bind("greeting.say", handler)
+        baseline = len(registry)
+        for _ in range(3):
+            assert runtime.client.invoke("greeting.say", {"name": "x"}, timeout=10).output == {"text": "fast"}
+        assert len(registry) == baseline
+        assert errors == []
+        runtime.close()
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+
+def test_cancel_hook_on_a_settled_or_closed_invocation_registers_nothing(catalog):
+    held = []
+    with rcip.Runtime(catalog) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: held.append(inv) or {"text": "x"})
+        runtime.host.bind("tickets.list", lambda inv: held.append(inv.defer()))
+        runtime.client.invoke("greeting.say", {"name": "x"})
+        future = runtime.client.submit("tickets.list", {})
+        held[1].complete({"items": []})
+        assert future.result(1).ok
+        closed, settled = held
+        assert closed.closed and settled.settled and not settled.closed
+        baseline = len(registry)
+        closed._on_cancel(lambda: None)
+        settled._on_cancel(lambda: None)
+        assert len(registry) == baseline
+        settled.close()
 
 
 def test_coroutine_callbacks_on_a_closed_loop_fail_cleanly(catalog, errors):

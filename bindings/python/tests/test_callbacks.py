@@ -160,6 +160,143 @@ def test_observer_failures_change_no_outcome(catalog, errors):
     assert {Boom, KeyboardInterrupt, ZeroDivisionError} <= kinds
 
 
+# Nested deeper than Python's json parses, but within the library's default max_depth (1000).
+DEPTH = 990
+DEEP_INPUT = '{"n": ' + "[" * DEPTH + "]" * DEPTH + "}"
+
+
+def test_policy_request_too_deep_to_parse_fails_once(catalog, errors):
+    """PolicyRequest parses its context (with the input) when it is adopted:
+    a failure there frees the request once (no double free) and is reported."""
+    with rcip.Runtime(catalog, policy=lambda request: "allow", on_error=errors) as runtime:
+        runtime.host.bind("tickets.list", lambda inv: {"items": []})
+        runtime.host.set_context(["tickets"])
+        for _ in range(3):
+            outcome = runtime.client.invoke("tickets.list", input_json=DEEP_INPUT)
+            assert outcome.code == "POLICY_EVALUATION_FAILED"
+        gc.collect()
+        assert runtime.client.invoke("tickets.list", {}).ok
+    assert [(type(e), where) for e, where in errors] == [(RecursionError, "the policy")] * 3
+
+
+def test_invocation_adoption_failure_frees_once(catalog, errors, monkeypatch):
+    """Any exception while the handler trampoline adopts the invocation (here
+    a simulated signal) fails it once, reported, and later calls are fine."""
+    original = rcip._lib.borrowed_string
+    calls = []
+
+    def interrupted(value):
+        calls.append(value)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("a signal while adopting")
+        return original(value)
+
+    with rcip.Runtime(catalog, on_error=errors) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": inv.capability_id})
+        monkeypatch.setattr(rcip._lib, "borrowed_string", interrupted)
+        assert runtime.client.invoke("greeting.say", {"name": "x"}).code == "EXECUTION_FAILED"
+        gc.collect()
+        for _ in range(3):
+            assert runtime.client.invoke("greeting.say", {"name": "x"}).output == {"text": "greeting.say"}
+    assert [(type(e), where) for e, where in errors] == [(KeyboardInterrupt, "the handler of greeting.say")]
+
+
+def test_notice_with_an_input_too_deep_to_parse_is_delivered(catalog, errors):
+    notices = []
+    with rcip.Runtime(catalog, on_confirmation=notices.append, on_error=errors) as runtime:
+        runtime.host.bind("tickets.purge", lambda inv: {})
+        runtime.host.set_context(["admin"])
+        outcome = runtime.client.invoke("tickets.purge", input_json=DEEP_INPUT)
+        assert outcome.status == "confirmation_required"
+        runtime.host.decline(outcome.confirmation.id)
+    assert errors == []
+    opened, closed = notices
+    assert (opened.event, opened.confirmation_id, opened.invocation_id) == ("opened", outcome.confirmation.id, outcome.invocation_id)
+    assert opened.confirmation == outcome.confirmation
+    assert isinstance(opened.input, rcip.RawJson)  # kept as text, not parsed
+    assert opened.input.text.replace(" ", "") == DEEP_INPUT.replace(" ", "")
+    assert (closed.event, closed.reason) == ("closed", "declined")
+
+
+def test_notices_and_events_that_cannot_be_parsed_are_reported(catalog, errors, monkeypatch):
+    def unparsable(cls, text):
+        raise Boom("cannot parse " + cls.__name__)
+
+    monkeypatch.setattr(rcip.Event, "from_json", classmethod(unparsable))
+    monkeypatch.setattr(rcip.ConfirmationNotice, "from_json", classmethod(unparsable))
+    seen = []
+    with rcip.Runtime(catalog, on_event=seen.append, on_confirmation=seen.append, on_error=errors) as runtime:
+        runtime.host.bind("tickets.purge", lambda inv: {})
+        assert runtime.client.invoke("tickets.purge", {}).status == "confirmation_required"
+    assert seen == []
+    wheres = {where for _, where in errors}
+    assert wheres == {"on_event", "on_confirmation"}
+    assert all(isinstance(e, Boom) for e, _ in errors)
+
+
+def _async_handler_failing_bind(runtime):
+    async def handler(inv):
+        return {}
+
+    runtime.host.bind("greeting.say\0", handler)
+
+
+@pytest.mark.parametrize(
+    "call, exc",
+    [
+        (lambda rt: rt.client.submit("greeting.say\0", {}), ValueError),
+        (lambda rt: rt.client.submit(42, {}), TypeError),
+        (lambda rt: rt.client.submit("greeting.say", {}, invocation_id="\ud800"), UnicodeEncodeError),
+        (lambda rt: rt.client.submit("greeting.say", {}, cancel="token"), TypeError),
+        (lambda rt: rt.client.submit("greeting.say", {}, cancel=_closed_token()), ValueError),
+        (lambda rt: rt.client.invoke("greeting.say", {}, cancel=_closed_token()), ValueError),
+        (lambda rt: rt.client.submit_preflight([("greeting.say", {})], cancel="token"), TypeError),
+        (lambda rt: rt.host.bind("x\0", lambda inv: None), ValueError),
+        (lambda rt: rt.host.submit_confirmation("c\0", True), ValueError),
+        (_async_handler_failing_bind, ValueError),
+        (lambda rt: _closed_token().on_cancel(lambda: None), ValueError),
+    ],
+)
+def test_failed_registering_calls_leave_no_registration(catalog, call, exc):
+    async def main():
+        runtime = rcip.Runtime(catalog)
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        baseline = len(registry)
+        with pytest.raises(exc):
+            call(runtime)
+        assert len(registry) == baseline
+        # No coroutine callback is registered: a blocking call on the loop thread is no deadlock.
+        assert runtime.client.invoke("greeting.say", {"name": "x"}, timeout=5).ok
+        runtime.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda rt: rt.client.submit("greeting.say", {"name": "x"}),
+        lambda rt: rt.client.subscribe(print),
+        lambda rt: rt.client.submit_preflight([("greeting.say", {})]),
+        lambda rt: rt.host.bind("greeting.say", print),
+        lambda rt: rt.host.submit_confirmation("c", True),
+    ],
+)
+def test_registering_calls_on_a_closed_runtime_leave_no_registration(catalog, call):
+    runtime = rcip.Runtime(catalog)
+    runtime.close()
+    baseline = len(registry)
+    with pytest.raises(ValueError):
+        call(runtime)
+    assert len(registry) == baseline
+
+
+def _closed_token():
+    token = rcip.CancelToken()
+    token.close()
+    return token
+
+
 def test_errors_are_logged_without_on_error(catalog, caplog):
     with rcip.Runtime(catalog) as runtime:
         runtime.host.bind("greeting.say", lambda inv: 1 / 0)
@@ -289,3 +426,64 @@ def test_exit_with_live_handles_prints_nothing(how):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "alive\n"
     assert proc.stderr == ""
+
+
+DEFERRED_AT_EXIT_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {tests!r})
+    from conftest import CATALOG
+    import rcip
+
+    held = []
+    runtime = rcip.Runtime(CATALOG)
+    runtime.host.bind("greeting.say", lambda inv: held.append(inv.defer()))
+    runtime.client.submit("greeting.say", {{"name": "x"}}, on_outcome=lambda o: print(o.code, flush=True))
+    print("alive", flush=True)
+    """
+)
+
+
+def test_deferred_invocation_held_at_exit_is_aborted():
+    """The runtime closes before the held invocation's finalizer runs."""
+    script = DEFERRED_AT_EXIT_SCRIPT.format(tests=HERE)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "alive\nEXECUTION_ABORTED\n"
+    assert proc.stderr == ""
+
+
+DAEMON_AT_EXIT_SCRIPT = textwrap.dedent(
+    """
+    import sys, threading, time
+    sys.path.insert(0, {tests!r})
+    from conftest import CATALOG
+    import rcip
+
+    runtime = rcip.Runtime(CATALOG, on_event=lambda e: None)
+    runtime.host.bind("greeting.say", lambda inv: {{"text": "hi"}})
+    started = threading.Event()
+
+    def spin():
+        started.set()
+        try:
+            while True:
+                runtime.client.submit("greeting.say", {{"name": "x"}}, on_outcome=lambda o: None)
+        except ValueError:
+            pass  # the runtime closed at exit
+
+    threading.Thread(target=spin, daemon=True).start()
+    started.wait()
+    time.sleep(0.05)
+    """
+)
+
+
+def test_exit_while_a_daemon_thread_is_inside_calls():
+    """A daemon thread in calls that call back into Python at exit: the
+    runtime closes and the thread is kept out of the library, no abort."""
+    script = DAEMON_AT_EXIT_SCRIPT.format(tests=HERE)
+    for _ in range(10):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""

@@ -148,6 +148,22 @@ def test_blocking_invoke_timeout_cancels(catalog):
         held[0].close()
 
 
+def test_timeout_error_names_the_invocation(catalog):
+    held = []
+    with rcip.Runtime(catalog, policy=deferring_policy(held)) as runtime:
+        runtime.host.bind("greeting.say", lambda inv: {"text": "x"})
+        with pytest.raises(TimeoutError) as caught:
+            runtime.client.invoke("greeting.say", {"name": "x"}, timeout=0.05)
+        message = str(caught.value)
+        assert "greeting.say" in message
+        assert held[0].invocation_id and held[0].invocation_id in message
+        assert "0.05 s" in message
+        with pytest.raises(TimeoutError, match="preflight.*0.05 s"):
+            runtime.client.preflight([("greeting.say", {"name": "x"})], timeout=0.05)
+        for request in held:
+            request.close()
+
+
 def test_keyboard_interrupt_while_waiting_cancels(catalog):
     held = []
     with rcip.Runtime(catalog, policy=deferring_policy(held)) as runtime:
