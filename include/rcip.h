@@ -1510,9 +1510,10 @@ rcip_result rcip_runtime_stats(const struct rcip_runtime *runtime, char **stats_
  * confirmations end without receipts, bindings and subscriptions are
  * released, no callback of the runtime starts afterwards, expiries being
  * delivered on the timer thread finish first), but the handle, its client
- * and host views stay valid. Every later call through them answers
- * `RCIP_RESULT_CLOSED` (reading the last snapshot and stats still works);
- * `rcip_runtime_free` then releases the handle and the runtime's own user
+ * and host views stay valid. Later calls through them answer
+ * `RCIP_RESULT_CLOSED`, except the reads `rcip_client_snapshot`,
+ * `rcip_client_list_capabilities` (the last snapshot) and
+ * `rcip_runtime_stats`; `rcip_runtime_free` then releases the handle and the runtime's own user
  * data (policy, confirmation callback, event observer, clock, id
  * generator).
  *

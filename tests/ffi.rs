@@ -1134,6 +1134,16 @@ fn close_ends_pending_work_and_keeps_the_handle_until_the_free() {
             rcip_result::Ok
         );
         rcip_snapshot_free(snapshot);
+        let mut list = ptr::null_mut();
+        assert_eq!(
+            rcip_client_list_capabilities(rcip_runtime_client(runtime), ptr::null(), &mut list),
+            rcip_result::Ok
+        );
+        rcip_string_free(list);
+        let mut stats = ptr::null_mut();
+        assert_eq!(rcip_runtime_stats(runtime, &mut stats), rcip_result::Ok);
+        assert!(take_string(stats).contains("\"closed\":true"));
+        assert_eq!(rcip_runtime_run_due_timers(runtime), rcip_result::Closed);
         assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
         rcip_invocation_free(inv);
         assert_eq!(outcomes.lock().unwrap().len(), 1, "nothing after the close");
