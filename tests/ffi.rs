@@ -982,6 +982,53 @@ unsafe extern "C" fn allow_policy(_: *mut c_void, req: *mut rcip_policy_request)
     rcip_policy_request_free(req);
 }
 
+/// A runtime whose policy allows everything and counts the release of its
+/// user data in `policy_freed`, with `items.list` bound to `hold`.
+fn held_fixture(policy_freed: &AtomicUsize, held: &Mutex<Vec<usize>>) -> (Fixture, *mut rcip_binding) {
+    let f = Fixture::with(CATALOG, |builder| unsafe {
+        assert_eq!(
+            rcip_runtime_builder_set_policy(
+                builder,
+                Some(allow_policy),
+                policy_freed as *const AtomicUsize as *mut c_void,
+                Some(count_free)
+            ),
+            rcip_result::Ok
+        );
+    });
+    let mut binding = ptr::null_mut();
+    unsafe {
+        assert_eq!(
+            rcip_host_bind(
+                f.host(),
+                c"items.list".as_ptr(),
+                Some(hold),
+                None,
+                held as *const Mutex<Vec<usize>> as *mut c_void,
+                None,
+                &mut binding
+            ),
+            rcip_result::Ok
+        );
+    }
+    (f, binding)
+}
+
+/// Invokes `items.list` with `{}`, storing the outcome in `outcomes`.
+unsafe fn invoke_items_list(runtime: *mut rcip_runtime, outcomes: &Mutex<Vec<String>>) -> rcip_result {
+    rcip_client_invoke(
+        rcip_runtime_client(runtime),
+        c"items.list".as_ptr(),
+        c"{}".as_ptr(),
+        ptr::null(),
+        ptr::null(),
+        Some(store_outcome),
+        outcomes as *const Mutex<Vec<String>> as *mut c_void,
+        None,
+        ptr::null_mut(),
+    )
+}
+
 /// The runtime's own user data (here the policy's) is released during
 /// `rcip_runtime_free`, as the header promises, even while the host still
 /// holds a handler's completion handle; the handle stays usable and its
@@ -989,48 +1036,12 @@ unsafe extern "C" fn allow_policy(_: *mut c_void, req: *mut rcip_policy_request)
 #[test]
 fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held() {
     let policy_freed = AtomicUsize::new(0);
-    let mut f = Fixture::with(CATALOG, |builder| unsafe {
-        assert_eq!(
-            rcip_runtime_builder_set_policy(
-                builder,
-                Some(allow_policy),
-                &policy_freed as *const AtomicUsize as *mut c_void,
-                Some(count_free)
-            ),
-            rcip_result::Ok
-        );
-    });
+    let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    let (mut f, binding) = held_fixture(&policy_freed, &held);
     let runtime = f.runtime;
     unsafe {
-        let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-        let mut binding = ptr::null_mut();
-        assert_eq!(
-            rcip_host_bind(
-                rcip_runtime_host(runtime),
-                c"items.list".as_ptr(),
-                Some(hold),
-                None,
-                &held as *const Mutex<Vec<usize>> as *mut c_void,
-                None,
-                &mut binding
-            ),
-            rcip_result::Ok
-        );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
-        assert_eq!(
-            rcip_client_invoke(
-                rcip_runtime_client(runtime),
-                c"items.list".as_ptr(),
-                c"{}".as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                Some(store_outcome),
-                &outcomes as *const Mutex<Vec<String>> as *mut c_void,
-                None,
-                ptr::null_mut()
-            ),
-            rcip_result::Ok
-        );
+        assert_eq!(invoke_items_list(runtime, &outcomes), rcip_result::Ok);
         let inv = held.lock().unwrap()[0] as *mut rcip_invocation;
         assert_eq!(policy_freed.load(Ordering::SeqCst), 0);
         rcip_runtime_free(runtime);
@@ -1055,48 +1066,12 @@ fn runtime_user_data_is_released_at_free_even_while_a_completion_handle_is_held(
 #[test]
 fn close_ends_pending_work_and_keeps_the_handle_until_the_free() {
     let policy_freed = AtomicUsize::new(0);
-    let mut f = Fixture::with(CATALOG, |builder| unsafe {
-        assert_eq!(
-            rcip_runtime_builder_set_policy(
-                builder,
-                Some(allow_policy),
-                &policy_freed as *const AtomicUsize as *mut c_void,
-                Some(count_free)
-            ),
-            rcip_result::Ok
-        );
-    });
+    let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    let (mut f, binding) = held_fixture(&policy_freed, &held);
     let runtime = f.runtime;
     unsafe {
-        let held: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-        let mut binding = ptr::null_mut();
-        assert_eq!(
-            rcip_host_bind(
-                rcip_runtime_host(runtime),
-                c"items.list".as_ptr(),
-                Some(hold),
-                None,
-                &held as *const Mutex<Vec<usize>> as *mut c_void,
-                None,
-                &mut binding
-            ),
-            rcip_result::Ok
-        );
         let outcomes: Mutex<Vec<String>> = Mutex::new(Vec::new());
-        assert_eq!(
-            rcip_client_invoke(
-                rcip_runtime_client(runtime),
-                c"items.list".as_ptr(),
-                c"{}".as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                Some(store_outcome),
-                &outcomes as *const Mutex<Vec<String>> as *mut c_void,
-                None,
-                ptr::null_mut()
-            ),
-            rcip_result::Ok
-        );
+        assert_eq!(invoke_items_list(runtime, &outcomes), rcip_result::Ok);
         let inv = held.lock().unwrap()[0] as *mut rcip_invocation;
         let token = rcip_invocation_cancel_token(inv);
         assert!(!rcip_cancel_token_is_cancelled(token));
@@ -1113,20 +1088,7 @@ fn close_ends_pending_work_and_keeps_the_handle_until_the_free() {
 
         // The handle and its views stay valid; acting on the runtime is CLOSED.
         assert_eq!(rcip_runtime_close(runtime), rcip_result::Ok, "idempotent");
-        assert_eq!(
-            rcip_client_invoke(
-                rcip_runtime_client(runtime),
-                c"items.list".as_ptr(),
-                c"{}".as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                Some(store_outcome),
-                &outcomes as *const Mutex<Vec<String>> as *mut c_void,
-                None,
-                ptr::null_mut()
-            ),
-            rcip_result::Closed
-        );
+        assert_eq!(invoke_items_list(runtime, &outcomes), rcip_result::Closed);
         assert_eq!(rcip_host_refresh(rcip_runtime_host(runtime)), rcip_result::Closed);
         let mut snapshot = ptr::null();
         assert_eq!(
