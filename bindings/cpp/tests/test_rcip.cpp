@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -307,6 +308,27 @@ void test_runtime_destroyed_with_pending_work() {
     CHECK_THROWS_CODE(b.unbind(), RCIP_RESULT_CLOSED);
 }
 
+void test_shutdown_while_another_thread_is_inside_a_call() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    std::promise<void> entered;
+    rcip::Binding b = runtime.host().bind("greeting.say", [&](rcip::Invocation &inv) {
+        entered.set_value();
+        // Blocks inside rcip_client_invoke until the shutdown cancels it.
+        while (!inv.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        inv.complete(R"({"text": "too late"})");
+    });
+    std::future<rcip::Outcome> f;
+    std::thread caller([&] { f = runtime.client().invoke("greeting.say", R"({"name": "x"})"); });
+    entered.get_future().wait();
+    runtime.shutdown();  // the caller's thread is still inside the invoke
+    caller.join();
+    CHECK(f.get().error_code == "EXECUTION_ABORTED");
+    runtime.shutdown();  // idempotent
+    CHECK_THROWS_CODE(runtime.client().invoke("greeting.say", R"({"name": "x"})"), RCIP_RESULT_CLOSED);
+    CHECK(runtime.stats().find("\"closed\":true") != std::string::npos);
+}
+
 void test_throwing_clock_ids_and_observers_are_contained() {
     rcip::Catalog catalog(CATALOG);
     std::vector<std::string> reported;
@@ -360,6 +382,7 @@ int main() {
     test_confirmation_expiry_with_a_manual_clock();
     test_context_snapshot_subscription_preflight();
     test_runtime_destroyed_with_pending_work();
+    test_shutdown_while_another_thread_is_inside_a_call();
     test_throwing_clock_ids_and_observers_are_contained();
     test_json_helpers();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);

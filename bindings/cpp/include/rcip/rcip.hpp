@@ -1113,8 +1113,15 @@ public:
         detail::check(rcip_runtime_stats(ptr_.get(), &out));
         return detail::take(out);
     }
-    /// Closes now (as the destructor does).
+    /// Closes now (as the destructor does) and frees the runtime: no other
+    /// thread may be using it.
     void close() noexcept { ptr_.reset(); }
+    /// Closes without freeing (`rcip_runtime_close`): pending invocations end
+    /// EXECUTION_ABORTED now, later calls throw `RCIP_RESULT_CLOSED` (reads
+    /// of the snapshot and stats still answer). Unlike `close()`, other
+    /// threads may be inside calls on this runtime meanwhile; the destructor
+    /// or `close()` frees it once they are done.
+    void shutdown() const { detail::check(rcip_runtime_close(ptr_.get())); }
     explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
 
     rcip_runtime *raw() const noexcept { return ptr_.get(); }
