@@ -1559,6 +1559,9 @@ rcip_result rcip_runtime_close(const struct rcip_runtime *runtime);
  * free is called from (when it returns), an MCP session (when it is
  * freed).
  *
+ * After `rcip_runtime_close` the close has happened already: the free then
+ * only releases the runtime's own user data and the handle.
+ *
  * Ownership: consumes `runtime`; its client and host views become invalid.
  * Handles still held (completion handles, bindings, tokens, snapshots, the
  * catalog) stay valid until freed and answer `RCIP_RESULT_CLOSED` where

@@ -519,6 +519,9 @@ pub unsafe extern "C" fn rcip_runtime_close(runtime: *const rcip_runtime) -> rci
 /// free is called from (when it returns), an MCP session (when it is
 /// freed).
 ///
+/// After `rcip_runtime_close` the close has happened already: the free then
+/// only releases the runtime's own user data and the handle.
+///
 /// Ownership: consumes `runtime`; its client and host views become invalid.
 /// Handles still held (completion handles, bindings, tokens, snapshots, the
 /// catalog) stay valid until freed and answer `RCIP_RESULT_CLOSED` where
