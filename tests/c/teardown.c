@@ -5,7 +5,7 @@
  * and valgrind (`make test-asan`, `make valgrind-c`).
  *
  * Each scenario frees something (the runtime, a binding, a token, the
- * catalog) while handlers, policies, confirmations, preflights or blocking
+ * catalog), or closes the runtime with rcip_runtime_close, while handlers, policies, confirmations, preflights or blocking
  * calls are in progress on other threads, and checks:
  *   - every pending invocation gets exactly one outcome (EXECUTION_ABORTED
  *     with its failed event first, when the runtime is freed), every
@@ -1044,6 +1044,94 @@ static void race_free_with_settles(int scale) {
     }
 }
 
+/* rcip_runtime_close while four threads keep invoking through the same
+ * runtime: other threads may be inside calls when it is closed. A call that
+ * began before the close returned answers OK (and then gets exactly one
+ * outcome: succeeded, or EXECUTION_ABORTED) or CLOSED; a call that begins
+ * after it answers CLOSED and runs no callback. The binding's user data is
+ * released by the close (once running callbacks return), the runtime's own
+ * only by the free that follows. */
+enum { CLOSE_THREADS = 4, CLOSE_CALLS = 3000, CLOSE_AFTER = 20 };
+
+typedef struct close_args {
+    rcip_runtime *rt;
+    outcome_rec *recs;
+    int used;         /* recs whose call answered OK */
+    int closed_after; /* CLOSED answers to calls that began after the close */
+} close_args;
+
+/* Threads that have had a call answer OK (the close waits for all). */
+static _Atomic int g_close_started;
+
+static void *invoke_until_closed(void *arg) {
+    close_args *a = arg;
+    const rcip_client *client = rcip_runtime_client(a->rt);
+    for (int i = 0; i < CLOSE_CALLS && a->closed_after < CLOSE_AFTER; i++) {
+        outcome_rec *rec = &a->recs[a->used];
+        snprintf(rec->name, sizeof rec->name, "close-%d", i);
+        begin_call();
+        bool after = tl_call == 2;
+        rcip_result rc = rcip_client_invoke(client, "job.run", "{}", NULL, NULL, on_outcome, rec, on_outcome_free, NULL);
+        end_call();
+        if (rc == RCIP_RESULT_OK) {
+            CHECK(!after, "a call that began after the close answered OK");
+            if (a->used++ == 0) atomic_fetch_add(&g_close_started, 1);
+        } else {
+            CHECK(rc == RCIP_RESULT_CLOSED, "invoke answered %d: %s", (int)rc, rcip_last_error_message());
+            a->closed_after += after;
+        }
+    }
+    return NULL;
+}
+
+static void close_while_threads_invoke(int scale) {
+    int iterations = 10 * scale;
+    for (int it = 0; it < iterations; it++) {
+        reset("close the runtime while other threads invoke through it");
+        rcip_runtime *rt = build(600000, false);
+        g_rt = rt;
+        rcip_binding *binding = NULL;
+        OK(rcip_host_bind(rcip_runtime_host(rt), "job.run", handler, NULL, &g_bind_ud, ud_release, &binding));
+        close_args args[CLOSE_THREADS];
+        pthread_t threads[CLOSE_THREADS];
+        atomic_store(&g_close_started, 0);
+        for (int t = 0; t < CLOSE_THREADS; t++) {
+            args[t] = (close_args){rt, calloc(CLOSE_CALLS, sizeof(outcome_rec)), 0, 0};
+            pthread_create(&threads[t], NULL, invoke_until_closed, &args[t]);
+        }
+        while (atomic_load(&g_close_started) < CLOSE_THREADS) sleep_us(100);
+        sleep_us((unsigned)(it * 7919) % 2000u);
+        OK(rcip_runtime_close(rt));
+        atomic_store(&g_free_returned, 1);
+        for (int t = 0; t < CLOSE_THREADS; t++) pthread_join(threads[t], NULL);
+        int ok = 0;
+        for (int t = 0; t < CLOSE_THREADS; t++) {
+            CHECK(args[t].closed_after == CLOSE_AFTER || args[t].used == CLOSE_CALLS,
+                  "thread %d stopped after %d OK calls and %d CLOSED ones", t, args[t].used, args[t].closed_after);
+            for (int i = 0; i < args[t].used; i++) {
+                outcome_rec *r = &args[t].recs[i];
+                CHECK(atomic_load(&r->outcomes) == 1 && atomic_load(&r->frees) == 1 &&
+                          (has(r, "\"status\":\"succeeded\"") || has(r, "EXECUTION_ABORTED")),
+                      "%s: %d outcomes, %d releases: %s", r->name, atomic_load(&r->outcomes), atomic_load(&r->frees),
+                      r->json);
+            }
+            ok += args[t].used;
+            free(args[t].recs);
+        }
+        CHECK(ok > 0, "no call answered OK before the close");
+        expect_released(&g_bind_ud);
+        CHECK(atomic_load(&g_policy_ud.released) == 0, "the policy's user data went before the free");
+        OK(rcip_runtime_close(rt)); /* again: nothing changes */
+        g_rt = NULL;
+        rcip_runtime_free(rt);
+        expect_released(&g_policy_ud);
+        expect_released(&g_events_ud);
+        expect_released(&g_conf_ud);
+        expect_released(&g_clock_ud);
+        rcip_binding_free(binding);
+    }
+}
+
 int main(int argc, char **argv) {
     int scale = argc > 1 ? atoi(argv[1]) : 1;
     if (scale < 1) scale = 1;
@@ -1060,6 +1148,7 @@ int main(int argc, char **argv) {
     free_runtime_from_a_handler_on_another_thread();
     free_runtime_while_the_timer_expires(scale);
     race_free_with_settles(scale);
+    close_while_threads_invoke(scale);
     rcip_catalog_free(g_catalog);
     free(g_stash);
     pthread_cond_destroy(&g_gate.cv);
