@@ -398,6 +398,16 @@ impl Shared {
             Some(read) => (read.binding, read.context),
             None => {
                 let st = self.state.lock();
+                // Host code (an event observer) ran since the reservation and
+                // may have closed the runtime, releasing its bindings: that is
+                // the teardown outcome, not CAPABILITY_UNBOUND (PIPELINE.md
+                // section 9), as in the rechecks.
+                if st.closed {
+                    return Err(RcipError::with_message(
+                        ErrorCode::ExecutionAborted,
+                        messages::RUNTIME_CLOSED,
+                    ));
+                }
                 (
                     st.bindings[capability]
                         .as_ref()
