@@ -403,10 +403,7 @@ impl Shared {
                 // the teardown outcome, not CAPABILITY_UNBOUND (PIPELINE.md
                 // section 9), as in the rechecks.
                 if st.closed {
-                    return Err(RcipError::with_message(
-                        ErrorCode::ExecutionAborted,
-                        messages::RUNTIME_CLOSED,
-                    ));
+                    return Err(RcipError::runtime_closed());
                 }
                 (
                     st.bindings[capability]
@@ -483,10 +480,7 @@ impl Shared {
         }
         if let Some(handler) = read {
             if self.is_closed() {
-                return Err(RcipError::with_message(
-                    ErrorCode::ExecutionAborted,
-                    messages::RUNTIME_CLOSED,
-                ));
+                return Err(RcipError::runtime_closed());
             }
             return Ok(Some(handler));
         }
@@ -515,12 +509,7 @@ impl Shared {
             }
         };
         let (check, handler) = match found {
-            Found::Closed => {
-                return Err(RcipError::with_message(
-                    ErrorCode::ExecutionAborted,
-                    messages::RUNTIME_CLOSED,
-                ))
-            }
+            Found::Closed => return Err(RcipError::runtime_closed()),
             Found::Other => return Err(RcipError::new(ErrorCode::CapabilityUnbound)),
             Found::ContextChanged => {
                 return Err(RcipError::with_message(
@@ -994,10 +983,7 @@ impl Shared {
 
     /// Teardown of one pending invocation.
     pub(crate) fn abort_on_close(self: &Arc<Self>, core: &Arc<InvocationCore>) {
-        let ending = failed(
-            core,
-            RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED),
-        );
+        let ending = failed(core, RcipError::runtime_closed());
         // Finish even though the runtime is closed: the event and outcome
         // are part of the free call.
         self.finish(core, ending);

@@ -319,10 +319,7 @@ impl Shared {
     }
 
     pub(crate) fn abort_preflight_on_close(self: &Arc<Self>, core: &Arc<PreflightCore>) {
-        self.abort_preflight(
-            core,
-            RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED),
-        );
+        self.abort_preflight(core, RcipError::runtime_closed());
     }
 
     /// Delivers the report once every proposal is final.

@@ -102,6 +102,12 @@ impl RcipError {
         }
     }
 
+    /// The teardown outcome of work the runtime's close overtook:
+    /// `EXECUTION_ABORTED` (PIPELINE.md section 9).
+    pub fn runtime_closed() -> RcipError {
+        RcipError::with_message(ErrorCode::ExecutionAborted, messages::RUNTIME_CLOSED)
+    }
+
     /// An error with its own message.
     pub fn with_message(code: ErrorCode, message: impl Into<String>) -> RcipError {
         RcipError {
