@@ -66,9 +66,11 @@ unsafe extern "C" fn keep(ud: *mut c_void, json: *const c_char) {
 /// abi_sequence: a preflight whose token is already cancelled settles its
 /// report while registering on the token, before the proposals are asked;
 /// the ask loop then indexed the emptied proposal slots and panicked
-/// (RCIP_RESULT_PANIC, after the report had been delivered).
+/// (RCIP_RESULT_PANIC, after the report had been delivered). Each proposal
+/// still runs section 4 steps 6–10 (PIPELINE.md section 6): the bound one
+/// is blocked at step 10, the unbound one at step 7.
 #[test]
-fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() {
+fn a_preflight_with_an_already_cancelled_token_reports_once_and_blocks_each_proposal_at_its_step() {
     unsafe {
         let (cat, rt) = runtime();
         let b = bind(rt, c"items.list");
@@ -92,10 +94,20 @@ fn a_preflight_with_an_already_cancelled_token_reports_every_proposal_aborted() 
         let reports = reports.into_inner().unwrap();
         assert_eq!(reports.len(), 1, "exactly one report");
         let report: serde_json::Value = serde_json::from_str(&reports[0]).unwrap();
-        for o in report["outcomes"].as_array().unwrap() {
-            assert_eq!(o["status"], "blocked", "{report}");
-            assert_eq!(o["error"]["code"], "EXECUTION_ABORTED", "{report}");
-        }
+        let codes: Vec<_> = report["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| (o["status"].as_str(), o["error"]["code"].as_str()))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                (Some("blocked"), Some("EXECUTION_ABORTED")),
+                (Some("blocked"), Some("CAPABILITY_UNBOUND"))
+            ],
+            "{report}"
+        );
         let mut stats = ptr::null_mut();
         assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
         assert!(CStr::from_ptr(stats)

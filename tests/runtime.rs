@@ -591,3 +591,135 @@ fn a_callback_of_one_expiry_sees_the_others_still_pending() {
     );
     assert_eq!(*events.lock(), ["Failed c1", "Failed c2", "ConfirmationDeclined c3"],);
 }
+
+/// Reports of a preflight, parsed.
+fn preflight_report(runtime: &Runtime, proposals: &[(&str, &str)], token: Option<&CancelToken>) -> Value {
+    let reports = Outcomes::default();
+    let proposals = proposals
+        .iter()
+        .map(|(id, input)| (id.to_string(), input.as_bytes().to_vec()))
+        .collect();
+    runtime.client().preflight(proposals, token, reports.sink()).unwrap();
+    let reports = reports.all();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    reports[0].clone()
+}
+
+fn statuses(report: &Value) -> Vec<String> {
+    report["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| match o["status"].as_str().unwrap() {
+            "blocked" => code(o).to_string(),
+            status => status.to_string(),
+        })
+        .collect()
+}
+
+/// PIPELINE.md section 6: each proposal runs section 4 steps 6–11, so a
+/// cancelled token blocks a proposal at step 10, after the capability,
+/// binding, availability and schema checks have had their say, whether it
+/// was cancelled before the preflight or by the policy asked about an
+/// earlier proposal. Before, the cancellation blocked every proposal not
+/// yet decided with EXECUTION_ABORTED.
+#[test]
+fn a_cancelled_preflight_still_checks_each_proposal_up_to_step_10() {
+    let token = CancelToken::new();
+    let t2 = token.clone();
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.policy(Arc::new(move |r: PolicyRequest| {
+        t2.cancel();
+        r.decide(Decision::Allow).unwrap();
+    }));
+    let runtime = b.build();
+    let _lookup = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    let _close = runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            Some(Arc::new(|| {
+                Ok(Availability {
+                    available: false,
+                    reason_code: Some("LOCKED".into()),
+                    reason: Some("Locked.".into()),
+                })
+            })),
+        )
+        .unwrap();
+    let proposals = [
+        ("visits.lookup", "{}"),
+        ("visits.missing", "{}"),
+        ("visits.note", "{}"),
+        ("visits.close", "{}"),
+        ("visits.lookup", "[]"),
+        ("visits.lookup", "{}"),
+    ];
+    // Cancelled by the policy asked about the first proposal.
+    let report = preflight_report(&runtime, &proposals, Some(&token));
+    let expected = [
+        "EXECUTION_ABORTED",
+        "CAPABILITY_NOT_FOUND",
+        "CAPABILITY_UNBOUND",
+        "CAPABILITY_UNAVAILABLE",
+        "INPUT_INVALID",
+        "EXECUTION_ABORTED",
+    ];
+    assert_eq!(statuses(&report), expected, "{report}");
+    assert_eq!(report["outcomes"][3]["error"]["message"], "Locked.", "{report}");
+    // Cancelled before the preflight: the same, with no policy call.
+    let report = preflight_report(&runtime, &proposals, Some(&token));
+    assert_eq!(statuses(&report), expected, "{report}");
+}
+
+/// PIPELINE.md section 6: "With the default policy: steps 6–13 per
+/// proposal, in order." The second proposal's availability check makes the
+/// first capability unavailable; the first was decided before that check
+/// ran, so it is ready. Before, steps 12–13 of every proposal ran after all
+/// the proposals' steps 6–11, and the first came out CAPABILITY_UNAVAILABLE.
+#[test]
+fn with_the_default_policy_each_proposal_is_decided_before_the_next_is_checked() {
+    let runtime = Runtime::new(&catalog());
+    let lookup_open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (l1, l2) = (lookup_open.clone(), lookup_open.clone());
+    let _lookup = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            Some(Arc::new(move || {
+                Ok(if l1.load(Ordering::SeqCst) {
+                    Availability::available()
+                } else {
+                    Availability {
+                        available: false,
+                        reason_code: None,
+                        reason: None,
+                    }
+                })
+            })),
+        )
+        .unwrap();
+    let _close = runtime
+        .host()
+        .bind(
+            "visits.close",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            Some(Arc::new(move || {
+                l2.store(false, Ordering::SeqCst);
+                Ok(Availability::available())
+            })),
+        )
+        .unwrap();
+    lookup_open.store(true, Ordering::SeqCst);
+    let report = preflight_report(&runtime, &[("visits.lookup", "{}"), ("visits.close", "{}")], None);
+    assert_eq!(statuses(&report), ["ready", "confirmation_required"], "{report}");
+}

@@ -42,9 +42,9 @@ struct PfState {
     slots: Vec<Slot>,
     sink: Option<Box<dyn OutcomeSink>>,
     registration: Option<Registration>,
-    /// Every policy call was made (or the batch was aborted).
+    /// Every policy call was made (or the runtime closed).
     all_asked: bool,
-    aborted: bool,
+    closed: bool,
     done: bool,
 }
 
@@ -113,7 +113,7 @@ impl Shared {
                     sink: Some(sink),
                     registration: None,
                     all_asked: false,
-                    aborted: false,
+                    closed: false,
                     done: false,
                 }),
             });
@@ -125,7 +125,7 @@ impl Shared {
             let registration = token.on_cancel(move || {
                 if let Some(core) = weak.upgrade() {
                     if let Some(shared) = core.shared.upgrade() {
-                        shared.abort_preflight(&core, RcipError::new(ErrorCode::ExecutionAborted));
+                        shared.cancel_preflight(&core);
                     }
                 }
             });
@@ -139,9 +139,11 @@ impl Shared {
                 }
             }
         }
-        // Steps 6–11 for each proposal, in order. A cancellation (from a
-        // policy callback or another thread) may settle the report meanwhile,
-        // which takes the slots: check `done` before indexing them.
+        // Steps 6–11 for each proposal, in order (with the default policy,
+        // 6–13). A cancellation ends the proposals already asked; the rest
+        // still run steps 6–10, where step 10 blocks those that pass 6–9. A
+        // close may settle the report meanwhile, which takes the slots:
+        // check `done` before indexing them.
         for i in 0..core.capability_ids.len() {
             let waiting = {
                 let inner = core.inner.lock();
@@ -188,17 +190,21 @@ impl Shared {
         };
         let effect = self.catalog.capabilities()[capability].effect;
         let Some(policy) = self.config.policy.clone() else {
-            let answer = PolicyAnswer::Decision(default_decision(effect, false));
-            set_if_open(
-                core,
-                i,
-                Slot::Asked {
-                    capability,
-                    binding_id,
-                    context,
-                    answer: Some(answer),
-                },
-            );
+            // The default policy answers at once: steps 12–13 follow before
+            // the next proposal's step 6.
+            if set_if_open(core, i, Slot::Processing) {
+                let answer = PolicyAnswer::Decision(default_decision(effect, false));
+                self.preflight_decide(
+                    core,
+                    i,
+                    Taken {
+                        capability,
+                        binding_id,
+                        context,
+                        answer,
+                    },
+                );
+            }
             return;
         };
         if !set_if_open(
@@ -211,6 +217,15 @@ impl Shared {
                 answer: None,
             },
         ) {
+            return;
+        }
+        // A cancellation after step 10 but before the slot was marked asked
+        // found nothing to end: it ends here, before the policy is asked.
+        if core.token.as_ref().is_some_and(CancelToken::is_cancelled) {
+            let mut inner = core.inner.lock();
+            if !inner.done && matches!(inner.slots[i], Slot::Asked { .. }) {
+                inner.slots[i] = Slot::Final(Verdict::Blocked(RcipError::new(ErrorCode::ExecutionAborted)));
+            }
             return;
         }
         let request = PolicyRequest::new(Arc::new(PolicyCore::new(
@@ -293,33 +308,42 @@ impl Shared {
         }
     }
 
-    /// Token cancelled or runtime closing: every undecided proposal is
-    /// blocked with `error`, then the report settles.
-    pub(crate) fn abort_preflight(self: &Arc<Self>, core: &Arc<PreflightCore>, error: RcipError) {
+    /// Token cancelled: every proposal whose policy was asked ends `failed
+    /// EXECUTION_ABORTED` at once, its late answer ignored (step 11). Those
+    /// not reached yet meet the cancellation at their own step 10, after
+    /// steps 6–9; those in steps 12–13 meet it in the recheck.
+    fn cancel_preflight(self: &Arc<Self>, core: &Arc<PreflightCore>) {
         {
             let mut inner = core.inner.lock();
             if inner.done {
                 return;
             }
-            inner.aborted = true;
-            inner.all_asked = true;
-            let closing = self.is_closed();
             for slot in inner.slots.iter_mut() {
-                let undecided = match slot {
-                    Slot::Waiting | Slot::Asked { .. } => true,
-                    Slot::Processing => closing,
-                    Slot::Final(_) => false,
-                };
-                if undecided {
-                    *slot = Slot::Final(Verdict::Blocked(error.clone()));
+                if matches!(slot, Slot::Asked { .. }) {
+                    *slot = Slot::Final(Verdict::Blocked(RcipError::new(ErrorCode::ExecutionAborted)));
                 }
             }
         }
         self.maybe_settle_preflight(core);
     }
 
+    /// Runtime closing: every undecided proposal is blocked with the
+    /// teardown outcome, then the report settles.
     pub(crate) fn abort_preflight_on_close(self: &Arc<Self>, core: &Arc<PreflightCore>) {
-        self.abort_preflight(core, RcipError::runtime_closed());
+        {
+            let mut inner = core.inner.lock();
+            if inner.done {
+                return;
+            }
+            inner.closed = true;
+            inner.all_asked = true;
+            for slot in inner.slots.iter_mut() {
+                if !matches!(slot, Slot::Final(_)) {
+                    *slot = Slot::Final(Verdict::Blocked(RcipError::runtime_closed()));
+                }
+            }
+        }
+        self.maybe_settle_preflight(core);
     }
 
     /// Delivers the report once every proposal is final.
@@ -418,10 +442,11 @@ fn take_answer(slot: &mut Slot) -> Option<Taken> {
     }
 }
 
-/// Sets a slot unless the batch was aborted or settled; true when set.
+/// Sets a slot unless the runtime closed or the report settled; true when
+/// set.
 fn set_if_open(core: &PreflightCore, i: usize, slot: Slot) -> bool {
     let mut inner = core.inner.lock();
-    if inner.done || inner.aborted {
+    if inner.done || inner.closed {
         return false;
     }
     inner.slots[i] = slot;
