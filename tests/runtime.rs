@@ -723,3 +723,84 @@ fn with_the_default_policy_each_proposal_is_decided_before_the_next_is_checked()
     let report = preflight_report(&runtime, &[("visits.lookup", "{}"), ("visits.close", "{}")], None);
     assert_eq!(statuses(&report), ["ready", "confirmation_required"], "{report}");
 }
+
+/// PIPELINE.md section 4 step 3: the id is "held until the outcome". The
+/// final event's observers and the step-19 refresh's subscribers run before
+/// the outcome, so reusing the id there is INVOCATION_ALREADY_ACTIVE; from
+/// the outcome itself the id is free again. Before, the id was released
+/// before the final event.
+#[test]
+fn the_invocation_id_stays_reserved_until_the_outcome_is_delivered() {
+    let rt: Arc<Mutex<Option<Arc<Runtime>>>> = Arc::default();
+    let nested = Outcomes::default();
+    let (r2, n2) = (rt.clone(), nested.clone());
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.event_observer(Arc::new(move |e: &LifecycleEvent| {
+        if matches!(e.phase, rcip::runtime::EventPhase::Succeeded | rcip::runtime::EventPhase::Failed) {
+            let runtime = r2.lock().clone().unwrap();
+            runtime
+                .client()
+                .invoke("visits.lookup", b"{}", Some(&e.invocation_id), None, n2.sink())
+                .unwrap();
+        }
+    }));
+    let runtime = Arc::new(b.build());
+    *rt.lock() = Some(runtime.clone());
+    let _lookup = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    let (r3, n3) = (rt.clone(), nested.clone());
+    let _subscription = runtime
+        .client()
+        .subscribe(Arc::new(move |_revision: u64| {
+            let runtime = r3.lock().clone().unwrap();
+            runtime
+                .client()
+                .invoke("visits.lookup", b"{}", Some("i1"), None, n3.sink())
+                .unwrap();
+        }))
+        .unwrap();
+    let outer = Outcomes::default();
+    let o2 = outer.clone();
+    let (r4, n4) = (rt.clone(), nested.clone());
+    let after: Box<dyn rcip::runtime::OutcomeSink> = Box::new(move |json: &str| {
+        o2.0.lock().push(serde_json::from_str(json).unwrap());
+        // From the outcome, the id is free: this one succeeds (its own
+        // event and refresh reuse it in turn, refused).
+        let runtime = r4.lock().clone().unwrap();
+        runtime
+            .client()
+            .invoke("visits.missing", b"{}", Some("i1"), None, n4.sink())
+            .unwrap();
+    });
+    runtime
+        .client()
+        .invoke("visits.lookup", b"{}", Some("i1"), None, after)
+        .unwrap();
+    assert_eq!(outer.all().len(), 1);
+    assert_eq!(outer.all()[0]["status"], "succeeded", "{:?}", outer.all());
+    let nested: Vec<(String, String)> = nested
+        .all()
+        .iter()
+        .map(|o| (o["capabilityId"].as_str().unwrap().to_string(), code(o).to_string()))
+        .collect();
+    // From the `succeeded` observer, then from the subscriber: refused;
+    // then, from the outcome, a call that fails CAPABILITY_NOT_FOUND,
+    // whose `failed` observer is refused in turn.
+    assert_eq!(
+        nested,
+        [
+            ("visits.lookup", "INVOCATION_ALREADY_ACTIVE"),
+            ("visits.lookup", "INVOCATION_ALREADY_ACTIVE"),
+            ("visits.lookup", "INVOCATION_ALREADY_ACTIVE"),
+            ("visits.missing", "CAPABILITY_NOT_FOUND"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
+    );
+    *rt.lock() = None;
+}

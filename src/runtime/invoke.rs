@@ -947,16 +947,27 @@ impl Shared {
         };
         // Without event observers nothing runs between the state update and
         // the refresh of step 19, so the refresh joins its critical section.
-        let join_refresh = ending.refresh && self.config.observers.is_empty() && !self.refreshing_here();
-        let (removed, refreshed) = {
+        let observed = ending.event.is_some() && !self.config.observers.is_empty();
+        let join_refresh = ending.refresh && !observed && !self.refreshing_here();
+        let (removed, refreshed, release_later) = {
             let mut st = self.state.lock();
             let removed = st.invocations.remove(&core.key);
-            if !ending.keep_reservation {
-                st.reserved.remove(&*core.id);
-            }
             let refreshed =
                 (join_refresh && st.checks.is_empty() && !st.closed).then(|| Shared::refresh_locked(&mut st));
-            (removed, refreshed)
+            // The id stays reserved until the outcome (step 3): through the
+            // event and the refresh's notifications, whose host code may
+            // invoke with it. When no host code runs before the outcome,
+            // releasing it here is the same and saves a second lock.
+            let quiet = !observed
+                && match &refreshed {
+                    Some((_, subscribers, _)) => subscribers.is_empty(),
+                    None => !ending.refresh,
+                };
+            let release_later = !ending.keep_reservation && !quiet;
+            if !ending.keep_reservation && quiet {
+                st.reserved.remove(&*core.id);
+            }
+            (removed, refreshed, release_later)
         };
         drop(removed);
         if let (Some(token), Some(r)) = (&core.token, registration) {
@@ -972,6 +983,9 @@ impl Shared {
             }
             None if ending.refresh => self.refresh(),
             None => {}
+        }
+        if release_later {
+            self.state.lock().reserved.remove(&*core.id);
         }
         if let Some(sink) = sink {
             match &ending.rendered {
