@@ -734,9 +734,15 @@ fn the_invocation_id_stays_reserved_until_the_outcome_is_delivered() {
     let rt: Arc<Mutex<Option<Arc<Runtime>>>> = Arc::default();
     let nested = Outcomes::default();
     let (r2, n2) = (rt.clone(), nested.clone());
+    // Bounded, so that a reuse that is wrongly accepted fails the assertion
+    // below instead of recursing without end.
+    let reuses = Arc::new(AtomicUsize::new(0));
+    let reuses2 = reuses.clone();
     let mut b = RuntimeBuilder::new(&catalog());
     b.event_observer(Arc::new(move |e: &LifecycleEvent| {
-        if matches!(e.phase, rcip::runtime::EventPhase::Succeeded | rcip::runtime::EventPhase::Failed) {
+        if matches!(e.phase, rcip::runtime::EventPhase::Succeeded | rcip::runtime::EventPhase::Failed)
+            && reuses.fetch_add(1, Ordering::SeqCst) < 4
+        {
             let runtime = r2.lock().clone().unwrap();
             runtime
                 .client()
@@ -758,6 +764,9 @@ fn the_invocation_id_stays_reserved_until_the_outcome_is_delivered() {
     let _subscription = runtime
         .client()
         .subscribe(Arc::new(move |_revision: u64| {
+            if reuses2.fetch_add(1, Ordering::SeqCst) >= 4 {
+                return;
+            }
             let runtime = r3.lock().clone().unwrap();
             runtime
                 .client()
