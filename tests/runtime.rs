@@ -813,3 +813,61 @@ fn the_invocation_id_stays_reserved_until_the_outcome_is_delivered() {
     );
     *rt.lock() = None;
 }
+
+/// The header's event sequence: `requested`, `confirmation_requested`,
+/// then how the confirmation ends. Another thread could end a confirmation
+/// between its registration and its `confirmation_requested` event (found
+/// by a race hunt with 1 ms TTLs: the library timer, run_due_timers on
+/// another thread, or a resolve). Made deterministic here: every clock
+/// read on the invoking thread has a second thread run the due timers
+/// with a clock past every deadline, and waits for it.
+#[test]
+fn no_thread_can_end_a_confirmation_before_its_confirmation_requested_event() {
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let invoking = Arc::new(Mutex::new(None::<std::thread::ThreadId>));
+    let rt: Arc<Mutex<Option<Arc<Runtime>>>> = Arc::default();
+    let (ask, asked) = mpsc::channel::<mpsc::Sender<()>>();
+    let mut b = RuntimeBuilder::new(&catalog());
+    b.manual_timers(true);
+    let i2 = invoking.clone();
+    b.clock(Arc::new(move || {
+        if *i2.lock() != Some(std::thread::current().id()) {
+            // The timer thread of this test: past every deadline.
+            return 10_000_000_000;
+        }
+        let (done, wait) = mpsc::channel();
+        ask.send(done).unwrap();
+        wait.recv().unwrap();
+        1_000_000
+    }));
+    let e2 = events.clone();
+    b.event_observer(Arc::new(move |e: &LifecycleEvent| {
+        e2.lock().push(format!("{:?}", e.phase));
+    }));
+    let runtime = Arc::new(b.build());
+    *rt.lock() = Some(runtime.clone());
+    let r2 = rt.clone();
+    let timers = std::thread::spawn(move || {
+        while let Ok(done) = asked.recv() {
+            if let Some(runtime) = r2.lock().clone() {
+                runtime.run_due_timers().unwrap();
+            }
+            done.send(()).unwrap();
+        }
+    });
+    let _bind = bind_close(&runtime);
+    let outcomes = Outcomes::default();
+    *invoking.lock() = Some(std::thread::current().id());
+    runtime
+        .client()
+        .invoke("visits.close", b"{}", Some("c1"), None, outcomes.sink())
+        .unwrap();
+    *invoking.lock() = None;
+    assert_eq!(outcomes.all()[0]["status"], "confirmation_required");
+    // Now past the deadline on this thread too.
+    runtime.run_due_timers().unwrap();
+    assert_eq!(*events.lock(), ["Requested", "ConfirmationRequested", "Failed"]);
+    *rt.lock() = None;
+    drop(runtime);
+    timers.join().unwrap();
+}

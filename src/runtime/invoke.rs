@@ -164,7 +164,9 @@ pub(crate) struct Ending {
     pub outcome: Outcome,
     /// The outcome's JSON text, when it was rendered without the record.
     pub rendered: Option<JsonText>,
-    /// The lifecycle event to emit first (none for steps 2 and 4).
+    /// The lifecycle event to emit first (none for steps 2 and 4, and none
+    /// here for `confirmation_required`, whose event goes out before the
+    /// confirmation is registered).
     pub event: Option<(EventPhase, Option<ErrorCode>)>,
     /// Keep the id reserved (a confirmation now holds it).
     pub keep_reservation: bool,
@@ -901,7 +903,12 @@ impl Shared {
         let pending =
             self.new_pending_confirmation(core, capability, binding_id, context, payload.clone(), record.clone());
         let notices = pending.notices.clone();
+        // The event goes out before the confirmation can be found: once it is
+        // registered, another thread (the timer, a resolve, run_due_timers)
+        // may end it, and its ending event must follow this one.
+        self.emit(&core.id, &core.capability_id, EventPhase::ConfirmationRequested, None, None);
         let Some(registered_id) = self.register_confirmation(core, pending) else {
+            // Closed meanwhile: the close ends the invocation.
             return;
         };
         record.id = registered_id;
@@ -915,7 +922,7 @@ impl Shared {
             Ending {
                 outcome,
                 rendered: None,
-                event: Some((EventPhase::ConfirmationRequested, None)),
+                event: None,
                 keep_reservation: true,
                 refresh: false,
             },
