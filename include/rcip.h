@@ -1043,8 +1043,8 @@ const struct rcip_cancel_token *rcip_invocation_cancel_token(const struct rcip_i
  * (freed) returns OK and changes nothing. A payload problem is an outcome,
  * not an error code.
  * Thread safety: any thread; the outcome is delivered on this thread
- * before the call returns (or after the handler returns, when called
- * inside it).
+ * before the call returns (called on the handler callback's own thread
+ * while that callback runs: after it returns).
  * Rule: PIPELINE.md section 4 steps 18–20, section 8.
  */
 rcip_result rcip_invocation_complete(const struct rcip_invocation *invocation, const char *output_json);
@@ -1223,8 +1223,11 @@ const char *rcip_policy_request_invocation_id(const struct rcip_policy_request *
  * settle; `RCIP_RESULT_WRONG_CONTEXT`. Deciding after the runtime stopped
  * waiting (token cancelled, runtime freed) returns OK and changes nothing.
  * Thread safety: any thread; what the decision makes runnable (handler,
- * outcome, report) runs on this thread before the call returns, or after
- * the policy callback returns when called inside it.
+ * outcome, report) runs on this thread before the call returns. Two
+ * exceptions: called on the policy callback's own thread while that
+ * callback runs, it runs there after the callback returns; and a
+ * preflight's rechecks wait until its thread has asked about every
+ * proposal (PIPELINE.md section 6), then run on that thread.
  * Rule: PIPELINE.md section 4 steps 11–16, section 8.
  */
 rcip_result rcip_policy_request_decide(const struct rcip_policy_request *request, const char *decision_json);

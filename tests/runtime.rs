@@ -871,3 +871,70 @@ fn no_thread_can_end_a_confirmation_before_its_confirmation_requested_event() {
     drop(runtime);
     timers.join().unwrap();
 }
+
+/// PIPELINE.md section 7: the work a call makes runnable runs on the
+/// calling thread before the call returns. A decision or completion from
+/// another thread while the policy or handler callback still runs used to
+/// wait for that callback to return and then run on the callback's thread,
+/// so a callback that waits for the outcome (a synchronous bridge) never
+/// got it. Only a settle on the callback's own thread waits for it.
+#[test]
+fn a_settle_from_another_thread_runs_there_while_the_callback_still_runs() {
+    type Outcome = (String, std::thread::ThreadId);
+    for settle_in in ["policy", "handler"] {
+        let (to_settler, settler_inbox) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        let settler = std::thread::spawn(move || {
+            while let Ok(job) = settler_inbox.recv() {
+                job();
+            }
+            std::thread::current().id()
+        });
+        let (outcome_tx, outcome_rx) = mpsc::channel::<Outcome>();
+        let outcome_rx = Arc::new(std::sync::Mutex::new(outcome_rx));
+        let seen_inside: Arc<Mutex<Option<Outcome>>> = Arc::default();
+        let mut b = RuntimeBuilder::new(&catalog());
+        let (rx, seen) = (outcome_rx.clone(), seen_inside.clone());
+        let wait_inside = move || {
+            *seen.lock() = rx.lock().unwrap().recv_timeout(Duration::from_secs(10)).ok();
+        };
+        let wait_in_policy = wait_inside.clone();
+        if settle_in == "policy" {
+            let tx = to_settler.clone();
+            b.policy(Arc::new(move |req: PolicyRequest| {
+                tx.send(Box::new(move || req.decide(Decision::Allow).unwrap())).unwrap();
+                wait_in_policy();
+            }));
+        }
+        let runtime = b.build();
+        let tx = to_settler.clone();
+        let _b = runtime
+            .host()
+            .bind(
+                "visits.lookup",
+                Arc::new(move |inv: Invocation| {
+                    if settle_in == "handler" {
+                        tx.send(Box::new(move || inv.complete(json!({})).unwrap())).unwrap();
+                        wait_inside();
+                    } else {
+                        inv.complete(json!({})).unwrap();
+                    }
+                }),
+                None,
+            )
+            .unwrap();
+        let sink: Box<dyn rcip::runtime::OutcomeSink> = Box::new(move |json: &str| {
+            let v: Value = serde_json::from_str(json).unwrap();
+            let status = v["status"].as_str().unwrap().to_string();
+            outcome_tx.send((status, std::thread::current().id())).unwrap();
+        });
+        runtime
+            .client()
+            .invoke("visits.lookup", b"{}", None, None, sink)
+            .unwrap();
+        // The settler ends when the last sender goes: with the runtime.
+        drop((_b, runtime, to_settler));
+        let settler_id = settler.join().unwrap();
+        let seen = seen_inside.lock().clone();
+        assert_eq!(seen, Some(("succeeded".to_string(), settler_id)), "{settle_in}");
+    }
+}

@@ -165,8 +165,8 @@ pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_in
 /// (freed) returns OK and changes nothing. A payload problem is an outcome,
 /// not an error code.
 /// Thread safety: any thread; the outcome is delivered on this thread
-/// before the call returns (or after the handler returns, when called
-/// inside it).
+/// before the call returns (called on the handler callback's own thread
+/// while that callback runs: after it returns).
 /// Rule: PIPELINE.md section 4 steps 18–20, section 8.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_complete(

@@ -90,8 +90,11 @@ pub unsafe extern "C" fn rcip_policy_request_invocation_id(request: *const rcip_
 /// settle; `RCIP_RESULT_WRONG_CONTEXT`. Deciding after the runtime stopped
 /// waiting (token cancelled, runtime freed) returns OK and changes nothing.
 /// Thread safety: any thread; what the decision makes runnable (handler,
-/// outcome, report) runs on this thread before the call returns, or after
-/// the policy callback returns when called inside it.
+/// outcome, report) runs on this thread before the call returns. Two
+/// exceptions: called on the policy callback's own thread while that
+/// callback runs, it runs there after the callback returns; and a
+/// preflight's rechecks wait until its thread has asked about every
+/// proposal (PIPELINE.md section 6), then run on that thread.
 /// Rule: PIPELINE.md section 4 steps 11–16, section 8.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_policy_request_decide(

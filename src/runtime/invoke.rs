@@ -83,15 +83,17 @@ pub(crate) enum Phase {
     /// The driver is between suspension points.
     Checking,
     /// The policy was asked and has not answered (or answered inside its
-    /// callback, which has not returned yet).
+    /// callback, which has not returned yet). `in_callback`: the thread
+    /// still inside the policy callback ([`thread_mark`]).
     Policy {
-        in_callback: bool,
+        in_callback: Option<usize>,
         answer: Option<PolicyAnswer>,
     },
     /// The handler was called and has not settled (or settled inside its
-    /// callback, which has not returned yet).
+    /// callback, which has not returned yet). `in_callback`: the thread
+    /// still inside the handler callback.
     Running {
-        in_callback: bool,
+        in_callback: Option<usize>,
         result: Option<HandlerResult>,
     },
     /// The outcome was delivered (or is being delivered).
@@ -586,7 +588,7 @@ impl Shared {
                 return;
             }
             inner.phase = Phase::Policy {
-                in_callback: true,
+                in_callback: Some(thread_mark()),
                 answer: None,
             };
         }
@@ -623,7 +625,7 @@ impl Shared {
                         Some(a)
                     }
                     None => {
-                        *in_callback = false;
+                        *in_callback = None;
                         None
                     }
                 },
@@ -663,24 +665,24 @@ impl Shared {
         }
     }
 
-    /// A policy request for an invocation was settled.
+    /// A policy request for an invocation was settled. Inside the policy
+    /// callback (on its thread) the answer waits for the callback to return;
+    /// from any other thread, this thread goes on with the invocation at
+    /// once (PIPELINE.md section 7), and the callback's thread finds nothing
+    /// left to do when it returns.
     pub(crate) fn policy_settled(self: &Arc<Self>, core: &Arc<InvocationCore>, answer: PolicyAnswer) {
+        let here = thread_mark();
         let go = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
                 Phase::Policy {
                     answer: slot @ None,
-                    in_callback: true,
-                    ..
-                } => {
+                    in_callback: Some(t),
+                } if *t == here => {
                     *slot = Some(answer);
                     return;
                 }
-                Phase::Policy {
-                    answer: None,
-                    in_callback: false,
-                    ..
-                } => {
+                Phase::Policy { answer: None, .. } => {
                     inner.phase = Phase::Checking;
                     true
                 }
@@ -774,7 +776,7 @@ impl Shared {
                 return;
             }
             inner.phase = Phase::Running {
-                in_callback: true,
+                in_callback: Some(thread_mark()),
                 result: None,
             };
         }
@@ -794,7 +796,7 @@ impl Shared {
                         Some(r)
                     }
                     None => {
-                        *in_callback = false;
+                        *in_callback = None;
                         None
                     }
                 },
@@ -806,22 +808,22 @@ impl Shared {
         }
     }
 
-    /// A handler settled its invocation.
+    /// A handler settled its invocation: as [`policy_settled`](Self::policy_settled),
+    /// steps 18–20 wait for the handler callback to return only when this
+    /// is its thread.
     pub(crate) fn handler_settled(self: &Arc<Self>, core: &Arc<InvocationCore>, result: HandlerResult) {
+        let here = thread_mark();
         let go = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
                 Phase::Running {
                     result: slot @ None,
-                    in_callback: true,
-                } => {
+                    in_callback: Some(t),
+                } if *t == here => {
                     *slot = Some(result);
                     return;
                 }
-                Phase::Running {
-                    result: None,
-                    in_callback: false,
-                } => {
+                Phase::Running { result: None, .. } => {
                     inner.phase = Phase::Checking;
                     true
                 }
@@ -1010,6 +1012,13 @@ impl Shared {
         self.finish(core, ending);
         core.cancel_handler_token();
     }
+}
+
+/// This thread's identity while it lives: the address of a thread-local
+/// (no two live threads share it; reading it costs no atomic operation).
+fn thread_mark() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|m| m as *const u8 as usize)
 }
 
 /// A sink that keeps the outcome for a blocking caller.
