@@ -740,8 +740,10 @@ fn the_invocation_id_stays_reserved_until_the_outcome_is_delivered() {
     let reuses2 = reuses.clone();
     let mut b = RuntimeBuilder::new(&catalog());
     b.event_observer(Arc::new(move |e: &LifecycleEvent| {
-        if matches!(e.phase, rcip::runtime::EventPhase::Succeeded | rcip::runtime::EventPhase::Failed)
-            && reuses.fetch_add(1, Ordering::SeqCst) < 4
+        if matches!(
+            e.phase,
+            rcip::runtime::EventPhase::Succeeded | rcip::runtime::EventPhase::Failed
+        ) && reuses.fetch_add(1, Ordering::SeqCst) < 4
         {
             let runtime = r2.lock().clone().unwrap();
             runtime

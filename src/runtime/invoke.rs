@@ -908,7 +908,13 @@ impl Shared {
         // The event goes out before the confirmation can be found: once it is
         // registered, another thread (the timer, a resolve, run_due_timers)
         // may end it, and its ending event must follow this one.
-        self.emit(&core.id, &core.capability_id, EventPhase::ConfirmationRequested, None, None);
+        self.emit(
+            &core.id,
+            &core.capability_id,
+            EventPhase::ConfirmationRequested,
+            None,
+            None,
+        );
         let Some(registered_id) = self.register_confirmation(core, pending) else {
             // Closed meanwhile: the close ends the invocation.
             return;

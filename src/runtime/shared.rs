@@ -70,6 +70,18 @@ pub(crate) struct Retired {
     _snapshot: Option<Arc<Snapshot>>,
 }
 
+/// A refresh whose revision was taken under the state lock: already
+/// published (nothing to sample), or the state to sample and publish.
+enum Begun {
+    Published(u64, Vec<Arc<dyn Subscriber>>, Retired),
+    Sample {
+        revision: u64,
+        context: Arc<SemanticContext>,
+        bound: Arc<BoundSet>,
+        checks: Arc<Checks>,
+    },
+}
+
 /// The availability checks of installed bindings, sorted by capability
 /// index.
 pub(crate) type Checks = Vec<CheckEntry>;
@@ -520,18 +532,29 @@ impl Shared {
         st.published.bound = st.no_bound.clone();
     }
 
-    /// After a binding change made under `st`: with nothing to sample, the
-    /// refresh happens in the same critical section (no reader can see the
-    /// change without its revision); else a regular refresh follows.
+    /// After a change of the state made under `st`: its refresh takes its
+    /// revision in the same critical section, so that no reader (a
+    /// preflight's R0 on another thread) sees the change under the revision
+    /// before it. With nothing to sample the new recipe is published there
+    /// too (`inline` says so for a bind or unbind, which then skip a copy of
+    /// the bound set); else availability is sampled after the lock is
+    /// released. Inside a refresh of this runtime on this thread the whole
+    /// refresh is queued behind the current one, as PIPELINE.md section 2
+    /// (rcip) says, and takes its revision when it runs.
     fn finish_change(self: &Arc<Self>, mut st: parking_lot::MutexGuard<'_, State>, inline: bool) {
-        if !inline {
+        if inline {
+            let (revision, subscribers, replaced) = Shared::refresh_locked(&mut st);
+            drop(st);
+            drop(replaced);
+            return self.notify_published(revision, subscribers);
+        }
+        if self.refreshing_here() {
             drop(st);
             return self.refresh();
         }
-        let (revision, subscribers, replaced) = Shared::refresh_locked(&mut st);
+        let begun = Shared::begin_refresh(&mut st);
         drop(st);
-        drop(replaced);
-        self.notify_published(revision, subscribers);
+        self.as_refresh(|| self.complete_refresh(begun));
     }
 
     /// Removes the binding `id` if it is still installed; refreshes then.
@@ -583,18 +606,16 @@ impl Shared {
         revision: u64,
     ) -> Result<bool, HostError> {
         self.enter()?;
-        let changed = {
-            let st = self.state.lock();
-            if st.closed {
-                return Err(HostError::Closed);
-            }
-            match &st.bindings[capability] {
-                Some(b) if b.id == id => b.revision.swap(revision, Ordering::SeqCst) != revision,
-                _ => false,
-            }
+        let st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
+        }
+        let changed = match &st.bindings[capability] {
+            Some(b) if b.id == id => b.revision.swap(revision, Ordering::SeqCst) != revision,
+            _ => false,
         };
         if changed {
-            self.refresh();
+            self.finish_change(st, false);
         }
         Ok(changed)
     }
@@ -614,14 +635,12 @@ impl Shared {
                 return Err(HostError::PrimaryNotActive(primary.to_string()));
             }
         }
-        {
-            let mut st = self.state.lock();
-            if st.closed {
-                return Err(HostError::Closed);
-            }
-            st.context = Arc::new(context);
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(HostError::Closed);
         }
-        self.refresh();
+        st.context = Arc::new(context);
+        self.finish_change(st, false);
         Ok(())
     }
 
@@ -711,20 +730,46 @@ impl Shared {
     }
 
     fn refresh_once(self: &Arc<Self>) {
-        let (revision, context, bound, checks) = {
+        let begun = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
-            if st.checks.is_empty() {
-                // Nothing to sample: publish now, in the same critical section.
-                let (revision, subscribers, replaced) = Shared::refresh_locked(&mut st);
-                drop(st);
+            Shared::begin_refresh(&mut st)
+        };
+        self.complete_refresh(begun);
+    }
+
+    /// The part of a refresh under the state lock: a new revision for the
+    /// current state. With nothing to sample it is also published here.
+    fn begin_refresh(st: &mut State) -> Begun {
+        if st.checks.is_empty() {
+            let (revision, subscribers, replaced) = Shared::refresh_locked(st);
+            return Begun::Published(revision, subscribers, replaced);
+        }
+        st.revision += 1;
+        Begun::Sample {
+            revision: st.revision,
+            context: st.context.clone(),
+            bound: st.bound.clone(),
+            checks: st.checks.clone(),
+        }
+    }
+
+    /// The rest of a refresh, with no lock held: sample availability,
+    /// publish (unless a newer revision was published meanwhile), notify.
+    fn complete_refresh(self: &Arc<Self>, begun: Begun) {
+        let (revision, context, bound, checks) = match begun {
+            Begun::Published(revision, subscribers, replaced) => {
                 drop(replaced);
                 return self.notify(revision, subscribers);
             }
-            st.revision += 1;
-            (st.revision, st.context.clone(), st.bound.clone(), st.checks.clone())
+            Begun::Sample {
+                revision,
+                context,
+                bound,
+                checks,
+            } => (revision, context, bound, checks),
         };
         // Host code: no lock held.
         let samples: Vec<(u32, Availability)> = checks
