@@ -367,6 +367,46 @@ void test_json_helpers() {
     CHECK(rcip::json::elements(rcip::json::member(obj, "a").value_or("")).size() == 2);
     CHECK(!rcip::json::member(obj, "z"));
     CHECK(!rcip::json::member("[1]", "a"));
+    // A member name is compared unescaped.
+    CHECK(rcip::json::member(R"({"na\"me": 1, "x\u0041": 2})", "na\"me").value_or("") == "1");
+    CHECK(rcip::json::member(R"({"na\"me": 1, "x\u0041": 2})", "xA").value_or("") == "2");
+    // Nesting far deeper than the library's default limit: no stack frame
+    // per level (the recursive helper overflowed the stack at about 100k).
+    const std::size_t depth = 1000000;
+    std::string deep = "{\"a\": " + std::string(depth, '[') + std::string(depth, ']') + ", \"name\": \"x\"}";
+    CHECK(rcip::json::string_member(deep, "name") == "x");
+    CHECK(rcip::json::member(deep, "a").value_or("").size() == 2 * depth);
+    CHECK(!rcip::json::member(std::string_view(deep).substr(0, deep.size() - 1), "zz"));
+    CHECK(!rcip::json::member(R"({"a" 1})", "a"));
+    CHECK(!rcip::json::member(R"({1: 2})", "a"));
+}
+
+void test_misuse_is_refused() {
+    rcip::Catalog catalog(CATALOG);
+    // A NUL inside a text argument: refused, not cut short (which would
+    // have invoked greeting.say with the text before the NUL).
+    std::vector<rcip::PolicyRequest> held;
+    rcip::Runtime::Builder builder(catalog);
+    builder.policy([&](rcip::PolicyRequest &req) { held.push_back(std::move(req)); });
+    rcip::Runtime runtime = builder.build();
+    rcip::Binding b = runtime.host().bind("greeting.say", hello);
+    using namespace std::string_view_literals;
+    CHECK_THROWS_CODE(runtime.client().invoke("greeting.say\0.admin"sv, R"({"name":"a"})"), RCIP_RESULT_INVALID_ARGUMENT);
+    CHECK_THROWS_CODE(runtime.client().invoke("greeting.say", "{\"name\":\"a\"}\0 trailing"sv), RCIP_RESULT_INVALID_ARGUMENT);
+    CHECK_THROWS_CODE(runtime.host().set_context_json("{\"activeScopeIds\": []}\0x"sv), RCIP_RESULT_INVALID_ARGUMENT);
+    CHECK(held.empty());
+    // The builder is consumed by build(): every setter says so, on_error too
+    // (it used to replace the live runtime's handler while callbacks read it).
+    CHECK_THROWS_CODE(builder.on_error([](std::exception_ptr, const char *) {}), RCIP_RESULT_NULL_ARGUMENT);
+    CHECK_THROWS_CODE(builder.manual_timers(), RCIP_RESULT_NULL_ARGUMENT);
+    CHECK_THROWS_CODE(builder.build(), RCIP_RESULT_NULL_ARGUMENT);
+    // A decision that is none of the three settles the request (as a policy
+    // failure) and throws: settled() says so.
+    std::future<rcip::Outcome> f = runtime.client().invoke("greeting.say", R"({"name":"a"})");
+    CHECK(held.size() == 1);
+    CHECK_THROWS_CODE(held.at(0).decide_json(R"({"decision": "maybe"})"), RCIP_RESULT_INVALID_ARGUMENT);
+    CHECK(held.at(0).settled());
+    CHECK(f.get().error_code == "POLICY_EVALUATION_FAILED");
 }
 
 }  // namespace
@@ -385,6 +425,7 @@ int main() {
     test_shutdown_while_another_thread_is_inside_a_call();
     test_throwing_clock_ids_and_observers_are_contained();
     test_json_helpers();
+    test_misuse_is_refused();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -1,8 +1,8 @@
 // rcip.hpp: header-only C++17 wrapper over the rcip C ABI (rcip.h).
 //
-// Ownership follows the C ABI one to one (STYLE.md section 8):
-//   - owners (Catalog, Runtime, Binding, Subscription, Snapshot, Invocation,
-//     PolicyRequest, CancelToken) hold a std::unique_ptr whose deleter calls
+// Ownership follows the C ABI one to one:
+//   - owners (Catalog, Schema, Runtime, Binding, Subscription, Snapshot,
+//     Invocation, PolicyRequest, CancelToken) hold a std::unique_ptr whose deleter calls
 //     the C `_free`; they are move-only, except CancelToken, whose copy is a
 //     clone (the C ABI has rcip_cancel_token_clone);
 //   - views (Client, Host) own nothing and must not outlive their Runtime;
@@ -15,6 +15,20 @@
 // else: EXECUTION_FAILED), by a policy fails the policy request
 // (POLICY_EVALUATION_FAILED), by an availability check fails the check
 // (AVAILABILITY_CHECK_FAILED); no exception ever unwinds into the library.
+// Every such exception except rcip::Aborted also reaches the runtime's
+// on_error handler; an exception from a CancelToken::on_cancel callback is
+// swallowed (it has no runtime to report to).
+//
+// Threads: callbacks (handlers, policies, availability checks, observers,
+// subscribers, on_error) run on whichever thread does the work: the thread
+// of the rcip call that made it runnable, or the library's timer thread for
+// confirmation expiries. They may run concurrently with each other; guard
+// shared state. A callback may call any rcip function (except from a clock
+// or id generator, rcip.h says).
+//
+// Text arguments are std::string_view and are copied to NUL-terminated text
+// for the C ABI: one that contains a NUL byte throws Error
+// (RCIP_RESULT_INVALID_ARGUMENT) rather than being cut short.
 #ifndef RCIP_HPP
 #define RCIP_HPP
 
@@ -80,8 +94,23 @@ struct Deleter {
 
 inline void free_snapshot(const rcip_snapshot *s) { rcip_snapshot_free(s); }
 
+/// A text argument with a NUL byte inside: the C side would read only the
+/// text before it, so it is refused.
+[[noreturn]] inline void embedded_nul() {
+    throw Error(RCIP_RESULT_INVALID_ARGUMENT, "rcip: a text argument contains a NUL byte (the C ABI takes NUL-terminated text)");
+}
+
 /// NUL-terminated copy for the C ABI (string_view may not be terminated).
-inline std::string z(std::string_view s) { return std::string(s); }
+inline std::string z(std::string_view s) {
+    if (s.find('\0') != std::string_view::npos) embedded_nul();
+    return std::string(s);
+}
+
+/// `s.c_str()`, refusing a string with a NUL byte inside.
+inline const char *c_str(const std::string &s) {
+    if (s.find('\0') != std::string::npos) embedded_nul();
+    return s.c_str();
+}
 
 }  // namespace detail
 
@@ -126,46 +155,72 @@ inline std::size_t ws(std::string_view s, std::size_t i) {
     return i;
 }
 
-/// Index just past the JSON value starting at s[i] (after whitespace), or npos.
-inline std::size_t skip(std::string_view s, std::size_t i) {
-    i = ws(s, i);
-    if (i >= s.size()) return std::string_view::npos;
-    char c = s[i];
-    if (c == '"') {
-        for (++i; i < s.size(); ++i) {
-            if (s[i] == '\\') {
-                ++i;
-            } else if (s[i] == '"') {
-                return i + 1;
-            }
-        }
-        return std::string_view::npos;
-    }
-    if (c == '{' || c == '[') {
-        char close = c == '{' ? '}' : ']';
-        i = ws(s, i + 1);
-        if (i < s.size() && s[i] == close) return i + 1;
-        for (;;) {
-            if (c == '{') {
-                i = skip(s, i);  // key
-                if (i == std::string_view::npos) return i;
-                i = ws(s, i);
-                if (i >= s.size() || s[i] != ':') return std::string_view::npos;
-                ++i;
-            }
-            i = skip(s, i);
-            if (i == std::string_view::npos) return i;
-            i = ws(s, i);
-            if (i >= s.size()) return std::string_view::npos;
-            if (s[i] == close) return i + 1;
-            if (s[i] != ',') return std::string_view::npos;
+/// Index just past the string literal starting at s[i] (a quote), or npos.
+inline std::size_t skip_string(std::string_view s, std::size_t i) {
+    for (++i; i < s.size(); ++i) {
+        if (s[i] == '\\') {
             ++i;
+        } else if (s[i] == '"') {
+            return i + 1;
         }
     }
-    while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n' && s[i] != '\r' &&
-           s[i] != '\t')
-        ++i;
-    return i;
+    return std::string_view::npos;
+}
+
+/// After `,` or `{` inside an object: index just past the member's key and
+/// its colon, or npos.
+inline std::size_t skip_key(std::string_view s, std::size_t i) {
+    i = ws(s, i);
+    if (i >= s.size() || s[i] != '"') return std::string_view::npos;
+    i = ws(s, skip_string(s, i));
+    if (i >= s.size() || s[i] != ':') return std::string_view::npos;
+    return i + 1;
+}
+
+/// Index just past the JSON value starting at s[i] (after whitespace), or
+/// npos. Iterative: a nesting level costs one byte of heap, not a stack
+/// frame, so input nested as deep as the library accepts is safe.
+inline std::size_t skip(std::string_view s, std::size_t i) {
+    constexpr std::size_t npos = std::string_view::npos;
+    std::string open;  // the closing bracket of each container we are in
+    for (;;) {
+        // A value starts at i.
+        i = ws(s, i);
+        if (i >= s.size()) return npos;
+        char c = s[i];
+        if (c == '{' || c == '[') {
+            char close = c == '{' ? '}' : ']';
+            i = ws(s, i + 1);
+            if (i < s.size() && s[i] == close) {
+                ++i;  // empty: a whole value
+            } else {
+                open.push_back(close);
+                if (close == '}' && (i = skip_key(s, i)) == npos) return npos;
+                continue;  // its first element
+            }
+        } else if (c == '"') {
+            if ((i = skip_string(s, i)) == npos) return npos;
+        } else {
+            while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n' &&
+                   s[i] != '\r' && s[i] != '\t')
+                ++i;
+        }
+        // A value ended at i: close containers, or go on after a comma.
+        for (;;) {
+            if (open.empty()) return i;
+            i = ws(s, i);
+            if (i >= s.size()) return npos;
+            if (s[i] == open.back()) {
+                open.pop_back();
+                ++i;
+                continue;
+            }
+            if (s[i] != ',') return npos;
+            ++i;
+            if (open.back() == '}' && (i = skip_key(s, i)) == npos) return npos;
+            break;
+        }
+    }
 }
 
 inline void utf8(std::string &out, uint32_t cp) {
@@ -200,22 +255,28 @@ inline uint32_t hex4(std::string_view s, std::size_t i) {
 
 }  // namespace impl
 
-/// The text of member `key` of a JSON object (no copy), if present.
+inline std::string unquote(std::string_view literal);
+
+/// The text of member `key` of a JSON object (no copy), if present. `key`
+/// is compared with the member names as they read once unescaped.
 inline std::optional<std::string_view> member(std::string_view object, std::string_view key) {
     std::size_t i = impl::ws(object, 0);
     if (i >= object.size() || object[i] != '{') return std::nullopt;
     i = impl::ws(object, i + 1);
     if (i < object.size() && object[i] == '}') return std::nullopt;
     while (i < object.size()) {
-        std::size_t key_end = impl::skip(object, i);
-        if (key_end == std::string_view::npos || object[i] != '"') return std::nullopt;
+        if (object[i] != '"') return std::nullopt;
+        std::size_t key_end = impl::skip_string(object, i);
+        if (key_end == std::string_view::npos) return std::nullopt;
+        std::size_t i0 = i;
         std::string_view k = object.substr(i + 1, key_end - i - 2);
         i = impl::ws(object, key_end);
         if (i >= object.size() || object[i] != ':') return std::nullopt;
         std::size_t value_start = impl::ws(object, i + 1);
         std::size_t value_end = impl::skip(object, value_start);
         if (value_end == std::string_view::npos) return std::nullopt;
-        if (k == key) return object.substr(value_start, value_end - value_start);
+        bool same = k.find('\\') == std::string_view::npos ? k == key : unquote(object.substr(i0, key_end - i0)) == key;
+        if (same) return object.substr(value_start, value_end - value_start);
         i = impl::ws(object, value_end);
         if (i >= object.size() || object[i] != ',') return std::nullopt;
         i = impl::ws(object, i + 1);
@@ -598,15 +659,15 @@ public:
     /// schema: OUTPUT_INVALID). Throws Error (ALREADY_COMPLETED) on a second settle.
     void complete(std::string_view output_json) {
         detail::check(rcip_invocation_complete(ptr_.get(), detail::z(output_json).c_str()));
-        settled_ = true;
     }
     /// Fails: EXECUTION_ABORTED when `aborted` or the token was cancelled,
     /// else EXECUTION_FAILED.
     void fail(bool aborted = false) {
         detail::check(rcip_invocation_fail(ptr_.get(), aborted));
-        settled_ = true;
     }
-    bool settled() const noexcept { return settled_; }
+    /// True once settled (by this object, or by the library: see
+    /// rcip_invocation_is_settled).
+    bool settled() const noexcept { return ptr_ && rcip_invocation_is_settled(ptr_.get()); }
     explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
 
     rcip_invocation *raw() const noexcept { return ptr_.get(); }
@@ -615,7 +676,6 @@ public:
 private:
     static std::string_view view(const char *s) noexcept { return s ? std::string_view(s) : std::string_view(); }
     std::unique_ptr<rcip_invocation, detail::Deleter<rcip_invocation, rcip_invocation_free>> ptr_;
-    bool settled_ = false;
 };
 
 /// One question to the host policy. Decide once (decide/allow/deny/confirm)
@@ -653,18 +713,17 @@ public:
     /// `{"decision": "allow" | "deny" | "confirm", "reason"?}`; another
     /// decision settles as a policy failure and throws INVALID_ARGUMENT.
     void decide_json(std::string_view decision_json) {
-        rcip_result rc = rcip_policy_request_decide(ptr_.get(), detail::z(decision_json).c_str());
-        if (rc == RCIP_RESULT_OK) settled_ = true;
-        detail::check(rc);
+        detail::check(rcip_policy_request_decide(ptr_.get(), detail::z(decision_json).c_str()));
     }
     void allow() { decide(Decision::allow()); }
     void deny(std::optional<std::string> reason = std::nullopt) { decide(Decision::deny(std::move(reason))); }
     void confirm(std::optional<std::string> reason = std::nullopt) { decide(Decision::confirm(std::move(reason))); }
     void fail() {
         detail::check(rcip_policy_request_fail(ptr_.get()));
-        settled_ = true;
     }
-    bool settled() const noexcept { return settled_; }
+    /// True once settled, also by a decision that was none of the three
+    /// (see rcip_policy_request_is_settled).
+    bool settled() const noexcept { return ptr_ && rcip_policy_request_is_settled(ptr_.get()); }
     explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
 
     rcip_policy_request *raw() const noexcept { return ptr_.get(); }
@@ -672,7 +731,6 @@ public:
 
 private:
     std::unique_ptr<rcip_policy_request, detail::Deleter<rcip_policy_request, rcip_policy_request_free>> ptr_;
-    bool settled_ = false;
 };
 
 using Handler = std::function<void(Invocation &)>;
@@ -937,7 +995,7 @@ public:
     Client(const rcip_client *client, std::shared_ptr<const detail::Shared> shared) noexcept
         : ptr_(client), shared_(std::move(shared)) {}
 
-    Snapshot snapshot() const {
+    [[nodiscard]] Snapshot snapshot() const {
         const rcip_snapshot *out = nullptr;
         detail::check(rcip_client_snapshot(ptr_, &out));
         return Snapshot(out);
@@ -946,12 +1004,13 @@ public:
     /// A JSON array of capability entries; `filter_json` empty for no filter.
     std::string list_capabilities(std::string_view filter_json = {}) const {
         char *out = nullptr;
-        std::string filter(filter_json);
+        std::string filter = detail::z(filter_json);
         detail::check(rcip_client_list_capabilities(ptr_, filter_json.empty() ? nullptr : filter.c_str(), &out));
         return detail::take(out);
     }
 
-    Subscription subscribe(std::function<void(uint64_t revision)> callback) const {
+    /// Keep the Subscription: destroying it unsubscribes.
+    [[nodiscard]] Subscription subscribe(std::function<void(uint64_t revision)> callback) const {
         auto box = std::make_unique<detail::SubscriberBox>(detail::SubscriberBox{std::move(callback), shared_});
         rcip_subscription *out = nullptr;
         detail::check(rcip_client_subscribe(ptr_, &detail::SubscriberBox::call, box.get(), &detail::delete_box<detail::SubscriberBox>,
@@ -963,12 +1022,12 @@ public:
     /// Invokes; the future is ready when the outcome arrives (possibly
     /// before this returns). Waiting on it from the thread that must settle
     /// a deferred policy or handler would deadlock.
-    std::future<Outcome> invoke(std::string_view capability_id, std::string_view input_json, const InvokeOptions &options = {}) const {
+    [[nodiscard]] std::future<Outcome> invoke(std::string_view capability_id, std::string_view input_json,
+                                              const InvokeOptions &options = {}) const {
         auto box = std::make_unique<detail::PromiseBox<Outcome>>();
         std::future<Outcome> future = box->promise.get_future();
-        start_invoke(capability_id, input_json, options, &detail::PromiseBox<Outcome>::call, box.get(),
+        start_invoke(capability_id, input_json, options, &detail::PromiseBox<Outcome>::call, box,
                      &detail::delete_box<detail::PromiseBox<Outcome>>);
-        box.release();
         return future;
     }
 
@@ -977,18 +1036,16 @@ public:
     std::string invoke(std::string_view capability_id, std::string_view input_json, std::function<void(Outcome)> on_outcome,
                        const InvokeOptions &options = {}) const {
         auto box = std::make_unique<detail::CallbackBox<Outcome>>(detail::CallbackBox<Outcome>{std::move(on_outcome), shared_});
-        std::string id = start_invoke(capability_id, input_json, options, &detail::CallbackBox<Outcome>::call, box.get(),
-                                      &detail::delete_box<detail::CallbackBox<Outcome>>);
-        box.release();
-        return id;
+        return start_invoke(capability_id, input_json, options, &detail::CallbackBox<Outcome>::call, box,
+                            &detail::delete_box<detail::CallbackBox<Outcome>>);
     }
 
     /// Preflights 1 to 16 proposals (Error PREFLIGHT_BATCH_INVALID otherwise).
-    std::future<PreflightReport> preflight(const std::vector<Proposal> &proposals, const CancelToken *cancel = nullptr) const {
+    [[nodiscard]] std::future<PreflightReport> preflight(const std::vector<Proposal> &proposals, const CancelToken *cancel = nullptr) const {
         std::vector<const char *> ids, inputs;
         for (const Proposal &p : proposals) {
-            ids.push_back(p.capability_id.c_str());
-            inputs.push_back(p.input_json.c_str());
+            ids.push_back(detail::c_str(p.capability_id));
+            inputs.push_back(detail::c_str(p.input_json));
         }
         auto box = std::make_unique<detail::PromiseBox<PreflightReport>>();
         std::future<PreflightReport> future = box->promise.get_future();
@@ -1003,12 +1060,17 @@ public:
     const rcip_client *raw() const noexcept { return ptr_; }
 
 private:
+    /// The library owns `box` once the call succeeded: it is released
+    /// before anything that may throw (copying the id).
+    template <typename Box>
     std::string start_invoke(std::string_view capability_id, std::string_view input_json, const InvokeOptions &options,
-                             rcip_outcome_callback cb, void *user_data, rcip_user_data_free_callback free_fn) const {
+                             rcip_outcome_callback cb, std::unique_ptr<Box> &box, rcip_user_data_free_callback free_fn) const {
         char *id_out = nullptr;
-        detail::check(rcip_client_invoke(ptr_, detail::z(capability_id).c_str(), detail::z(input_json).c_str(),
-                                         options.invocation_id ? options.invocation_id->c_str() : nullptr,
-                                         options.cancel ? options.cancel->raw() : nullptr, cb, user_data, free_fn, &id_out));
+        std::string id = detail::z(capability_id), input = detail::z(input_json);
+        detail::check(rcip_client_invoke(ptr_, id.c_str(), input.c_str(),
+                                         options.invocation_id ? detail::c_str(*options.invocation_id) : nullptr,
+                                         options.cancel ? options.cancel->raw() : nullptr, cb, box.get(), free_fn, &id_out));
+        box.release();
         return detail::take(id_out);
     }
 
@@ -1025,13 +1087,13 @@ public:
     /// invocation away to settle later) or `std::string(Invocation&)`
     /// (returns the output JSON text).
     template <typename F>
-    Binding bind(std::string_view capability_id, F &&handler) const {
+    [[nodiscard]] Binding bind(std::string_view capability_id, F &&handler) const {
         return bind_impl(capability_id, detail::make_handler(std::forward<F>(handler)), AvailabilityCheck());
     }
 
     /// Binds a handler and an availability check returning Availability or bool.
     template <typename F, typename A>
-    Binding bind(std::string_view capability_id, F &&handler, A &&availability) const {
+    [[nodiscard]] Binding bind(std::string_view capability_id, F &&handler, A &&availability) const {
         return bind_impl(capability_id, detail::make_handler(std::forward<F>(handler)), AvailabilityCheck(std::forward<A>(availability)));
     }
 
@@ -1088,8 +1150,10 @@ private:
 // ----- runtime ---------------------------------------------------------------------------------
 
 /// A runtime over one catalog. Destroying it closes it: pending invocations
-/// end EXECUTION_ABORTED during the destructor; bindings, tokens and
-/// completion handles still held stay valid (and answer CLOSED).
+/// end EXECUTION_ABORTED during the destructor. Bindings, tokens and
+/// completion handles still held stay valid: a Binding's unbind answers
+/// CLOSED; settling an Invocation or PolicyRequest the runtime no longer
+/// waits for does nothing and does not throw.
 class Runtime {
 public:
     class Builder;
@@ -1108,7 +1172,7 @@ public:
     }
     void run_due_timers() const { detail::check(rcip_runtime_run_due_timers(ptr_.get())); }
     /// {"revision", "bindings", "subscribers", "pendingInvocations", ...}
-    std::string stats() const {
+    [[nodiscard]] std::string stats() const {
         char *out = nullptr;
         detail::check(rcip_runtime_stats(ptr_.get(), &out));
         return detail::take(out);
@@ -1142,18 +1206,18 @@ public:
     }
 
     Builder &confirmation_ttl_ms(uint64_t ttl_ms) {
-        detail::check(rcip_runtime_builder_set_confirmation_ttl_ms(ptr_.get(), ttl_ms));
+        detail::check(rcip_runtime_builder_set_confirmation_ttl_ms(live(), ttl_ms));
         return *this;
     }
     Builder &limits(std::size_t max_payload_len, std::size_t max_depth) {
-        detail::check(rcip_runtime_builder_set_limits(ptr_.get(), max_payload_len, max_depth));
+        detail::check(rcip_runtime_builder_set_limits(live(), max_payload_len, max_depth));
         return *this;
     }
     /// `void(PolicyRequest&)` or `Decision(PolicyRequest&)`.
     template <typename F>
     Builder &policy(F &&policy) {
         auto box = std::make_unique<detail::PolicyBox>(detail::PolicyBox{detail::make_policy(std::forward<F>(policy)), shared_});
-        detail::check(rcip_runtime_builder_set_policy(ptr_.get(), &detail::PolicyBox::decide, box.get(),
+        detail::check(rcip_runtime_builder_set_policy(live(), &detail::PolicyBox::decide, box.get(),
                                                       &detail::delete_box<detail::PolicyBox>));
         box.release();
         return *this;
@@ -1161,21 +1225,21 @@ public:
     Builder &on_event(std::function<void(const Event &)> observer) {
         using Box = detail::FnBox<Event>;
         auto box = std::make_unique<Box>(Box{std::move(observer), shared_, "event observer"});
-        detail::check(rcip_runtime_builder_add_event_observer(ptr_.get(), &Box::call, box.get(), &detail::delete_box<Box>));
+        detail::check(rcip_runtime_builder_add_event_observer(live(), &Box::call, box.get(), &detail::delete_box<Box>));
         box.release();
         return *this;
     }
     Builder &on_confirmation(std::function<void(const ConfirmationNotice &)> callback) {
         using Box = detail::FnBox<ConfirmationNotice>;
         auto box = std::make_unique<Box>(Box{std::move(callback), shared_, "confirmation callback"});
-        detail::check(rcip_runtime_builder_set_confirmation_callback(ptr_.get(), &Box::call, box.get(), &detail::delete_box<Box>));
+        detail::check(rcip_runtime_builder_set_confirmation_callback(live(), &Box::call, box.get(), &detail::delete_box<Box>));
         box.release();
         return *this;
     }
     /// Epoch milliseconds. It must not call the runtime.
     Builder &clock(std::function<int64_t()> clock) {
         auto box = std::make_unique<detail::ClockBox>(detail::ClockBox{std::move(clock), shared_});
-        detail::check(rcip_runtime_builder_set_clock(ptr_.get(), &detail::ClockBox::call, box.get(), &detail::delete_box<detail::ClockBox>));
+        detail::check(rcip_runtime_builder_set_clock(live(), &detail::ClockBox::call, box.get(), &detail::delete_box<detail::ClockBox>));
         box.release();
         return *this;
     }
@@ -1183,27 +1247,37 @@ public:
     Builder &id_generator(std::function<std::optional<std::string>(std::string_view prefix)> generator) {
         auto box = std::make_unique<detail::IdBox>(detail::IdBox{std::move(generator), shared_});
         detail::check(
-            rcip_runtime_builder_set_id_generator(ptr_.get(), &detail::IdBox::call, box.get(), &detail::delete_box<detail::IdBox>));
+            rcip_runtime_builder_set_id_generator(live(), &detail::IdBox::call, box.get(), &detail::delete_box<detail::IdBox>));
         box.release();
         return *this;
     }
     Builder &manual_timers(bool manual = true) {
-        detail::check(rcip_runtime_builder_set_manual_timers(ptr_.get(), manual));
+        detail::check(rcip_runtime_builder_set_manual_timers(live(), manual));
         return *this;
     }
-    /// Told about exceptions thrown by any callback of this runtime.
+    /// Told about exceptions thrown by any callback of this runtime (but
+    /// rcip::Aborted from a handler, which is an outcome). Before build()
+    /// only: afterwards callbacks may be reading it.
     Builder &on_error(ErrorHandler handler) {
+        live();
         shared_->on_error = std::move(handler);
         return *this;
     }
 
     Runtime build() {
         rcip_runtime *out = nullptr;
+        live();
         detail::check(rcip_runtime_builder_build(ptr_.release(), &out));  // consumes the builder, even on failure
         return Runtime(out, shared_);
     }
 
 private:
+    /// The C builder; Error after build(), which consumed it.
+    rcip_runtime_builder *live() const {
+        if (!ptr_) throw Error(RCIP_RESULT_NULL_ARGUMENT, "rcip: this Runtime::Builder was already built");
+        return ptr_.get();
+    }
+
     std::unique_ptr<rcip_runtime_builder, detail::Deleter<rcip_runtime_builder, rcip_runtime_builder_free>> ptr_;
     std::shared_ptr<detail::Shared> shared_;
 };
