@@ -9,7 +9,6 @@ import concurrent.futures
 import contextlib
 import ctypes
 import inspect
-import json
 import logging
 import threading
 import time
@@ -17,7 +16,7 @@ import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
 from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
-from . import _lib
+from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
 from ._lib import lib, take_string
 from .errors import (
@@ -74,7 +73,7 @@ def _json_arg(value: Union[str, bytes, Mapping[str, Any], Sequence[Any]], what: 
     elif isinstance(value, str):
         data = value.encode("utf-8")
     else:
-        data = json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        data = _json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     if b"\0" in data:
         raise ValueError("rcip: %s contains a NUL character" % what)
     return data
@@ -94,7 +93,7 @@ def _payload(value: Any, raw: Optional[Union[str, bytes]] = None) -> bytes:
     if raw is not None:
         data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
     else:
-        data = json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
+        data = _json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
     return _NOT_JSON if b"\0" in data else data
 
 
@@ -703,7 +702,7 @@ class Catalog(Owner):
         for a bad catalog."""
         out = _new_out()
         check(lib.rcip_catalog_check(_json_arg(definition, "the catalog"), byref(out)))
-        report = json.loads(take_string(out) or "{}")
+        report = _json.loads(take_string(out) or "{}")
         return CatalogReport(
             bool(report.get("ok")),
             tuple(CatalogProblem(p.get("pointer", ""), p.get("rule", ""), p.get("message", ""), p.get("id")) for p in report.get("problems", [])),
@@ -723,8 +722,8 @@ class Schema(Owner):
         """Validates a value (or ``RawJson`` text); all issues (Ajv allErrors)."""
         out = _new_out()
         with self._handle.use() as ptr:
-            check(lib.rcip_schema_validate(ptr, _json_arg(instance.text, "the instance") if isinstance(instance, RawJson) else _json_arg(json.dumps(instance), "the instance"), byref(out)))
-        result = json.loads(take_string(out) or "{}")
+            check(lib.rcip_schema_validate(ptr, _json_arg(instance.text, "the instance") if isinstance(instance, RawJson) else _json_arg(_json.dumps(instance), "the instance"), byref(out)))
+        result = _json.loads(take_string(out) or "{}")
         return ValidationResult(bool(result.get("valid")), tuple(ValidationIssue._from(i) for i in result.get("issues", [])))
 
 
@@ -816,13 +815,13 @@ class Invocation(Owner):
     def input(self) -> Any:
         """The handler's own copy of the input (parsed once)."""
         if self._input is _UNPARSED:
-            self._input = json.loads(self.input_json)
+            self._input = _json.loads(self.input_json)
         return self._input
 
     @property
     def semantic_context(self) -> Dict[str, Any]:
         """The context captured before the policy was asked."""
-        return json.loads(self._context_json)
+        return _json.loads(self._context_json)
 
     @property
     def cancelled(self) -> bool:
@@ -956,7 +955,7 @@ class PolicyRequest(Owner):
         with handle.use() as ptr:
             req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
             req.invocation_id = _lib.borrowed_string(lib.rcip_policy_request_invocation_id(ptr))
-        req.context = json.loads(req.context_json)
+        req.context = _json.loads(req.context_json)
         return req
 
     context: Dict[str, Any]
@@ -1199,7 +1198,7 @@ class Runtime(Owner):
         out = _new_out()
         with self._handle.use() as ptr:
             self._check(lib.rcip_runtime_stats(ptr, byref(out)))
-        return json.loads(take_string(out) or "{}")
+        return _json.loads(take_string(out) or "{}")
 
     def _check(self, rc: int) -> None:
         """``check`` for a call through the runtime. ``CLOSED`` means another
@@ -1305,7 +1304,7 @@ class Client:
         out = _new_out()
         with self._runtime._handle.use():
             self._runtime._check(lib.rcip_client_list_capabilities(self._runtime._client_ptr, text, byref(out)))
-        return json.loads(take_string(out) or "[]")
+        return _json.loads(take_string(out) or "[]")
 
     def subscribe(self, callback: Callable[[int], Any]) -> "Subscription":
         """Calls ``callback(revision)`` once per refresh until the

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import enum
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _json
 
 
 class Status(str, enum.Enum):
@@ -121,11 +122,11 @@ class Outcome:
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as the library wrote it (a fresh copy)."""
-        return json.loads(self.json)
+        return _json.loads(self.json)
 
     @classmethod
     def from_json(cls, text: str) -> "Outcome":
-        d = json.loads(text)
+        d = _json.loads(text)
         return cls(
             _status(d.get("status", "")),
             d.get("invocationId", ""),
@@ -155,11 +156,11 @@ class PreflightReport:
     json: str = field(default="", repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
-        return json.loads(self.json)
+        return _json.loads(self.json)
 
     @classmethod
     def from_json(cls, text: str) -> "PreflightReport":
-        d = json.loads(text)
+        d = _json.loads(text)
         return cls(
             d.get("revision", 0),
             d.get("checkedAt", 0),
@@ -204,7 +205,7 @@ class Event:
 
     @classmethod
     def from_json(cls, text: str) -> "Event":
-        d = json.loads(text)
+        d = _json.loads(text)
         return cls(d.get("timestamp", 0), d.get("invocationId", ""), d.get("capabilityId", ""), d.get("phase", ""), d.get("errorCode"))
 
 
@@ -218,7 +219,7 @@ def _member_texts(text: str) -> Dict[str, str]:
     i = _skip_space(text, i + 1)
     while text[i : i + 1] == '"':
         end = _string_end(text, i)
-        name = json.loads(text[i:end])
+        name = _json.loads(text[i:end])
         i = _skip_space(text, end)
         if text[i : i + 1] != ":":
             raise ValueError("rcip: not a JSON object")
@@ -284,17 +285,17 @@ class ConfirmationNotice:
     json: str = field(default="", repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
-        return json.loads(self.json)
+        return _json.loads(self.json)
 
     @classmethod
     def from_json(cls, text: str) -> "ConfirmationNotice":
         try:
-            d = json.loads(text)
+            d = _json.loads(text)
         except RecursionError:
             # Only the captured input can be that deep: keep its text.
             members = _member_texts(text)
             raw_input = members.pop("input", None)
-            d = {name: json.loads(value) for name, value in members.items()}
+            d = {name: _json.loads(value) for name, value in members.items()}
             if raw_input is not None:
                 d["input"] = RawJson(raw_input)
         confirmation = Confirmation._from(d.get("confirmation"))
@@ -385,7 +386,7 @@ class Snapshot:
         """A fresh parsed copy of the snapshot."""
         with self._lock:
             if self._data is None:
-                self._data = json.loads(self.json)
+                self._data = _json.loads(self.json)
             return copy.deepcopy(self._data)
 
     @property

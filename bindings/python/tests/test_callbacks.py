@@ -160,15 +160,20 @@ def test_observer_failures_change_no_outcome(catalog, errors):
     assert {Boom, KeyboardInterrupt, ZeroDivisionError} <= kinds
 
 
-# Nested deeper than Python's json parses, but within the library's default max_depth (1000).
-DEPTH = 990
-DEEP_INPUT = '{"n": ' + "[" * DEPTH + "]" * DEPTH + "}"
+def nested(depth: int) -> str:
+    return '{"n": ' + "[" * depth + "]" * depth + "}"
+
+
+# Deeper than the binding turns into Python objects (the library's default
+# max_depth of 1000, and a little), within a max_depth the host raised.
+DEPTH = 3000
+DEEP_INPUT = nested(DEPTH)
 
 
 def test_policy_request_too_deep_to_parse_fails_once(catalog, errors):
     """PolicyRequest parses its context (with the input) when it is adopted:
     a failure there frees the request once (no double free) and is reported."""
-    with rcip.Runtime(catalog, policy=lambda request: "allow", on_error=errors) as runtime:
+    with rcip.Runtime(catalog, policy=lambda request: "allow", on_error=errors, max_depth=5000) as runtime:
         runtime.host.bind("tickets.list", lambda inv: {"items": []})
         runtime.host.set_context(["tickets"])
         for _ in range(3):
@@ -177,6 +182,34 @@ def test_policy_request_too_deep_to_parse_fails_once(catalog, errors):
         gc.collect()
         assert runtime.client.invoke("tickets.list", {}).ok
     assert [(type(e), where) for e, where in errors] == [(RecursionError, "the policy")] * 3
+
+
+def test_payloads_as_deep_as_the_library_accepts_reach_python(catalog, errors):
+    """Nesting 1000 deep is a JSON value by default (PIPELINE.md section 8).
+    Python's json recursion stops short of that once the payload is wrapped
+    in a record and called from a few frames down: a Python policy failed
+    such input (POLICY_EVALUATION_FAILED) and invoke() raised RecursionError
+    for such output. Both now reach Python."""
+    seen = []
+
+    def policy(request):
+        seen.append(len(request.input["n"]))
+        return "allow"
+
+    with rcip.Runtime(catalog, policy=policy, on_error=errors) as runtime:
+        runtime.host.bind("tickets.list", lambda inv: {"items": inv.input["n"]})
+        runtime.host.set_context(["tickets"])
+        for depth in (300, 998, 999):
+            outcome = runtime.client.invoke("tickets.list", input_json=nested(depth))
+            assert outcome.ok, outcome
+            items = outcome.output["items"]
+            for _ in range(depth - 1):
+                (items,) = items if items else ([],)
+            assert items == []
+        # One level more than the library's limit is not JSON (INPUT_INVALID).
+        assert runtime.client.invoke("tickets.list", input_json=nested(1000)).code == "INPUT_INVALID"
+    assert seen == [1, 1, 1]
+    assert errors == []
 
 
 def test_invocation_adoption_failure_frees_once(catalog, errors, monkeypatch):
@@ -203,7 +236,7 @@ def test_invocation_adoption_failure_frees_once(catalog, errors, monkeypatch):
 
 def test_notice_with_an_input_too_deep_to_parse_is_delivered(catalog, errors):
     notices = []
-    with rcip.Runtime(catalog, on_confirmation=notices.append, on_error=errors) as runtime:
+    with rcip.Runtime(catalog, on_confirmation=notices.append, on_error=errors, max_depth=5000) as runtime:
         runtime.host.bind("tickets.purge", lambda inv: {})
         runtime.host.set_context(["admin"])
         outcome = runtime.client.invoke("tickets.purge", input_json=DEEP_INPUT)
