@@ -252,14 +252,7 @@ fn clock_and_id_generator_cannot_call_the_runtime() {
     b.event_observer(Arc::new(|_: &rcip::runtime::LifecycleEvent| {}));
     let runtime = Arc::new(b.build());
     *rt.lock() = Some(runtime.clone());
-    let _bind = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let _bind = bind_empty(&runtime, "visits.lookup", None);
     let outcomes = Outcomes::default();
     runtime
         .client()
@@ -272,17 +265,27 @@ fn clock_and_id_generator_cannot_call_the_runtime() {
     *rt.lock() = None;
 }
 
+/// Binds `capability` to a handler that completes with `{}`, with an
+/// optional availability check.
+fn bind_empty(
+    runtime: &Runtime,
+    capability: &str,
+    availability: Option<Arc<dyn rcip::runtime::AvailabilityCheck>>,
+) -> rcip::runtime::Binding {
+    runtime
+        .host()
+        .bind(
+            capability,
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            availability,
+        )
+        .unwrap()
+}
+
 /// Binds `visits.close` (destructive; its handler completes with `{}`) and
 /// makes its scope active, so that invoking it asks for confirmation.
 fn bind_close(runtime: &Runtime) -> rcip::runtime::Binding {
-    let binding = runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let binding = bind_empty(runtime, "visits.close", None);
     runtime
         .host()
         .set_context(SemanticContext::new(vec!["visits.detail".into()], None))
@@ -393,14 +396,7 @@ fn snapshot_is_the_same_object_until_the_revision_changes() {
 #[test]
 fn concurrent_invocations_on_one_runtime_settle_once_each() {
     let runtime = Arc::new(Runtime::new(&catalog()));
-    let _b = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let _b = bind_empty(&runtime, "visits.lookup", None);
     let count = Arc::new(AtomicI64::new(0));
     let threads: Vec<_> = (0..4)
         .map(|_| {
@@ -633,14 +629,7 @@ fn a_cancelled_preflight_still_checks_each_proposal_up_to_step_10() {
         r.decide(Decision::Allow).unwrap();
     }));
     let runtime = b.build();
-    let _lookup = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let _lookup = bind_empty(&runtime, "visits.lookup", None);
     let _close = runtime
         .host()
         .bind(
@@ -754,14 +743,7 @@ fn the_invocation_id_stays_reserved_until_the_outcome_is_delivered() {
     }));
     let runtime = Arc::new(b.build());
     *rt.lock() = Some(runtime.clone());
-    let _lookup = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let _lookup = bind_empty(&runtime, "visits.lookup", None);
     let (r3, n3) = (rt.clone(), nested.clone());
     let _subscription = runtime
         .client()

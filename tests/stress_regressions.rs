@@ -20,6 +20,18 @@ fn catalog() -> Catalog {
     Catalog::from_bytes(text.to_string().as_bytes()).expect("valid catalog")
 }
 
+/// Binds `visits.lookup` to a handler that completes with `{}`.
+fn bind_lookup(runtime: &rcip::runtime::Runtime) -> rcip::runtime::Binding {
+    runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+            None,
+        )
+        .unwrap()
+}
+
 /// A preflight whose token is cancelled while the preflighting thread is
 /// still between its proposals (here: by the policy, inline, when asked
 /// about the first one; in the stress run: by another thread). The cancel
@@ -36,14 +48,7 @@ fn a_preflight_cancelled_between_its_proposals_settles_once_and_returns_ok() {
         r.decide(Decision::Allow).unwrap();
     }));
     let runtime = builder.build();
-    let _b = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let _b = bind_lookup(&runtime);
     let reports: Arc<Mutex<Vec<Value>>> = Arc::default();
     let r2 = reports.clone();
     let proposals = vec![("visits.lookup".to_string(), b"{}".to_vec()); 3];
@@ -98,14 +103,7 @@ fn a_consistent_preflight_names_a_revision_that_holds_the_context_it_checked() {
         r.decide(Decision::Allow).unwrap();
     }));
     let runtime = Arc::new(builder.build());
-    let _b = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            None,
-        )
-        .unwrap();
+    let _b = bind_lookup(&runtime);
     // Each revision's context, recorded by the only refreshing thread.
     let contexts: Arc<Mutex<std::collections::HashMap<u64, bool>>> = Arc::default();
     let (c2, r2) = (contexts.clone(), runtime.clone());
