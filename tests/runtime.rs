@@ -361,20 +361,17 @@ fn availability_checks_run_without_locks_and_may_refresh() {
     let c2 = calls.clone();
     let runtime = Arc::new(Runtime::new(&catalog()));
     *rt.lock() = Some(runtime.clone());
-    let _b = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            Some(Arc::new(move || {
-                // A refresh from inside a refresh is queued, not recursive.
-                if c2.fetch_add(1, Ordering::SeqCst) == 0 {
-                    r2.lock().clone().unwrap().host().refresh().unwrap();
-                }
-                Ok(Availability::available())
-            })),
-        )
-        .unwrap();
+    let _b = bind_empty(
+        &runtime,
+        "visits.lookup",
+        Some(Arc::new(move || {
+            // A refresh from inside a refresh is queued, not recursive.
+            if c2.fetch_add(1, Ordering::SeqCst) == 0 {
+                r2.lock().clone().unwrap().host().refresh().unwrap();
+            }
+            Ok(Availability::available())
+        })),
+    );
     // bind refreshed (revision 1), its availability check asked for one more (2).
     assert_eq!(runtime.client().snapshot().unwrap().revision(), 2);
     *rt.lock() = None;
@@ -630,20 +627,17 @@ fn a_cancelled_preflight_still_checks_each_proposal_up_to_step_10() {
     }));
     let runtime = b.build();
     let _lookup = bind_empty(&runtime, "visits.lookup", None);
-    let _close = runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            Some(Arc::new(|| {
-                Ok(Availability {
-                    available: false,
-                    reason_code: Some("LOCKED".into()),
-                    reason: Some("Locked.".into()),
-                })
-            })),
-        )
-        .unwrap();
+    let _close = bind_empty(
+        &runtime,
+        "visits.close",
+        Some(Arc::new(|| {
+            Ok(Availability {
+                available: false,
+                reason_code: Some("LOCKED".into()),
+                reason: Some("Locked.".into()),
+            })
+        })),
+    );
     let proposals = [
         ("visits.lookup", "{}"),
         ("visits.missing", "{}"),
@@ -679,35 +673,29 @@ fn with_the_default_policy_each_proposal_is_decided_before_the_next_is_checked()
     let runtime = Runtime::new(&catalog());
     let lookup_open = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let (l1, l2) = (lookup_open.clone(), lookup_open.clone());
-    let _lookup = runtime
-        .host()
-        .bind(
-            "visits.lookup",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            Some(Arc::new(move || {
-                Ok(if l1.load(Ordering::SeqCst) {
-                    Availability::available()
-                } else {
-                    Availability {
-                        available: false,
-                        reason_code: None,
-                        reason: None,
-                    }
-                })
-            })),
-        )
-        .unwrap();
-    let _close = runtime
-        .host()
-        .bind(
-            "visits.close",
-            Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
-            Some(Arc::new(move || {
-                l2.store(false, Ordering::SeqCst);
-                Ok(Availability::available())
-            })),
-        )
-        .unwrap();
+    let _lookup = bind_empty(
+        &runtime,
+        "visits.lookup",
+        Some(Arc::new(move || {
+            Ok(if l1.load(Ordering::SeqCst) {
+                Availability::available()
+            } else {
+                Availability {
+                    available: false,
+                    reason_code: None,
+                    reason: None,
+                }
+            })
+        })),
+    );
+    let _close = bind_empty(
+        &runtime,
+        "visits.close",
+        Some(Arc::new(move || {
+            l2.store(false, Ordering::SeqCst);
+            Ok(Availability::available())
+        })),
+    );
     lookup_open.store(true, Ordering::SeqCst);
     let report = preflight_report(&runtime, &[("visits.lookup", "{}"), ("visits.close", "{}")], None);
     assert_eq!(statuses(&report), ["ready", "confirmation_required"], "{report}");
