@@ -978,11 +978,11 @@ impl Shared {
                     Some((_, subscribers, _)) => subscribers.is_empty(),
                     None => !ending.refresh,
                 };
-            let release_later = !ending.keep_reservation && !quiet;
-            if !ending.keep_reservation && quiet {
+            let release = !ending.keep_reservation;
+            if release && quiet {
                 st.reserved.remove(&*core.id);
             }
-            (removed, refreshed, release_later)
+            (removed, refreshed, release && !quiet)
         };
         drop(removed);
         if let (Some(token), Some(r)) = (&core.token, registration) {

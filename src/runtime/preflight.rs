@@ -220,13 +220,9 @@ impl Shared {
             return;
         }
         // A cancellation after step 10 but before the slot was marked asked
-        // found nothing to end: it ends here, before the policy is asked.
+        // found nothing to end: end it now, before the policy is asked.
         if core.token.as_ref().is_some_and(CancelToken::is_cancelled) {
-            let mut inner = core.inner.lock();
-            if !inner.done && matches!(inner.slots[i], Slot::Asked { .. }) {
-                inner.slots[i] = Slot::Final(Verdict::Blocked(RcipError::new(ErrorCode::ExecutionAborted)));
-            }
-            return;
+            return self.cancel_preflight(core);
         }
         let request = PolicyRequest::new(Arc::new(PolicyCore::new(
             PolicyTarget::Preflight(core.clone(), i),
