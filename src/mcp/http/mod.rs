@@ -370,6 +370,8 @@ pub(crate) struct ServerInner<O> {
     stopping: AtomicBool,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
+    /// [`HttpOptions::forward_headers`] as header names.
+    forward_headers: Vec<hyper::header::HeaderName>,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -437,6 +439,14 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             .allowed_origins
             .clone()
             .unwrap_or_else(|| if loopback { loopback_origins() } else { Vec::new() });
+        let forward_headers = options
+            .forward_headers
+            .iter()
+            .map(|h| {
+                hyper::header::HeaderName::from_bytes(h.as_bytes())
+                    .map_err(|_| invalid(format!("forwardHeaders: \"{h}\" is not a header name")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let pool = WorkerPool::new(options.workers)?;
         Ok(McpHttpServer {
             inner: Arc::new(ServerInner {
@@ -456,6 +466,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 stopping: AtomicBool::new(false),
                 allowed_hosts,
                 allowed_origins,
+                forward_headers,
             }),
         })
     }
