@@ -13,6 +13,7 @@
 See the README (sections "Python" and "Installing") for the full tour.
 """
 
+from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
 from ._mcp import McpSession
 from ._runtime import (
@@ -53,6 +54,7 @@ from .errors import (
     WrongContextError,
     result_str,
 )
+from ._schema import DeclarationError, Field, named, to_json
 from .types import (
     Availability,
     CatalogProblem,
@@ -83,6 +85,15 @@ __version__ = "0.1.0"
 __all__ = [
     "EXPECTED_ABI_VERSION",
     "Aborted",
+    "App",
+    "ApprovalCheck",
+    "Capability",
+    "DeclarationError",
+    "Example",
+    "Field",
+    "Scope",
+    "named",
+    "to_json",
     "AlreadyBoundError",
     "AlreadyCompletedError",
     "AlreadyUsedError",

@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Map
 from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
 from ._lib import lib, take_string
+from ._schema import to_json
 from .errors import (
     Aborted,
     AlreadyCompletedError,
@@ -93,8 +94,16 @@ def _payload(value: Any, raw: Optional[Union[str, bytes]] = None) -> bytes:
     if raw is not None:
         data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
     else:
-        data = _json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
+        data = _json.dumps(value, ensure_ascii=False, allow_nan=True, default=_json_default).encode("utf-8", "surrogatepass")
     return _NOT_JSON if b"\0" in data else data
+
+
+def _json_default(value: Any) -> Any:
+    """Dataclasses, enums and pydantic models in payloads (``rcip.to_json``)."""
+    converted = to_json(value)
+    if converted is value:
+        raise TypeError("rcip: %s is not JSON-serialisable" % type(value).__name__)
+    return converted
 
 
 def _new_out() -> c_void_p:
