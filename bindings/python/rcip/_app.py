@@ -29,6 +29,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import sys
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
@@ -165,6 +166,7 @@ class Capability:
         availability: Optional[Callable[[], Any]],
         input_schema: Optional[Mapping[str, Any]],
         output_schema: Optional[Mapping[str, Any]],
+        localns: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.fn = fn
         self.id = _check_id(id if id is not None else getattr(fn, "__name__", ""), "the capability id")
@@ -195,8 +197,8 @@ class Capability:
         self.is_async = _is_coroutine_function(fn)
 
         signature = inspect.signature(fn)
-        hints = _schema._hints(fn, where)
-        ctx = Context(app._names)
+        hints = _schema._hints(fn, where, localns)
+        ctx = Context(app._names, localns)
         self._invocation_param: Optional[str] = None
         items: List[Tuple[str, Any, bool]] = []
         for name, param in signature.parameters.items():
@@ -219,7 +221,7 @@ class Capability:
             self.input_schema = _with_defs(self._input.schema, ctx)
         _strict(self.input_schema, where, "input schema")
 
-        out_ctx = Context(app._names)
+        out_ctx = Context(app._names, localns)
         self._wrap_output = False
         if output_schema is not None:
             self._output: Optional[Codec] = None
@@ -509,7 +511,10 @@ class App:
         the invocation (its token, ``defer()``) and is not an input.
         Raises ``DeclarationError`` at once for anything RCIP refuses."""
 
-        def declare(f: F) -> F:
+        def declare(f: F, localns: Optional[Mapping[str, Any]] = None) -> F:
+            if localns is None:
+                caller = sys._getframe(1)
+                localns = caller.f_locals if caller.f_code.co_name != "<module>" else None
             cap = Capability(
                 self,
                 f,
@@ -525,6 +530,7 @@ class App:
                 availability=availability,
                 input_schema=input_schema,
                 output_schema=output_schema,
+                localns=localns,
             )
             if any(c.id == cap.id for c in self._capabilities):
                 raise DeclarationError("rcip: capability %r is declared twice" % cap.id)
@@ -532,7 +538,8 @@ class App:
             return f
 
         if fn is not None:
-            return declare(fn)
+            caller = sys._getframe(1)
+            return declare(fn, caller.f_locals if caller.f_code.co_name != "<module>" else {})
         return declare
 
     @property

@@ -112,8 +112,11 @@ def camel_case(name: str) -> str:
 class Context:
     """One schema being generated: its ``$defs`` and the naming rule."""
 
-    def __init__(self, names: Callable[[str], str]) -> None:
+    def __init__(self, names: Callable[[str], str], localns: Optional[Mapping[str, Any]] = None) -> None:
         self.names = names
+        # The names visible where the capability was declared, so that
+        # string annotations of local classes resolve.
+        self.localns = localns
         self.defs: Dict[str, Any] = {}
         self._def_owner: Dict[str, Any] = {}
         self._building: Dict[Any, "Codec"] = {}
@@ -486,6 +489,8 @@ def _nullable_schema(schema: Dict[str, Any]) -> Dict[str, Any]:
         out.pop("type", None)
         out["enum"] = list(schema["enum"]) + [None]
         return out
+    if set(schema) == {"anyOf"}:
+        return {"anyOf": list(schema["anyOf"]) + [{"type": "null"}]}
     return {"anyOf": [schema, {"type": "null"}]}
 
 
@@ -535,9 +540,9 @@ def _own_doc(cls: type) -> Optional[str]:
     return " ".join(doc.strip().split())
 
 
-def _hints(obj: Any, where: str) -> Dict[str, Any]:
+def _hints(obj: Any, where: str, localns: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     try:
-        return typing.get_type_hints(obj, include_extras=True)
+        return typing.get_type_hints(obj, localns=dict(localns) if localns else None, include_extras=True)
     except Exception as exc:  # noqa: BLE001 - a name that does not resolve
         raise DeclarationError("rcip: %s: cannot resolve the annotations: %s" % (where, exc)) from None
 
@@ -714,7 +719,7 @@ def _absent_form(codec: Codec) -> Optional[Codec]:
 
 
 def _dataclass_codec(cls: Any, ctx: Context, where: str) -> Codec:
-    hints = _hints(cls, cls.__name__)
+    hints = _hints(cls, cls.__name__, ctx.localns)
     items = []
     for f in dataclasses.fields(cls):
         if not f.init:
@@ -729,7 +734,7 @@ def _dataclass_codec(cls: Any, ctx: Context, where: str) -> Codec:
 
 
 def _typeddict_codec(cls: Any, ctx: Context, where: str) -> Codec:
-    hints = _hints(cls, cls.__name__)
+    hints = _hints(cls, cls.__name__, ctx.localns)
     required = getattr(cls, "__required_keys__", frozenset(hints))
     items = []
     for key, annotation in hints.items():
