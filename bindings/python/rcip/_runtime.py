@@ -381,6 +381,11 @@ class _BindingEntry(_Entry):
             self.is_async = False
 
     def run(self, inv: "Invocation") -> None:
+        if not self.is_async and _offload(self._run_sync, inv):
+            return
+        self._run_sync(inv)
+
+    def _run_sync(self, inv: "Invocation") -> None:
         where = "the handler of %s" % self.capability_id
         try:
             result = self.handler(inv)
@@ -439,6 +444,26 @@ class _BindingEntry(_Entry):
             return 1
 
 
+def _offload(run: Callable[[Any], None], handle: Any) -> bool:
+    """A plain (not coroutine) handler or policy reached on a thread that
+    runs an asyncio loop (``invoke_async``, ``preflight_async``, a
+    coroutine handler invoking another capability) must not block that
+    loop: it runs on the loop's default executor instead (a
+    ``ThreadPoolExecutor`` unless the host set another with
+    ``loop.set_default_executor``), and the completion handle stays open
+    until it has settled. Returns False (the caller runs it inline) on any
+    other thread, or when the executor refuses the work (a loop shutting
+    down)."""
+    loop = _running_loop()
+    if loop is None or loop.is_closed():
+        return False
+    try:
+        loop.run_in_executor(None, run, handle)
+    except RuntimeError:
+        return False
+    return True
+
+
 class _PolicyEntry(_Entry):
     def __init__(self, state: _RuntimeState, policy: Policy) -> None:
         if not callable(policy):
@@ -456,6 +481,11 @@ class _PolicyEntry(_Entry):
             self.is_async = False
 
     def run(self, request: "PolicyRequest") -> None:
+        if not self.is_async and _offload(self._run_sync, request):
+            return
+        self._run_sync(request)
+
+    def _run_sync(self, request: "PolicyRequest") -> None:
         try:
             result = self.policy(request)
         except BaseException as exc:  # noqa: BLE001
