@@ -1,6 +1,22 @@
 """rcip: the RCIP 1.0 capability runtime, from Python (ctypes over librcip).
+Python 3.9 or later.
 
     import rcip
+    from typing import Annotated
+
+    app = rcip.App("greeter", name="Greeter", description="Says hello.")
+
+    @app.capability(effect="read")
+    def say(name: Annotated[str, rcip.Field(min_length=1)]) -> str:
+        '''Say hello
+
+        Greets someone by name.'''
+        return "hello " + name
+
+    with app.runtime() as runtime:                  # handlers bound
+        print(runtime.client.invoke("say", {"name": "Ada"}).output)
+
+    # Or by hand, from a catalog written as JSON:
 
     runtime = rcip.Runtime(catalog_dict)
     with runtime.host.bind("greeting.say", lambda inv: {"text": "hello " + inv.input["name"]}):
@@ -17,13 +33,17 @@ from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
 from ._mcp import McpSession
 from ._runtime import (
+    AvailabilityCheck,
     Binding,
     CancelToken,
     Catalog,
     Client,
+    Handler,
     Host,
     Invocation,
     PendingOutcome,
+    Policy,
+    PolicyAnswer,
     PolicyRequest,
     Runtime,
     Schema,
@@ -54,21 +74,25 @@ from .errors import (
     WrongContextError,
     result_str,
 )
-from ._schema import DeclarationError, Field, named, to_json
+from ._schema import DeclarationError, Field, JsonValue, named, to_json
 from .types import (
     Availability,
     CatalogProblem,
     CatalogReport,
+    CloseReason,
     Confirmation,
     ConfirmationNotice,
     Decision,
+    DecisionName,
     Effect,
     Event,
     ManualClock,
     Outcome,
     OutcomeError,
+    Phase,
     PreflightOutcome,
     PreflightReport,
+    PreflightStatus,
     Proposal,
     RawJson,
     Snapshot,
@@ -150,4 +174,13 @@ __all__ = [
     "library_path",
     "library_version",
     "result_str",
+    "AvailabilityCheck",
+    "JsonValue",
+    "CloseReason",
+    "DecisionName",
+    "Handler",
+    "Phase",
+    "Policy",
+    "PolicyAnswer",
+    "PreflightStatus",
 ]

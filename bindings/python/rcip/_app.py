@@ -26,19 +26,20 @@ extras), as the whole package does.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
 import sys
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from . import _schema
-from ._runtime import Binding, Catalog, Invocation, PolicyRequest, Runtime, Schema, _is_coroutine_function
+from ._runtime import AvailabilityCheck, Binding, Catalog, Invocation, Policy, PolicyAnswer, PolicyRequest, Runtime, Schema, _is_coroutine_function
 from ._schema import Codec, Context, DeclarationError, ObjectCodec
 from .errors import RcipError
-from .types import Decision, Effect, RawJson
+from .types import ConfirmationNotice, Decision, Effect, Event, RawJson
 
 __all__ = ["App", "Capability", "Example", "Scope"]
 
@@ -50,7 +51,6 @@ IDENTIFIER = re.compile(r"[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*")
 IDENTIFIER_RULE = "[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)* (PIPELINE.md section 1), e.g. tickets.create or listVisits"
 
 EffectLike = Union[Effect, str]
-PolicyAnswer = Union[Decision, str, Mapping[str, Any]]
 
 
 class ApprovalCheck(typing.Protocol):
@@ -59,10 +59,6 @@ class ApprovalCheck(typing.Protocol):
     must be confirmed by a person."""
 
     def __call__(self, request: PolicyRequest, /) -> Union[bool, str]: ...
-
-
-class AvailabilityAnswer(typing.Protocol):
-    def __call__(self) -> Any: ...
 
 
 def _check_id(value: str, what: str) -> str:
@@ -163,7 +159,7 @@ class Capability:
         when_to_use: Optional[str],
         examples: Optional[Sequence[ExampleLike]],
         needs_approval: Union[bool, ApprovalCheck],
-        availability: Optional[Callable[[], Any]],
+        availability: Optional[AvailabilityCheck],
         input_schema: Optional[Mapping[str, Any]],
         output_schema: Optional[Mapping[str, Any]],
         localns: Optional[Mapping[str, Any]] = None,
@@ -310,10 +306,6 @@ class Capability:
             return answer if answer else None
         return "" if answer else None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """The declared function, callable as before."""
-        return self.fn(*args, **kwargs)
-
     def __repr__(self) -> str:
         return "Capability(%r, effect=%r)" % (self.id, self.effect.value)
 
@@ -389,7 +381,7 @@ def _strict(schema: Mapping[str, Any], where: str, what: str) -> None:
 def _register_dataclasses(*parts: Any) -> None:
     """Remember how declared dataclasses are written (JSON names, absent
     fields), so ``Invocation.complete(visit)`` writes them the same way."""
-    seen: set = set()
+    seen: Set[int] = set()
 
     def walk(codec: Any) -> None:
         if codec is None or id(codec) in seen:
@@ -456,7 +448,7 @@ class App:
         self._names: Callable[[str], str] = _schema.camel_case if names == "camelCase" else (lambda n: n)
         self._scopes: List[Scope] = []
         self._capabilities: List[Capability] = []
-        self._runtime_policy: Optional[Callable[[PolicyRequest], Any]] = None
+        self._runtime_policy: Optional[Policy] = None
 
     def runtime_policy(self, policy: P) -> P:
         """Sets the runtime-wide policy ``runtime()`` and ``serve_stdio()``
@@ -477,6 +469,27 @@ class App:
         self._scopes.append(scope)
         return scope
 
+    @typing.overload
+    def capability(self, fn: F) -> F: ...
+
+    @typing.overload
+    def capability(
+        self,
+        *,
+        id: Optional[str] = None,
+        title: Optional[str] = None,
+        description: Optional[str] = None,
+        effect: EffectLike = Effect.READ,
+        scopes: Sequence[ScopeLike] = (),
+        tags: Optional[Sequence[str]] = None,
+        when_to_use: Optional[str] = None,
+        examples: Optional[Sequence[ExampleLike]] = None,
+        needs_approval: Union[bool, ApprovalCheck] = False,
+        availability: Optional[AvailabilityCheck] = None,
+        input_schema: Optional[Mapping[str, Any]] = None,
+        output_schema: Optional[Mapping[str, Any]] = None,
+    ) -> Callable[[F], F]: ...
+
     def capability(
         self,
         fn: Optional[F] = None,
@@ -490,10 +503,10 @@ class App:
         when_to_use: Optional[str] = None,
         examples: Optional[Sequence[ExampleLike]] = None,
         needs_approval: Union[bool, ApprovalCheck] = False,
-        availability: Optional[Callable[[], Any]] = None,
+        availability: Optional[AvailabilityCheck] = None,
         input_schema: Optional[Mapping[str, Any]] = None,
         output_schema: Optional[Mapping[str, Any]] = None,
-    ) -> Any:
+    ) -> Union[F, Callable[[F], F]]:
         """Declares the decorated function as a capability and returns the
         function unchanged (``app.capabilities`` holds the declaration).
 
@@ -590,7 +603,7 @@ class App:
 
     # ----- policy ------------------------------------------------------------------------
 
-    def policy(self, runtime_policy: Optional[Callable[[PolicyRequest], Any]] = None) -> Callable[[PolicyRequest], Any]:
+    def policy(self, runtime_policy: Optional[Policy] = None) -> Policy:
         """The host policy of this application: ``runtime_policy`` (or,
         without one, the library's default: read → allow, confirmed →
         allow, destructive → confirm, write and external → deny) composed
@@ -608,7 +621,7 @@ class App:
         coroutine function too."""
         by_id = {c.id: c for c in self._capabilities}
 
-        def gate(request: PolicyRequest, first: Any) -> Any:
+        def gate(request: PolicyRequest, first: PolicyAnswer) -> PolicyAnswer:
             cap = by_id.get(request.capability_id)
             reason = cap.approval(request) if cap is not None else None
             if reason is None:
@@ -622,13 +635,17 @@ class App:
         if runtime_policy is not None and _is_coroutine_function(runtime_policy):
             async_policy = runtime_policy
 
-            async def composed_async(request: PolicyRequest) -> Any:
-                return gate(request, await async_policy(request))
+            async def composed_async(request: PolicyRequest) -> PolicyAnswer:
+                answer = async_policy(request)
+                return gate(request, await answer if inspect.isawaitable(answer) else answer)
 
             return composed_async
 
-        def composed(request: PolicyRequest) -> Any:
-            return gate(request, runtime_policy(request) if runtime_policy is not None else None)
+        def composed(request: PolicyRequest) -> PolicyAnswer:
+            answer = runtime_policy(request) if runtime_policy is not None else None
+            if inspect.isawaitable(answer):  # a coroutine from a callable object
+                raise TypeError("rcip: the runtime policy returned an awaitable but is not a coroutine function")
+            return gate(request, answer)
 
         return composed
 
@@ -648,16 +665,45 @@ class App:
             raise
         return bindings
 
-    def runtime(self, *, policy: Optional[Callable[[PolicyRequest], Any]] = None, **options: Any) -> Runtime:
+    def runtime(
+        self,
+        *,
+        policy: Optional[Policy] = None,
+        on_event: Optional[Callable[[Event], object]] = None,
+        on_confirmation: Optional[Callable[[ConfirmationNotice], object]] = None,
+        confirmation_ttl_ms: Optional[int] = None,
+        clock: Optional[Callable[[], int]] = None,
+        id_generator: Optional[Callable[[str], Optional[str]]] = None,
+        manual_timers: bool = False,
+        max_payload_len: Optional[int] = None,
+        max_depth: Optional[int] = None,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+        on_error: Optional[Callable[[BaseException, str], object]] = None,
+    ) -> Runtime:
         """A runtime over this catalog with every handler bound and the
-        composed policy (``App.policy(policy)``); ``options`` are
-        ``Runtime``'s other keyword arguments."""
+        composed policy (``App.policy(policy)``, ``policy`` defaulting to
+        the one ``runtime_policy`` set); the other arguments are
+        ``Runtime``'s. Create it inside the running loop when a handler is
+        a coroutine function (or pass ``loop``)."""
         if policy is None:
             policy = self._runtime_policy
         needs = any(c.needs_approval is not False for c in self._capabilities)
         catalog = self.catalog()
         try:
-            runtime = Runtime(catalog, policy=self.policy(policy) if needs else policy, **options)
+            runtime = Runtime(
+                catalog,
+                policy=self.policy(policy) if needs else policy,
+                on_event=on_event,
+                on_confirmation=on_confirmation,
+                confirmation_ttl_ms=confirmation_ttl_ms,
+                clock=clock,
+                id_generator=id_generator,
+                manual_timers=manual_timers,
+                max_payload_len=max_payload_len,
+                max_depth=max_depth,
+                loop=loop,
+                on_error=on_error,
+            )
         finally:
             catalog.close()
         try:
@@ -667,12 +713,29 @@ class App:
             raise
         return runtime
 
-    def serve_stdio(self, **session_options: Any) -> None:
+    def serve_stdio(
+        self,
+        *,
+        policy: Optional[Policy] = None,
+        confirmation: Optional[Literal["host", "elicit"]] = None,
+        server_name: Optional[str] = None,
+        server_version: Optional[str] = None,
+        instructions: Optional[str] = None,
+    ) -> None:
         """Serves this application to an MCP client over stdio until the
-        input ends or Ctrl-C (``python -m rcip serve MODULE:APP``)."""
+        input ends or Ctrl-C (``KeyboardInterrupt`` is raised again after
+        the session closed); what ``python -m rcip serve MODULE:APP``
+        runs. The server name and version default to the application's
+        id and version, the instructions to its description."""
         from ._mcp import McpSession
 
-        with self.runtime() as runtime, McpSession(runtime, **session_options) as session:
+        with self.runtime(policy=policy) as runtime, McpSession(
+            runtime,
+            confirmation=confirmation,
+            server_name=server_name or self.id,
+            server_version=server_version or self.version,
+            instructions=instructions or self.description,
+        ) as session:
             session.serve_stdio()
 
     def __iter__(self) -> Iterator[Capability]:

@@ -172,7 +172,7 @@ class Owner:
     ``with``, and a finalizer safe at interpreter exit."""
 
     _handle: Handle
-    _finalizer: weakref.finalize
+    _finalizer: "weakref.finalize[Any, Any]"
 
     def _own(self, ptr: int, free: Callable[[int], None], what: str) -> None:
         self._own_handle(Handle(ptr, free, what))

@@ -9,13 +9,14 @@ import json
 import os
 import threading
 from ctypes import byref
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Union
 
 from . import _lib
 from ._handle import Owner, registry
 from ._lib import lib
 from ._runtime import (
     Runtime,
+    _c_callback,
     _FnEntry,
     _json_arg,
     _keep_forever,
@@ -32,7 +33,7 @@ class _MessageEntry(_FnEntry):
     order, one at a time."""
 
 
-@_lib.MCP_MESSAGE_CALLBACK
+@_c_callback(_lib.MCP_MESSAGE_CALLBACK)
 def _message_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
         registry.get(key).fire((text or b"").decode("utf-8"))
@@ -72,9 +73,9 @@ class McpSession(Owner):
         self,
         runtime: Runtime,
         *,
-        on_message: Optional[Callable[[str], Any]] = None,
+        on_message: Optional[Callable[[str], object]] = None,
         filter: Optional[Mapping[str, Any]] = None,
-        confirmation: Optional[str] = None,
+        confirmation: Optional[Literal["host", "elicit"]] = None,
         page_size: Optional[int] = None,
         server_name: Optional[str] = None,
         server_version: Optional[str] = None,

@@ -724,7 +724,7 @@ def _dataclass_codec(cls: Any, ctx: Context, where: str) -> Codec:
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
-        has_default = f.default is not _MISSING or f.default_factory is not _MISSING  # type: ignore[misc]
+        has_default = f.default is not _MISSING or f.default_factory is not _MISSING
         items.append((f.name, hints.get(f.name, Any), has_default))
     def build(kwargs: Dict[str, Any]) -> Any:
         return cls(**kwargs)
@@ -825,7 +825,11 @@ def register(cls: type, codec: Codec) -> None:
     _registered[cls] = codec
 
 
-def to_json(value: Any) -> Any:
+JsonValue = Union[None, bool, int, float, str, List["JsonValue"], Dict[str, "JsonValue"]]
+"""A JSON value as Python holds it."""
+
+
+def to_json(value: object) -> JsonValue:
     """A JSON value for ``value``: dataclasses (with the JSON names of the
     application that declared them), enums, pydantic models, tuples and
     sets become JSON; JSON values stay as they are."""
@@ -837,13 +841,15 @@ def to_json(value: Any) -> Any:
         return to_json(value.value)
     codec = _registered.get(type(value))
     if codec is not None:
-        return codec.encode(value)
+        encoded: JsonValue = codec.encode(value)
+        return encoded
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump") and _is_pydantic(type(value)):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        dumped: JsonValue = getattr(value, "model_dump")(mode="json", by_alias=True, exclude_none=True)
+        return dumped
     if isinstance(value, Mapping):
         return {str(k): to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_json(v) for v in value]
-    return value
+    return value  # type: ignore[return-value]  # not JSON: the caller's serialiser says so
