@@ -595,6 +595,6 @@ def test_a_pydantic_field_with_a_format_is_refused_with_what_to_do():
 
 
 def test_python_minimum_version_is_stated():
-    with open(os.path.join(HERE, "..", "pyproject.toml"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "bindings", "python", "pyproject.toml"), encoding="utf-8") as f:
         assert 'requires-python = ">=3.9"' in f.read()
     assert sys.version_info >= (3, 9)

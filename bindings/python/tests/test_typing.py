@@ -45,18 +45,28 @@ needs_mypy = pytest.mark.skipif(
 )
 
 
-@needs_mypy
-def test_mypy_strict_passes_on_the_package_and_on_every_public_api():
-    env = dict(os.environ, MYPYPATH=os.path.dirname(PACKAGE))
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, PACKAGE, os.path.join(HERE, "typecheck_api.py")],
+def mypy(*args: str) -> "subprocess.CompletedProcess[str]":
+    """``mypy --strict ARGS`` seeing the package under test: the installed
+    one (found like any typed package) or the source tree (MYPYPATH)."""
+    env = dict(os.environ)
+    if os.environ.get("RCIP_TEST_INSTALLED") != "1":
+        env["MYPYPATH"] = os.path.dirname(PACKAGE)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, *args],
         capture_output=True,
         text=True,
         timeout=300,
         env=env,
         cwd=HERE,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@needs_mypy
+def test_mypy_strict_passes_on_the_package_and_on_every_public_api():
+    package = mypy("-p", "rcip")
+    assert package.returncode == 0, package.stdout + package.stderr
+    api = mypy(os.path.join(HERE, "typecheck_api.py"))
+    assert api.returncode == 0, api.stdout + api.stderr
 
 
 @needs_mypy
@@ -69,8 +79,7 @@ def test_the_check_fails_when_an_annotation_is_any(tmp_path):
         "def loose() -> Any: ...\n"
         "assert_type(loose(), rcip.Outcome)\n"
     )
-    env = dict(os.environ, MYPYPATH=os.path.dirname(PACKAGE))
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", os.devnull, str(probe)], capture_output=True, text=True, timeout=300, env=env)
+    proc = mypy(str(probe))
     assert proc.returncode == 1 and 'Expression is of type "Any", not "Outcome"' in proc.stdout
 
 
