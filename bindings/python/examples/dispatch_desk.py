@@ -12,6 +12,9 @@ outcome codes as the C host.
 
     python3 dispatch_desk.py [--json] [--ttl-ms N] [--catalog FILE] [--plan FILE]
 
+Python 3.10 or later (one dataclass field uses ``kw_only``; the package
+itself needs 3.9).
+
 Exit status: 0 every outcome was as the plan expected; 1 some differed;
 2 the catalog, the plan or the command line could not be used.
 
@@ -201,10 +204,12 @@ class VisitCard:
     skill: Skill
     priority: Priority
     status: VisitStatus
+    # Absent while unassigned. kw_only (Python 3.10) lets it sit where the C
+    # desk writes it, between status and date, ahead of required fields.
+    technician_id: Optional[str] = field(default=None, kw_only=True)
     date: str
     window: Window
     notes: Count
-    technician_id: Optional[str] = None  # absent while unassigned
 
 
 @dataclass
@@ -293,7 +298,7 @@ class Visit:
     def card(self) -> VisitCard:
         return VisitCard(
             self.id, self.site, self.issue, self.skill, self.priority, self.status,  # type: ignore[arg-type]
-            self.date, self.window, len(self.notes), self.technician or None,  # type: ignore[arg-type]
+            self.date, self.window, len(self.notes), technician_id=self.technician or None,  # type: ignore[arg-type]
         )  # fmt: skip
 
 
