@@ -202,3 +202,21 @@ def test_a_plain_handler_on_an_ordinary_thread_still_runs_inline(catalog_dict):
         runtime.host.bind("greeting.say", lambda inv: seen.append(threading.get_ident()) or {"text": "x"})
         assert runtime.client.invoke("greeting.say", {"name": "A"}).ok
     assert seen == [threading.get_ident()]
+
+
+def test_a_plain_policy_under_preflight_async_runs_off_the_loop_thread(catalog_dict):
+    threads: List[int] = []
+
+    def policy(request: rcip.PolicyRequest) -> str:
+        threads.append(threading.get_ident())
+        return "allow"
+
+    async def main() -> Any:
+        with rcip.Runtime(catalog_dict, policy=policy) as runtime:
+            runtime.host.bind("tickets.create", lambda inv: {})
+            runtime.host.set_context(["tickets"])
+            return threading.get_ident(), await runtime.client.preflight_async([("tickets.create", {"title": "x"})])
+
+    loop_thread, report = asyncio.run(main())
+    assert report.outcomes[0].status == rcip.PreflightStatus.READY
+    assert threads and loop_thread not in threads
