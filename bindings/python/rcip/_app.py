@@ -33,12 +33,15 @@ import re
 import sys
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from . import _schema
 from ._runtime import AvailabilityCheck, Binding, Catalog, Invocation, Policy, PolicyAnswer, PolicyRequest, Runtime, Schema, _is_coroutine_function
 from ._schema import Codec, Context, DeclarationError, ObjectCodec
 from .errors import RcipError
+if typing.TYPE_CHECKING:
+    from ._mcp import McpSession
+
 from .types import ConfirmationNotice, Decision, Effect, Event, RawJson
 
 __all__ = ["App", "Capability", "Example", "Scope"]
@@ -630,6 +633,8 @@ class App:
                 return first
             if request.confirmed:
                 return Decision("allow")
+            if not reason and first is not None and _decision_name(first) == "confirm":
+                return first  # the runtime policy's own confirmation text
             return Decision("confirm", reason or None)
 
         if runtime_policy is not None and _is_coroutine_function(runtime_policy):
@@ -726,17 +731,46 @@ class App:
         input ends or Ctrl-C (``KeyboardInterrupt`` is raised again after
         the session closed); what ``python -m rcip serve MODULE:APP``
         runs. The server name and version default to the application's
-        id and version, the instructions to its description."""
+        id and version, the instructions to its description. When a
+        handler or the policy is a coroutine function this runs an asyncio
+        loop (``asyncio.run(app.serve_stdio_async(...))``) for them."""
+        options = dict(confirmation=confirmation, server_name=server_name, server_version=server_version, instructions=instructions)
+        chosen = policy if policy is not None else self._runtime_policy
+        if any(c.is_async for c in self._capabilities) or (chosen is not None and _is_coroutine_function(chosen)):
+            asyncio.run(
+                self.serve_stdio_async(
+                    policy=policy, confirmation=confirmation, server_name=server_name, server_version=server_version, instructions=instructions
+                )
+            )
+            return
+        with self.runtime(policy=policy) as runtime, self._session(runtime, options) as session:
+            session.serve_stdio()
+
+    async def serve_stdio_async(
+        self,
+        *,
+        policy: Optional[Policy] = None,
+        confirmation: Optional[Literal["host", "elicit"]] = None,
+        server_name: Optional[str] = None,
+        server_version: Optional[str] = None,
+        instructions: Optional[str] = None,
+    ) -> None:
+        """``serve_stdio`` on the running loop (coroutine handlers run on
+        it); cancelling the awaiting task closes the session."""
+        options = dict(confirmation=confirmation, server_name=server_name, server_version=server_version, instructions=instructions)
+        with self.runtime(policy=policy) as runtime, self._session(runtime, options) as session:
+            await session.serve_stdio_async()
+
+    def _session(self, runtime: Runtime, options: Mapping[str, Optional[str]]) -> "McpSession":
         from ._mcp import McpSession
 
-        with self.runtime(policy=policy) as runtime, McpSession(
+        return McpSession(
             runtime,
-            confirmation=confirmation,
-            server_name=server_name or self.id,
-            server_version=server_version or self.version,
-            instructions=instructions or self.description,
-        ) as session:
-            session.serve_stdio()
+            confirmation=cast(Optional[Literal["host", "elicit"]], options.get("confirmation")),
+            server_name=options.get("server_name") or self.id,
+            server_version=options.get("server_version") or self.version,
+            instructions=options.get("instructions") or self.description,
+        )
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)

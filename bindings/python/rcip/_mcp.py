@@ -149,7 +149,10 @@ class McpSession(Owner):
         pump thread still blocked reading the real input then discards
         the one chunk it reads)."""
         self._runtime._check_blocking("serve_stdio")
-        serving = _StdioServing(self)
+        serving = _StdioServing.start(self)
+        if serving is None:
+            self._serve_closing()
+            return
         try:
             while not serving.done.wait(0.05):
                 pass
@@ -166,7 +169,10 @@ class McpSession(Owner):
         the loop stays free. Cancelling the awaiting task (which
         ``asyncio.run`` does on Ctrl-C) closes the session the same way,
         then ``CancelledError`` propagates."""
-        serving = _StdioServing(self)
+        serving = _StdioServing.start(self)
+        if serving is None:
+            await asyncio.get_running_loop().run_in_executor(None, self._serve_closing)
+            return
         try:
             while not serving.done.is_set():
                 await asyncio.sleep(0.05)
@@ -182,6 +188,13 @@ class McpSession(Owner):
         with self._handle.use() as ptr:
             check(lib.rcip_mcp_session_serve_stdio(ptr))
 
+    def _serve_closing(self) -> None:
+        """Without a descriptor 0 to replace: the library's loop as it is."""
+        try:
+            self._serve_unchecked()
+        finally:
+            self.close()
+
     def __enter__(self) -> "McpSession":
         return self
 
@@ -192,6 +205,16 @@ class McpSession(Owner):
 class _StdioServing:
     """One ``serve_stdio`` run: the library's loop on a worker thread over a
     pipe on descriptor 0, fed by a pump thread from the real input."""
+
+    @classmethod
+    def start(cls, session: McpSession) -> Optional["_StdioServing"]:
+        """None when descriptor 0 is not open (nothing to put a pipe in
+        place of)."""
+        try:
+            os.fstat(0)
+        except OSError:
+            return None
+        return cls(session)
 
     def __init__(self, session: McpSession) -> None:
         self.session = session

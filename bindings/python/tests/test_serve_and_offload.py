@@ -39,6 +39,16 @@ def echo(text: str) -> str:
     Returns the text."""
     return text
 
+async_app = rcip.App("servedAsync", name="Served", description="A served app with a coroutine handler.")
+
+@async_app.capability(effect="read")
+async def shout(text: str) -> str:
+    """Shout
+
+    Returns the text in capitals."""
+    await asyncio.sleep(0)
+    return text.upper()
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     runtime = app.runtime()
@@ -59,6 +69,23 @@ def env() -> Dict[str, str]:
     if e.get("RCIP_TEST_INSTALLED") != "1":
         e["PYTHONPATH"] = os.path.join(HERE, "..")
     return e
+
+
+def converse(cmd: List[str], messages: List[Dict[str, Any]], replies: int, cwd: str) -> List[Dict[str, Any]]:
+    """Sends the messages, reads ``replies`` lines, then ends the input."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(), cwd=cwd)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        proc.stdin.flush()
+        got = [json.loads(proc.stdout.readline()) for _ in range(replies)]
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        return got
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def rcip_cli(*args: str, **kw: Any) -> subprocess.CompletedProcess:
@@ -112,6 +139,12 @@ def test_serve_answers_an_mcp_client_over_stdio(tmp_path):
         replies = [json.loads(line) for line in proc.stdout.splitlines()]
         assert [r["id"] for r in replies] == [1, 2]
         assert replies[1]["result"]["structuredContent"] == {"result": "hi"}
+        assert replies[0]["result"]["serverInfo"]["name"] == "served"
+    # A coroutine handler answers from the loop: keep the input open until
+    # the reply came (at the end of input the session cancels what is in flight).
+    shout = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "hi"}}}
+    replies = converse([sys.executable, "-m", "rcip", "serve", "served_app:async_app"], [INITIALIZE, messages[1], shout], 2, cwd=str(tmp_path))
+    assert replies[1]["result"]["structuredContent"] == {"result": "HI"}
     missing = rcip_cli("serve", "served_app:nothing", cwd=str(tmp_path))
     assert missing.returncode == 2 and "has no attribute 'nothing'" in missing.stderr
     http = rcip_cli("serve", "served_app:app", "--http", "127.0.0.1:0", cwd=str(tmp_path))
