@@ -599,3 +599,24 @@ def test_python_minimum_version_is_stated():
     with open(os.path.join(ROOT, "bindings", "python", "pyproject.toml"), encoding="utf-8") as f:
         assert 'requires-python = ">=3.9"' in f.read()
     assert sys.version_info >= (3, 9)
+
+
+def test_plain_handlers_may_return_dataclasses_enums_and_models(catalog_dict):
+    @dataclass
+    class Greeting:
+        text: str
+        color: Color
+
+    with rcip.Runtime(catalog_dict) as runtime:
+        with runtime.host.bind("greeting.say", lambda inv: Greeting("hi " + inv.input["name"], Color.RED)):
+            outcome = runtime.client.invoke("greeting.say", {"name": "Ada"})
+            assert outcome.ok and outcome.output == {"text": "hi Ada", "color": "red"}
+        if pydantic is not None:
+
+            class Reply(pydantic.BaseModel):
+                text: str
+
+            with runtime.host.bind("greeting.say", lambda inv: Reply(text="model")):
+                assert runtime.client.invoke("greeting.say", {"name": "Ada"}).output == {"text": "model"}
+        with runtime.host.bind("greeting.say", lambda inv: object()):
+            assert runtime.client.invoke("greeting.say", {"name": "Ada"}).code == "EXECUTION_FAILED"

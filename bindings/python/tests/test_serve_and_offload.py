@@ -111,6 +111,8 @@ def test_check_reports_like_the_rcip_binary(tmp_path):
     assert as_json.returncode == 1 and report["ok"] is False and report["problems"][0]["pointer"] == "/capabilities/0/id"
     assert rcip_cli("check", str(tmp_path / "missing.json")).returncode == 2
     assert rcip_cli("check").returncode == 2
+    version = rcip_cli("version")
+    assert version.returncode == 0 and version.stdout == "rcip %s (ABI %d)\n" % (rcip.library_version(), rcip.abi_version())
 
 
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="the desk example needs Python 3.10 (kw_only)")
