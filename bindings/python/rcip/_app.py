@@ -316,7 +316,7 @@ class Capability:
 def _without_invocation(returns: Any) -> Any:
     """``-> Union[X, rcip.Invocation]``: a handler that may ``return
     invocation.defer()``; the output schema is X's."""
-    if typing.get_origin(returns) is Union or type(returns).__name__ == "UnionType":
+    if typing.get_origin(returns) in _schema._UNION_TYPES:
         members = [a for a in typing.get_args(returns) if a is not Invocation]
         if len(members) != len(typing.get_args(returns)):
             return members[0] if len(members) == 1 else Union[tuple(members)]

@@ -19,10 +19,12 @@ naming where it was found and what to write instead.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import enum
 import re
 import sys
+import types
 import typing
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -569,7 +571,7 @@ def _codec(tp: Any, ctx: Context, where: str) -> Codec:
     if origin is typing.Literal:
         return _EnumCodec(_literal_schema(args, where), lambda v: v)
 
-    if origin is Union or (sys.version_info >= (3, 10) and origin is getattr(__import__("types"), "UnionType", None)):
+    if origin in _UNION_TYPES:
         members = [a for a in args if a is not _NoneType]
         has_none = len(members) != len(args)
         if len(members) == 1:
@@ -641,10 +643,12 @@ def _codec(tp: Any, ctx: Context, where: str) -> Codec:
     )
 
 
-_SEQUENCE_ORIGINS = tuple(o for o in (getattr(__import__("collections.abc").abc, n, None) for n in ("Sequence", "MutableSequence", "Iterable", "Collection")) if o is not None)
-_SET_ORIGINS = tuple(o for o in (getattr(__import__("collections.abc").abc, n, None) for n in ("Set", "MutableSet")) if o is not None)
-_MAPPING_ORIGINS = tuple(o for o in (getattr(__import__("collections.abc").abc, n, None) for n in ("Mapping", "MutableMapping")) if o is not None)
-_SEQUENCE_ORIGINS = _SEQUENCE_ORIGINS + _SET_ORIGINS
+# typing.get_origin of Sequence[int], Set[int], Mapping[str, int] and the like.
+_SET_ORIGINS: Tuple[Any, ...] = (collections.abc.Set, collections.abc.MutableSet)
+_SEQUENCE_ORIGINS: Tuple[Any, ...] = (collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable, collections.abc.Collection) + _SET_ORIGINS
+_MAPPING_ORIGINS: Tuple[Any, ...] = (collections.abc.Mapping, collections.abc.MutableMapping)
+# X | Y (Python 3.10+) is a types.UnionType, not typing.Union.
+_UNION_TYPES: Tuple[Any, ...] = (Union,) + ((types.UnionType,) if hasattr(types, "UnionType") else ())
 
 
 def _named(tp: type, ctx: Context, make: Callable[[], Codec]) -> Codec:

@@ -185,6 +185,10 @@ CASES: List[Tuple[str, Any, Dict[str, Any], List[Any], List[Any]]] = [
     ),
 ]
 
+if sys.version_info >= (3, 10):
+    CASES.append(("X | None", eval("int | None"), {"type": ["integer", "null"]}, [1, None], ["1"]))
+    CASES.append(("X | Y", eval("int | str"), {"anyOf": [{"type": "integer"}, STRING]}, [1, "a"], [None]))
+
 
 def output_schema_of(annotation: Any) -> Dict[str, Any]:
     app = rcip.App("probe", name="Probe", description="Schema probe.")
