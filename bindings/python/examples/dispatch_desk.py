@@ -57,14 +57,18 @@ ARCHIVE_POLL_MS = 10
 class Out:
     lock = threading.Lock()
     json_mode = False
+    # The transcript goes to standard output when this runs as the desk
+    # program; served over MCP (`python -m rcip serve`), standard output
+    # carries the protocol, so the desk's log goes to standard error.
+    stream = sys.stdout if __name__ == "__main__" else sys.stderr
 
 
 def say(text: str = "") -> None:
     if Out.json_mode:
         return
     with Out.lock:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        Out.stream.write(text + "\n")
+        Out.stream.flush()
 
 
 def emit(record: Dict[str, Any]) -> None:
@@ -72,8 +76,8 @@ def emit(record: Dict[str, Any]) -> None:
         return
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     with Out.lock:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        Out.stream.write(line + "\n")
+        Out.stream.flush()
 
 
 def host_log(who: str, message: str) -> None:
@@ -867,8 +871,9 @@ def declare(host: Host) -> rcip.App:
     return app
 
 
-# For `python -m rcip serve dispatch_desk:app` (from this directory): the
-# desk served to an MCP client over stdio, with the desk's own policy.
+# For `python -m rcip serve bindings/python/examples/dispatch_desk.py:app`:
+# the desk served to an MCP client over stdio, with the desk's own policy
+# (its log on standard error).
 host_for_serving = Host(Desk())
 app = declare(host_for_serving)
 app.runtime_policy(host_for_serving.check)
@@ -1471,6 +1476,7 @@ def main(argv: List[str]) -> int:
         print("dispatch_desk: --ttl-ms takes 1 to 3600000", file=sys.stderr)
         return 2
     Out.json_mode = args.json
+    Out.stream = sys.stdout
 
     # Read the whole plan first: a bad line stops us before anything runs.
     desk = Desk()

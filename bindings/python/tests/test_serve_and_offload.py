@@ -255,3 +255,16 @@ def test_a_plain_policy_under_preflight_async_runs_off_the_loop_thread(catalog_d
     loop_thread, report = asyncio.run(main())
     assert report.outcomes[0].status == rcip.PreflightStatus.READY
     assert threads and loop_thread not in threads
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="the desk example needs Python 3.10 (kw_only)")
+def test_the_desk_served_over_mcp_keeps_standard_output_for_the_protocol(tmp_path):
+    desk = os.path.join(HERE, "..", "examples", "dispatch_desk.py")
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "visits.assignTechnician", "arguments": {"visitId": "V-1003", "technicianId": "T-02"}}}
+    listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+    replies = converse([sys.executable, "-m", "rcip", "serve", desk + ":app"], [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call, listing], 3, cwd=str(tmp_path))
+    assert [r["id"] for r in replies] == [1, 2, 3]
+    info = replies[0]["result"]["serverInfo"]
+    assert (info["name"], info["version"]) == ("dispatchDesk", "1.0.0")
+    assert replies[1]["result"]["structuredContent"]["technicianName"]
+    assert [t["name"] for t in replies[2]["result"]["tools"]][:2] == ["board.listOpenVisits", "visits.search"]
