@@ -37,6 +37,7 @@ from .types import (
     CatalogReport,
     ConfirmationNotice,
     Decision,
+    DecisionName,
     Effect,
     Event,
     Outcome,
@@ -57,7 +58,7 @@ shapes, described by the catalog's schemas, so they stay ``Any``)."""
 
 _T = TypeVar("_T")
 
-PolicyAnswer = Union[Decision, str, Mapping[str, Any], None]
+PolicyAnswer = Union[Decision, DecisionName, Mapping[str, Any], None]
 """What a policy returns: a ``Decision``, ``"allow"`` / ``"deny"`` /
 ``"confirm"``, a mapping ``{"decision", "reason"?}``, or None after
 ``request.defer()``."""
@@ -1089,7 +1090,7 @@ class PolicyRequest(Owner):
         self._deferred = True
         return self
 
-    def decide(self, decision: Union[str, Decision, Mapping[str, Any]]) -> None:
+    def decide(self, decision: Union[DecisionName, Decision, Mapping[str, Any]]) -> None:
         """Decides. A decision that is none of allow/deny/confirm settles the
         request as a policy failure and raises ``InvalidArgumentError``."""
         if isinstance(decision, str):
