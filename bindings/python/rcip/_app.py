@@ -522,8 +522,10 @@ class App:
         policy ask for confirmation unless the request is the approved
         re-run (see ``App.policy``). ``availability()`` is the binding's
         availability check. ``input_schema`` / ``output_schema`` replace
-        the generated schemas (the handler then gets and returns plain
-        JSON values). A parameter annotated ``rcip.Invocation`` receives
+        the generated schemas (checked the same way); with
+        ``input_schema`` the function gets each top-level input member as
+        a keyword argument, as JSON, and with ``output_schema`` its return
+        value is written with ``rcip.to_json``. A parameter annotated ``rcip.Invocation`` receives
         the invocation (its token, ``defer()``) and is not an input.
         Raises ``DeclarationError`` at once for anything RCIP refuses."""
 

@@ -624,3 +624,40 @@ def test_plain_handlers_may_return_dataclasses_enums_and_models(catalog_dict):
                 assert runtime.client.invoke("greeting.say", {"name": "Ada"}).output == {"text": "model"}
         with runtime.host.bind("greeting.say", lambda inv: object()):
             assert runtime.client.invoke("greeting.say", {"name": "Ada"}).code == "EXECUTION_FAILED"
+
+
+@dataclass
+class Slot:
+    start_date: str
+    end_date: Optional[str] = None
+
+
+@dataclass
+class Booking:
+    room_id: str
+    slots: List[Slot]
+    node: Optional[Node] = None
+
+
+def test_nested_dataclasses_decode_and_encode_with_the_application_names():
+    app = rcip.App("rooms", name="Rooms", description="Rooms.", names="camelCase")
+    seen: List[Booking] = []
+
+    @app.capability()
+    def book(booking: Booking, note_text: str = "") -> Booking:
+        """Book
+
+        Books a room."""
+        seen.append(booking)
+        return booking
+
+    schema = app.capabilities[0].input_schema
+    assert list(schema["properties"]) == ["booking", "noteText"]
+    assert set(schema["$defs"]) == {"node"}
+    with app.runtime() as runtime:
+        value = {"roomId": "r1", "slots": [{"startDate": "a"}, {"startDate": "b", "endDate": "c"}], "node": {"name": "n", "children": [{"name": "m"}]}}
+        outcome = runtime.client.invoke("book", {"booking": value})
+        assert outcome.ok, outcome
+        # A field with a default is written when it has a value (children=[]).
+        assert outcome.output == dict(value, node={"name": "n", "children": [{"name": "m", "children": []}]})
+    assert seen == [Booking("r1", [Slot("a"), Slot("b", "c")], Node("n", [Node("m")]))]
