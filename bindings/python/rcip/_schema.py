@@ -26,7 +26,7 @@ import re
 import sys
 import types
 import typing
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 __all__ = ["DeclarationError", "Field", "named", "Codec", "codec_for"]
 
@@ -122,6 +122,7 @@ class Context:
         self.defs: Dict[str, Any] = {}
         self._def_owner: Dict[str, Any] = {}
         self._building: Dict[Any, "Codec"] = {}
+        self._inline: Set[Any] = set()  # unnamed types being written in place
 
     def add_def(self, name: str, owner: Any, schema: Any, where: str) -> None:
         known = self._def_owner.get(name)
@@ -654,7 +655,16 @@ _UNION_TYPES: Tuple[Any, ...] = (Union,) + ((types.UnionType,) if hasattr(types,
 def _named(tp: type, ctx: Context, make: Callable[[], Codec]) -> Codec:
     name = tp.__dict__.get(_NAMED_ATTR)
     if name is None:
-        return make()
+        if tp in ctx._inline:
+            raise DeclarationError(
+                "rcip: %s refers to itself: a recursive type needs a name in $defs; decorate it with @rcip.named(%r)"
+                % (tp.__name__, tp.__name__[:1].lower() + tp.__name__[1:])
+            )
+        ctx._inline.add(tp)
+        try:
+            return make()
+        finally:
+            ctx._inline.discard(tp)
     building = ctx._building.get(tp)
     if building is not None:
         return building

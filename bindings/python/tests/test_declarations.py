@@ -63,6 +63,11 @@ if pydantic is not None:
         at: datetime.datetime
 
 
+@dataclass
+class Tree:
+    children: List["Tree"]
+
+
 STRING = {"type": "string"}
 
 # (annotation, the schema it must generate, values it accepts, values it refuses)
@@ -661,3 +666,13 @@ def test_nested_dataclasses_decode_and_encode_with_the_application_names():
         # A field with a default is written when it has a value (children=[]).
         assert outcome.output == dict(value, node={"name": "n", "children": [{"name": "m", "children": []}]})
     assert seen == [Booking("r1", [Slot("a"), Slot("b", "c")], Node("n", [Node("m")]))]
+
+
+def test_a_recursive_type_without_a_name_is_refused_with_what_to_do():
+    def grow(tree: Tree) -> None:
+        """Grow
+
+        Grows a tree."""
+
+    with pytest.raises(rcip.DeclarationError, match=r"Tree refers to itself: .*@rcip.named\('tree'\)"):
+        declare(grow)
