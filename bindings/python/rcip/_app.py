@@ -431,6 +431,14 @@ class App:
     camelCase in JSON (``technician_id`` is ``technicianId``); ``"as_is"``
     (the default) keeps them. ``rcip.Field(alias=...)`` names one
     property explicitly. TypedDict keys are always used as written.
+
+    Declare from one thread (usually at import); afterwards
+    ``definition``, ``catalog``, ``bind`` and ``runtime`` may be called
+    from any thread, any number of times (each ``runtime()`` is a new
+    runtime over a new compiled catalog). Every declaration method raises
+    ``DeclarationError`` for what RCIP refuses; ``catalog()`` raises
+    ``InvalidCatalogError`` for what only the whole catalog shows (a scope
+    id no scope declares, an example its input schema rejects).
     """
 
     def __init__(
