@@ -130,7 +130,8 @@ _BY_CODE: Dict[int, Type[RcipError]] = {
 
 def result_str(code: int) -> str:
     """The library's fixed sentence for a result code."""
-    return lib.rcip_result_str(code).decode("utf-8")
+    text: bytes = lib.rcip_result_str(code)
+    return text.decode("utf-8")
 
 
 def error_for(code: int) -> RcipError:
