@@ -1537,3 +1537,27 @@ fn rss_kb() -> usize {
         })
         .unwrap_or(0)
 }
+
+#[test]
+fn calls_read_before_the_input_ends_are_still_answered() {
+    let mut options = McpOptions::default();
+    options.workers = Some(2);
+    let h = harness(options);
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notes.list"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notes.slow"}}"#,
+        "\n"
+    );
+    let started = std::time::Instant::now();
+    h.session.serve(std::io::Cursor::new(input)).unwrap();
+    // The quick call was answered after the input ended; the stuck one
+    // held the close up for the grace period only.
+    let waited = started.elapsed();
+    assert!(waited >= std::time::Duration::from_millis(1500) && waited < std::time::Duration::from_secs(10));
+    let ids: Vec<Value> = h.take().iter().map(|m| m["id"].clone()).collect();
+    assert_eq!(ids, vec![json!(1), json!(2)]);
+    assert!(h.session.is_closed());
+}

@@ -31,6 +31,7 @@ See the README (sections "Python" and "Installing") for the full tour.
 
 from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
+from ._http import McpHttpServer, SessionRuntime, SessionSetup
 from ._mcp import McpSession
 from ._runtime import (
     AvailabilityCheck,
@@ -63,6 +64,8 @@ from .errors import (
     InvalidCatalogError,
     InvalidJsonError,
     InvalidUtf8Error,
+    IoError,
+    NotFoundError,
     NotInCatalogError,
     NullArgumentError,
     PanicError,
@@ -143,6 +146,11 @@ __all__ = [
     "Invocation",
     "ManualClock",
     "McpSession",
+    "McpHttpServer",
+    "SessionRuntime",
+    "SessionSetup",
+    "IoError",
+    "NotFoundError",
     "NotInCatalogError",
     "NullArgumentError",
     "Outcome",

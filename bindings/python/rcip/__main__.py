@@ -102,9 +102,10 @@ def _serve_stdio(app: App, args: argparse.Namespace) -> None:
 
 
 def _serve_http(app: App, args: argparse.Namespace) -> None:
-    # The Streamable HTTP transport comes with its own issue; this is the
-    # one place that wires it.
-    raise SystemExit("rcip serve: --http %s: the Streamable HTTP transport is not in this build yet; serve over stdio" % args.http)
+    def listening(url: str) -> None:
+        print("rcip: serving MCP on %s" % url, flush=True)
+
+    app.serve_http(args.http, on_listening=listening)
 
 
 def _transport(args: argparse.Namespace) -> Callable[[App, argparse.Namespace], None]:

@@ -694,16 +694,20 @@ class App:
         max_depth: Optional[int] = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
         on_error: Optional[Callable[[BaseException, str], object]] = None,
+        catalog: Optional[Catalog] = None,
     ) -> Runtime:
         """A runtime over this catalog with every handler bound and the
         composed policy (``App.policy(policy)``, ``policy`` defaulting to
         the one ``runtime_policy`` set); the other arguments are
-        ``Runtime``'s. Create it inside the running loop when a handler is
-        a coroutine function (or pass ``loop``)."""
+        ``Runtime``'s. ``catalog``: this app's catalog compiled already
+        (``app.catalog()``), to build many runtimes without compiling it
+        each time. Create it inside the running loop when a handler is a
+        coroutine function (or pass ``loop``)."""
         if policy is None:
             policy = self._runtime_policy
         needs = any(c.needs_approval is not False for c in self._capabilities)
-        catalog = self.catalog()
+        given = catalog
+        catalog = given if given is not None else self.catalog()
         try:
             runtime = Runtime(
                 catalog,
@@ -720,7 +724,8 @@ class App:
                 on_error=on_error,
             )
         finally:
-            catalog.close()
+            if given is None:
+                catalog.close()
         try:
             self.bind(runtime)
         except BaseException:
@@ -755,6 +760,36 @@ class App:
             return
         with self.runtime(policy=policy) as runtime, self._session(runtime, options) as session:
             session.serve_stdio()
+
+    def serve_http(
+        self,
+        address: str = "127.0.0.1:0",
+        *,
+        policy: Optional[Policy] = None,
+        options: Optional[Mapping[str, Any]] = None,
+        on_listening: Optional[Callable[[str], object]] = None,
+    ) -> None:
+        """Serves this application to remote MCP clients over Streamable
+        HTTP at ``address`` until Ctrl-C (``KeyboardInterrupt`` is raised
+        again after the server shut down): one runtime per MCP session
+        (``runtime(policy=policy)``), ``options`` as docs/MCP.md's server
+        options. ``on_listening(url)`` is told the URL once it serves;
+        what ``python -m rcip serve MODULE:APP --http ADDR`` runs. Handlers
+        and policies must be plain functions here (sessions are built on
+        library threads, with no event loop)."""
+        from ._http import McpHttpServer
+
+        if any(c.is_async for c in self._capabilities):
+            raise TypeError("rcip: serve_http needs plain (not async) handlers: sessions have no event loop")
+        catalog = self.catalog()
+        server = McpHttpServer(
+            catalog, lambda _setup: self.runtime(policy=policy, catalog=catalog), address, options=dict(options or {})
+        )
+        with server, catalog:
+            server.start()
+            if on_listening is not None:
+                on_listening(server.url)
+            server.serve()
 
     async def serve_stdio_async(
         self,

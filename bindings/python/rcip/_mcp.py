@@ -65,8 +65,11 @@ class McpSession(Owner):
     (``"host"``, the default: a confirmation is an error result only the
     host can approve; or ``"elicit"``: the host lets the MCP client's user
     approve it through elicitation), ``page_size``, ``server_name``,
-    ``server_version``, ``instructions``, ``max_message_bytes``; or
-    ``options`` as the JSON object itself.
+    ``server_version``, ``instructions``, ``max_message_bytes``,
+    ``workers`` (the threads that run tool calls, default 2, so a slow
+    handler never delays a ``ping``; 0 runs everything inside
+    ``receive()``, so every reply not waiting for a handler or the user is
+    sent before it returns); or ``options`` as the JSON object itself.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class McpSession(Owner):
         server_version: Optional[str] = None,
         instructions: Optional[str] = None,
         max_message_bytes: Optional[int] = None,
+        workers: Optional[int] = None,
         options: Optional[Union[str, bytes, Mapping[str, Any]]] = None,
     ) -> None:
         if not isinstance(runtime, Runtime):
@@ -96,6 +100,7 @@ class McpSession(Owner):
             ("serverVersion", server_version),
             ("instructions", instructions),
             ("maxMessageBytes", max_message_bytes),
+            ("workers", workers),
         ):
             if value is not None:
                 body[name] = value

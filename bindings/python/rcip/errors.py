@@ -28,6 +28,8 @@ class Result(enum.IntEnum):
     CLOSED = 302
     PREFLIGHT_BATCH_INVALID = 303
     WRONG_CONTEXT = 304
+    NOT_FOUND = 305
+    IO = 306
     PANIC = 900
 
 
@@ -105,6 +107,14 @@ class WrongContextError(RcipError):
     pass
 
 
+class NotFoundError(RcipError):
+    pass
+
+
+class IoError(RcipError):
+    pass
+
+
 class PanicError(RcipError):
     pass
 
@@ -124,6 +134,8 @@ _BY_CODE: Dict[int, Type[RcipError]] = {
     Result.CLOSED: ClosedError,
     Result.PREFLIGHT_BATCH_INVALID: PreflightBatchInvalidError,
     Result.WRONG_CONTEXT: WrongContextError,
+    Result.NOT_FOUND: NotFoundError,
+    Result.IO: IoError,
     Result.PANIC: PanicError,
 }
 

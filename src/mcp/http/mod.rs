@@ -471,6 +471,12 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         })
     }
 
+    /// The server's catalog: build each session's runtime from it, so no
+    /// session compiles schemas again.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.inner.local_addr
@@ -629,6 +635,9 @@ impl<O: SessionRuntime> ServerInner<O> {
         if let Some(rt) = self.runtime.lock().take() {
             rt.shutdown_timeout(end.saturating_duration_since(Instant::now()));
         }
+        // The workers finish what the endings queued, then end: no library
+        // thread runs host code after shutdown returns.
+        self.pool.close_and_wait(end.saturating_duration_since(Instant::now()).max(Duration::from_millis(100)));
         *self.phase.lock() = Phase::Stopped;
         self.phase_changed.notify_all();
     }

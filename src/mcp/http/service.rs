@@ -505,10 +505,6 @@ fn create_session<O: SessionRuntime>(
         o.runtime().close();
         o.session_ended();
     };
-    if !owner.runtime().catalog().same_as(&server.catalog) {
-        end_owner(&owner);
-        return Err(fail("the session factory built a runtime over another catalog than the server's"));
-    }
     let router = Arc::new(Router::new(server.options.replay_events));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(server.options.max_in_flight);
