@@ -1,11 +1,12 @@
 //! The consumer surface: discovery, subscriptions, invocation, preflight.
 
 use super::callback::{
-    rcip_outcome_callback, rcip_report_callback, rcip_subscriber_callback, rcip_user_data_free_callback, COnce,
-    CSubscriber, UserData,
+    boxed_once_text, once_text, rcip_outcome_callback, rcip_report_callback, rcip_subscriber_callback,
+    rcip_user_data_free_callback, CSubscriber, UserData,
 };
 use super::cancel::rcip_cancel_token;
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, ref_arg, str_arg, FfiError, FfiResult};
+use super::handle::owned;
 use super::result::rcip_result;
 use super::runtime::{rcip_client, rcip_runtime};
 use super::snapshot::{into_raw, rcip_snapshot};
@@ -201,9 +202,9 @@ pub unsafe extern "C" fn rcip_client_invoke(
         let capability_id = str_arg(capability_id, "capability_id")?;
         let input = bytes_arg(input_json, "input_json")?;
         let invocation_id = opt_str_arg(invocation_id, "invocation_id")?;
-        let token = cancel_token.as_ref().map(|t| &t.0);
+        let token = owned(cancel_token);
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let sink = Sink::C(COnce::inline(cb, user_data, user_data_free));
+        let sink = Sink::C(once_text(cb, user_data, user_data_free));
         match client.invoke_with(capability_id, input, invocation_id, token, sink) {
             Ok(id) => {
                 if let Some(out) = invocation_id_out.as_mut() {
@@ -245,7 +246,7 @@ pub unsafe extern "C" fn rcip_client_invoke_blocking(
         let capability_id = str_arg(capability_id, "capability_id")?;
         let input = bytes_arg(input_json, "input_json")?;
         let invocation_id = opt_str_arg(invocation_id, "invocation_id")?;
-        let token = cancel_token.as_ref().map(|t| &t.0);
+        let token = owned(cancel_token);
         let outcome = client.invoke_blocking(capability_id, input, invocation_id, token)?;
         *out = into_c_string(&outcome);
         Ok(())
@@ -309,8 +310,8 @@ pub unsafe extern "C" fn rcip_client_preflight(
             let input = bytes_arg(inputs[i], &format!("input_jsons[{i}]"))?;
             proposals.push((id.to_string(), input.to_vec()));
         }
-        let token = cancel_token.as_ref().map(|t| &t.0);
-        let sink = COnce::new(cb, user_data, user_data_free);
+        let token = owned(cancel_token);
+        let sink = boxed_once_text(cb, user_data, user_data_free);
         match client.preflight(proposals, token, sink) {
             Ok(()) => Ok(()),
             // A refused call never calls back: the sink was disarmed.

@@ -2,8 +2,8 @@
 
 use super::binding::rcip_binding;
 use super::callback::{
-    rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CBinding,
-    COnce, DirectCheck, UserData,
+    boxed_once_text, rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback,
+    rcip_user_data_free_callback, CBinding, UserData,
 };
 use super::guard::{bytes_arg, ffi_guard, out_arg, ref_arg, str_arg, FfiError, FfiResult};
 use super::result::rcip_result;
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn rcip_host_bind(
         } else {
             None
         };
-        let direct = DirectCheck::of(&callbacks);
+        let direct = callbacks.direct_check();
         let handler = callbacks.clone() as Arc<dyn Handler>;
         match host.bind_c(capability_id, handler, check, direct) {
             Ok(binding) => {
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn rcip_host_resolve_confirmation(
         let host = host_arg(host)?;
         let id = str_arg(confirmation_id, "confirmation_id")?;
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let sink = COnce::new(cb, user_data, user_data_free);
+        let sink = boxed_once_text(cb, user_data, user_data_free);
         match host.resolve_confirmation(id, approved, sink) {
             Ok(()) => Ok(()),
             // Refused before anything was delivered: the sink was disarmed

@@ -47,7 +47,7 @@ pub unsafe extern "C" fn rcip_policy_request_context(request: *const rcip_policy
     ffi_guard_or!(std::ptr::null(), {
         match request.as_ref() {
             None => std::ptr::null(),
-            Some(r) => r.inner.context_c_ptr(),
+            Some(r) => r.inner.context_c_str().as_ptr(),
         }
     })
 }

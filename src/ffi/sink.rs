@@ -1,8 +1,9 @@
 //! Answer slots lent to availability callbacks and id generators.
 
 use super::guard::{ffi_guard, opt_str_arg, ref_arg, str_arg, FfiError};
+use super::handle::{handle_kind, lend_mut, lent_mut};
 use super::result::rcip_result;
-use crate::runtime::Availability;
+use crate::runtime::{Availability, AvailabilitySlot};
 use std::ffi::c_char;
 
 /// Where an availability callback writes its answer. Borrowed: valid only
@@ -12,20 +13,15 @@ use std::ffi::c_char;
 /// Thread safety: the callback's thread, during the callback.
 /// Functions: `rcip_availability_set`.
 pub struct rcip_availability_sink {
-    answer: Option<Availability>,
+    _opaque: [u8; 0],
 }
 
+handle_kind!(lent rcip_availability_sink => AvailabilitySlot);
+
 impl rcip_availability_sink {
-    pub(crate) fn new() -> Self {
-        rcip_availability_sink { answer: None }
-    }
-
-    pub(crate) fn take(&mut self) -> Option<Availability> {
-        self.answer.take()
-    }
-
-    pub(crate) fn peek(&self) -> Option<&Availability> {
-        self.answer.as_ref()
+    /// Lends `slot` to a callback for the length of the call.
+    pub(crate) fn lend(slot: &mut AvailabilitySlot) -> *mut rcip_availability_sink {
+        lend_mut(slot)
     }
 }
 
@@ -68,10 +64,10 @@ pub unsafe extern "C" fn rcip_availability_set(
     reason: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let sink = sink.as_mut().ok_or_else(|| FfiError::null("sink"))?;
+        let sink = lent_mut(sink).ok_or_else(|| FfiError::null("sink"))?;
         let reason_code = opt_str_arg(reason_code, "reason_code")?.map(str::to_string);
         let reason = opt_str_arg(reason, "reason")?.map(str::to_string);
-        sink.answer = Some(Availability {
+        sink.set(Availability {
             available,
             reason_code,
             reason,

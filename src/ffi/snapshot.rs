@@ -44,7 +44,7 @@ pub unsafe extern "C" fn rcip_snapshot_json(snapshot: *const rcip_snapshot) -> *
     ffi_guard_or!(std::ptr::null(), {
         match borrow(snapshot) {
             None => std::ptr::null(),
-            Some(s) => s.json_c_ptr(),
+            Some(s) => s.json_c_str().as_ptr(),
         }
     })
 }

@@ -16,7 +16,6 @@ use super::types::{
     RcipError, SemanticContext,
 };
 use super::HostError;
-use crate::ffi::invocation::CView;
 use crate::json::JsonError;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
@@ -123,8 +122,9 @@ pub(crate) struct InvocationCore {
     pub inner: Mutex<InvState>,
     /// Set once the handler's handle settled (completed, failed or dropped).
     pub settled: AtomicBool,
-    /// What the handler's C handle lends out (the handle is this state).
-    pub c_view: CView,
+    /// What a foreign handle of the handler lends out (the handle is this
+    /// state).
+    pub lent: super::handles::Lent,
 }
 
 impl InvocationCore {
@@ -330,7 +330,7 @@ impl Shared {
                     handler_token: None,
                 }),
                 settled: AtomicBool::new(false),
-                c_view: CView::default(),
+                lent: Default::default(),
             });
             st.invocations.insert(key, core.clone());
             let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));

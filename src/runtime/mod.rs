@@ -1,7 +1,7 @@
 //! The runtime: bindings, semantic context, snapshots, the invocation
 //! pipeline, policy and confirmation, cancellation, timers and lifecycle
 //! events (PIPELINE.md). This is the safe Rust API; the C ABI in
-//! [`crate::ffi`] only converts to and from it.
+//! C ABI (`src/ffi`) only converts to and from it; nothing here names it.
 //!
 //! A [`Runtime`] is built from a compiled [`Catalog`] with a
 //! [`RuntimeBuilder`]. Its trusted surface is [`Host`] (bind, context,
@@ -24,11 +24,11 @@ mod snapshot;
 mod timer;
 mod types;
 
-pub(crate) use callbacks::Sink;
 pub use callbacks::{
     AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink,
     Policy, Subscriber,
 };
+pub(crate) use callbacks::{AvailabilitySlot, DirectCheck, Sink};
 pub use cancel::{CancelToken, Registration};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
@@ -342,7 +342,7 @@ impl Host {
         capability_id: &str,
         handler: Arc<dyn Handler>,
         availability: Option<Arc<dyn AvailabilityCheck>>,
-        direct: Option<crate::ffi::callback::DirectCheck>,
+        direct: Option<DirectCheck>,
     ) -> Result<Binding, HostError> {
         let (id, capability) = self.shared.bind(capability_id, handler, availability, direct)?;
         Ok(Binding::new(&self.shared, id, capability))

@@ -405,7 +405,7 @@ impl Shared {
         }
         out.push_str("]}");
         if let Some(sink) = sink {
-            sink.deliver(&JsonText::from(out));
+            sink.deliver(&JsonText::from_json(out));
         }
     }
 }

@@ -7,7 +7,8 @@
 //! user data is dropped while one is held (user-data release is host code).
 
 use super::callbacks::{
-    AvailabilityCheck, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, Policy, Subscriber,
+    check_unless_plain, AvailabilityCheck, Clock, ConfirmationObserver, DirectCheck, EventObserver, Handler,
+    IdGenerator, Policy, Subscriber,
 };
 use super::confirm::{PendingConfirmation, Receipt};
 use super::invoke::InvocationCore;
@@ -16,7 +17,6 @@ use super::snapshot::{BoundSet, Entry, Snapshot};
 use super::types::{Availability, ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
 use super::HostError;
 use crate::catalog::Catalog;
-use crate::ffi::callback::DirectCheck;
 use crate::json::Limits;
 use once_cell::sync::OnceCell;
 use parking_lot::{Condvar, Mutex};
@@ -103,7 +103,7 @@ impl CheckEntry {
     /// refresh does not record).
     fn ask_unless_plain(&self) -> Option<Availability> {
         match self.direct {
-            Some(direct) => direct.check_unless_plain(),
+            Some(direct) => check_unless_plain(direct),
             None => Some(Shared::ask(&self.check)).filter(|a| !a.is_plain_available()),
         }
     }
