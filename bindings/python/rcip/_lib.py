@@ -91,6 +91,8 @@ _R = c_uint32  # rcip_result
 _P = c_void_p  # any handle
 _PP = POINTER(c_void_p)  # handle out-parameter / char ** out-parameter
 
+# Every export of include/rcip.h, with its ctypes signature; tests/bindings.rs
+# (part of `make test`) fails when this table and the header disagree.
 _PROTOTYPES = {
     # binding
     "rcip_binding_unbind": (_R, [_P]),
@@ -142,6 +144,7 @@ _PROTOTYPES = {
     "rcip_invocation_cancel_token": (_P, [_P]),
     "rcip_invocation_complete": (_R, [_P, c_char_p]),
     "rcip_invocation_fail": (_R, [_P, c_bool]),
+    "rcip_invocation_is_settled": (c_bool, [_P]),
     "rcip_invocation_free": (None, [_P]),
     # MCP session (the bridge to Model Context Protocol clients)
     "rcip_mcp_session_new": (_R, [_P, c_char_p, MCP_MESSAGE_CALLBACK, _P, USER_DATA_FREE_CALLBACK, _PP]),
@@ -153,6 +156,7 @@ _PROTOTYPES = {
     "rcip_policy_request_invocation_id": (c_char_p, [_P]),
     "rcip_policy_request_decide": (_R, [_P, c_char_p]),
     "rcip_policy_request_fail": (_R, [_P]),
+    "rcip_policy_request_is_settled": (c_bool, [_P]),
     "rcip_policy_request_free": (None, [_P]),
     # results
     "rcip_result_str": (c_char_p, [c_uint32]),
