@@ -568,3 +568,78 @@ fn the_checker_finds_each_form_of_back_edge() {
         assert!(found.is_empty(), "{}: {found:?}", s.file);
     }
 }
+
+/// Every opaque handle of src/ffi is a marker declared with `handle_kind!`
+/// in its file, and only src/ffi/handle.rs turns pointers into boxes or
+/// counted references and back (docs/ARCHITECTURE.md, "Handles").
+#[test]
+fn handles_convert_only_in_the_handle_module() {
+    struct Raw<'a> {
+        file: &'a str,
+        found: Vec<String>,
+    }
+    impl<'ast> Visit<'ast> for Raw<'_> {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            let s: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            if s.len() >= 2 {
+                let (owner, f) = (&s[s.len() - 2], &s[s.len() - 1]);
+                if (owner == "Box" || owner == "Arc" || owner == "Rc")
+                    && matches!(
+                        f.as_str(),
+                        "from_raw" | "into_raw" | "increment_strong_count" | "decrement_strong_count"
+                    )
+                {
+                    self.found.push(format!("{}: {}", self.file, s.join("::")));
+                }
+            }
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut handles = 0;
+    for s in crate_sources() {
+        if !s.file.starts_with("src/ffi/") || s.file == "src/ffi/handle.rs" {
+            continue;
+        }
+        let file = syn::parse_file(&s.text).unwrap();
+        let mut raw = Raw {
+            file: &s.file,
+            found: Vec::new(),
+        };
+        raw.visit_file(&file);
+        assert!(
+            raw.found.is_empty(),
+            "handle conversions outside src/ffi/handle.rs: {:?}",
+            raw.found
+        );
+        for item in &file.items {
+            let syn::Item::Struct(st) = item else { continue };
+            let name = st.ident.to_string();
+            if !(name.starts_with("rcip_") && matches!(st.vis, syn::Visibility::Public(_))) {
+                continue;
+            }
+            handles += 1;
+            let marker = match &st.fields {
+                syn::Fields::Named(f) => {
+                    f.named.len() == 1 && f.named[0].ident.as_ref().is_some_and(|i| i == "_opaque")
+                }
+                _ => false,
+            };
+            assert!(
+                marker,
+                "{}: {name} is not an opaque marker {{ _opaque: [u8; 0] }}",
+                s.file
+            );
+            let declared = file.items.iter().any(|i| match i {
+                syn::Item::Macro(m) => {
+                    m.mac.path.is_ident("handle_kind") && {
+                        let t = m.mac.tokens.to_string();
+                        t.split_whitespace().nth(1) == Some(name.as_str())
+                    }
+                }
+                _ => false,
+            });
+            assert!(declared, "{}: {name} has no handle_kind! declaration", s.file);
+        }
+    }
+    assert!(handles >= 15, "the handle types were found ({handles})");
+}

@@ -214,7 +214,7 @@ pub(crate) struct CPolicy {
 
 impl Policy for CPolicy {
     fn evaluate(&self, request: PolicyRequest) {
-        let handle = Box::into_raw(Box::new(rcip_policy_request::new(request)));
+        let handle = rcip_policy_request::into_handle(request);
         // Safety: the handle is now owned by the policy.
         unsafe { (self.cb)(self.user_data.ptr(), handle) };
     }
@@ -290,13 +290,13 @@ pub(crate) struct CIds {
 impl IdGenerator for CIds {
     fn generate(&self, prefix: &str) -> Option<String> {
         let prefix = CString::new(prefix).ok()?;
-        let mut sink = rcip_string_sink::new();
+        let mut slot = None;
         // Safety: prefix and sink live across the call.
-        let rc = unsafe { (self.cb)(self.user_data.ptr(), prefix.as_ptr(), &mut sink) };
+        let rc = unsafe { (self.cb)(self.user_data.ptr(), prefix.as_ptr(), rcip_string_sink::lend(&mut slot)) };
         if rc != 0 {
             return None;
         }
-        sink.take()
+        slot
     }
 }
 

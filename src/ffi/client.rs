@@ -5,19 +5,18 @@ use super::callback::{
     rcip_user_data_free_callback, CSubscriber, UserData,
 };
 use super::cancel::rcip_cancel_token;
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, ref_arg, str_arg, FfiError, FfiResult};
-use super::handle::owned;
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError, FfiResult};
+use super::handle::{free_owned, handle_kind, into_counted, into_owned, lent_arg, owned};
 use super::result::rcip_result;
-use super::runtime::{rcip_client, rcip_runtime};
-use super::snapshot::{into_raw, rcip_snapshot};
+use super::runtime::rcip_client;
+use super::snapshot::rcip_snapshot;
 use super::string::into_c_string;
 use crate::runtime::{Client, Filter, Sink, Subscription};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
-    let runtime = ref_arg(client.cast::<rcip_runtime>(), "client")?;
-    Ok(runtime.0.client())
+    Ok(lent_arg(client, "client")?.client())
 }
 
 /// A snapshot subscription.
@@ -28,7 +27,12 @@ unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
 /// notification running on another thread has returned.
 /// Thread safety: synchronized.
 /// Functions: `rcip_subscription_free`.
-pub struct rcip_subscription(#[allow(dead_code)] Option<Subscription>);
+pub struct rcip_subscription {
+    _opaque: [u8; 0],
+}
+
+// Dropping the subscription unsubscribes.
+handle_kind!(owned rcip_subscription => Subscription);
 
 /// The current snapshot.
 ///
@@ -48,7 +52,7 @@ pub unsafe extern "C" fn rcip_client_snapshot(
         let out = out_arg(snapshot_out, "snapshot_out")?;
         *out = std::ptr::null();
         let client = client_arg(client)?;
-        *out = into_raw(client.snapshot()?);
+        *out = into_counted::<rcip_snapshot>(client.snapshot()?);
         Ok(())
     })
 }
@@ -124,7 +128,7 @@ pub unsafe extern "C" fn rcip_client_subscribe(
         });
         match client.subscribe(subscriber.clone()) {
             Ok(s) => {
-                *out = Box::into_raw(Box::new(rcip_subscription(Some(s))));
+                *out = into_owned::<rcip_subscription>(s);
                 Ok(())
             }
             Err(e) => {
@@ -144,9 +148,7 @@ pub unsafe extern "C" fn rcip_client_subscribe(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_subscription_free(subscription: *mut rcip_subscription) {
     ffi_guard_or!((), {
-        if !subscription.is_null() {
-            drop(Box::from_raw(subscription));
-        }
+        free_owned(subscription);
     })
 }
 
@@ -323,6 +325,6 @@ pub unsafe extern "C" fn rcip_client_preflight(
 #[allow(dead_code)]
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
-    is::<rcip_runtime>();
+    is::<crate::runtime::Runtime>();
     let _ = rcip_result::Ok;
 }

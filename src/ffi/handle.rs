@@ -4,26 +4,28 @@
 //!
 //! - **owned**: a `Box<Target>` the host owns and frees once with the type's
 //!   `_free` ([`into_owned`], [`owned`], [`owned_mut`], [`clone_owned`],
-//!   [`free_owned`], [`take_owned`], [`lend_owned`]);
+//!   [`free_owned`], [`take_owned`], [`lend_owned`], [`owned_arg`]);
 //! - **counted**: one reference of a reference-counted `Target` (an
 //!   [`Counted::Target`] that is a single counted pointer, as `Arc<T>`);
 //!   each handle is freed once ([`into_counted`], [`counted`],
-//!   [`clone_counted`], [`free_counted`]);
+//!   [`free_counted`], [`counted_arg`]);
 //! - **lent**: a view of a `Target` that another object owns (a sink lent
 //!   to a callback, a runtime's client surface); never freed by the host
-//!   ([`lend`], [`lend_mut`], [`lent`], [`lent_mut`]).
+//!   ([`lend_mut`], [`view_of`], [`lent`], [`lent_mut`], [`lent_arg`]).
 //!
 //! The functions take the marker type, so reading or freeing a handle as
 //! another type, or freeing a lent handle, does not compile. NULL reads as
 //! `None` and frees as a no-op everywhere.
 
+use super::guard::{FfiError, FfiResult};
 use std::mem::ManuallyDrop;
 
 /// A handle type whose pointers are `Box<Self::Target>`.
 ///
 /// # Safety
 /// Implemented through [`handle_kind!`] for an opaque marker type only;
-/// every pointer of the type comes from [`into_owned`].
+/// every pointer of the type comes from [`into_owned`] (or, lent by the
+/// library, from [`lend_owned`]).
 pub(crate) unsafe trait Owned {
     type Target;
 }
@@ -57,7 +59,7 @@ unsafe impl<T> RawCount for std::sync::Arc<T> {
 ///
 /// # Safety
 /// As [`Owned`]; every pointer comes from [`into_counted`] or
-/// [`clone_counted`].
+/// a library-made reference.
 pub(crate) unsafe trait Counted {
     type Target: RawCount;
 }
@@ -66,7 +68,7 @@ pub(crate) unsafe trait Counted {
 /// long as the lending object documents.
 ///
 /// # Safety
-/// As [`Owned`]; every pointer comes from [`lend`].
+/// As [`Owned`]; every pointer comes from [`lend_mut`] or [`view_of`].
 pub(crate) unsafe trait Lent {
     type Target;
 }
@@ -89,7 +91,7 @@ macro_rules! handle_kind {
         }
     };
     (lent $handle:ty => $target:ty) => {
-        // Safety: the marker is opaque and built only by `lend`.
+        // Safety: the marker is opaque and built only by `lend_mut`/`view_of`.
         unsafe impl $crate::ffi::handle::Lent for $handle {
             type Target = $target;
         }
@@ -153,6 +155,13 @@ pub(crate) fn lend_owned<H: Owned>(target: &H::Target) -> *const H {
     (target as *const H::Target).cast()
 }
 
+/// The lent view `V` of an owned handle (the same address: a runtime's
+/// client and host surfaces). No memory is read, so NULL gives NULL and a
+/// safe export may call it.
+pub(crate) fn view_of<H: Owned, V: Lent<Target = H::Target>>(handle: *const H) -> *const V {
+    handle.cast()
+}
+
 /// A new counted handle holding the reference `value`.
 pub(crate) fn into_counted<H: Counted>(value: H::Target) -> *mut H {
     value.into_raw().cast_mut().cast()
@@ -168,17 +177,6 @@ pub(crate) unsafe fn counted<H: Counted>(handle: *const H) -> Option<ManuallyDro
     (!handle.is_null()).then(|| ManuallyDrop::new(H::Target::from_raw(handle.cast())))
 }
 
-/// Another handle holding a new reference of what `handle` holds.
-///
-/// # Safety
-/// As [`counted`].
-pub(crate) unsafe fn clone_counted<H: Counted>(handle: *const H) -> Option<*mut H>
-where
-    H::Target: Clone,
-{
-    counted(handle).map(|t| into_counted::<H>(H::Target::clone(&t)))
-}
-
 /// Releases the reference a counted handle holds (NULL does nothing).
 ///
 /// # Safety
@@ -187,11 +185,6 @@ pub(crate) unsafe fn free_counted<H: Counted>(handle: *const H) {
     if !handle.is_null() {
         drop(H::Target::from_raw(handle.cast()));
     }
-}
-
-/// Lends `target` as a handle of type `H`, to be read only.
-pub(crate) fn lend<H: Lent>(target: &H::Target) -> *const H {
-    (target as *const H::Target).cast()
 }
 
 /// Lends `target` as a handle of type `H` that may be written through.
@@ -213,4 +206,29 @@ pub(crate) unsafe fn lent<'a, H: Lent>(handle: *const H) -> Option<&'a H::Target
 /// As [`lent`], and no other reference to it is in use.
 pub(crate) unsafe fn lent_mut<'a, H: Lent>(handle: *mut H) -> Option<&'a mut H::Target> {
     handle.cast::<H::Target>().as_mut()
+}
+
+/// A required owned-handle argument: `RCIP_RESULT_NULL_ARGUMENT` naming
+/// `name` when NULL.
+///
+/// # Safety
+/// As [`owned`].
+pub(crate) unsafe fn owned_arg<'a, H: Owned>(handle: *const H, name: &str) -> FfiResult<&'a H::Target> {
+    owned(handle).ok_or_else(|| FfiError::null(name))
+}
+
+/// A required lent-handle argument (as [`owned_arg`]).
+///
+/// # Safety
+/// As [`lent`].
+pub(crate) unsafe fn lent_arg<'a, H: Lent>(handle: *const H, name: &str) -> FfiResult<&'a H::Target> {
+    lent(handle).ok_or_else(|| FfiError::null(name))
+}
+
+/// A required counted-handle argument (as [`owned_arg`]).
+///
+/// # Safety
+/// As [`counted`].
+pub(crate) unsafe fn counted_arg<H: Counted>(handle: *const H, name: &str) -> FfiResult<ManuallyDrop<H::Target>> {
+    counted(handle).ok_or_else(|| FfiError::null(name))
 }

@@ -1,8 +1,8 @@
 //! The handler's completion handle.
 
 use super::cancel::rcip_cancel_token;
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, FfiError};
-use super::handle::{counted, free_counted, handle_kind, into_counted, lend_owned, RawCount};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or};
+use super::handle::{counted, counted_arg, free_counted, handle_kind, into_counted, lend_owned, RawCount};
 use super::result::rcip_result;
 use crate::runtime::Invocation;
 use std::ffi::c_char;
@@ -166,7 +166,7 @@ pub unsafe extern "C" fn rcip_invocation_complete(
     output_json: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let h = borrow(invocation).ok_or_else(|| FfiError::null("invocation"))?;
+        let h = counted_arg(invocation, "invocation")?;
         let output = bytes_arg(output_json, "output_json")?;
         h.complete_text(output)?;
         Ok(())
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn rcip_invocation_complete(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_fail(invocation: *const rcip_invocation, aborted: bool) -> rcip_result {
     ffi_guard!({
-        let h = borrow(invocation).ok_or_else(|| FfiError::null("invocation"))?;
+        let h = counted_arg(invocation, "invocation")?;
         h.fail(aborted)?;
         Ok(())
     })

@@ -1,6 +1,6 @@
 //! Answer slots lent to availability callbacks and id generators.
 
-use super::guard::{ffi_guard, opt_str_arg, ref_arg, str_arg, FfiError};
+use super::guard::{ffi_guard, opt_str_arg, str_arg, FfiError};
 use super::handle::{handle_kind, lend_mut, lent_mut};
 use super::result::rcip_result;
 use crate::runtime::{Availability, AvailabilitySlot};
@@ -31,16 +31,16 @@ impl rcip_availability_sink {
 /// Thread safety: the callback's thread, during the callback.
 /// Functions: `rcip_string_sink_set`.
 pub struct rcip_string_sink {
-    value: Option<String>,
+    _opaque: [u8; 0],
 }
 
-impl rcip_string_sink {
-    pub(crate) fn new() -> Self {
-        rcip_string_sink { value: None }
-    }
+// The answer slot: the id, once set.
+handle_kind!(lent rcip_string_sink => Option<String>);
 
-    pub(crate) fn take(&mut self) -> Option<String> {
-        self.value.take()
+impl rcip_string_sink {
+    /// Lends `slot` to a callback for the length of the call.
+    pub(crate) fn lend(slot: &mut Option<String>) -> *mut rcip_string_sink {
+        lend_mut(slot)
     }
 }
 
@@ -85,9 +85,8 @@ pub unsafe extern "C" fn rcip_availability_set(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_string_sink_set(sink: *mut rcip_string_sink, value: *const c_char) -> rcip_result {
     ffi_guard!({
-        let _ = ref_arg(sink as *const rcip_string_sink, "sink")?;
-        let value = str_arg(value, "value")?.to_string();
-        (*sink).value = Some(value);
+        let sink = lent_mut(sink).ok_or_else(|| FfiError::null("sink"))?;
+        *sink = Some(str_arg(value, "value")?.to_string());
         Ok(())
     })
 }
