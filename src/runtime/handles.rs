@@ -362,7 +362,7 @@ impl Binding {
     /// True while this binding is the installed one.
     pub fn is_installed(&self) -> bool {
         self.shared.upgrade().is_some_and(|s| {
-            s.state.lock().bindings[self.capability]
+            s.state.lock().bindings.slots[self.capability]
                 .as_ref()
                 .is_some_and(|b| b.id == self.id)
         })

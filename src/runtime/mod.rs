@@ -12,6 +12,7 @@
 //! ([`HostError::WrongContext`]). Work a call makes runnable (outcomes,
 //! events, notifications) happens on the calling thread before it returns.
 
+mod bindings;
 mod callbacks;
 mod cancel;
 mod confirm;
@@ -21,6 +22,7 @@ mod policy;
 mod preflight;
 mod shared;
 mod snapshot;
+mod subscribers;
 mod timer;
 mod types;
 
