@@ -797,6 +797,19 @@ mod tests {
     }
 
     #[test]
+    fn text_lent_to_c_ends_where_the_text_does() {
+        // A raw NUL (which JSON text never holds) cannot cut the C string
+        // short: the public conversion escapes it.
+        let t = JsonText::from("{\"a\":\"x\0y\"}".to_string());
+        assert_eq!(t.as_str(), "{\"a\":\"x\\u0000y\"}");
+        assert_eq!(t.as_c_str().to_bytes(), t.as_str().as_bytes());
+        let plain = JsonText::from_json("[1,2]".to_string());
+        assert_eq!(plain.as_c_str().to_bytes_with_nul(), b"[1,2]\0");
+        let ctx = SemanticContext::new(vec!["s\0".into()], None);
+        assert_eq!(ctx.json_c_str().to_bytes(), ctx.json().as_bytes());
+    }
+
+    #[test]
     fn outcome_shapes() {
         let o = Outcome::Failed {
             invocation_id: Arc::from("i1"),
