@@ -643,3 +643,62 @@ fn handles_convert_only_in_the_handle_module() {
     }
     assert!(handles >= 15, "the handle types were found ({handles})");
 }
+
+/// The conformance runner links the library only to get its C functions
+/// (conformance/Cargo.toml): it names no Rust item of it, so it can do only
+/// what a C host can. `use rcip as _;` is the one mention allowed.
+#[test]
+fn the_conformance_runner_names_no_rust_item_of_the_library() {
+    struct Names(Vec<String>);
+    impl<'ast> Visit<'ast> for Names {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            if path.segments.first().is_some_and(|s| s.ident == "rcip") {
+                let p: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+                self.0.push(p.join("::"));
+            }
+            syn::visit::visit_path(self, path);
+        }
+        fn visit_use_tree(&mut self, tree: &'ast syn::UseTree) {
+            match tree {
+                syn::UseTree::Rename(r) if r.ident == "rcip" && r.rename == "_" => {}
+                syn::UseTree::Path(p) if p.ident == "rcip" => self.0.push(format!("use rcip::{}", "...")),
+                syn::UseTree::Name(n) if n.ident == "rcip" => self.0.push("use rcip".into()),
+                syn::UseTree::Rename(r) if r.ident == "rcip" => self.0.push(format!("use rcip as {}", r.rename)),
+                _ => syn::visit::visit_use_tree(self, tree),
+            }
+        }
+        fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+            // `rcip::` among the tokens (string literals are single tokens).
+            fn scan(tokens: proc_macro2::TokenStream, out: &mut Vec<String>) {
+                let flat: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+                for (i, t) in flat.iter().enumerate() {
+                    match t {
+                        proc_macro2::TokenTree::Group(g) => scan(g.stream(), out),
+                        proc_macro2::TokenTree::Ident(id) if id == "rcip" => {
+                            if matches!(flat.get(i + 1), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == ':') {
+                                out.push("rcip:: in a macro call".into());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            scan(mac.tokens.clone(), &mut self.0);
+        }
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/src");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    assert!(files.len() >= 3);
+    let mut found = Vec::new();
+    for f in files {
+        let file = syn::parse_file(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let mut names = Names(Vec::new());
+        names.visit_file(&file);
+        found.extend(names.0.into_iter().map(|n| format!("{}: {n}", f.display())));
+    }
+    assert!(
+        found.is_empty(),
+        "the conformance runner names the library's Rust items: {found:?}"
+    );
+}
