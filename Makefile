@@ -29,7 +29,7 @@ lib:
 header: lib
 	cp "$$(ls -t $(LIBDIR)/build/rcip-*/out/rcip.h | head -n 1)" include/rcip.h
 
-conformance: lib
+conformance:
 	$(CARGO) build --release -p rcip-conformance
 
 # The catalog linter (`rcip check CATALOG.json`).
@@ -56,7 +56,6 @@ demo: $(BUILD)/dispatch_desk
 test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp
 
 test-rust:
-	$(CARGO) build --lib   # the conformance crate links the shared library
 	$(CARGO) test --workspace
 
 test-conformance: conformance

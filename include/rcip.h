@@ -1812,10 +1812,12 @@ const char *rcip_mcp_session_setup_header(const struct rcip_mcp_session_setup *s
  * `rcip_mcp_server_session` handle holds it any more. `session_user_data`
  * is what `rcip_mcp_server_session_user_data` returns.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (setup, runtime),
- * `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted),
- * `RCIP_RESULT_INVALID_ARGUMENT` (the runtime is not built from the
- * server's catalog: checked when the factory returns, failing the
- * `initialize`). On failure `session_user_data_free` is never called.
+ * `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted). On
+ * failure `session_user_data_free` is never called. Build the runtime
+ * from the server's catalog (the same `rcip_catalog`, so no session
+ * compiles schemas again): a runtime over a catalog whose capabilities
+ * do not fit the server's `toolNames` fails the `initialize` with
+ * `-32603` when the factory returns.
  * Thread safety: the factory's thread, during the factory call.
  */
 rcip_result rcip_mcp_session_setup_accept(struct rcip_mcp_session_setup *setup, struct rcip_runtime *runtime, void *session_user_data, rcip_user_data_free_callback session_user_data_free);

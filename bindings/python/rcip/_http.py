@@ -5,12 +5,10 @@ docs/MCP.md, "Serving over HTTP")."""
 from __future__ import annotations
 
 import atexit
-import ctypes
 import json
-import threading
 import time
 import weakref
-from ctypes import byref, c_void_p
+from ctypes import byref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from . import _lib
@@ -30,43 +28,6 @@ from ._runtime import (
     _user_data_free,
 )
 from .errors import Result, check
-
-SESSION_FACTORY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, c_void_p, c_void_p)
-
-_R = ctypes.c_uint32
-_P = c_void_p
-_PP = ctypes.POINTER(c_void_p)
-
-# The server's functions: declared here, beside their only user (the
-# binding check compares them with include/rcip.h like every other).
-PROTOTYPES: Dict[str, Any] = {
-    "rcip_mcp_session_setup_session_id": (ctypes.c_char_p, [_P]),
-    "rcip_mcp_session_setup_initialize_params": (ctypes.c_char_p, [_P]),
-    "rcip_mcp_session_setup_client_name": (ctypes.c_char_p, [_P]),
-    "rcip_mcp_session_setup_header": (ctypes.c_char_p, [_P, ctypes.c_char_p]),
-    "rcip_mcp_session_setup_accept": (_R, [_P, _P, _P, _lib.USER_DATA_FREE_CALLBACK]),
-    "rcip_mcp_server_new": (
-        _R,
-        [_P, ctypes.c_char_p, ctypes.c_char_p, SESSION_FACTORY_CALLBACK, _P, _lib.USER_DATA_FREE_CALLBACK, _PP],
-    ),
-    "rcip_mcp_server_url": (_R, [_P, _PP]),
-    "rcip_mcp_server_start": (_R, [_P]),
-    "rcip_mcp_server_serve": (_R, [_P]),
-    "rcip_mcp_server_shutdown": (_R, [_P, ctypes.c_uint64]),
-    "rcip_mcp_server_sessions": (_R, [_P, _PP]),
-    "rcip_mcp_server_session_find": (_R, [_P, ctypes.c_char_p, _PP]),
-    "rcip_mcp_server_session_host": (_P, [_P]),
-    "rcip_mcp_server_session_client": (_P, [_P]),
-    "rcip_mcp_server_session_user_data": (_P, [_P]),
-    "rcip_mcp_server_session_free": (None, [_P]),
-    "rcip_mcp_server_free": (None, [_P]),
-}
-
-for _name, (_restype, _argtypes) in PROTOTYPES.items():
-    _fn = getattr(lib, _name)
-    _fn.restype = _restype
-    _fn.argtypes = _argtypes
-
 
 class SessionSetup:
     """What the session factory is told about a new MCP session: its id,
@@ -114,7 +75,7 @@ def _text(value: Optional[bytes]) -> Optional[str]:
     return None if value is None else value.decode("utf-8", "replace")
 
 
-@_c_callback(SESSION_FACTORY_CALLBACK)
+@_c_callback(_lib.MCP_SESSION_FACTORY_CALLBACK)
 def _factory_trampoline(key: Optional[int], setup: Optional[int]) -> int:
     try:
         entry: _FactoryEntry = registry.get(key)

@@ -11,7 +11,8 @@ from ._lib import lib
 
 
 class Result(enum.IntEnum):
-    """``rcip_result`` values (include/rcip.h); never renumbered."""
+    """``rcip_result`` values (include/rcip.h); never renumbered.
+    tests/bindings.rs checks this enum and ``_BY_CODE`` against the header."""
 
     OK = 0
     NULL_ARGUMENT = 100
