@@ -3,7 +3,7 @@
 
 use super::callback::{rcip_user_data_free_callback, UserData};
 use super::catalog::rcip_catalog;
-use super::guard::{ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError};
 use super::handle::{
     free_owned, handle_kind, into_owned, lend_mut, lend_owned, lent_mut, owned, owned_arg, take_owned, view_of,
 };
@@ -234,24 +234,29 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_header(
 /// Ownership: consumes `runtime` (on success and on failure alike: on
 /// failure it is closed and freed); the session closes it when the session
 /// ends (DELETE, idle expiry, server shutdown), then calls
-/// `session_user_data_free(session_user_data)` once (on a worker thread or
-/// the thread shutting the server down), and frees it when no
-/// `rcip_mcp_server_session` handle holds it any more. `session_user_data`
-/// is what `rcip_mcp_server_session_user_data` returns.
+/// `user_data_free(user_data)` once (on a worker thread or the thread
+/// shutting the server down), and frees it when no
+/// `rcip_mcp_server_session` handle holds it any more. `user_data` (the
+/// session's data) is what `rcip_mcp_server_session_user_data` returns.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (setup, runtime),
 /// `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted). On
-/// failure `session_user_data_free` is never called. Build the runtime
+/// failure `user_data_free` is never called. Build the runtime
 /// from the server's catalog (the same `rcip_catalog`, so no session
 /// compiles schemas again): a runtime over a catalog whose capabilities
 /// do not fit the server's `toolNames` fails the `initialize` with
 /// `-32603` when the factory returns.
 /// Thread safety: the factory's thread, during the factory call.
+/// Callbacks: `user_data_free` runs once, after the session ended and its
+/// runtime was closed (no callback of that runtime starts afterwards), on
+/// a library worker thread or the thread shutting the server down, with
+/// no rcip lock held; it may call any rcip function but
+/// `rcip_mcp_server_shutdown` and `rcip_mcp_server_free` of its server.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_session_setup_accept(
     setup: *mut rcip_mcp_session_setup,
     runtime: *mut rcip_runtime,
-    session_user_data: *mut c_void,
-    session_user_data_free: rcip_user_data_free_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
 ) -> rcip_result {
     ffi_guard!({
         // Consumed here, on failure too (a runtime from
@@ -271,7 +276,7 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_accept(
         }
         setup.accepted = Some(CSessionRuntime {
             runtime,
-            user_data: UserData::new(session_user_data, session_user_data_free),
+            user_data: UserData::new(user_data, user_data_free),
         });
         Ok(())
     })
@@ -309,7 +314,8 @@ fn io_error(e: std::io::Error) -> FfiError {
 /// `*server_out` is new (free it with `rcip_mcp_server_free`); NULL on
 /// failure, and then neither callback is ever called.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (catalog, address, factory,
-/// server_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_INVALID_JSON`,
+/// server_out), `RCIP_RESULT_INVALID_UTF8` (address),
+/// `RCIP_RESULT_INVALID_JSON` (options_json not JSON, or not UTF-8),
 /// `RCIP_RESULT_INVALID_ARGUMENT` (an address that is not `IP:PORT`, an
 /// option of the wrong shape or unknown, a tool naming with collisions or
 /// names over 64 characters), `RCIP_RESULT_IO` (the address cannot be
@@ -335,13 +341,14 @@ pub unsafe extern "C" fn rcip_mcp_server_new(
         let catalog = owned_arg(catalog, "catalog")?;
         let address = str_arg(address, "address")?;
         let cb = factory.ok_or_else(|| FfiError::null("factory"))?;
-        let options = match opt_str_arg(options_json, "options_json")? {
-            None => HttpOptions::default(),
-            Some(text) => {
-                let value = crate::json::parse_str(text, &crate::json::Limits::default())
-                    .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("options_json: {e}")))?;
-                HttpOptions::from_value(&value).map_err(|e| FfiError::new(rcip_result::InvalidArgument, e))?
-            }
+        let options = if options_json.is_null() {
+            HttpOptions::default()
+        } else {
+            // JSON text that is not UTF-8 is INVALID_JSON (STYLE.md section 3).
+            let text = bytes_arg(options_json, "options_json")?;
+            let value = crate::json::parse_bytes(text, &crate::json::Limits::default())
+                .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("options_json: {e}")))?;
+            HttpOptions::from_value(&value).map_err(|e| FfiError::new(rcip_result::InvalidArgument, e))?
         };
         let user_data = Arc::new(UserData::new(user_data, user_data_free));
         let factory = CFactory {
@@ -383,6 +390,8 @@ pub unsafe extern "C" fn rcip_mcp_server_url(server: *const rcip_mcp_server, url
 /// Starts serving in the background (the server's own threads) and
 /// returns at once.
 ///
+/// Ownership: `server` is borrowed for the call; it must stay alive while
+/// it serves (free it with `rcip_mcp_server_free`, which shuts it down).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED` (started
 /// or shut down before), `RCIP_RESULT_IO` (threads cannot start).
 /// Thread safety: any thread.
@@ -401,6 +410,8 @@ pub unsafe extern "C" fn rcip_mcp_server_start(server: *const rcip_mcp_server) -
 /// handler's thread, or a callback) has finished; starts the server first
 /// if needed.
 ///
+/// Ownership: `server` is borrowed until this returns; do not free it
+/// meanwhile (shut it down instead).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_IO`.
 /// Thread safety: blocks the calling thread; any other call may run
 /// meanwhile on other threads.
@@ -419,7 +430,10 @@ pub unsafe extern "C" fn rcip_mcp_server_serve(server: *const rcip_mcp_server) -
 /// deadline to finish, then are dropped. Returns when that is done;
 /// `rcip_mcp_server_serve` then returns too. Idempotent.
 ///
-/// Units: `deadline_ms` in milliseconds.
+/// Units: `deadline_ms` in milliseconds (a value beyond what the clock
+/// holds waits without a deadline).
+/// Ownership: `server` is borrowed for the call; it is still the caller's
+/// to free.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: any thread except a callback of the server's sessions
 /// or its factory (it waits for them).

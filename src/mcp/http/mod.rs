@@ -628,7 +628,10 @@ impl<O: SessionRuntime> ServerInner<O> {
         for s in &sessions {
             Self::end(s);
         }
-        let end = Instant::now() + deadline;
+        // A deadline beyond what the clock holds is no deadline.
+        let end = Instant::now()
+            .checked_add(deadline)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
         while self.connections.load(Ordering::SeqCst) > 0 && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(5));
         }
