@@ -373,6 +373,7 @@ BENCH_ARGS ?=
 bench:
 	$(CARGO) build --release -p rcip-bench
 	target/release/rcip-bench $(BENCH_ARGS)
+	target/release/mcp_scale $(filter --quick,$(BENCH_ARGS))
 
 clean:
 	$(CARGO) clean
