@@ -1735,6 +1735,7 @@ struct console {
     pthread_mutex_t mutex;    /* guards stop and done */
     bool stop;
     bool done;
+    bool abandoned; /* console_stop gave up waiting: the thread may still use the mutex */
 };
 
 static bool console_op(plan_op op)
@@ -1830,7 +1831,16 @@ static void console_stop(console *c)
     /* Play the writer: a non-blocking open for writing succeeds only while
      * the thread has the FIFO open for reading (else ENXIO: it is running a
      * batch, and will wait in fopen soon). Closing it at once is its EOF. */
-    while (!console_flag(c, &c->done)) {
+    /* Bounded: a FIFO removed (or replaced) meanwhile can never wake the
+     * thread; after two seconds it is left behind, detached. */
+    for (int tries = 0; !console_flag(c, &c->done); tries++) {
+        if (tries == 200) {
+            host_log("dispatcher", "console: %s never opened for writing again: not waited for", c->path);
+            pthread_detach(c->thread);
+            c->started = false;
+            c->abandoned = true;
+            return;
+        }
         int fd = open(c->path, O_WRONLY | O_NONBLOCK);
         if (fd >= 0) {
             close(fd);
@@ -1874,7 +1884,9 @@ static int serve_mcp(const rcip_runtime *runtime, const runner *desk_runner,
     host_log("desk", "the MCP client closed standard input");
     console_stop(&c);
     rcip_mcp_session_free(session);
-    pthread_mutex_destroy(&c.mutex);
+    if (!c.abandoned) {
+        pthread_mutex_destroy(&c.mutex);
+    }
     return rcip_ok(rc, "rcip_mcp_session_serve_stdio") ? 0 : 1;
 }
 
@@ -1906,6 +1918,7 @@ typedef struct http_desk {
     json_value *context_map;
     pthread_mutex_t mutex;
     http_session *sessions;
+    rcip_mcp_server *server; /* set once created, before any session */
 } http_desk;
 
 static pthread_mutex_t refs_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -2052,7 +2065,14 @@ static void http_console_batch(console *c, const plan *batch)
         host_log("dispatcher", "console: no live MCP session: %zu line(s) not run", batch->count);
     }
     for (size_t i = 0; i < n; i++) {
-        console_run(&live[i]->a, live[i]->bindings, h->ttl_ms, batch, live[i]->id);
+        /* A handle on the session's runtime keeps its memory (and so the
+         * views the session's app holds) valid while the lines run, even if
+         * the session ends meanwhile (its calls then answer CLOSED). */
+        rcip_mcp_server_session *handle = NULL;
+        if (rcip_mcp_server_session_find(h->server, live[i]->id, &handle) == RCIP_RESULT_OK) {
+            console_run(&live[i]->a, live[i]->bindings, h->ttl_ms, batch, live[i]->id);
+            rcip_mcp_server_session_free(handle);
+        }
         http_session_release(live[i]);
     }
 }
@@ -2098,6 +2118,7 @@ static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const cha
     pthread_mutex_init(&c.mutex, NULL);
     if (!rcip_ok(rcip_mcp_server_new(catalog, address, options, desk_factory, &h, NULL, &server),
                  "rcip_mcp_server_new") ||
+        !(h.server = server) ||
         !rcip_ok(rcip_mcp_server_url(server, &url), "rcip_mcp_server_url") ||
         !rcip_ok(rcip_mcp_server_start(server), "rcip_mcp_server_start")) {
         goto out;
@@ -2138,7 +2159,9 @@ out:
     }
     pthread_mutex_unlock(&detached_mutex);
     json_free(h.context_map);
-    pthread_mutex_destroy(&c.mutex);
+    if (!c.abandoned) {
+        pthread_mutex_destroy(&c.mutex);
+    }
     pthread_mutex_destroy(&h.mutex);
     return status;
 }

@@ -81,6 +81,14 @@
 #define RCIP_MCP_DEFAULT_MAX_MESSAGE_BYTES ((16 * 1024) * 1024)
 
 /**
+ * How long an ended MCP session's runtime memory is kept after the session
+ * ended, in milliseconds, at least (so callbacks still running when it
+ * ended may use the runtime's views), unless the server is freed first
+ * (which waits for its worker threads).
+ */
+#define RCIP_MCP_SESSION_RETIRE_MS 5000
+
+/**
  * The longest tool name the `safe` and map namings allow, in characters.
  */
 #define MAX_TOOL_NAME_CHARS 64
@@ -139,6 +147,14 @@
  * Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
  */
 #define DEFAULT_SHUTDOWN_MS 5000
+
+/**
+ * How long the server keeps an ended session's runtime holder after the
+ * session ended, at least, in milliseconds: callbacks of the runtime that
+ * were running when it ended may still reach it through the host's own
+ * pointers (the C views). It goes then, on a worker, or with the server.
+ */
+#define SESSION_RETIRE_MS 5000
 
 /**
  * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
@@ -1241,8 +1257,12 @@ void rcip_invocation_free(struct rcip_invocation *invocation);
  * "pageSize"?: 1..1000 (tools per tools/list page; default all),
  * "serverName"?: string, "serverVersion"?: string, "instructions"?:
  * string (defaults: the application's id, version and description),
- * "maxMessageBytes"?: integer >= 1024 (default 16 MiB)}`. Messages are
- * JSON-RPC 2.0 text (docs/MCP.md).
+ * "maxMessageBytes"?: integer >= 1024 (default 16 MiB), "toolNames"?:
+ * "ids" (default) | "safe" | {capability id: tool name}, "workers"?:
+ * 0..64 (threads that run tool calls; default 2; 0: none),
+ * "maxInFlight"?: 1..65536 (default 64), "maxQueuedMessages"?: 1..1048576
+ * (default 256), "maxPendingConfirmations"?: 1..65536 (default 16)}`
+ * (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
  * Ownership: `runtime` is borrowed (the session keeps its own reference to
  * the runtime's core); `options_json` is borrowed for the call;
  * `user_data` is kept until the session is freed and its last message
@@ -1282,10 +1302,18 @@ rcip_result rcip_mcp_session_new(const struct rcip_runtime *runtime, const char 
  * session (after standard input ended in `rcip_mcp_session_serve_stdio`)
  * ignores messages.
  * Thread safety: any thread, concurrently, also inside callbacks
- * (including the session's message callback). Replies are sent before
- * this returns unless they wait for a handler, the user, or another
- * thread that is delivering messages.
- * Rule: JSON-RPC 2.0; MCP 2025-11-25 base protocol.
+ * (including the session's message callback). With workers (the
+ * default), this returns before a `tools/call` is handled: its
+ * validation, policy, availability check and handler run on one of the
+ * session's worker threads (`rcip-mcp-worker`), and so do cancellations
+ * (`notifications/cancelled`) and the answer to a confirmation question;
+ * the other replies (`initialize`, `ping`, `tools/list`, errors) are sent
+ * before this returns, unless another thread is delivering messages.
+ * With `"workers": 0` everything runs on the calling thread, and every
+ * reply that waits for neither a deferred handler nor the user is sent
+ * before this returns.
+ * Rule: JSON-RPC 2.0; MCP 2025-11-25 base protocol; the worker pool is
+ * **rcip** (docs/PIPELINE.md section 7).
  */
 rcip_result rcip_mcp_session_receive(const struct rcip_mcp_session *session, const char *message_json);
 
@@ -1313,9 +1341,13 @@ rcip_result rcip_mcp_session_serve_stdio(const struct rcip_mcp_session *session)
 
 /**
  * Closes and frees the session: calls in flight are cancelled and get no
- * response, nothing more is sent, the snapshot subscription ends. A
- * message being delivered on another thread completes; `user_data_free`
- * runs after it, on the thread that releases the last reference.
+ * response, nothing more is sent, the snapshot subscription ends. The
+ * session's worker threads finish what is queued (the cancellations) and
+ * end before this returns (it waits up to 5 s for a handler that does not
+ * return), so no library thread runs host code for the session
+ * afterwards. A message being delivered on another thread completes;
+ * `user_data_free` runs after it, on the thread that releases the last
+ * reference.
  *
  * Ownership: consumes `session`. NULL does nothing; freeing twice is
  * undefined, and so is freeing it while `rcip_mcp_session_serve_stdio`
@@ -1805,7 +1837,13 @@ const char *rcip_mcp_session_setup_header(const struct rcip_mcp_session_setup *s
  * Hands the new session its runtime.
  *
  * Ownership: consumes `runtime` (on success and on failure alike: on
- * failure it is closed and freed); the session closes it when the session
+ * failure it is closed and freed). Its views (`rcip_runtime_host`,
+ * `rcip_runtime_client`) taken before stay valid while the session lives,
+ * and after it ends for at least `RCIP_MCP_SESSION_RETIRE_MS` and until
+ * no `rcip_mcp_server_session` handle holds it (its callbacks may use
+ * them meanwhile; calls through them then answer `RCIP_RESULT_CLOSED`);
+ * code that may use them later holds a handle
+ * (`rcip_mcp_server_session_find`). The session closes it when the session
  * ends (DELETE, idle expiry, server shutdown), then calls
  * `user_data_free(user_data)` once (on a worker thread or the thread
  * shutting the server down), and frees it when no

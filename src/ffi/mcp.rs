@@ -98,8 +98,12 @@ impl Drop for CMessages {
 /// "pageSize"?: 1..1000 (tools per tools/list page; default all),
 /// "serverName"?: string, "serverVersion"?: string, "instructions"?:
 /// string (defaults: the application's id, version and description),
-/// "maxMessageBytes"?: integer >= 1024 (default 16 MiB)}`. Messages are
-/// JSON-RPC 2.0 text (docs/MCP.md).
+/// "maxMessageBytes"?: integer >= 1024 (default 16 MiB), "toolNames"?:
+/// "ids" (default) | "safe" | {capability id: tool name}, "workers"?:
+/// 0..64 (threads that run tool calls; default 2; 0: none),
+/// "maxInFlight"?: 1..65536 (default 64), "maxQueuedMessages"?: 1..1048576
+/// (default 256), "maxPendingConfirmations"?: 1..65536 (default 16)}`
+/// (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
 /// Ownership: `runtime` is borrowed (the session keeps its own reference to
 /// the runtime's core); `options_json` is borrowed for the call;
 /// `user_data` is kept until the session is freed and its last message
@@ -183,10 +187,18 @@ pub unsafe extern "C" fn rcip_mcp_session_new(
 /// session (after standard input ended in `rcip_mcp_session_serve_stdio`)
 /// ignores messages.
 /// Thread safety: any thread, concurrently, also inside callbacks
-/// (including the session's message callback). Replies are sent before
-/// this returns unless they wait for a handler, the user, or another
-/// thread that is delivering messages.
-/// Rule: JSON-RPC 2.0; MCP 2025-11-25 base protocol.
+/// (including the session's message callback). With workers (the
+/// default), this returns before a `tools/call` is handled: its
+/// validation, policy, availability check and handler run on one of the
+/// session's worker threads (`rcip-mcp-worker`), and so do cancellations
+/// (`notifications/cancelled`) and the answer to a confirmation question;
+/// the other replies (`initialize`, `ping`, `tools/list`, errors) are sent
+/// before this returns, unless another thread is delivering messages.
+/// With `"workers": 0` everything runs on the calling thread, and every
+/// reply that waits for neither a deferred handler nor the user is sent
+/// before this returns.
+/// Rule: JSON-RPC 2.0; MCP 2025-11-25 base protocol; the worker pool is
+/// **rcip** (docs/PIPELINE.md section 7).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_session_receive(
     session: *const rcip_mcp_session,
@@ -233,9 +245,13 @@ pub unsafe extern "C" fn rcip_mcp_session_serve_stdio(session: *const rcip_mcp_s
 }
 
 /// Closes and frees the session: calls in flight are cancelled and get no
-/// response, nothing more is sent, the snapshot subscription ends. A
-/// message being delivered on another thread completes; `user_data_free`
-/// runs after it, on the thread that releases the last reference.
+/// response, nothing more is sent, the snapshot subscription ends. The
+/// session's worker threads finish what is queued (the cancellations) and
+/// end before this returns (it waits up to 5 s for a handler that does not
+/// return), so no library thread runs host code for the session
+/// afterwards. A message being delivered on another thread completes;
+/// `user_data_free` runs after it, on the thread that releases the last
+/// reference.
 ///
 /// Ownership: consumes `session`. NULL does nothing; freeing twice is
 /// undefined, and so is freeing it while `rcip_mcp_session_serve_stdio`

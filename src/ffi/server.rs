@@ -16,6 +16,14 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long an ended MCP session's runtime memory is kept after the session
+/// ended, in milliseconds, at least (so callbacks still running when it
+/// ended may use the runtime's views), unless the server is freed first
+/// (which waits for its worker threads).
+pub const RCIP_MCP_SESSION_RETIRE_MS: u64 = 5000;
+
+const _: () = assert!(RCIP_MCP_SESSION_RETIRE_MS == crate::mcp::http::SESSION_RETIRE_MS);
+
 /// Builds the runtime of a new MCP session (`rcip_mcp_server_new`): the
 /// host builds a runtime from the server's catalog
 /// (`rcip_runtime_builder_new`), binds its handlers, sets its policy and
@@ -63,7 +71,10 @@ pub(crate) struct Setup {
 
 /// A session's runtime and the host's per-session user data.
 pub(crate) struct CSessionRuntime {
-    runtime: Runtime,
+    /// The runtime stays in the block the host built it in: the views the
+    /// factory took (`rcip_runtime_host`, `rcip_runtime_client`: the
+    /// block's address) stay valid while the session lives.
+    runtime: Box<Runtime>,
     user_data: UserData,
 }
 
@@ -232,7 +243,13 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_header(
 /// Hands the new session its runtime.
 ///
 /// Ownership: consumes `runtime` (on success and on failure alike: on
-/// failure it is closed and freed); the session closes it when the session
+/// failure it is closed and freed). Its views (`rcip_runtime_host`,
+/// `rcip_runtime_client`) taken before stay valid while the session lives,
+/// and after it ends for at least `RCIP_MCP_SESSION_RETIRE_MS` and until
+/// no `rcip_mcp_server_session` handle holds it (its callbacks may use
+/// them meanwhile; calls through them then answer `RCIP_RESULT_CLOSED`);
+/// code that may use them later holds a handle
+/// (`rcip_mcp_server_session_find`). The session closes it when the session
 /// ends (DELETE, idle expiry, server shutdown), then calls
 /// `user_data_free(user_data)` once (on a worker thread or the thread
 /// shutting the server down), and frees it when no
@@ -264,7 +281,6 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_accept(
         let Some(runtime) = take_owned(runtime) else {
             return Err(FfiError::null("runtime"));
         };
-        let runtime = *runtime;
         let Some(setup) = lent_mut(setup) else {
             return Err(FfiError::null("setup"));
         };
@@ -501,7 +517,7 @@ pub unsafe extern "C" fn rcip_mcp_server_session_find(
 /// The runtime a session handle holds, lent as a runtime handle (whose
 /// client and host views are the same address).
 unsafe fn session_runtime(session: *const rcip_mcp_server_session) -> *const rcip_runtime {
-    owned(session).map_or(std::ptr::null(), |s| lend_owned::<rcip_runtime>(&s.runtime))
+    owned(session).map_or(std::ptr::null(), |s| lend_owned::<rcip_runtime>(&*s.runtime))
 }
 
 /// The host view of the session's runtime; NULL for NULL.

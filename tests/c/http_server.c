@@ -71,6 +71,7 @@ typedef struct host {
     atomic_int sessions_released;
     atomic_int factory_released;
     atomic_int aborted_events;
+    const rcip_host *view; /* the host view the factory took before accept */
 } host;
 
 typedef struct session_data {
@@ -147,6 +148,7 @@ static int32_t factory(void *user_data, rcip_mcp_session_setup *setup)
         free(s);
         return 1;
     }
+    h->view = hv; /* still valid: the runtime keeps its address in the session */
     atomic_fetch_add(&h->sessions_created, 1);
     return 0;
 }
@@ -251,6 +253,9 @@ int main(void)
     CHECK(h.pending != NULL, "the deferred handler holds the call");
     pthread_mutex_unlock(&h.mutex);
 
+    /* The view taken before accept is the session's runtime (ASan would see
+     * a use after free if accept had moved the runtime). */
+    OK(rcip_host_refresh(h.view));
     /* The host reaches the session's runtime by id. */
     char *list = NULL;
     OK(rcip_mcp_server_sessions(server, &list));

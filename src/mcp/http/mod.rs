@@ -130,6 +130,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_RETRY_MS: u64 = 1000;
 /// Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
 pub const DEFAULT_SHUTDOWN_MS: u64 = 5000;
+/// How long the server keeps an ended session's runtime holder after the
+/// session ended, at least, in milliseconds: callbacks of the runtime that
+/// were running when it ended may still reach it through the host's own
+/// pointers (the C views). It goes then, on a worker, or with the server.
+pub const SESSION_RETIRE_MS: u64 = 5000;
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -370,6 +375,9 @@ pub(crate) struct ServerInner<O> {
     stopping: AtomicBool,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
+    /// Ended sessions' runtime holders, with when they ended (kept for
+    /// [`SESSION_RETIRE_MS`]).
+    retired: Mutex<Vec<(Instant, Arc<O>)>>,
     /// [`HttpOptions::forward_headers`] as header names.
     forward_headers: Vec<hyper::header::HeaderName>,
 }
@@ -466,6 +474,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 stopping: AtomicBool::new(false),
                 allowed_hosts,
                 allowed_origins,
+                retired: Mutex::new(Vec::new()),
                 forward_headers,
             }),
         })
@@ -580,7 +589,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         let session = self.inner.sessions.lock().remove(session_id);
         match session {
             Some(s) => {
-                ServerInner::end(&s);
+                self.inner.end(&s);
                 true
             }
             None => false,
@@ -597,7 +606,7 @@ impl<O: SessionRuntime> Drop for McpHttpServer<O> {
 impl<O: SessionRuntime> ServerInner<O> {
     /// Ends a session removed from the table: no more messages, its calls
     /// cancelled, its runtime closed, then the host told.
-    fn end(session: &Arc<Session<O>>) {
+    fn end(&self, session: &Arc<Session<O>>) {
         if session.ended.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -605,6 +614,21 @@ impl<O: SessionRuntime> ServerInner<O> {
         session.mcp.close();
         session.owner.runtime().close();
         session.owner.session_ended();
+        self.retired.lock().push((Instant::now(), session.owner.clone()));
+    }
+
+    /// Drops the holders of sessions that ended long enough ago (on a
+    /// worker: dropping a runtime releases its user data, host code).
+    fn drop_retired(&self) {
+        let grace = Duration::from_millis(SESSION_RETIRE_MS);
+        let now = Instant::now();
+        let old: Vec<_> = {
+            let mut r = self.retired.lock();
+            let (old, keep): (Vec<_>, Vec<_>) = r.drain(..).partition(|(at, _)| now.duration_since(*at) >= grace);
+            *r = keep;
+            old
+        };
+        drop(old);
     }
 
     fn shutdown(&self, deadline: Duration) {
@@ -626,7 +650,7 @@ impl<O: SessionRuntime> ServerInner<O> {
         self.listener.lock().take();
         let sessions: Vec<_> = self.sessions.lock().drain().map(|(_, s)| s).collect();
         for s in &sessions {
-            Self::end(s);
+            self.end(s);
         }
         // A deadline beyond what the clock holds is no deadline.
         let end = Instant::now()
@@ -641,6 +665,8 @@ impl<O: SessionRuntime> ServerInner<O> {
         // The workers finish what the endings queued, then end: no library
         // thread runs host code after shutdown returns.
         self.pool.close_and_wait(end.saturating_duration_since(Instant::now()).max(Duration::from_millis(100)));
+        // No worker runs host code any more: the retired holders go now.
+        self.retired.lock().clear();
         *self.phase.lock() = Phase::Stopped;
         self.phase_changed.notify_all();
     }

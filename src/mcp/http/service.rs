@@ -139,9 +139,10 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
                 }
                 let removed = s.sessions.lock().remove(&session.info.session_id);
                 if let Some(x) = removed {
-                    ServerInner::end(&x);
+                    s.end(&x);
                 }
             }
+            s.drop_retired();
         });
     }
 }
@@ -544,7 +545,7 @@ fn create_session<O: SessionRuntime>(
         let mut sessions = server.sessions.lock();
         if server.stopping.load(Ordering::SeqCst) {
             drop(sessions);
-            ServerInner::end(&session);
+            server.end(&session);
             return Err(fail("the server is shutting down"));
         }
         sessions.insert(session_id.clone(), session.clone());
@@ -606,8 +607,9 @@ async fn delete<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
     if let Some(s) = removed {
         let (tx, rx) = oneshot::channel();
         // Closing the runtime calls host code: on a worker.
+        let srv = server.clone();
         server.pool.spawn(move || {
-            ServerInner::end(&s);
+            srv.end(&s);
             let _ = tx.send(());
         });
         let _ = rx.await;
