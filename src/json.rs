@@ -143,6 +143,16 @@ pub fn parse_bytes(bytes: &[u8], limits: &Limits) -> Result<Value, JsonError> {
     parse_str(text, limits)
 }
 
+/// Parses bytes within the limits with numbers as serde_json reads them
+/// (integers exact up to 64 bits, not rounded to doubles). For protocol
+/// envelopes whose integers are identifiers, such as JSON-RPC request ids
+/// (payloads inside them are parsed again with [`parse_bytes`]).
+pub(crate) fn parse_bytes_exact(bytes: &[u8], limits: &Limits) -> Result<Value, JsonError> {
+    limits.check_size(bytes.len())?;
+    let text = utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
+    parse_text(text, limits)
+}
+
 /// A parsed payload, and its text when that text is already canonical.
 pub struct Parsed<'a> {
     pub value: Value,

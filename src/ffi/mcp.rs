@@ -308,11 +308,13 @@ mod tests {
         let seen = Seen::default();
         let data = &seen as *const Seen as *mut c_void;
         let mut session = std::ptr::null_mut();
+        // Without workers: every reply is sent before receive returns.
+        let options = CString::new(r#"{"workers": 0}"#).unwrap();
         unsafe {
             assert_eq!(
                 rcip_mcp_session_new(
                     rt,
-                    std::ptr::null(),
+                    options.as_ptr(),
                     Some(collect),
                     data,
                     Some(count_free),

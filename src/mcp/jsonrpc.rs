@@ -42,6 +42,8 @@ pub(crate) enum Incoming {
 fn valid_id(id: &Value) -> bool {
     match id {
         Value::String(_) => true,
+        // Integers within 64 bits, exactly as sent (parse_bytes_exact);
+        // a larger one reads as a double and is refused.
         Value::Number(n) => n.is_i64() || n.is_u64(),
         _ => false,
     }
@@ -50,7 +52,8 @@ fn valid_id(id: &Value) -> bool {
 /// Reads one message (one line of the stdio transport, without its
 /// newline).
 pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
-    let value = match crate::json::parse_bytes(bytes, limits) {
+    // Exact integers: request ids are compared and echoed as sent.
+    let value = match crate::json::parse_bytes_exact(bytes, limits) {
         Ok(v) => v,
         Err(e) => {
             let message = match e {
@@ -99,10 +102,10 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
                 return invalid("\"id\" must be a string or an integer (MCP: never null)");
             }
             let params = map.remove("params");
-            if let Some(p) = &params {
-                if !p.is_object() && !p.is_array() {
-                    return invalid("\"params\" must be an object");
-                }
+            // MCP: params are an object (JSON-RPC's by-position arrays are
+            // not part of the protocol).
+            if params.as_ref().is_some_and(|p| !p.is_object()) {
+                return invalid("\"params\" must be an object");
             }
             match id {
                 Some(id) => Incoming::Request { id, method, params },
@@ -139,13 +142,11 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
     }
 }
 
-/// A key for a request id: `"s:<text>"` for strings, `"n:<number>"` for
-/// integers, so `1` and `"1"` are different ids.
+/// The key of a request id: its JSON text as serde_json writes it (a
+/// string with its quotes, an integer exactly as sent), so `1` and `"1"`
+/// are different ids and integers beyond 2^53 stay distinct.
 pub(crate) fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(s) => format!("s:{s}"),
-        other => format!("n:{other}"),
-    }
+    id.to_string()
 }
 
 /// A success response.

@@ -6,18 +6,34 @@
 use super::jsonrpc::{
     self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
-use super::outbox::Outbox;
+use super::outbox::{Kind, Outbox};
+use super::pool::WorkerPool;
 use super::tools::{self, Unwrapped};
-use super::{ConfirmationMode, McpOptions, McpOutput, MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_PROTOCOL_REVISION};
+use super::{
+    tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_PENDING_CONFIRMATIONS, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_WORKERS, MAX_TOOL_NAME_CHARS,
+    MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_PROTOCOL_REVISION,
+};
 use crate::catalog::Catalog;
 use crate::json::Limits;
 use crate::runtime::{CancelToken, Client, Host, HostError, Runtime, Snapshot, Subscriber, Subscription};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// JSON-RPC error code of a request refused because the session already
+/// has its maximum of requests in flight (a server error code, -32000 to
+/// -32099).
+pub(crate) const TOO_MANY_IN_FLIGHT: i64 = -32000;
+
+/// How often an elicitation whose confirmation's `expiresAt` has passed
+/// asks the runtime again whether the confirmation is still pending (a
+/// runtime with manual timers or another clock expires it later).
+const EXPIRY_RECHECK: Duration = Duration::from_millis(250);
 
 /// Nesting depth accepted in a message: the default payload depth (1000)
 /// plus the envelope (`params.arguments`) and a `{"input": ...}` wrapper.
@@ -40,17 +56,28 @@ impl std::fmt::Debug for McpSession {
 
 struct Inner {
     client: Client,
-    /// Present only with [`ConfirmationMode::Elicit`]: the one host control
-    /// the session uses, to resolve a confirmation with the user's answer.
-    host: Option<Host>,
+    /// The one host control the session uses: resolving a confirmation
+    /// with the user's answer ([`ConfirmationMode::Elicit`]), declining one
+    /// beyond the session's cap, and reading whether one is still pending.
+    /// No MCP method reaches it.
+    host: Host,
+    elicit: bool,
     catalog: Catalog,
     options: McpOptions,
+    /// Tool names other than the capability ids: capability id → name and
+    /// name → capability id; `None` when every tool is named by its id.
+    names: Option<(HashMap<String, String>, HashMap<String, String>)>,
     application: String,
     server_info: Value,
     instructions: Option<String>,
     limits: Limits,
+    max_in_flight: usize,
+    max_pending_confirmations: usize,
+    pool: Option<WorkerPool>,
     outbox: Outbox,
     state: Mutex<State>,
+    /// Notified when a request is answered (the stdio reader waits on it).
+    answered: Condvar,
     subscription: Mutex<Option<Subscription>>,
     serving: AtomicBool,
 }
@@ -68,9 +95,9 @@ struct State {
     /// Elicitations sent and not answered yet, by [`id_key`] of our id.
     elicitations: HashMap<String, Elicitation>,
     next_request: u64,
-    /// The revision and the text of what tools/list returned (without the
-    /// revision) when last computed.
-    tools_seen: Option<(u64, String)>,
+    /// The snapshot tools/list was last compared at, with the text of what
+    /// it returns (without the revision) once computed.
+    tools_seen: Option<(Arc<Snapshot>, Option<String>)>,
     /// A change seen before `notifications/initialized`.
     list_changed_pending: bool,
     closed: bool,
@@ -89,6 +116,8 @@ struct Elicitation {
     call: String,
     confirmation_id: String,
     output_wrapped: bool,
+    /// Our request id (the JSON value), for `notifications/cancelled`.
+    request: Value,
 }
 
 /// What a tools/call needs when its outcome arrives.
@@ -114,14 +143,38 @@ impl Subscriber for Watcher {
 }
 
 impl McpSession {
-    /// A session over `runtime`, sending through `output`. With
-    /// [`ConfirmationMode::Elicit`] it also keeps the runtime's host view,
-    /// used only to resolve confirmations with the user's answer.
+    /// A session over `runtime`, sending through `output`. It keeps the
+    /// runtime's host view for one purpose: resolving confirmations (with
+    /// the user's answer under [`ConfirmationMode::Elicit`], or declining
+    /// one beyond [`McpOptions::max_pending_confirmations`]).
     ///
     /// The session keeps the runtime's core alive; after the runtime is
     /// closed, calls are answered with `-32603`.
+    ///
+    /// Errors: [`HostError::InvalidArgument`] when the tool naming gives two
+    /// capabilities one name, a name longer than 64 characters, or maps an
+    /// id the catalog does not have (the message names both ids);
+    /// [`HostError::Closed`]; [`HostError::InvalidArgument`] also when the
+    /// worker threads cannot be started.
     pub fn new(runtime: &Runtime, options: McpOptions, output: Arc<dyn McpOutput>) -> Result<McpSession, HostError> {
+        let pool = match options.workers.unwrap_or(DEFAULT_WORKERS) {
+            0 => None,
+            n => Some(WorkerPool::new(n).map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))?),
+        };
+        Self::with_pool(runtime, options, output, pool)
+    }
+
+    /// As [`new`](Self::new), with the worker pool given (shared with other
+    /// sessions, as a Streamable HTTP server does) or none (everything runs
+    /// on the calling thread); [`McpOptions::workers`] is not read.
+    pub fn with_pool(
+        runtime: &Runtime,
+        options: McpOptions,
+        output: Arc<dyn McpOutput>,
+        pool: Option<WorkerPool>,
+    ) -> Result<McpSession, HostError> {
         let catalog = runtime.catalog().clone();
+        let names = tool_names(&catalog, &options.tool_names).map_err(HostError::InvalidArgument)?;
         let app = catalog.application();
         let app_str = |k: &str| app.get(k).and_then(Value::as_str).map(str::to_string);
         let application = app_str("name")
@@ -156,24 +209,61 @@ impl McpSession {
             max_bytes: options.max_message_bytes.unwrap_or(MCP_DEFAULT_MAX_MESSAGE_BYTES),
             max_depth: MESSAGE_MAX_DEPTH,
         };
-        let host = (options.confirmation == ConfirmationMode::Elicit).then(|| runtime.host());
         let inner = Arc::new(Inner {
             client: runtime.client(),
-            host,
+            host: runtime.host(),
+            elicit: options.confirmation == ConfirmationMode::Elicit,
             catalog,
-            options,
+            names,
             application,
             server_info: Value::Object(server_info),
             instructions,
             limits,
-            outbox: Outbox::new(output),
+            max_in_flight: options.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+            max_pending_confirmations: options
+                .max_pending_confirmations
+                .unwrap_or(DEFAULT_MAX_PENDING_CONFIRMATIONS),
+            pool,
+            outbox: Outbox::new(
+                output,
+                options.max_queued_messages.unwrap_or(DEFAULT_MAX_QUEUED_MESSAGES),
+            ),
+            options,
             state: Mutex::new(State::default()),
+            answered: Condvar::new(),
             subscription: Mutex::new(None),
             serving: AtomicBool::new(false),
         });
         let subscription = inner.client.subscribe(Arc::new(Watcher(Arc::downgrade(&inner))))?;
         *inner.subscription.lock() = Some(subscription);
         Ok(McpSession { inner })
+    }
+
+    /// The key of a request id, as [`MessageKind`](super::MessageKind)
+    /// names requests: the id's exact JSON text.
+    pub fn request_key(id: &Value) -> String {
+        id_key(id)
+    }
+
+    /// Client requests received and not answered yet (including calls
+    /// waiting for a confirmation answer).
+    pub fn in_flight(&self) -> usize {
+        self.inner.state.lock().calls.len()
+    }
+
+    /// The most requests in flight at once ([`McpOptions::max_in_flight`]).
+    pub fn max_in_flight(&self) -> usize {
+        self.inner.max_in_flight
+    }
+
+    /// Notifications dropped because the outgoing queue was full.
+    pub fn dropped_notifications(&self) -> u64 {
+        self.inner.outbox.dropped()
+    }
+
+    /// True once the session is closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.state.lock().closed
     }
 
     /// An output that writes each message as one line to the process's
@@ -223,14 +313,19 @@ impl McpSession {
         let max = self.inner.limits.max_bytes;
         let mut line = Vec::new();
         let result = loop {
+            // Backpressure: a client that stops reading (or floods the
+            // session) is not read from until requests are answered and
+            // the outgoing queue has room.
+            self.inner.wait_for_capacity();
             line.clear();
             match read_line(&mut input, &mut line, max) {
                 Ok(Line::End) => break Ok(()),
                 Ok(Line::TooLong) => {
                     let text = format!("Parse error: the message is longer than {max} bytes");
-                    self.inner
-                        .outbox
-                        .send(error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text));
+                    self.inner.outbox.send(
+                        error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text),
+                        Kind::Response("null".into()),
+                    );
                 }
                 Ok(Line::Text) => {
                     let text = line.strip_suffix(b"\r").unwrap_or(&line);
@@ -323,8 +418,32 @@ fn params_object(params: Option<Value>) -> Result<Map<String, Value>, (i64, Stri
 }
 
 impl Inner {
-    fn send(&self, message: String) {
-        self.outbox.send(message);
+    fn send(&self, message: String, kind: Kind) {
+        self.outbox.send(message, kind);
+    }
+
+    /// Runs `job` on the worker pool, or here when the session has none.
+    fn dispatch(&self, job: impl FnOnce() + Send + 'static) {
+        match &self.pool {
+            Some(pool) => pool.spawn(job),
+            None => job(),
+        }
+    }
+
+    /// Waits (for the stdio reader) until fewer than the maximum requests
+    /// are in flight and the outgoing queue has room, or the session closed.
+    fn wait_for_capacity(&self) {
+        {
+            let mut st = self.state.lock();
+            while !st.closed && st.calls.len() >= self.max_in_flight {
+                self.answered.wait_for(&mut st, Duration::from_millis(100));
+            }
+        }
+        while !self.outbox.wait_for_room(Duration::from_millis(100)) {
+            if self.state.lock().closed {
+                return;
+            }
+        }
     }
 
     fn close(&self) {
@@ -337,11 +456,18 @@ impl Inner {
             st.elicitations.clear();
             st.calls.drain().filter_map(|(_, c)| c.token).collect()
         };
+        self.answered.notify_all();
         self.outbox.close();
         let subscription = self.subscription.lock().take();
         drop(subscription);
-        for t in tokens {
-            t.cancel();
+        // Cancelling runs the tokens' on-cancel callbacks (host code): on
+        // the pool, not on the transport's thread.
+        if !tokens.is_empty() {
+            self.dispatch(move || {
+                for t in tokens {
+                    t.cancel();
+                }
+            });
         }
     }
 
@@ -350,7 +476,10 @@ impl Inner {
             return;
         }
         match classify(bytes, &self.limits) {
-            Incoming::Invalid { id, code, message } => self.send(error_response(&id, code, &message)),
+            Incoming::Invalid { id, code, message } => {
+                let key = id_key(&id);
+                self.send(error_response(&id, code, &message), Kind::Response(key))
+            }
             Incoming::Ignored => {}
             Incoming::Response { id, outcome } => self.on_response(&id, outcome),
             Incoming::Notification { method, params } => self.on_notification(&method, params),
@@ -368,7 +497,16 @@ impl Inner {
             if st.calls.contains_key(&key) {
                 drop(st);
                 let text = format!("Invalid Request: request id {id} is already in flight");
-                self.send(error_response(&id, INVALID_REQUEST, &text));
+                self.send(error_response(&id, INVALID_REQUEST, &text), Kind::Response(key));
+                return;
+            }
+            if st.calls.len() >= self.max_in_flight {
+                drop(st);
+                let text = format!(
+                    "Too many requests in flight: this session answers at most {} at once; retry after a response",
+                    self.max_in_flight
+                );
+                self.send(error_response(&id, TOO_MANY_IN_FLIGHT, &text), Kind::Response(key));
                 return;
             }
             st.calls.insert(
@@ -387,7 +525,9 @@ impl Inner {
             "tools/list" => self.require_initialized().and_then(|()| self.tools_list(params)),
             "tools/call" => match self.require_initialized().and_then(|()| params_object(params)) {
                 Ok(p) => {
-                    self.tools_call(key, p);
+                    // Validation, policy and handler run on a worker.
+                    let inner = self.clone();
+                    self.dispatch(move || inner.tools_call(key, p));
                     return;
                 }
                 Err(e) => Err(e),
@@ -407,14 +547,18 @@ impl Inner {
             }
             st.calls.remove(key)
         };
+        self.answered.notify_all();
         let Some(call) = call else { return };
         if call.cancelled {
             return;
         }
-        self.send(match reply {
-            Ok(result) => jsonrpc::response(&call.id, result),
-            Err((code, message)) => error_response(&call.id, code, &message),
-        });
+        self.send(
+            match reply {
+                Ok(result) => jsonrpc::response(&call.id, result),
+                Err((code, message)) => error_response(&call.id, code, &message),
+            },
+            Kind::Response(key.to_string()),
+        );
     }
 
     fn require_initialized(&self) -> Result<(), (i64, String)> {
@@ -452,7 +596,7 @@ impl Inner {
             Some(Value::Object(e)) => e.is_empty() || e.get("form").is_some_and(Value::is_object),
             _ => false,
         };
-        let baseline = self.tools_fingerprint();
+        let baseline = self.client.snapshot().ok();
         {
             let mut st = self.state.lock();
             if st.initialized {
@@ -463,8 +607,8 @@ impl Inner {
             }
             st.initialized = true;
             st.elicitation = elicitation;
-            if let Some((revision, text)) = baseline {
-                st.tools_seen = Some((revision, text));
+            if let Some(snapshot) = baseline {
+                st.tools_seen = Some((snapshot, None));
             }
         }
         let mut result = Map::new();
@@ -479,23 +623,51 @@ impl Inner {
         Ok(Value::Object(result))
     }
 
+    /// The tool name of a capability.
+    fn tool_name<'a>(&'a self, capability_id: &'a str) -> &'a str {
+        match &self.names {
+            Some((to_tool, _)) => to_tool.get(capability_id).map_or(capability_id, String::as_str),
+            None => capability_id,
+        }
+    }
+
+    /// The capability a tool name calls.
+    fn capability_of<'a>(&'a self, tool: &'a str) -> Option<&'a str> {
+        match &self.names {
+            Some((_, to_capability)) => to_capability.get(tool).map(String::as_str),
+            None => Some(tool),
+        }
+    }
+
     /// The tools of `snapshot` that pass the session's filter.
     fn tools_of(&self, snapshot: &Snapshot, with_revision: bool) -> Vec<Value> {
         let list = snapshot.list_json(&self.options.filter);
         let entries = crate::json::parse_str(&list, &Limits::UNLIMITED).unwrap_or(Value::Array(Vec::new()));
         let revision = with_revision.then(|| snapshot.revision());
         match entries {
-            Value::Array(items) => items.iter().map(|e| tools::tool_from_entry(e, revision)).collect(),
+            Value::Array(items) => items
+                .iter()
+                .map(|e| {
+                    let mut tool = tools::tool_from_entry(e, revision);
+                    if self.names.is_some() {
+                        let id = e.get("id").and_then(Value::as_str).unwrap_or_default();
+                        let name = self.tool_name(id);
+                        if name != id {
+                            tool["name"] = Value::String(name.to_string());
+                            tool["_meta"]["rcip/capabilityId"] = Value::String(id.to_string());
+                        }
+                    }
+                    tool
+                })
+                .collect(),
             _ => Vec::new(),
         }
     }
 
-    /// The current revision and what tools/list returns, without the
-    /// revision, as text.
-    fn tools_fingerprint(&self) -> Option<(u64, String)> {
-        let snapshot = self.client.snapshot().ok()?;
-        let tools = Value::Array(self.tools_of(&snapshot, false));
-        Some((snapshot.revision(), tools.to_string()))
+    /// What tools/list returns at `snapshot`, without the revision, as
+    /// text.
+    fn tools_text(&self, snapshot: &Snapshot) -> String {
+        Value::Array(self.tools_of(snapshot, false)).to_string()
     }
 
     fn tools_list(&self, params: Option<Value>) -> Reply {
@@ -557,9 +729,10 @@ impl Inner {
                 )
             }
         };
-        let Some(capability) = self.catalog.capability(&name) else {
+        let Some(capability) = self.capability_of(&name).and_then(|id| self.catalog.capability(id)) else {
             return self.finish(&key, Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
         };
+        let name = capability.id.to_string();
         let output_wrapped = !tools::is_object_schema(&capability.output_schema);
         let input = match tools::unwrap_arguments(arguments, &capability.input_schema) {
             Unwrapped::Input(v) => v,
@@ -609,25 +782,62 @@ impl Inner {
         let outcome = crate::json::parse_str(outcome_text, &Limits::UNLIMITED).unwrap_or(Value::Null);
         let status = outcome.get("status").and_then(Value::as_str).unwrap_or("");
         let mut note = None;
-        if status == "confirmation_required" && self.host.is_some() && !context.asked {
-            match self.ask_user(&context, &outcome) {
-                Ok(()) => return,
-                Err(why) => note = Some(why),
+        if status == "confirmation_required" && !context.asked {
+            let confirmation_id = outcome
+                .pointer("/confirmation/id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if self.pending_confirmations() > self.max_pending_confirmations {
+                // rcip: beyond the cap, declined through the host at once.
+                return self.resolve(&context.key, context.output_wrapped, &confirmation_id, false);
+            }
+            if self.elicit {
+                match self.ask_user(&context, &outcome, &confirmation_id) {
+                    Ok(()) => return,
+                    Err(why) => note = Some(why),
+                }
             }
         }
         let result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
         self.finish(&context.key, Ok(result));
     }
 
+    /// The runtime's pending confirmations (0 if it cannot say).
+    fn pending_confirmations(&self) -> usize {
+        self.host
+            .stats_json()
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .and_then(|v| v.get("pendingConfirmations").and_then(Value::as_u64))
+            .map_or(0, |n| n as usize)
+    }
+
+    /// Resolves `confirmation_id` and answers the call `key` with the
+    /// outcome (the user is not asked again).
+    fn resolve(self: &Arc<Self>, key: &str, output_wrapped: bool, confirmation_id: &str, approved: bool) {
+        let context = CallContext {
+            key: key.to_string(),
+            output_wrapped,
+            input: Arc::new(Value::Null),
+            asked: true,
+        };
+        let weak = Arc::downgrade(self);
+        let sink = move |outcome: &str| {
+            if let Some(inner) = weak.upgrade() {
+                inner.on_outcome(context, outcome);
+            }
+        };
+        if let Err(e) = self.host.resolve_confirmation(confirmation_id, approved, Box::new(sink)) {
+            self.finish(key, Err(internal(e)));
+        }
+    }
+
     /// Sends `elicitation/create` for the confirmation of `outcome`; the
     /// answer resolves it. `Err` (with a note for the result) when the
     /// client cannot be asked.
-    fn ask_user(&self, context: &CallContext, outcome: &Value) -> Result<(), &'static str> {
-        let confirmation_id = outcome
-            .pointer("/confirmation/id")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let request = {
+    fn ask_user(self: &Arc<Self>, context: &CallContext, outcome: &Value, confirmation_id: &str) -> Result<(), &'static str> {
+        let (request, request_key) = {
             let mut st = self.state.lock();
             if st.closed {
                 return Err("The session is closed.");
@@ -644,22 +854,74 @@ impl Inner {
                 Some(call) if !call.cancelled => call.elicitation = Some(id.clone()),
                 _ => return Err("The call was cancelled."),
             }
+            let request_key = id_key(&id);
             st.elicitations.insert(
-                id_key(&id),
+                request_key.clone(),
                 Elicitation {
                     call: context.key.clone(),
                     confirmation_id: confirmation_id.to_string(),
                     output_wrapped: context.output_wrapped,
+                    request: id.clone(),
                 },
             );
-            jsonrpc::request(
+            let request = jsonrpc::request(
                 &id,
                 "elicitation/create",
                 tools::elicitation_params(outcome, &context.input, &self.application),
-            )
+            );
+            (request, request_key)
         };
-        self.send(request);
+        self.send(request, Kind::Request(Some(context.key.clone())));
+        // At expiry the question is withdrawn and the call answered with
+        // the runtime's CONFIRMATION_EXPIRED.
+        let expires_at = outcome.pointer("/confirmation/expiresAt").and_then(Value::as_i64).unwrap_or(0);
+        self.watch_expiry(request_key, instant_of(expires_at));
         Ok(())
+    }
+
+    /// At `at`, and then every [`EXPIRY_RECHECK`] while the elicitation
+    /// `request_key` is still unanswered: once the runtime no longer has
+    /// its confirmation pending (it expired, was cancelled or closed), the
+    /// elicitation is cancelled and the call answered with the runtime's
+    /// own outcome for it (a resolve of an ended confirmation returns its
+    /// receipt: `failed CONFIRMATION_EXPIRED` after an expiry).
+    fn watch_expiry(self: &Arc<Self>, request_key: String, at: Instant) {
+        let weak = Arc::downgrade(self);
+        super::timer::schedule(at, move || {
+            let Some(inner) = weak.upgrade() else { return };
+            let job_inner = inner.clone();
+            inner.dispatch(move || job_inner.check_expiry(request_key));
+        });
+    }
+
+    fn check_expiry(self: &Arc<Self>, request_key: String) {
+        let confirmation_id = match self.state.lock().elicitations.get(&request_key) {
+            Some(e) => e.confirmation_id.clone(),
+            None => return, // answered, cancelled or closed
+        };
+        if self.host.confirmation_pending(&confirmation_id) && !self.host.is_closed() {
+            return self.watch_expiry(request_key, Instant::now() + EXPIRY_RECHECK);
+        }
+        let elicitation = {
+            let mut st = self.state.lock();
+            let Some(e) = st.elicitations.remove(&request_key) else { return };
+            match st.calls.get_mut(&e.call) {
+                Some(call) if !call.cancelled => call.elicitation = None,
+                _ => return,
+            }
+            e
+        };
+        let params = json!({"requestId": elicitation.request, "reason": "The confirmation expired."});
+        self.send(
+            jsonrpc::notification("notifications/cancelled", Some(params)),
+            Kind::Notification(Some(elicitation.call.clone())),
+        );
+        self.resolve(
+            &elicitation.call,
+            elicitation.output_wrapped,
+            &elicitation.confirmation_id,
+            false,
+        );
     }
 
     fn on_response(self: &Arc<Self>, id: &Value, outcome: Result<Value, Value>) {
@@ -677,25 +939,19 @@ impl Inner {
             let approved = matches!(&outcome, Ok(r) if r.get("action").and_then(Value::as_str) == Some("accept"));
             (e, approved)
         };
-        let Some(host) = &self.host else { return };
-        let context = CallContext {
-            key: elicitation.call.clone(),
-            output_wrapped: elicitation.output_wrapped,
-            input: Arc::new(Value::Null),
-            asked: true,
-        };
-        let weak = Arc::downgrade(self);
-        let sink = move |outcome: &str| {
-            if let Some(inner) = weak.upgrade() {
-                inner.on_outcome(context, outcome);
-            }
-        };
-        if let Err(e) = host.resolve_confirmation(&elicitation.confirmation_id, approved, Box::new(sink)) {
-            self.finish(&elicitation.call, Err(internal(e)));
-        }
+        // An approval re-runs the capability: on a worker.
+        let inner = self.clone();
+        self.dispatch(move || {
+            inner.resolve(
+                &elicitation.call,
+                elicitation.output_wrapped,
+                &elicitation.confirmation_id,
+                approved,
+            )
+        });
     }
 
-    fn on_notification(&self, method: &str, params: Option<Value>) {
+    fn on_notification(self: &Arc<Self>, method: &str, params: Option<Value>) {
         match method {
             "notifications/initialized" => {
                 let send = {
@@ -707,7 +963,10 @@ impl Inner {
                     std::mem::take(&mut st.list_changed_pending)
                 };
                 if send {
-                    self.send(jsonrpc::notification("notifications/tools/list_changed", None));
+                    self.send(
+                        jsonrpc::notification("notifications/tools/list_changed", None),
+                        Kind::ListChanged,
+                    );
                 }
             }
             "notifications/cancelled" => {
@@ -732,12 +991,17 @@ impl Inner {
                     }
                     (token, elicitation)
                 };
+                self.answered.notify_all();
                 if let Some(e) = elicitation {
                     let params = json!({"requestId": e, "reason": "The tool call was cancelled."});
-                    self.send(jsonrpc::notification("notifications/cancelled", Some(params)));
+                    self.send(
+                        jsonrpc::notification("notifications/cancelled", Some(params)),
+                        Kind::Notification(Some(key.clone())),
+                    );
                 }
                 if let Some(t) = token {
-                    t.cancel();
+                    // On-cancel callbacks and the outcome: on a worker.
+                    self.dispatch(move || t.cancel());
                 }
             }
             // notifications/progress, notifications/roots/list_changed, and
@@ -747,25 +1011,49 @@ impl Inner {
     }
 
     /// A snapshot revision: tells the client when what tools/list returns
-    /// changed.
+    /// changed. Decided from what changed: a revision whose live state
+    /// (context, bindings, availability) equals the last one compared costs
+    /// no rendering, whatever the catalog's size; only a changed state
+    /// renders the tool list to compare it (**rcip**).
     fn on_revision(&self) {
-        let Some((revision, text)) = self.tools_fingerprint() else {
+        let Ok(snapshot) = self.client.snapshot() else {
             return;
         };
-        let send = {
+        let seen = {
             let mut st = self.state.lock();
             if st.closed || !st.initialized {
                 return;
             }
-            match &st.tools_seen {
-                Some((seen, _)) if *seen >= revision => return,
-                Some((_, seen_text)) if *seen_text == text => {
-                    st.tools_seen = Some((revision, text));
+            match &mut st.tools_seen {
+                Some((seen, _)) if seen.revision() >= snapshot.revision() => return,
+                Some((seen, _)) if seen.same_live_state(&snapshot) => {
+                    *seen = snapshot;
                     return;
                 }
-                _ => {}
+                Some((seen, text)) => (seen.clone(), text.clone()),
+                None => {
+                    st.tools_seen = Some((snapshot, None));
+                    return;
+                }
             }
-            st.tools_seen = Some((revision, text));
+        };
+        let (seen, seen_text) = seen;
+        let old = seen_text.unwrap_or_else(|| self.tools_text(&seen));
+        let new = self.tools_text(&snapshot);
+        let changed = old != new;
+        let send = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return;
+            }
+            // Another thread may have compared a newer revision meanwhile.
+            if st.tools_seen.as_ref().is_some_and(|(s, _)| s.revision() >= snapshot.revision()) {
+                return;
+            }
+            st.tools_seen = Some((snapshot, Some(new)));
+            if !changed {
+                return;
+            }
             if st.ready {
                 true
             } else {
@@ -774,9 +1062,64 @@ impl Inner {
             }
         };
         if send {
-            self.send(jsonrpc::notification("notifications/tools/list_changed", None));
+            self.send(
+                jsonrpc::notification("notifications/tools/list_changed", None),
+                Kind::ListChanged,
+            );
         }
     }
+}
+
+/// The instant of epoch milliseconds `ms` on the system clock (now when it
+/// has passed).
+fn instant_of(ms: i64) -> Instant {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms).max(0) as u64)
+}
+
+/// The tool names other than the capability ids for `naming`, checked:
+/// no two capabilities share a name, no name is longer than
+/// [`MAX_TOOL_NAME_CHARS`] (in the `safe` and map namings) or empty, and a
+/// map names only capabilities of the catalog.
+fn tool_names(
+    catalog: &Catalog,
+    naming: &ToolNames,
+) -> Result<Option<(HashMap<String, String>, HashMap<String, String>)>, String> {
+    if *naming == ToolNames::Ids {
+        return Ok(None);
+    }
+    if let ToolNames::Map(map) = naming {
+        if let Some((id, _)) = map.iter().find(|(id, _)| catalog.capability(id).is_none()) {
+            return Err(format!("toolNames maps \"{id}\", which is not a capability of the catalog"));
+        }
+    }
+    let mut to_tool = HashMap::new();
+    let mut to_capability: HashMap<String, String> = HashMap::new();
+    for c in catalog.capabilities() {
+        let name = tool_name_for(naming, &c.id).into_owned();
+        if name.is_empty() || name.chars().count() > MAX_TOOL_NAME_CHARS {
+            return Err(format!(
+                "the tool name of capability \"{}\" (\"{name}\") must have 1 to {MAX_TOOL_NAME_CHARS} characters",
+                c.id
+            ));
+        }
+        if let Some(other) = to_capability.get(&name) {
+            return Err(format!(
+                "capabilities \"{other}\" and \"{}\" would both be the tool \"{name}\"",
+                c.id
+            ));
+        }
+        to_capability.insert(name.clone(), c.id.clone());
+        if name != c.id {
+            to_tool.insert(c.id.clone(), name);
+        }
+    }
+    // A name that equals another capability's id is that capability's
+    // name only: the reverse map decides, and ids renamed away are no
+    // tool names.
+    Ok(Some((to_tool, to_capability)))
 }
 
 fn internal(e: HostError) -> (i64, String) {

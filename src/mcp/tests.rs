@@ -80,7 +80,13 @@ fn policy(request: PolicyRequest) {
     request.decide(decision).unwrap();
 }
 
-fn harness(options: McpOptions) -> Harness {
+fn harness(mut options: McpOptions) -> Harness {
+    // Deterministic transcripts: without workers, everything a message
+    // causes is sent before receive returns (the pooled mode has tests of
+    // its own).
+    if options.workers.is_none() {
+        options.workers = Some(0);
+    }
     let mut builder = RuntimeBuilder::new(&catalog());
     builder.policy(Arc::new(policy));
     builder.manual_timers(true);
@@ -393,11 +399,13 @@ fn malformed_messages_get_the_standard_codes() {
     }
     h.session.receive(&[0xff, 0xfe]);
     assert_eq!(h.take()[0]["error"]["code"], PARSE_ERROR);
-    // Array params on a known method: invalid params.
+    // Array params (JSON-RPC by-position), on any method: MCP params are
+    // objects, so the message is not a valid request (docs/MCP.md).
     assert_eq!(
         error_code(&h.request(json!(10), "initialize", json!([]))),
-        INVALID_PARAMS
+        INVALID_REQUEST
     );
+    assert_eq!(error_code(&h.request(json!(11), "ping", json!([1, 2]))), INVALID_REQUEST);
     // Responses that match nothing, malformed responses and unknown
     // notifications are never answered.
     for text in [
@@ -792,7 +800,7 @@ fn bad_calls_are_protocol_errors() {
     );
     assert_eq!(
         error_code(&h.request(json!(5), "tools/call", json!([]))),
-        INVALID_PARAMS
+        INVALID_REQUEST
     );
 }
 

@@ -384,6 +384,30 @@ impl Host {
     ) -> Result<(), HostError> {
         self.shared.resolve(confirmation_id, approved, sink)
     }
+
+    /// The runtime's counters, as [`Runtime::stats_json`] (for code that
+    /// holds the host view only, such as an MCP server session deciding
+    /// whether a session is idle).
+    pub fn stats_json(&self) -> Result<String, HostError> {
+        if shared::in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        Ok(self.shared.stats_json())
+    }
+
+    /// True once the runtime is closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    /// True while the confirmation `confirmation_id` is pending (opened,
+    /// not yet approved, declined, expired, cancelled or closed). For
+    /// code that must learn of an expiry from the runtime itself, whatever
+    /// clock or timer mode it runs with (the MCP session cancels its
+    /// elicitation then).
+    pub fn confirmation_pending(&self, confirmation_id: &str) -> bool {
+        self.shared.state.lock().confirmations.contains_key(confirmation_id)
+    }
 }
 
 /// The consumer surface of a runtime.

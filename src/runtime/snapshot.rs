@@ -169,6 +169,26 @@ impl Snapshot {
         self.revision
     }
 
+    /// True when `other` describes the same live state: the same catalog,
+    /// semantic context, bindings and sampled availability, so every list
+    /// and filter gives the same capabilities with the same live fields
+    /// (only the revision may differ). Shared parts are compared by
+    /// pointer first, so two snapshots of one refresh that changed nothing
+    /// compare without a pass over the capabilities. Used by the MCP
+    /// session to decide `notifications/tools/list_changed` without
+    /// rendering the tool list (**rcip**).
+    pub fn same_live_state(&self, other: &Snapshot) -> bool {
+        let samples = match (&self.samples, &other.samples) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        };
+        samples
+            && Arc::ptr_eq(&self.catalog.inner, &other.catalog.inner)
+            && (Arc::ptr_eq(&self.bound, &other.bound) || self.bound == other.bound)
+            && (Arc::ptr_eq(&self.context, &other.context) || self.context.json() == other.context.json())
+    }
+
     /// The semantic context the snapshot was taken with.
     pub fn context(&self) -> &SemanticContext {
         &self.context
