@@ -216,30 +216,70 @@ struct Reply {
     body: Bytes,
 }
 
+/// What the load phase reads of an answer: its id, and whether it is a
+/// successful tool result with structured content. Everything else is
+/// skipped without being built (the generator must stay cheap).
+#[derive(serde::Deserialize)]
+struct Answer {
+    id: Option<serde_json::Number>,
+    result: Option<AnswerResult>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct AnswerResult {
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    #[serde(rename = "structuredContent")]
+    structured: Option<serde::de::IgnoredAny>,
+}
+
 impl Reply {
-    /// The JSON-RPC messages of a JSON or SSE body (SSE events without data,
-    /// such as a priming event, carry none).
-    fn messages(&self) -> Vec<Value> {
+    /// The data of each SSE event (events without data, such as a priming
+    /// event, are skipped), or the whole body when it is JSON.
+    fn payloads(&self) -> Vec<&[u8]> {
+        let body: &[u8] = &self.body;
+        if !self.content_type.contains("text/event-stream") {
+            return if body.is_empty() { Vec::new() } else { vec![body] };
+        }
         let mut out = Vec::new();
-        let text = String::from_utf8_lossy(&self.body);
-        if self.content_type.contains("text/event-stream") {
-            for event in text.replace("\r\n", "\n").split("\n\n") {
-                let data: Vec<&str> =
-                    event.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
-                if data.is_empty() || data.iter().all(|d| d.trim().is_empty()) {
-                    continue;
+        for line in body.split(|b| *b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if let Some(data) = line.strip_prefix(b"data:") {
+                let data = data.strip_prefix(b" ").unwrap_or(data);
+                if !data.iter().all(u8::is_ascii_whitespace) {
+                    // One data line per event: servers here send each message on one line.
+                    out.push(data);
                 }
-                if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
-                    out.push(v);
-                }
-            }
-        } else if let Ok(v) = serde_json::from_str::<Value>(&text) {
-            match v {
-                Value::Array(items) => out.extend(items),
-                v => out.push(v),
             }
         }
         out
+    }
+
+    /// The JSON-RPC messages, fully parsed (for the fault checks).
+    fn messages(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for p in self.payloads() {
+            match serde_json::from_slice::<Value>(p) {
+                Ok(Value::Array(items)) => out.extend(items),
+                Ok(v) => out.push(v),
+                Err(_) => {}
+            }
+        }
+        out
+    }
+
+    /// The answers (messages with a numeric id and a result or an error).
+    fn answers(&self) -> Vec<(u64, bool)> {
+        self.payloads()
+            .into_iter()
+            .filter_map(|p| serde_json::from_slice::<Answer>(p).ok())
+            .filter(|a| a.result.is_some() || a.error.is_some())
+            .filter_map(|a| {
+                let ok = a.result.as_ref().is_some_and(|r| r.is_error == Some(false) && r.structured.is_some());
+                a.id.and_then(|n| n.as_u64()).map(|id| (id, ok))
+            })
+            .collect()
     }
 }
 
@@ -304,8 +344,14 @@ fn initialize_message(client: &str) -> Value {
 }
 
 fn call_message(id: u64) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-           "params": {"name": TOOL, "arguments": {"unassignedOnly": true, "limit": 3}}})
+    serde_json::from_slice(&call_body(id)).expect("call body")
+}
+
+/// The load phase's request body, written without building a JSON tree.
+fn call_body(id: u64) -> Bytes {
+    Bytes::from(format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"{TOOL}\",\"arguments\":{{\"unassignedOnly\":true,\"limit\":3}}}}}}"
+    ))
 }
 
 /// Opens a session on a fresh connection: initialize, then initialized.
@@ -373,7 +419,7 @@ async fn run_session(target: Target, index: usize, calls: usize, deadline: Insta
         let id = base + i;
         result.sent += 1;
         let started = Instant::now();
-        let reply = match conn.post(Some(&session), &call_message(id)).await {
+        let reply = match conn.send(Method::POST, Some(&session), &[], call_body(id)).await {
             Ok(r) => r,
             Err(e) => {
                 result.errors.push(format!("call {id}: {e}"));
@@ -396,20 +442,15 @@ async fn run_session(target: Target, index: usize, calls: usize, deadline: Insta
             result.sse_answers += 1;
         }
         let mut answered = false;
-        for m in reply.messages() {
-            let Some(rid) = m.get("id").and_then(Value::as_u64) else { continue };
-            if m.get("result").is_none() && m.get("error").is_none() {
-                continue; // a request from the server, not an answer
-            }
+        for (rid, ok) in reply.answers() {
             if !(base..base + calls as u64).contains(&rid) {
                 result.foreign += 1;
                 continue;
             }
             *seen.entry(rid).or_default() += 1;
             if rid == id {
-                let ok = m["result"]["isError"] == json!(false) && m["result"]["structuredContent"]["visits"].is_array();
                 if !ok {
-                    result.errors.push(format!("call {id}: unexpected answer {m}"));
+                    result.errors.push(format!("call {id}: not a successful result: {}", String::from_utf8_lossy(&reply.body)));
                 }
                 answered = true;
             }
