@@ -369,6 +369,17 @@ bench:
 	$(CARGO) build --release -p rcip-bench
 	target/release/rcip-bench $(BENCH_ARGS)
 
+# ---- the MCP-over-HTTP load and fault benchmark (issue 14; BENCHMARKS.md, "MCP over HTTP")
+# rcip-mcp-load against `dispatch_desk --mcp-http` and the Python SDK's server
+# (bench/mcp/python_server.py, from build/mcp-venv), one after the other in one
+# run; exit status 1 when a target fails. MCP_LOAD_ARGS=--json for JSON,
+# e.g. MCP_LOAD_ARGS='--sessions 8 --calls 50' for a short run.
+.PHONY: bench-mcp-http
+MCP_LOAD_ARGS ?=
+bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
+	$(CARGO) build --release -p rcip-bench --bin rcip-mcp-load
+	target/release/rcip-mcp-load $(MCP_LOAD_ARGS)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(BUILD)
