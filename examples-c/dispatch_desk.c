@@ -427,7 +427,15 @@ typedef struct app {
     size_t closed_count, closed_cap;
     pthread_t workers[MAX_WORKERS];
     size_t worker_count;
+    /* --mcp-http: archive workers are detached and counted globally (a
+     * session's app may go before its workers end; the desk does not). */
+    bool detach_workers;
 } app;
+
+/* --mcp-http: detached archive workers still running, under their lock. */
+static pthread_mutex_t detached_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t detached_cond = PTHREAD_COND_INITIALIZER;
+static size_t detached_running;
 
 /*
  * A binding's user data: which desk capability it is. Allocated per
@@ -509,6 +517,7 @@ typedef struct archive_job {
     char *query;
     char *status;
     int limit;
+    bool detached; /* counted in detached_running */
 } archive_job;
 
 static void *archive_worker(void *arg)
@@ -540,10 +549,35 @@ static void *archive_worker(void *arg)
         free(output);
     }
     rcip_invocation_free(job->invocation);
+    bool detached = job->detached;
     free(job->query);
     free(job->status);
     free(job);
+    if (detached) {
+        pthread_mutex_lock(&detached_mutex);
+        detached_running--;
+        pthread_cond_broadcast(&detached_cond);
+        pthread_mutex_unlock(&detached_mutex);
+    }
     return NULL;
+}
+
+/* Starts a detached archive worker (--mcp-http), at most MAX_WORKERS at once. */
+static bool start_detached(archive_job *job)
+{
+    pthread_mutex_lock(&detached_mutex);
+    bool started = false;
+    pthread_t thread;
+    if (detached_running < MAX_WORKERS) {
+        job->detached = true;
+        started = pthread_create(&thread, NULL, archive_worker, job) == 0;
+        if (started) {
+            pthread_detach(thread);
+            detached_running++;
+        }
+    }
+    pthread_mutex_unlock(&detached_mutex);
+    return started;
 }
 
 static void handle_search(void *user_data, rcip_invocation *invocation)
@@ -574,13 +608,18 @@ static void handle_search(void *user_data, rcip_invocation *invocation)
         job->status = status ? xstrdup(status) : NULL;
         job->limit = limit;
         app *a = ctx->app;
-        pthread_mutex_lock(&a->mutex);
-        bool started = a->worker_count < MAX_WORKERS &&
-                       pthread_create(&a->workers[a->worker_count], NULL, archive_worker, job) == 0;
-        if (started) {
-            a->worker_count++;
+        bool started;
+        if (a->detach_workers) {
+            started = start_detached(job);
+        } else {
+            pthread_mutex_lock(&a->mutex);
+            started = a->worker_count < MAX_WORKERS &&
+                      pthread_create(&a->workers[a->worker_count], NULL, archive_worker, job) == 0;
+            if (started) {
+                a->worker_count++;
+            }
+            pthread_mutex_unlock(&a->mutex);
         }
-        pthread_mutex_unlock(&a->mutex);
         if (started) {
             host_log("handler", "archive search handed to a worker thread (about %d ms)",
                      ARCHIVE_SCAN_MS);
@@ -1592,6 +1631,89 @@ static void run_step(runner *r, size_t index)
 }
 
 /* ======================================================================
+ * 6b. Building a desk runtime (the plan, stdio MCP, and each HTTP session)
+ * ====================================================================== */
+
+/*
+ * Builds a runtime over `catalog` with the desk's policy, confirmation
+ * dialog and event observer, each registered with `data` and `data_free`
+ * (NULL: nothing to release; else `retain(data)` is called before each
+ * registration, since rcip releases each registration once). The builder
+ * is consumed by build, on success and failure alike.
+ */
+static bool desk_runtime_new(rcip_catalog *catalog, long ttl_ms, void *data,
+                             rcip_user_data_free_callback data_free, void (*retain)(void *),
+                             rcip_runtime **runtime_out)
+{
+    *runtime_out = NULL;
+    rcip_runtime_builder *builder = NULL;
+    if (!rcip_ok(rcip_runtime_builder_new(catalog, &builder), "rcip_runtime_builder_new")) {
+        return false;
+    }
+    bool ok = rcip_ok(rcip_runtime_builder_set_confirmation_ttl_ms(builder, (uint64_t)ttl_ms),
+                      "rcip_runtime_builder_set_confirmation_ttl_ms");
+    for (int step = 0; ok && step < 3; step++) {
+        if (retain) {
+            retain(data);
+        }
+        rcip_result rc = step == 0   ? rcip_runtime_builder_set_policy(builder, desk_policy, data, data_free)
+                         : step == 1 ? rcip_runtime_builder_set_confirmation_callback(builder, on_confirmation,
+                                                                                     data, data_free)
+                                     : rcip_runtime_builder_add_event_observer(builder, on_event, data, data_free);
+        ok = rcip_ok(rc, step == 0   ? "rcip_runtime_builder_set_policy"
+                         : step == 1 ? "rcip_runtime_builder_set_confirmation_callback"
+                                     : "rcip_runtime_builder_add_event_observer");
+        if (!ok && data_free) {
+            data_free(data); /* not registered: undo the retain */
+        }
+    }
+    if (!ok) {
+        rcip_runtime_builder_free(builder); /* not built: ours to free */
+        return false;
+    }
+    return rcip_ok(rcip_runtime_builder_build(builder, runtime_out), "rcip_runtime_builder_build");
+}
+
+/*
+ * Binds the desk's handlers to the catalog's capabilities on `a`'s
+ * runtime. Each binding owns a small context that rcip frees with
+ * `context_free` once the binding is released (unbound, or the runtime
+ * closed) and its last callback has returned; `retain(a)` (when given) is
+ * called for each, for a context_free that releases it. A capability the
+ * catalog does not declare is skipped; one the desk does not implement
+ * stays unbound (CAPABILITY_UNBOUND when invoked).
+ */
+static bool desk_bind_all(app *a, rcip_binding **bindings, rcip_user_data_free_callback context_free,
+                          void (*retain)(void *), size_t *bound_out)
+{
+    *bound_out = 0;
+    for (size_t i = 0; i < CAPABILITY_COUNT; i++) {
+        const capability_impl *impl = &desk_capabilities[i];
+        binding_context *ctx = xcalloc(1, sizeof *ctx);
+        ctx->app = a;
+        ctx->impl = impl;
+        if (retain) {
+            retain(a);
+        }
+        rcip_result rc = rcip_host_bind(a->host, impl->id, impl->handler, impl->availability, ctx,
+                                        context_free, &bindings[i]);
+        if (rc == RCIP_RESULT_OK) {
+            (*bound_out)++;
+            continue;
+        }
+        context_free(ctx); /* the bind failed: rcip never took ctx */
+        if (rc == RCIP_RESULT_NOT_IN_CATALOG) {
+            fprintf(stderr, "dispatch_desk: note: the catalog does not declare %s: not bound\n",
+                    impl->id);
+            continue;
+        }
+        rcip_ok(rc, "rcip_host_bind");
+        return false;
+    }
+    return true;
+}
+
+/* ======================================================================
  * 7. MCP mode: the dispatcher's console
  *
  * While an MCP client drives the desk, the dispatcher keeps working. Each
@@ -1888,7 +2010,6 @@ int main(int argc, char **argv)
 
     int status = 2;
     rcip_catalog *catalog = NULL;
-    rcip_runtime_builder *builder = NULL;
     rcip_runtime *runtime = NULL;
     rcip_subscription *subscription = NULL;
     runner r;
@@ -1913,23 +2034,7 @@ int main(int argc, char **argv)
     /* 2. The runtime: a builder, its settings, then build (which consumes
      * the builder, on success and failure alike). The policy, dialog and
      * observer share `a`, which outlives the runtime: no user_data_free. */
-    if (!rcip_ok(rcip_runtime_builder_new(catalog, &builder), "rcip_runtime_builder_new")) {
-        goto done;
-    }
-    if (!rcip_ok(rcip_runtime_builder_set_confirmation_ttl_ms(builder, (uint64_t)ttl_ms),
-                 "rcip_runtime_builder_set_confirmation_ttl_ms") ||
-        !rcip_ok(rcip_runtime_builder_set_policy(builder, desk_policy, &a, NULL),
-                 "rcip_runtime_builder_set_policy") ||
-        !rcip_ok(rcip_runtime_builder_set_confirmation_callback(builder, on_confirmation, &a, NULL),
-                 "rcip_runtime_builder_set_confirmation_callback") ||
-        !rcip_ok(rcip_runtime_builder_add_event_observer(builder, on_event, &a, NULL),
-                 "rcip_runtime_builder_add_event_observer")) {
-        rcip_runtime_builder_free(builder); /* not built: ours to free */
-        goto done;
-    }
-    rcip_result rc = rcip_runtime_builder_build(builder, &runtime);
-    builder = NULL; /* consumed either way */
-    if (!rcip_ok(rc, "rcip_runtime_builder_build")) {
+    if (!desk_runtime_new(catalog, ttl_ms, &a, NULL, NULL, &runtime)) {
         goto done;
     }
     /* The runtime holds its own catalog reference: drop ours now. */
@@ -1938,29 +2043,9 @@ int main(int argc, char **argv)
     a.host = rcip_runtime_host(runtime);     /* borrowed views, never freed */
     a.client = rcip_runtime_client(runtime);
 
-    /* 3. Bind the desk's handlers to the catalog's capabilities. Each binding
-     * owns a small context freed by rcip through binding_context_free. A
-     * capability the catalog does not declare is skipped; one the desk does
-     * not implement stays unbound (CAPABILITY_UNBOUND when invoked). */
+    /* 3. Bind the desk's handlers to the catalog's capabilities. */
     size_t bound = 0;
-    for (size_t i = 0; i < CAPABILITY_COUNT; i++) {
-        const capability_impl *impl = &desk_capabilities[i];
-        binding_context *ctx = xcalloc(1, sizeof *ctx);
-        ctx->app = &a;
-        ctx->impl = impl;
-        rc = rcip_host_bind(a.host, impl->id, impl->handler, impl->availability, ctx,
-                            binding_context_free, &r.bindings[i]);
-        if (rc == RCIP_RESULT_OK) {
-            bound++;
-            continue;
-        }
-        free(ctx); /* the bind failed: rcip never took ctx */
-        if (rc == RCIP_RESULT_NOT_IN_CATALOG) {
-            fprintf(stderr, "dispatch_desk: note: the catalog does not declare %s: not bound\n",
-                    impl->id);
-            continue;
-        }
-        rcip_ok(rc, "rcip_host_bind");
+    if (!desk_bind_all(&a, r.bindings, binding_context_free, NULL, &bound)) {
         goto done;
     }
     /* 4. Watch snapshot revisions (after binding: binding refreshes too). */

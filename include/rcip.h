@@ -81,6 +81,66 @@
 #define RCIP_MCP_DEFAULT_MAX_MESSAGE_BYTES ((16 * 1024) * 1024)
 
 /**
+ * The longest tool name the `safe` and map namings allow, in characters.
+ */
+#define MAX_TOOL_NAME_CHARS 64
+
+/**
+ * Default of [`McpOptions::workers`].
+ */
+#define DEFAULT_WORKERS 2
+
+/**
+ * Default of [`McpOptions::max_in_flight`].
+ */
+#define DEFAULT_MAX_IN_FLIGHT 64
+
+/**
+ * Default of [`McpOptions::max_queued_messages`].
+ */
+#define DEFAULT_MAX_QUEUED_MESSAGES 256
+
+/**
+ * Default of [`McpOptions::max_pending_confirmations`].
+ */
+#define DEFAULT_MAX_PENDING_CONFIRMATIONS 16
+
+/**
+ * Default of [`HttpOptions::max_body_bytes`] (4 MiB).
+ */
+#define DEFAULT_MAX_BODY_BYTES ((4 * 1024) * 1024)
+
+/**
+ * Default of [`HttpOptions::max_sessions`].
+ */
+#define DEFAULT_MAX_SESSIONS 1024
+
+/**
+ * Default of [`HttpOptions::idle_timeout_ms`] (ten minutes).
+ */
+#define DEFAULT_IDLE_TIMEOUT_MS 600000
+
+/**
+ * Default of [`HttpOptions::replay_events`].
+ */
+#define DEFAULT_REPLAY_EVENTS 256
+
+/**
+ * Default of [`HttpOptions::max_connections`].
+ */
+#define DEFAULT_MAX_CONNECTIONS 1024
+
+/**
+ * Default of [`HttpOptions::retry_ms`].
+ */
+#define DEFAULT_RETRY_MS 1000
+
+/**
+ * Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
+ */
+#define DEFAULT_SHUTDOWN_MS 5000
+
+/**
  * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
  * `if (rc)` tests for failure. Values are grouped and never renumbered:
  * 1xx argument errors, 2xx host configuration, 3xx state, 9xx internal.
@@ -165,6 +225,16 @@ enum rcip_result
      * A runtime call from inside the runtime's clock or id generator.
      */
     RCIP_RESULT_WRONG_CONTEXT = 304,
+    /**
+     * No live object has that id: an MCP server session that ended (or
+     * never existed).
+     */
+    RCIP_RESULT_NOT_FOUND = 305,
+    /**
+     * The operating system refused: an address that cannot be bound (in
+     * use, not local, no permission), or threads that cannot be started.
+     */
+    RCIP_RESULT_IO = 306,
     /**
      * An internal error (a caught panic). The call had no effect, or its
      * effect is reported through the usual outcome. Any function returning
@@ -273,6 +343,45 @@ typedef struct rcip_host rcip_host;
 typedef struct rcip_invocation rcip_invocation;
 
 /**
+ * A Streamable HTTP MCP server (MCP 2025-11-25, "Transports") serving one
+ * catalog, with one runtime per MCP session (docs/MCP.md, "Serving over
+ * HTTP").
+ *
+ * Ownership: owned by the caller; freed with `rcip_mcp_server_free`
+ * (which shuts it down first).
+ * Thread safety: synchronized (any thread, concurrently), except that
+ * `rcip_mcp_server_shutdown` and `rcip_mcp_server_free` must not be
+ * called from a callback of one of its sessions' runtimes or from the
+ * factory.
+ * Threads: the server's I/O threads (`rcip-http-io`) never run host code;
+ * the factory, handlers, policies and availability checks reached through
+ * MCP, cancellations and session endings run on its worker threads
+ * (`rcip-mcp-worker`, option `workers`, default 2); a deferred handler
+ * settles from any thread.
+ * Functions: `rcip_mcp_server_new`, `rcip_mcp_server_url`,
+ * `rcip_mcp_server_start`, `rcip_mcp_server_serve`,
+ * `rcip_mcp_server_shutdown`, `rcip_mcp_server_sessions`,
+ * `rcip_mcp_server_session_find`, `rcip_mcp_server_free`.
+ */
+typedef struct rcip_mcp_server rcip_mcp_server;
+
+/**
+ * A live session's runtime, held by the host (an approval UI, a context
+ * change): its host and client views and its user data.
+ *
+ * Ownership: owned by the caller (`rcip_mcp_server_session_find`); freed
+ * with `rcip_mcp_server_session_free`. It keeps the session's runtime
+ * memory alive: after the session ends, its runtime is closed and calls
+ * through the views answer `RCIP_RESULT_CLOSED` (a late approval gets
+ * its outcome, never a use after free).
+ * Thread safety: synchronized.
+ * Functions: `rcip_mcp_server_session_host`,
+ * `rcip_mcp_server_session_client`, `rcip_mcp_server_session_user_data`,
+ * `rcip_mcp_server_session_free`.
+ */
+typedef struct rcip_mcp_server_session rcip_mcp_server_session;
+
+/**
  * An MCP server session (MCP revision 2025-11-25) over a runtime's
  * consumer surface: `initialize`, `ping`, `tools/list`, `tools/call`,
  * cancellation and `notifications/tools/list_changed`; see docs/MCP.md
@@ -286,6 +395,20 @@ typedef struct rcip_invocation rcip_invocation;
  * `rcip_mcp_session_serve_stdio`, `rcip_mcp_session_free`.
  */
 typedef struct rcip_mcp_session rcip_mcp_session;
+
+/**
+ * What the session factory is told about a new session, and where it
+ * hands over the session's runtime.
+ *
+ * Ownership: borrowed by the factory callback for the call only; never
+ * freed.
+ * Thread safety: the factory's thread only.
+ * Functions: `rcip_mcp_session_setup_session_id`,
+ * `rcip_mcp_session_setup_initialize_params`,
+ * `rcip_mcp_session_setup_client_name`, `rcip_mcp_session_setup_header`,
+ * `rcip_mcp_session_setup_accept`.
+ */
+typedef struct rcip_mcp_session_setup rcip_mcp_session_setup;
 
 /**
  * One question to the host policy: an invocation (`phase` `"invoke"`), an
@@ -544,6 +667,27 @@ typedef int64_t (*rcip_clock_callback)(void *user_data);
  * `rcip_binding_free` from here frees the handle without unbinding).
  */
 typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefix, struct rcip_string_sink *sink);
+
+/**
+ * Builds the runtime of a new MCP session (`rcip_mcp_server_new`): the
+ * host builds a runtime from the server's catalog
+ * (`rcip_runtime_builder_new`), binds its handlers, sets its policy and
+ * context, and hands it over with `rcip_mcp_session_setup_accept`.
+ *
+ * Returns 0 after accepting; any other value fails the client's
+ * `initialize` with JSON-RPC `-32603` and creates no session (a runtime
+ * accepted before a non-zero return is closed and freed, and its
+ * session user data released).
+ *
+ * Called on a library worker thread (`rcip-mcp-worker`), never on an I/O
+ * thread, once per `initialize` that carries no `Mcp-Session-Id`, and
+ * possibly concurrently with itself (two clients connecting at once).
+ * `setup` and every string read from it are valid during the call only.
+ * It may call any rcip function except `rcip_mcp_server_shutdown` and
+ * `rcip_mcp_server_free` of its own server. `user_data` is the server's
+ * (`rcip_mcp_server_new`).
+ */
+typedef int32_t (*rcip_mcp_session_factory_callback)(void *user_data, struct rcip_mcp_session_setup *setup);
 
 
 
@@ -1619,6 +1763,225 @@ rcip_result rcip_schema_validate(const struct rcip_schema *schema, const char *i
  * Thread safety: any thread.
  */
 void rcip_schema_free(struct rcip_schema *schema);
+
+/**
+ * The id of the session being created (32 hex digits, 128 random bits).
+ *
+ * Ownership: borrowed from `setup`, valid during the factory call.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_session_setup_session_id(const struct rcip_mcp_session_setup *setup);
+
+/**
+ * The client's `initialize` params as JSON text.
+ *
+ * Shape: MCP `InitializeRequest.params`: `{"protocolVersion",
+ * "capabilities", "clientInfo": {"name", "version", ...}, ...}`.
+ * Ownership: borrowed from `setup`, valid during the factory call.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_session_setup_initialize_params(const struct rcip_mcp_session_setup *setup);
+
+/**
+ * `clientInfo.name` of the client's `initialize`, or NULL when absent.
+ *
+ * Ownership: borrowed from `setup`, valid during the factory call.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_session_setup_client_name(const struct rcip_mcp_session_setup *setup);
+
+/**
+ * The value of request header `name` (any case) of the `initialize`
+ * request, or NULL when the request had none or the server's
+ * `forwardHeaders` option does not name it.
+ *
+ * Ownership: `name` is borrowed for the call; the result is borrowed
+ * from `setup`, valid during the factory call.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_session_setup_header(const struct rcip_mcp_session_setup *setup, const char *name);
+
+/**
+ * Hands the new session its runtime.
+ *
+ * Ownership: consumes `runtime` (on success and on failure alike: on
+ * failure it is closed and freed); the session closes it when the session
+ * ends (DELETE, idle expiry, server shutdown), then calls
+ * `session_user_data_free(session_user_data)` once (on a worker thread or
+ * the thread shutting the server down), and frees it when no
+ * `rcip_mcp_server_session` handle holds it any more. `session_user_data`
+ * is what `rcip_mcp_server_session_user_data` returns.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (setup, runtime),
+ * `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted),
+ * `RCIP_RESULT_INVALID_ARGUMENT` (the runtime is not built from the
+ * server's catalog: checked when the factory returns, failing the
+ * `initialize`). On failure `session_user_data_free` is never called.
+ * Thread safety: the factory's thread, during the factory call.
+ */
+rcip_result rcip_mcp_session_setup_accept(struct rcip_mcp_session_setup *setup, struct rcip_runtime *runtime, void *session_user_data, rcip_user_data_free_callback session_user_data_free);
+
+/**
+ * Creates a Streamable HTTP MCP server for `catalog` and binds `address`
+ * (nothing is served until `rcip_mcp_server_start` or
+ * `rcip_mcp_server_serve`).
+ *
+ * Shape: `address` is `IP:PORT` (`127.0.0.1:0` picks a free port; read it
+ * with `rcip_mcp_server_url`). `options_json` is NULL (defaults) or one
+ * object with the MCP session options of `rcip_mcp_session_new` plus the
+ * server's (docs/MCP.md, "Server options"): `"endpoint"` (default
+ * `"/mcp"`), `"allowedHosts"`, `"allowedOrigins"` (default on loopback:
+ * the localhost names and origins, any port; elsewhere any Host and no
+ * Origin), `"maxBodyBytes"` (default 4194304), `"maxSessions"` (1024),
+ * `"idleTimeoutMs"` (600000), `"maxInFlight"` (64 per session),
+ * `"replayEvents"` (256 per stream), `"workers"` (2), `"ioThreads"` (1),
+ * `"maxConnections"` (1024), `"forwardHeaders"` (header names handed to
+ * the factory), `"retryMs"` (1000), `"pollAfterMs"` (none),
+ * `"headerTimeoutMs"` (10000), `"bodyTimeoutMs"` (30000),
+ * `"responseMode"`: `"sse-calls"` (default) | `"sse"` | `"json"`, and
+ * `"toolNames"`: `"ids"` | `"safe"` | `{capability id: tool name}`.
+ * Units: `*Ms` in milliseconds, `*Bytes` in bytes.
+ * Ownership: `catalog` is borrowed (the server keeps its own reference);
+ * `address` and `options_json` are borrowed for the call; `user_data` is
+ * kept until the server is freed, then `user_data_free` runs once.
+ * `*server_out` is new (free it with `rcip_mcp_server_free`); NULL on
+ * failure, and then neither callback is ever called.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (catalog, address, factory,
+ * server_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_INVALID_JSON`,
+ * `RCIP_RESULT_INVALID_ARGUMENT` (an address that is not `IP:PORT`, an
+ * option of the wrong shape or unknown, a tool naming with collisions or
+ * names over 64 characters), `RCIP_RESULT_IO` (the address cannot be
+ * bound, threads cannot start).
+ * Thread safety: any thread.
+ * Callbacks: `factory` per `rcip_mcp_session_factory_callback`.
+ * Rule: MCP 2025-11-25, "Transports" (Streamable HTTP), "Security Best
+ * Practices" (DNS rebinding); the seed's server rule (a separate runtime
+ * per server request, never a server singleton).
+ */
+rcip_result rcip_mcp_server_new(const struct rcip_catalog *catalog, const char *address, const char *options_json, rcip_mcp_session_factory_callback factory, void *user_data, rcip_user_data_free_callback user_data_free, struct rcip_mcp_server **server_out);
+
+/**
+ * The server's URL, `http://IP:PORT/ENDPOINT` (the bound port when
+ * created with port 0).
+ *
+ * Ownership: `*url_out` is new, freed with `rcip_string_free`; NULL on
+ * failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_mcp_server_url(const struct rcip_mcp_server *server, char **url_out);
+
+/**
+ * Starts serving in the background (the server's own threads) and
+ * returns at once.
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED` (started
+ * or shut down before), `RCIP_RESULT_IO` (threads cannot start).
+ * Thread safety: any thread.
+ */
+rcip_result rcip_mcp_server_start(const struct rcip_mcp_server *server);
+
+/**
+ * Serves until `rcip_mcp_server_shutdown` (from another thread, a signal
+ * handler's thread, or a callback) has finished; starts the server first
+ * if needed.
+ *
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_IO`.
+ * Thread safety: blocks the calling thread; any other call may run
+ * meanwhile on other threads.
+ */
+rcip_result rcip_mcp_server_serve(const struct rcip_mcp_server *server);
+
+/**
+ * Shuts the server down: no new connections or sessions; every session
+ * ends (its runtime closed: pending invocations end `failed
+ * EXECUTION_ABORTED`, pending confirmations hear `closed`; then its
+ * session user data is released); open connections get until the
+ * deadline to finish, then are dropped. Returns when that is done;
+ * `rcip_mcp_server_serve` then returns too. Idempotent.
+ *
+ * Units: `deadline_ms` in milliseconds.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread except a callback of the server's sessions
+ * or its factory (it waits for them).
+ */
+rcip_result rcip_mcp_server_shutdown(const struct rcip_mcp_server *server, uint64_t deadline_ms);
+
+/**
+ * The live sessions as JSON.
+ *
+ * Shape: `[{"sessionId", "clientInfo", "protocolVersion",
+ * "droppedNotifications"}]`, ordered by session id
+ * (`droppedNotifications`: progress and log notifications dropped for a
+ * client that did not keep up).
+ * Ownership: `*json_out` is new, freed with `rcip_string_free`; NULL on
+ * failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_mcp_server_sessions(const struct rcip_mcp_server *server, char **json_out);
+
+/**
+ * A handle on live session `session_id`'s runtime, so the host reaches
+ * the right session's runtime (approvals, context).
+ *
+ * Ownership: `session_id` is borrowed for the call; `*session_out` is new
+ * (free it with `rcip_mcp_server_session_free`); NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_INVALID_UTF8`,
+ * `RCIP_RESULT_NOT_FOUND` (no live session has that id).
+ * Thread safety: any thread, also inside callbacks.
+ */
+rcip_result rcip_mcp_server_session_find(const struct rcip_mcp_server *server, const char *session_id, struct rcip_mcp_server_session **session_out);
+
+/**
+ * The host view of the session's runtime; NULL for NULL.
+ *
+ * Ownership: borrowed from `session`; valid until
+ * `rcip_mcp_server_session_free`.
+ * Thread safety: any thread.
+ */
+const struct rcip_host *rcip_mcp_server_session_host(const struct rcip_mcp_server_session *session);
+
+/**
+ * The consumer view of the session's runtime; NULL for NULL.
+ *
+ * Ownership: borrowed from `session`; valid until
+ * `rcip_mcp_server_session_free`.
+ * Thread safety: any thread.
+ */
+const struct rcip_client *rcip_mcp_server_session_client(const struct rcip_mcp_server_session *session);
+
+/**
+ * The session user data given to `rcip_mcp_session_setup_accept`; NULL
+ * for NULL. After the session ended its release function has run: do
+ * not use the data then.
+ *
+ * Ownership: the host's.
+ * Thread safety: any thread.
+ */
+void *rcip_mcp_server_session_user_data(const struct rcip_mcp_server_session *session);
+
+/**
+ * Releases a session handle; the runtime's memory goes with the last
+ * holder (the server while the session lives).
+ *
+ * Ownership: consumes `session`; its views become invalid. NULL does
+ * nothing; freeing twice is undefined.
+ * Thread safety: any thread.
+ */
+void rcip_mcp_server_session_free(struct rcip_mcp_server_session *session);
+
+/**
+ * Shuts the server down (as `rcip_mcp_server_shutdown` with a 5000 ms
+ * deadline, when still running) and frees it; then the factory's
+ * `user_data_free` runs once.
+ *
+ * Ownership: consumes `server`. NULL does nothing; freeing twice is
+ * undefined. `rcip_mcp_server_session` handles stay valid.
+ * Thread safety: any thread except a callback of the server's sessions or
+ * its factory, and not while another thread is inside a call on it other
+ * than `rcip_mcp_server_serve` (which returns).
+ */
+void rcip_mcp_server_free(struct rcip_mcp_server *server);
 
 /**
  * Answers an availability check (`RcipAvailability`).

@@ -126,14 +126,14 @@ static bool check_keys(loader *l, const json_value *object, const char *const *a
     for (size_t i = 0; i < object->count; i++) {
         const char *key = object->members[i].key;
         if (top_level && (strcmp(key, "step") == 0 || strcmp(key, "op") == 0 ||
-                          strcmp(key, "note") == 0)) {
+                          strcmp(key, "note") == 0 || strcmp(key, "session") == 0)) {
             continue;
         }
         if (strlen(key) != object->members[i].key_len || !in_list(key, allowed)) {
             char accepted[256];
             list_text(accepted, sizeof accepted, allowed);
             return fail(l, "unknown key \"%.60s\" in %s (accepted: %s%s)", key, where,
-                        top_level ? "step, op, note, " : "", accepted);
+                        top_level ? "step, op, note, session, " : "", accepted);
         }
         for (size_t j = 0; j < i; j++) {
             if (strcmp(object->members[j].key, key) == 0) {
@@ -472,6 +472,7 @@ static bool parse_step(loader *l, plan *p, plan_step *s)
     }
     const char *name = get_string(l, root, "step", false, "a step");
     s->note = get_string(l, root, "note", false, "a step");
+    s->session = get_string(l, root, "session", false, "a step");
     if (l->failed) {
         return false;
     }

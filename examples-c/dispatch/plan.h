@@ -57,6 +57,7 @@ typedef struct plan_step {
     char *name;          /* `step`, or "line N" */
     plan_op op;
     const char *note;    /* `note`, or NULL */
+    const char *session; /* `session`: with --mcp-http, the MCP session a console line is for (NULL: every one) */
     const char *expect_result; /* `expect.result` (an rcip_result name), or NULL for "OK" */
 
     /* invoke */

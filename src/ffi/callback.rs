@@ -172,6 +172,17 @@ impl UserData {
     pub(crate) fn ptr(&self) -> *mut c_void {
         self.ptr
     }
+
+    /// Releases the data now (once; the drop then does nothing), for data
+    /// whose registration ends before its holder goes.
+    pub(crate) fn release(&self) {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            if let Some(free) = self.free {
+                // Safety: the host registered this pair; it is called once.
+                unsafe { free(self.ptr) };
+            }
+        }
+    }
 }
 
 impl Drop for UserData {

@@ -24,6 +24,7 @@ pub mod policy;
 pub mod result;
 pub mod runtime;
 pub mod schema;
+pub mod server;
 pub mod sink;
 pub mod snapshot;
 pub mod string;

@@ -55,6 +55,12 @@ pub enum rcip_result {
     PreflightBatchInvalid = 303,
     /// A runtime call from inside the runtime's clock or id generator.
     WrongContext = 304,
+    /// No live object has that id: an MCP server session that ended (or
+    /// never existed).
+    NotFound = 305,
+    /// The operating system refused: an address that cannot be bound (in
+    /// use, not local, no permission), or threads that cannot be started.
+    Io = 306,
     /// An internal error (a caught panic). The call had no effect, or its
     /// effect is reported through the usual outcome. Any function returning
     /// `rcip_result` may return it, though no Errors list repeats it; a
@@ -134,6 +140,8 @@ fn result_text(code: u32) -> &'static CStr {
         302 => c"the runtime is closed",
         303 => c"a preflight batch must hold 1 to 16 proposals",
         304 => c"runtime calls are not allowed from inside the clock or id generator",
+        305 => c"no live object has that id",
+        306 => c"the operating system refused (address, threads)",
         900 => c"internal error (a panic was caught)",
         _ => c"unknown rcip_result value",
     }

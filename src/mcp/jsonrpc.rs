@@ -67,6 +67,12 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
             };
         }
     };
+    classify_value(value)
+}
+
+/// Classifies one parsed message (parsed as [`classify`] parses: integers
+/// exact).
+pub(crate) fn classify_value(value: Value) -> Incoming {
     let Value::Object(mut map) = value else {
         let message = if value.is_array() {
             "Invalid Request: JSON-RPC batches are not part of MCP; send one message per line"

@@ -37,7 +37,7 @@ const EXPIRY_RECHECK: Duration = Duration::from_millis(250);
 
 /// Nesting depth accepted in a message: the default payload depth (1000)
 /// plus the envelope (`params.arguments`) and a `{"input": ...}` wrapper.
-const MESSAGE_MAX_DEPTH: usize = 1010;
+pub(crate) const MESSAGE_MAX_DEPTH: usize = 1010;
 
 /// An MCP server session over one runtime. See the [module](super) docs.
 ///
@@ -287,6 +287,12 @@ impl McpSession {
         self.inner.receive(message);
     }
 
+    /// As [`receive`](Self::receive), for a message a transport already
+    /// parsed (with exact integers, as `crate::json::parse_bytes_exact`).
+    pub(crate) fn receive_value(&self, message: Value) {
+        self.inner.receive_incoming(jsonrpc::classify_value(message));
+    }
+
     /// Reads newline-delimited messages from `input` until it ends, passing
     /// each to [`receive`](Self::receive); blank lines are skipped, a line
     /// longer than the message limit is answered with `-32700`. Then closes
@@ -475,7 +481,14 @@ impl Inner {
         if self.state.lock().closed {
             return;
         }
-        match classify(bytes, &self.limits) {
+        self.receive_incoming(classify(bytes, &self.limits));
+    }
+
+    fn receive_incoming(self: &Arc<Self>, incoming: Incoming) {
+        if self.state.lock().closed {
+            return;
+        }
+        match incoming {
             Incoming::Invalid { id, code, message } => {
                 let key = id_key(&id);
                 self.send(error_response(&id, code, &message), Kind::Response(key))
@@ -1077,6 +1090,12 @@ fn instant_of(ms: i64) -> Instant {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms).max(0) as u64)
+}
+
+/// Checks `naming` against `catalog` as a session would (for a server,
+/// before any session exists).
+pub(crate) fn check_tool_names(catalog: &Catalog, naming: &ToolNames) -> Result<(), String> {
+    tool_names(catalog, naming).map(|_| ())
 }
 
 /// The tool names other than the capability ids for `naming`, checked:
