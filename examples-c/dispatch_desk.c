@@ -1723,15 +1723,19 @@ static bool desk_bind_all(app *a, rcip_binding **bindings, rcip_user_data_free_c
  * here: the agent's (invoke, resolve, preflight) come over MCP.
  * ====================================================================== */
 
-typedef struct console {
+typedef struct console console;
+struct console {
     const char *path;         /* a FIFO */
-    const runner *desk_runner; /* the app and the bindings */
+    const runner *desk_runner; /* the app and the bindings (stdio) */
+    /* Runs one batch of console lines; NULL: on desk_runner. */
+    void (*run_batch)(console *c, const plan *batch);
+    void *batch_data;
     pthread_t thread;
     bool started;
     pthread_mutex_t mutex;    /* guards stop and done */
     bool stop;
     bool done;
-} console;
+};
 
 static bool console_op(plan_op op)
 {
@@ -1745,6 +1749,41 @@ static bool console_flag(console *c, const bool *flag)
     bool value = *flag;
     pthread_mutex_unlock(&c->mutex);
     return value;
+}
+
+/*
+ * Runs the console lines of `batch` on the runtime of `a` (with its
+ * bindings); with `session_id`, only the lines for every session or for
+ * that one ("session" key, --mcp-http).
+ */
+static void console_run(app *a, rcip_binding *const *bindings, long ttl_ms, const plan *batch,
+                        const char *session_id)
+{
+    /* A runner of its own: the batch, the desk's app and bindings. */
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.app = a;
+    memcpy(r.bindings, bindings, sizeof r.bindings);
+    r.ttl_ms = ttl_ms;
+    r.plan = batch;
+    size_t ran = 0;
+    for (size_t i = 0; i < batch->count; i++) {
+        const plan_step *s = &batch->steps[i];
+        if (session_id && s->session && strcmp(s->session, session_id) != 0) {
+            continue;
+        }
+        if (console_op(s->op)) {
+            run_step(&r, i);
+            ran++;
+        } else {
+            host_log("dispatcher", "console: line %zu: %s is the agent's to do (over MCP): skipped",
+                     s->line, plan_op_name(s->op));
+        }
+    }
+    host_log("dispatcher", "console%s%s: %zu step(s) done, %zu check(s) differed",
+             session_id ? ", session " : "", session_id ? session_id : "", ran, r.mismatches);
+    rcip_snapshot_free(r.last_snapshot);
+    free(r.mismatch_steps);
 }
 
 static void *console_main(void *arg)
@@ -1766,26 +1805,11 @@ static void *console_main(void *arg)
             host_log("dispatcher", "console: %s", error);
             continue;
         }
-        /* A runner of its own: the batch, the desk's app and bindings. */
-        runner r;
-        memset(&r, 0, sizeof r);
-        r.app = c->desk_runner->app;
-        memcpy(r.bindings, c->desk_runner->bindings, sizeof r.bindings);
-        r.ttl_ms = c->desk_runner->ttl_ms;
-        r.plan = &batch;
-        for (size_t i = 0; i < batch.count; i++) {
-            const plan_step *s = &batch.steps[i];
-            if (console_op(s->op)) {
-                run_step(&r, i);
-            } else {
-                host_log("dispatcher", "console: line %zu: %s is the agent's to do (over MCP): skipped",
-                         s->line, plan_op_name(s->op));
-            }
+        if (c->run_batch) {
+            c->run_batch(c, &batch);
+        } else {
+            console_run(c->desk_runner->app, c->desk_runner->bindings, c->desk_runner->ttl_ms, &batch, NULL);
         }
-        host_log("dispatcher", "console: %zu step(s) done, %zu check(s) differed", batch.count,
-                 r.mismatches);
-        rcip_snapshot_free(r.last_snapshot);
-        free(r.mismatch_steps);
         plan_free(&batch);
     }
     pthread_mutex_lock(&c->mutex);
@@ -1855,6 +1879,271 @@ static int serve_mcp(const rcip_runtime *runtime, const runner *desk_runner,
 }
 
 /* ======================================================================
+ * 7b. MCP over Streamable HTTP (--mcp-http): a desk runtime per session
+ * ====================================================================== */
+
+/*
+ * One MCP session: a runtime of its own over the one desk (its own
+ * bindings, policy and dialog, context, confirmations and events), built
+ * by the server's factory. The policy, dialog, observer and each binding
+ * context hold a reference on it, and so does the server until the
+ * session ends (http_session_ended): it is freed with the last one.
+ */
+typedef struct http_session {
+    app a; /* first: the callbacks' user data is the session */
+    rcip_binding *bindings[CAPABILITY_COUNT];
+    char *id;
+    long refs; /* under refs_mutex */
+    struct http_desk *server;
+    struct http_session *next; /* the live sessions, under server->mutex */
+} http_session;
+
+typedef struct http_desk {
+    rcip_catalog *catalog;
+    desk *desk;
+    long ttl_ms;
+    const char *context_map_text; /* clientInfo.name -> context; "*" for any */
+    json_value *context_map;
+    pthread_mutex_t mutex;
+    http_session *sessions;
+} http_desk;
+
+static pthread_mutex_t refs_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void http_session_retain(void *user_data)
+{
+    http_session *s = user_data;
+    pthread_mutex_lock(&refs_mutex);
+    s->refs++;
+    pthread_mutex_unlock(&refs_mutex);
+}
+
+/* rcip_user_data_free_callback of every registration on the session. */
+static void http_session_release(void *user_data)
+{
+    http_session *s = user_data;
+    pthread_mutex_lock(&refs_mutex);
+    bool last = --s->refs == 0;
+    pthread_mutex_unlock(&refs_mutex);
+    if (!last) {
+        return;
+    }
+    for (size_t i = 0; i < CAPABILITY_COUNT; i++) {
+        rcip_binding_free(s->bindings[i]);
+    }
+    for (size_t i = 0; i < s->a.closed_count; i++) {
+        free(s->a.closed[i].confirmation_id);
+        free(s->a.closed[i].reason);
+    }
+    free(s->a.closed);
+    pthread_cond_destroy(&s->a.cond);
+    pthread_mutex_destroy(&s->a.mutex);
+    free(s->id);
+    free(s);
+}
+
+static void http_binding_context_free(void *user_data)
+{
+    binding_context *ctx = user_data;
+    http_session_release(ctx->app); /* the app is the session's first member */
+    free(ctx);
+}
+
+/* The session ended (DELETE, idle, shutdown): its runtime is closed. */
+static void http_session_ended(void *user_data)
+{
+    http_session *s = user_data;
+    http_desk *h = s->server;
+    pthread_mutex_lock(&h->mutex);
+    for (http_session **p = &h->sessions; *p; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->mutex);
+    host_log("desk", "MCP session %s ended: its runtime is closed", s->id);
+    http_session_release(s);
+}
+
+/* The context the --context-map gives a client, as JSON text (malloc'd), or NULL. */
+static char *context_for(const http_desk *h, const char *client_name)
+{
+    if (!h->context_map) {
+        return NULL;
+    }
+    const json_value *c = client_name ? json_get(h->context_map, client_name) : NULL;
+    if (!c) {
+        c = json_get(h->context_map, "*");
+    }
+    if (!c) {
+        return NULL;
+    }
+    char *text = xcalloc(1, c->src_len + 1);
+    memcpy(text, h->context_map_text + c->src_offset, c->src_len);
+    return text;
+}
+
+/* rcip_mcp_session_factory_callback: on a library worker thread. */
+static int32_t desk_factory(void *user_data, rcip_mcp_session_setup *setup)
+{
+    http_desk *h = user_data;
+    http_session *s = xcalloc(1, sizeof *s);
+    s->refs = 1;
+    s->server = h;
+    s->id = xstrdup(rcip_mcp_session_setup_session_id(setup));
+    pthread_mutex_init(&s->a.mutex, NULL);
+    pthread_cond_init(&s->a.cond, NULL);
+    s->a.desk = h->desk;
+    s->a.dialog_used = true; /* the dispatcher holds every confirmation */
+    s->a.detach_workers = true;
+    rcip_runtime *runtime = NULL;
+    if (!desk_runtime_new(h->catalog, h->ttl_ms, s, http_session_release, http_session_retain, &runtime)) {
+        http_session_release(s);
+        return 1;
+    }
+    s->a.host = rcip_runtime_host(runtime);
+    s->a.client = rcip_runtime_client(runtime);
+    size_t bound = 0;
+    bool ok = desk_bind_all(&s->a, s->bindings, http_binding_context_free, http_session_retain, &bound);
+    const char *client = rcip_mcp_session_setup_client_name(setup);
+    char *context = ok ? context_for(h, client) : NULL;
+    if (context) {
+        ok = rcip_ok(rcip_host_set_context(s->a.host, context), "rcip_host_set_context");
+    }
+    /* The views stay valid while the session lives: accept consumes the runtime. */
+    if (ok) {
+        http_session_retain(s); /* the server's reference, until http_session_ended */
+        ok = rcip_ok(rcip_mcp_session_setup_accept(setup, runtime, s, http_session_ended),
+                     "rcip_mcp_session_setup_accept");
+        if (!ok) {
+            http_session_release(s);
+        }
+    } else {
+        rcip_runtime_free(runtime);
+    }
+    if (ok) {
+        pthread_mutex_lock(&h->mutex);
+        s->next = h->sessions;
+        h->sessions = s;
+        pthread_mutex_unlock(&h->mutex);
+        host_log("desk", "MCP session %s for %s: a desk runtime of its own (%zu capabilities bound%s%s)",
+                 s->id, client ? client : "an unnamed client", bound, context ? ", context " : "",
+                 context ? context : "");
+    }
+    free(context);
+    http_session_release(s); /* the factory's own reference */
+    return ok ? 0 : 1;
+}
+
+/* The console over HTTP: each batch runs on every live session (or the one a line names). */
+static void http_console_batch(console *c, const plan *batch)
+{
+    http_desk *h = c->batch_data;
+    http_session *live[256];
+    size_t n = 0;
+    pthread_mutex_lock(&h->mutex);
+    for (http_session *s = h->sessions; s && n < sizeof live / sizeof live[0]; s = s->next) {
+        http_session_retain(s);
+        live[n++] = s;
+    }
+    pthread_mutex_unlock(&h->mutex);
+    if (n == 0) {
+        host_log("dispatcher", "console: no live MCP session: %zu line(s) not run", batch->count);
+    }
+    for (size_t i = 0; i < n; i++) {
+        console_run(&live[i]->a, live[i]->bindings, h->ttl_ms, batch, live[i]->id);
+        http_session_release(live[i]);
+    }
+}
+
+/*
+ * Serves the desk over MCP Streamable HTTP on `address` until SIGINT or
+ * SIGTERM (or `serve_seconds`, when positive): one desk runtime per MCP
+ * session, all over the one desk. Prints the URL on standard output.
+ */
+static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const char *address,
+                          const char *options, const char *context_map, long serve_seconds,
+                          const char *control_path)
+{
+    http_desk h;
+    memset(&h, 0, sizeof h);
+    h.catalog = catalog;
+    h.desk = d;
+    h.ttl_ms = ttl_ms;
+    pthread_mutex_init(&h.mutex, NULL);
+    if (context_map) {
+        json_error err;
+        h.context_map_text = context_map;
+        h.context_map = json_parse(context_map, strlen(context_map), &err);
+        if (!h.context_map || h.context_map->type != JSON_OBJECT) {
+            fprintf(stderr, "dispatch_desk: --context-map must be a JSON object of client name to context\n");
+            json_free(h.context_map);
+            pthread_mutex_destroy(&h.mutex);
+            return 2;
+        }
+    }
+    /* Signals are taken by sigtimedwait below: block them before any thread starts. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+    int status = 2;
+    rcip_mcp_server *server = NULL;
+    char *url = NULL;
+    console c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.mutex, NULL);
+    if (!rcip_ok(rcip_mcp_server_new(catalog, address, options, desk_factory, &h, NULL, &server),
+                 "rcip_mcp_server_new") ||
+        !rcip_ok(rcip_mcp_server_url(server, &url), "rcip_mcp_server_url") ||
+        !rcip_ok(rcip_mcp_server_start(server), "rcip_mcp_server_start")) {
+        goto out;
+    }
+    if (control_path) {
+        c.path = control_path;
+        c.run_batch = http_console_batch;
+        c.batch_data = &h;
+        c.started = pthread_create(&c.thread, NULL, console_main, &c) == 0;
+    }
+    printf("rcip: serving MCP on %s\n", url);
+    fflush(stdout);
+    host_log("desk", "serving over MCP Streamable HTTP on %s (options %s)%s%s", url, options ? options : "{}",
+             control_path ? "; dispatcher console: " : "", control_path ? control_path : "");
+    int64_t deadline = serve_seconds > 0 ? now_ms() + serve_seconds * 1000 : 0;
+    for (;;) {
+        struct timespec wait = {0, 100 * 1000 * 1000};
+        int sig = sigtimedwait(&stop_signals, NULL, &wait);
+        if (sig == SIGINT || sig == SIGTERM) {
+            host_log("desk", "signal %d: shutting down", sig);
+            break;
+        }
+        if (deadline && now_ms() >= deadline) {
+            host_log("desk", "--serve-seconds %ld elapsed: shutting down", serve_seconds);
+            break;
+        }
+    }
+    console_stop(&c);
+    rcip_ok(rcip_mcp_server_shutdown(server, 5000), "rcip_mcp_server_shutdown");
+    status = 0;
+out:
+    rcip_mcp_server_free(server); /* every session ended: their runtimes are closed */
+    rcip_string_free(url);
+    /* Detached archive workers use the desk: wait for them. */
+    pthread_mutex_lock(&detached_mutex);
+    while (detached_running > 0) {
+        pthread_cond_wait(&detached_cond, &detached_mutex);
+    }
+    pthread_mutex_unlock(&detached_mutex);
+    json_free(h.context_map);
+    pthread_mutex_destroy(&c.mutex);
+    pthread_mutex_destroy(&h.mutex);
+    return status;
+}
+
+/* ======================================================================
  * 8. main
  * ====================================================================== */
 
@@ -1888,6 +2177,8 @@ static int usage(const char *program, int status)
             "usage: %s [--json] [--ttl-ms N] [--catalog FILE] [--plan FILE]\n"
             "       %s --mcp [--mcp-elicit | --mcp-options JSON] [--control FIFO] [--json]\n"
             "                [--ttl-ms N] [--catalog FILE]\n"
+            "       %s --mcp-http ADDR [--mcp-elicit | --mcp-options JSON] [--context-map JSON]\n"
+            "                [--serve-seconds N] [--control FIFO] [--json] [--ttl-ms N] [--catalog FILE]\n"
             "  Runs an agent plan against the dispatch desk and checks every outcome;\n"
             "  with --mcp, serves the desk to an MCP client on stdin/stdout instead.\n"
             "  --catalog  RcipApplicationDefinition JSON (default "
@@ -1898,12 +2189,18 @@ static int usage(const char *program, int status)
             "  --json     print the transcript as JSON lines\n"
             "  --mcp          serve over MCP (stdio); the transcript goes to stderr\n"
             "  --mcp-elicit   let the MCP client's user approve confirmations (elicitation)\n"
-            "  --mcp-options  the MCP session's options JSON (docs/MCP.md)\n"
+            "  --mcp-options  the MCP session's options JSON (docs/MCP.md; with --mcp-http\n"
+            "                 also the server's options)\n"
+            "  --mcp-http     serve over MCP Streamable HTTP on ADDR (e.g. 127.0.0.1:8080;\n"
+            "                 port 0 picks one): one desk runtime per MCP session; prints\n"
+            "                 \"rcip: serving MCP on URL\" on stdout; stops on SIGINT/SIGTERM\n"
+            "  --context-map  with --mcp-http: {\"<clientInfo.name>\" or \"*\": context} for new sessions\n"
+            "  --serve-seconds with --mcp-http: shut down after N seconds\n"
             "  --control      a FIFO: batches of plan lines (desk, set_context, ...) the\n"
             "                 dispatcher runs while serving (default TTL with --mcp: %d ms)\n"
             "Exit status: 0 all outcomes as expected (--mcp: the client hung up), 1 some\n"
             "differed, 2 unusable input.\n",
-            program, program, DEFAULT_TTL_MS, MCP_TTL_MS);
+            program, program, program, DEFAULT_TTL_MS, MCP_TTL_MS);
     return status;
 }
 
@@ -1931,6 +2228,8 @@ int main(int argc, char **argv)
     const char *plan_path = "examples-c/dispatch/plan.jsonl";
     bool plan_given = false, ttl_given = false, mcp = false;
     const char *mcp_options = NULL, *control_path = NULL;
+    const char *http_address = NULL, *context_map = NULL;
+    long serve_seconds = 0;
     long ttl_ms = DEFAULT_TTL_MS;
     out.stream = stdout;
     for (int i = 1; i < argc; i++) {
@@ -1943,6 +2242,18 @@ int main(int argc, char **argv)
             plan_given = true;
         } else if (strcmp(argv[i], "--mcp") == 0) {
             mcp = true;
+        } else if (strcmp(argv[i], "--mcp-http") == 0 && i + 1 < argc) {
+            mcp = true;
+            http_address = argv[++i];
+        } else if (strcmp(argv[i], "--context-map") == 0 && i + 1 < argc) {
+            context_map = argv[++i];
+        } else if (strcmp(argv[i], "--serve-seconds") == 0 && i + 1 < argc) {
+            char *end;
+            serve_seconds = strtol(argv[++i], &end, 10);
+            if (*end || serve_seconds < 1) {
+                fprintf(stderr, "dispatch_desk: --serve-seconds takes a positive number of seconds\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "--mcp-elicit") == 0 && !mcp_options) {
             mcp = true;
             mcp_options = "{\"confirmation\": \"elicit\"}";
@@ -1966,7 +2277,7 @@ int main(int argc, char **argv)
         }
     }
     if (mcp) {
-        /* Standard output belongs to the protocol now. */
+        /* Standard output belongs to the protocol now (over HTTP: the URL only). */
         out.stream = stderr;
         signal(SIGPIPE, SIG_IGN); /* a client that hangs up is not a crash */
         if (!ttl_given) {
@@ -1984,6 +2295,10 @@ int main(int argc, char **argv)
         }
     } else if (control_path) {
         fprintf(stderr, "dispatch_desk: --control needs --mcp\n");
+        return 2;
+    }
+    if ((context_map || serve_seconds) && !http_address) {
+        fprintf(stderr, "dispatch_desk: --context-map and --serve-seconds need --mcp-http\n");
         return 2;
     }
 
@@ -2028,6 +2343,12 @@ int main(int argc, char **argv)
     a.desk = desk_new();
     if (!a.desk) {
         fprintf(stderr, "dispatch_desk: out of memory\n");
+        goto done;
+    }
+    if (http_address) {
+        /* 2'. Or serve over HTTP: each MCP session builds its own runtime. */
+        status = serve_mcp_http(catalog, a.desk, ttl_ms, http_address, mcp_options, context_map,
+                                serve_seconds, control_path);
         goto done;
     }
 

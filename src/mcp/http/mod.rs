@@ -89,6 +89,7 @@ pub struct HttpOptions {
     /// milliseconds (default 600000, ten minutes).
     pub idle_timeout_ms: u64,
     /// Client requests in flight per session (default 64): `429` beyond.
+    /// It replaces [`McpOptions::max_in_flight`] of `session`.
     pub max_in_flight: usize,
     /// Events kept per SSE stream for resumption (default 256).
     pub replay_events: usize,
@@ -216,10 +217,7 @@ impl HttpOptions {
                 "workers" => {
                     o.workers = int(key, v, 1, 64)? as usize;
                 }
-                "maxInFlight" => {
-                    o.max_in_flight = int(key, v, 1, 65536)? as usize;
-                    session.insert(key.clone(), v.clone());
-                }
+                "maxInFlight" => o.max_in_flight = int(key, v, 1, 65536)? as usize,
                 k if SESSION_OPTION_KEYS.contains(&k) => {
                     session.insert(key.clone(), v.clone());
                 }

@@ -64,9 +64,16 @@ enum Route {
     Stream(u64),
 }
 
+/// Request streams whose answers were all written, kept for a client that
+/// lost the connection and resumes (a write to a dead connection looks
+/// successful); the oldest beyond this many go.
+const FINISHED_KEPT: usize = 64;
+
 #[derive(Default)]
 struct State {
     streams: HashMap<u64, Stream>,
+    /// Finished request streams, oldest first.
+    finished: VecDeque<u64>,
     routes: HashMap<String, Route>,
     next_stream: u64,
     next_conn: u64,
@@ -292,9 +299,7 @@ impl Router {
         if (stream.finished && *cursor >= stream.last_seq) || stream.close_requested {
             stream.close_requested = false;
             stream.attached = None;
-            if stream.finished && id != STANDALONE {
-                st.streams.remove(&id);
-            }
+            Router::retire(&mut st, id);
             return Poll::Ready(None);
         }
         stream.attached = Some((conn, Some(cx.waker().clone())));
@@ -307,6 +312,26 @@ impl Router {
         if let Some(s) = st.streams.get_mut(&id) {
             if s.attached.as_ref().map(|(c, _)| *c) == Some(conn) {
                 s.attached = None;
+            }
+        }
+        Router::retire(&mut st, id);
+    }
+
+    /// Once a request stream has all its answers and no connection, it
+    /// joins the finished streams kept for resumption (the oldest beyond
+    /// [`FINISHED_KEPT`] go).
+    fn retire(st: &mut State, id: u64) {
+        let done = st
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.finished && s.attached.is_none());
+        if id == STANDALONE || !done || st.finished.contains(&id) {
+            return;
+        }
+        st.finished.push_back(id);
+        while st.finished.len() > FINISHED_KEPT {
+            if let Some(old) = st.finished.pop_front() {
+                st.streams.remove(&old);
             }
         }
     }
@@ -335,7 +360,9 @@ impl McpOutput for Router {
                             s.due = s.due.saturating_sub(1);
                             s.finished = s.due == 0;
                         }
-                        self.push(&mut st, sid, message, true, false)
+                        let waker = self.push(&mut st, sid, message, true, false);
+                        Router::retire(&mut st, sid);
+                        waker
                     }
                     // A response without a route (an invalid message's
                     // error): the standalone stream.
@@ -462,6 +489,21 @@ mod tests {
         let got = drain(&mut resumed);
         assert_eq!(got[1], format!("id: {sid}-1\nevent: message\ndata: {{\"n\":1}}\n\nid: {sid}-2\nevent: message\ndata: {{\"r\":2}}\n\n"));
         assert_eq!(got.last().unwrap(), "<end>");
+    }
+
+    #[test]
+    fn finished_streams_are_kept_for_resumption_but_bounded() {
+        let r = Arc::new(Router::new(8));
+        for i in 0..1000 {
+            let key = format!("{i}");
+            let sid = r.open_stream(key.clone()).unwrap();
+            let body = r.attach(sid, Some(0)).unwrap();
+            drop(body); // the client went away before the answer
+            r.send_message("{}", MessageKind::Response { id: &key });
+        }
+        let st = r.state.lock();
+        assert_eq!(st.streams.len(), FINISHED_KEPT + 1, "the standalone stream and the kept ones");
+        assert!(st.routes.is_empty());
     }
 
     #[test]

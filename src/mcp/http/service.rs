@@ -507,9 +507,11 @@ fn create_session<O: SessionRuntime>(
         return Err(fail("the session factory built a runtime over another catalog than the server's"));
     }
     let router = Arc::new(Router::new(server.options.replay_events));
+    let mut session_options = server.options.session.clone();
+    session_options.max_in_flight = Some(server.options.max_in_flight);
     let mcp = match McpSession::with_pool(
         owner.runtime(),
-        server.options.session.clone(),
+        session_options,
         router.clone(),
         Some(server.pool.clone()),
     ) {
