@@ -273,7 +273,9 @@ class HttpDesk:
 
 @pytest.fixture
 def http_desk() -> Any:
-    """Starts desks; each is stopped after the test (and must exit 0)."""
+    """Starts desks; each is stopped after the test (and must exit 0).
+    A test that also uses `control_fifo` names it first, so the desk stops
+    while its console FIFO still exists (fixtures end in reverse order)."""
     desks: list[HttpDesk] = []
 
     def start(*extra: str) -> HttpDesk:
