@@ -819,7 +819,7 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
                 name: "never reads its SSE streams",
                 ok: probe_result.is_ok(),
                 detail: format!(
-                    "{written}/2000 pipelined calls accepted before the server stopped reading; RSS {} -> {} (held) -> {} MiB; probe: {}",
+                    "{written}/2000 pipelined calls written on a connection never read; RSS {} -> {} (held) -> {} MiB; probe: {}",
                     rss0 / 1024,
                     rss1 / 1024,
                     rss2 / 1024,
@@ -969,8 +969,15 @@ fn main() {
     for r in &reports {
         let l = &r.load;
         let share = l.generator_cpu_s / (l.generator_cpu_s + l.server_cpu_s);
+        let json_mode = args.json;
         let mut check = |ok: bool, what: String| {
-            println!("{} {}: {what}", if ok { "PASS" } else { "FAIL" }, r.name);
+            // With --json, stdout is the JSON document only.
+            let line = format!("{} {}: {what}", if ok { "PASS" } else { "FAIL" }, r.name);
+            if json_mode {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
             if !ok {
                 failed.push(format!("{}: {what}", r.name));
             }
@@ -1002,11 +1009,11 @@ fn main() {
     }
     if let Some(ratio) = ratio {
         let ok = ratio >= 10.0;
-        println!("{} throughput rcip / python: {ratio:.1}x (target >= 10x)", if ok { "PASS" } else { "FAIL" });
+        eprintln!("{} throughput rcip / python: {ratio:.1}x (target >= 10x)", if ok { "PASS" } else { "FAIL" });
         if !ok {
             failed.push("throughput ratio".into());
         }
     }
-    println!("{} failed", failed.len());
+    eprintln!("{} failed", failed.len());
     std::process::exit(if failed.is_empty() { 0 } else { 1 });
 }
