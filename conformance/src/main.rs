@@ -9,6 +9,10 @@
 //!                                      printing the corpus layout with rcip's
 //!                                      results (for compare_schema.py)
 
+// Links the library's C functions (see Cargo.toml); nothing else of it is
+// named.
+use rcip as _;
+
 mod abi;
 mod compare;
 mod run;

@@ -67,11 +67,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("check") => check(&args[1..]),
         Some("version") => {
-            println!(
-                "rcip {} (ABI {})",
-                env!("CARGO_PKG_VERSION"),
-                rcip::ffi::string::rcip_abi_version()
-            );
+            println!("rcip {} (ABI {})", env!("CARGO_PKG_VERSION"), rcip::abi_version());
             ExitCode::SUCCESS
         }
         _ => {

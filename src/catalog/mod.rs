@@ -220,12 +220,6 @@ impl Catalog {
             Err(e) => e.problems,
         }
     }
-    /// True when `other` is this very catalog (the same compiled value,
-    /// not merely equal text).
-    pub fn same_as(&self, other: &Catalog) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-
 
     /// Capability definitions in catalog order.
     pub fn capabilities(&self) -> &[CapabilityDef] {

@@ -1,6 +1,7 @@
 //! Bindings returned by `rcip_host_bind`.
 
-use super::guard::{ffi_guard, ffi_guard_or, ref_arg};
+use super::guard::{ffi_guard, ffi_guard_or};
+use super::handle::{free_owned, handle_kind, owned, owned_arg};
 use super::result::rcip_result;
 use crate::runtime::Binding;
 
@@ -13,7 +14,11 @@ use crate::runtime::Binding;
 /// Thread safety: synchronized.
 /// Functions: `rcip_binding_unbind`, `rcip_binding_set_revision`,
 /// `rcip_binding_is_installed`, `rcip_binding_free`.
-pub struct rcip_binding(pub(crate) Binding);
+pub struct rcip_binding {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_binding => Binding);
 
 /// Removes this binding if it is still the installed one, then refreshes. A
 /// stale binding (unbound, or replaced by a newer binding) changes nothing
@@ -32,7 +37,7 @@ pub struct rcip_binding(pub(crate) Binding);
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_binding_unbind(binding: *const rcip_binding) -> rcip_result {
     ffi_guard!({
-        ref_arg(binding, "binding")?.0.unbind()?;
+        owned_arg(binding, "binding")?.unbind()?;
         Ok(())
     })
 }
@@ -51,7 +56,7 @@ pub unsafe extern "C" fn rcip_binding_unbind(binding: *const rcip_binding) -> rc
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_binding_set_revision(binding: *const rcip_binding, revision: u64) -> rcip_result {
     ffi_guard!({
-        ref_arg(binding, "binding")?.0.set_revision(revision)?;
+        owned_arg(binding, "binding")?.set_revision(revision)?;
         Ok(())
     })
 }
@@ -63,7 +68,7 @@ pub unsafe extern "C" fn rcip_binding_set_revision(binding: *const rcip_binding,
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_binding_is_installed(binding: *const rcip_binding) -> bool {
-    ffi_guard_or!(false, { binding.as_ref().is_some_and(|b| b.0.is_installed()) })
+    ffi_guard_or!(false, { owned(binding).is_some_and(|b| b.is_installed()) })
 }
 
 /// Unbinds (as `rcip_binding_unbind`, when still installed) and frees the
@@ -79,8 +84,6 @@ pub unsafe extern "C" fn rcip_binding_is_installed(binding: *const rcip_binding)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_binding_free(binding: *mut rcip_binding) {
     ffi_guard_or!((), {
-        if !binding.is_null() {
-            drop(Box::from_raw(binding));
-        }
+        free_owned(binding);
     })
 }

@@ -9,9 +9,11 @@
 use super::invocation::rcip_invocation;
 use super::policy::rcip_policy_request;
 use super::sink::{rcip_availability_sink, rcip_string_sink};
+pub(crate) use crate::foreign::{OnceText, UserData};
 use crate::runtime::{
-    Availability, AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator,
-    Invocation, JsonText, LifecycleEvent, OutcomeSink, Policy, PolicyRequest, Subscriber,
+    Availability, AvailabilityCheck, AvailabilitySlot, CheckFailed, Clock, ConfirmationObserver, DirectCheck,
+    EventObserver, Handler, IdGenerator, Invocation, JsonText, LifecycleEvent, OutcomeSink, Policy, PolicyRequest,
+    Subscriber,
 };
 use std::ffi::{c_char, c_void, CString};
 
@@ -141,62 +143,6 @@ pub type rcip_id_generator_callback =
 /// token is already cancelled; no rcip lock held.
 pub type rcip_cancel_callback = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
-/// Host data and its release function.
-pub(crate) struct UserData {
-    ptr: *mut c_void,
-    free: rcip_user_data_free_callback,
-    armed: std::sync::atomic::AtomicBool,
-}
-
-// Safety: the header (rcip_user_data_free_callback and each callback type)
-// tells the host that user_data is used from any thread, concurrently for
-// callbacks documented so; honouring that is the host's obligation.
-unsafe impl Send for UserData {}
-unsafe impl Sync for UserData {}
-
-impl UserData {
-    pub(crate) fn new(ptr: *mut c_void, free: rcip_user_data_free_callback) -> UserData {
-        UserData {
-            ptr,
-            free,
-            armed: std::sync::atomic::AtomicBool::new(true),
-        }
-    }
-
-    /// After a failed registration: the host keeps its data, so
-    /// `user_data_free` must never run.
-    pub(crate) fn disarm(&self) {
-        self.armed.store(false, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    pub(crate) fn ptr(&self) -> *mut c_void {
-        self.ptr
-    }
-
-    /// Releases the data now (once; the drop then does nothing), for data
-    /// whose registration ends before its holder goes.
-    pub(crate) fn release(&self) {
-        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            if let Some(free) = self.free {
-                // Safety: the host registered this pair; it is called once.
-                unsafe { free(self.ptr) };
-            }
-        }
-    }
-}
-
-impl Drop for UserData {
-    fn drop(&mut self) {
-        if !self.armed.load(std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        if let Some(free) = self.free {
-            // Safety: the host registered this pair; it is called once.
-            unsafe { free(self.ptr) };
-        }
-    }
-}
-
 /// JSON text as a C string (JSON never holds a raw NUL).
 pub(crate) fn c_json(json: &str) -> CString {
     let mut bytes = Vec::with_capacity(json.len() + 1);
@@ -223,42 +169,26 @@ impl Handler for CBinding {
     }
 }
 
-/// A binding's C availability callback and its user data, kept in the
-/// runtime's list of checks next to the binding (which keeps the user data
-/// alive), so that a refresh calls it without going through the binding.
-#[derive(Clone, Copy)]
-pub(crate) struct DirectCheck {
-    cb: unsafe extern "C" fn(*mut c_void, *mut rcip_availability_sink) -> i32,
-    user_data: *mut c_void,
-}
-
-// Safety: as `UserData`: the host is told user_data is used from any thread.
-unsafe impl Send for DirectCheck {}
-unsafe impl Sync for DirectCheck {}
-
-impl DirectCheck {
-    pub(crate) fn of(binding: &CBinding) -> Option<DirectCheck> {
-        binding.availability.map(|cb| DirectCheck {
-            cb,
-            user_data: binding.user_data.ptr(),
+impl CBinding {
+    /// The availability callback in the form the runtime keeps in its list
+    /// of checks (a refresh calls it without the trait object); the binding
+    /// record, which owns the user data, outlives it.
+    pub(crate) fn direct_check(&self) -> Option<DirectCheck> {
+        self.availability.map(|cb| {
+            // The header's callback type takes `rcip_availability_sink *`,
+            // a lent `AvailabilitySlot` (sink.rs); the two function types
+            // differ only in the pointee of a pointer argument, which the C
+            // ABI passes alike.
+            let cb = unsafe {
+                std::mem::transmute::<
+                    unsafe extern "C" fn(*mut c_void, *mut rcip_availability_sink) -> i32,
+                    unsafe extern "C" fn(*mut c_void, *mut AvailabilitySlot) -> i32,
+                >(cb)
+            };
+            // Safety: the header tells the host that user_data is used from
+            // any thread; the binding record keeps it alive (see above).
+            unsafe { DirectCheck::new(cb, self.user_data.ptr()) }
         })
-    }
-
-    /// As `CBinding::check`, except that the common answer, plainly
-    /// available, is `None`: only a byte travels back then, not the whole
-    /// answer (a refresh asks hundreds of checks).
-    pub(crate) fn check_unless_plain(self) -> Option<Availability> {
-        let mut sink = rcip_availability_sink::new();
-        // Safety: the sink lives across the call, as documented.
-        let rc = unsafe { (self.cb)(self.user_data, &mut sink) };
-        if rc != 0 {
-            return Some(Availability::check_failed());
-        }
-        match sink.peek() {
-            Some(answer) if answer.is_plain_available() => None,
-            Some(_) => sink.take(),
-            None => Some(Availability::check_failed()),
-        }
     }
 }
 
@@ -267,13 +197,13 @@ impl AvailabilityCheck for CBinding {
         let Some(cb) = self.availability else {
             return Ok(Availability::available());
         };
-        let mut sink = rcip_availability_sink::new();
+        let mut slot = AvailabilitySlot::default();
         // Safety: the sink lives across the call, as documented.
-        let rc = unsafe { cb(self.user_data.ptr(), &mut sink) };
+        let rc = unsafe { cb(self.user_data.ptr(), rcip_availability_sink::lend(&mut slot)) };
         if rc != 0 {
             return Err(CheckFailed);
         }
-        sink.take().ok_or(CheckFailed)
+        slot.take().ok_or(CheckFailed)
     }
 }
 
@@ -284,55 +214,34 @@ pub(crate) struct CPolicy {
 
 impl Policy for CPolicy {
     fn evaluate(&self, request: PolicyRequest) {
-        let handle = Box::into_raw(Box::new(rcip_policy_request::new(request)));
+        let handle = rcip_policy_request::into_handle(request);
         // Safety: the handle is now owned by the policy.
         unsafe { (self.cb)(self.user_data.ptr(), handle) };
     }
 }
 
-/// A one-shot JSON callback (outcome or report).
-pub(crate) struct COnce {
+/// A one-shot outcome or report callback (`rcip_outcome_callback`,
+/// `rcip_report_callback`) in the runtime's neutral form.
+pub(crate) fn once_text(
     cb: unsafe extern "C" fn(*mut c_void, *const c_char),
-    user_data: UserData,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> OnceText {
+    OnceText::new(cb, UserData::new(user_data, user_data_free))
 }
 
-impl COnce {
-    pub(crate) fn new(
-        cb: unsafe extern "C" fn(*mut c_void, *const c_char),
-        user_data: *mut c_void,
-        user_data_free: rcip_user_data_free_callback,
-    ) -> Box<COnce> {
-        Box::new(COnce::inline(cb, user_data, user_data_free))
-    }
-
-    /// As `new`, unboxed (an invocation keeps it inline: `Sink::C`).
-    pub(crate) fn inline(
-        cb: unsafe extern "C" fn(*mut c_void, *const c_char),
-        user_data: *mut c_void,
-        user_data_free: rcip_user_data_free_callback,
-    ) -> COnce {
-        COnce {
-            cb,
-            user_data: UserData::new(user_data, user_data_free),
-        }
-    }
-
-    /// Calls the callback with `json`, then releases the user data.
-    pub(crate) fn call(self, json: &JsonText) {
-        // Safety: the NUL-terminated text lives across the call.
-        unsafe { (self.cb)(self.user_data.ptr(), json.as_c_ptr()) };
-        // `self` drops here: user_data_free runs after the callback.
-    }
-
-    /// The registering call failed: the host keeps its data.
-    pub(crate) fn disarm(self) {
-        self.user_data.disarm();
-    }
+/// As [`once_text`], boxed as an [`OutcomeSink`].
+pub(crate) fn boxed_once_text(
+    cb: unsafe extern "C" fn(*mut c_void, *const c_char),
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> Box<OnceText> {
+    Box::new(once_text(cb, user_data, user_data_free))
 }
 
-impl OutcomeSink for COnce {
+impl OutcomeSink for OnceText {
     fn deliver(self: Box<Self>, json: &JsonText) {
-        (*self).call(json)
+        (*self).call(json.as_c_str())
     }
 
     fn refused(self: Box<Self>) {
@@ -381,13 +290,13 @@ pub(crate) struct CIds {
 impl IdGenerator for CIds {
     fn generate(&self, prefix: &str) -> Option<String> {
         let prefix = CString::new(prefix).ok()?;
-        let mut sink = rcip_string_sink::new();
+        let mut slot = None;
         // Safety: prefix and sink live across the call.
-        let rc = unsafe { (self.cb)(self.user_data.ptr(), prefix.as_ptr(), &mut sink) };
+        let rc = unsafe { (self.cb)(self.user_data.ptr(), prefix.as_ptr(), rcip_string_sink::lend(&mut slot)) };
         if rc != 0 {
             return None;
         }
-        sink.take()
+        slot
     }
 }
 

@@ -1,7 +1,8 @@
 //! Cancellation tokens.
 
 use super::callback::{rcip_cancel_callback, rcip_user_data_free_callback, UserData};
-use super::guard::{ffi_guard, ffi_guard_or, out_arg, ref_arg, FfiError};
+use super::guard::{ffi_guard, ffi_guard_or, out_arg, FfiError, FfiResult};
+use super::handle::{clone_owned, free_owned, handle_kind, into_owned, owned};
 use super::result::rcip_result;
 use crate::runtime::CancelToken;
 use std::ffi::c_void;
@@ -16,7 +17,19 @@ use std::ffi::c_void;
 /// Functions: `rcip_cancel_token_new`, `rcip_cancel_token_clone`,
 /// `rcip_cancel_token_cancel`, `rcip_cancel_token_is_cancelled`,
 /// `rcip_cancel_token_on_cancel`, `rcip_cancel_token_free`.
-pub struct rcip_cancel_token(pub(crate) CancelToken);
+pub struct rcip_cancel_token {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_cancel_token => CancelToken);
+
+/// A required token argument.
+///
+/// # Safety
+/// `token` is NULL or a live token handle.
+pub(crate) unsafe fn token_arg<'a>(token: *const rcip_cancel_token) -> FfiResult<&'a CancelToken> {
+    owned(token).ok_or_else(|| FfiError::null("token"))
+}
 
 /// Creates a token that is not cancelled.
 ///
@@ -27,7 +40,7 @@ pub struct rcip_cancel_token(pub(crate) CancelToken);
 pub unsafe extern "C" fn rcip_cancel_token_new(token_out: *mut *mut rcip_cancel_token) -> rcip_result {
     ffi_guard!({
         let out = out_arg(token_out, "token_out")?;
-        *out = Box::into_raw(Box::new(rcip_cancel_token(CancelToken::new())));
+        *out = into_owned::<rcip_cancel_token>(CancelToken::new());
         Ok(())
     })
 }
@@ -46,8 +59,7 @@ pub unsafe extern "C" fn rcip_cancel_token_clone(
     ffi_guard!({
         let out = out_arg(token_out, "token_out")?;
         *out = std::ptr::null_mut();
-        let t = ref_arg(token, "token")?;
-        *out = Box::into_raw(Box::new(rcip_cancel_token(t.0.clone())));
+        *out = clone_owned(token).ok_or_else(|| FfiError::null("token"))?;
         Ok(())
     })
 }
@@ -66,7 +78,7 @@ pub unsafe extern "C" fn rcip_cancel_token_clone(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_cancel_token_cancel(token: *const rcip_cancel_token) -> rcip_result {
     ffi_guard!({
-        ref_arg(token, "token")?.0.cancel();
+        token_arg(token)?.cancel();
         Ok(())
     })
 }
@@ -77,7 +89,7 @@ pub unsafe extern "C" fn rcip_cancel_token_cancel(token: *const rcip_cancel_toke
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_cancel_token_is_cancelled(token: *const rcip_cancel_token) -> bool {
-    ffi_guard_or!(false, { token.as_ref().is_some_and(|t| t.0.is_cancelled()) })
+    ffi_guard_or!(false, { owned(token).is_some_and(|t| t.is_cancelled()) })
 }
 
 /// Registers `callback` to run once on cancellation: at once, on this
@@ -100,10 +112,10 @@ pub unsafe extern "C" fn rcip_cancel_token_on_cancel(
     user_data_free: rcip_user_data_free_callback,
 ) -> rcip_result {
     ffi_guard!({
-        let t = ref_arg(token, "token")?;
+        let t = token_arg(token)?;
         let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
         let data = UserData::new(user_data, user_data_free);
-        t.0.on_cancel(move || {
+        t.on_cancel(move || {
             // Safety: the host's callback with its data; `data` drops
             // (user_data_free) after it.
             unsafe { cb(data.ptr()) };
@@ -122,8 +134,6 @@ pub unsafe extern "C" fn rcip_cancel_token_on_cancel(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_cancel_token_free(token: *mut rcip_cancel_token) {
     ffi_guard_or!((), {
-        if !token.is_null() {
-            drop(Box::from_raw(token));
-        }
+        free_owned(token);
     })
 }

@@ -1,6 +1,7 @@
 //! Catalogs: checked and compiled once, shared by many runtimes.
 
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, FfiError};
+use super::handle::{free_owned, handle_kind, into_owned};
 use super::result::rcip_result;
 use super::string::into_c_string;
 use crate::catalog::Catalog;
@@ -15,7 +16,11 @@ use std::ffi::c_char;
 /// may be freed right after building runtimes from it.
 /// Thread safety: shared (immutable; any thread).
 /// Functions: `rcip_catalog_new`, `rcip_catalog_check`, `rcip_catalog_free`.
-pub struct rcip_catalog(pub(crate) Catalog);
+pub struct rcip_catalog {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_catalog => Catalog);
 
 /// Checks and compiles a catalog.
 ///
@@ -50,7 +55,7 @@ pub unsafe extern "C" fn rcip_catalog_new(
         let text = bytes_arg(catalog_json, "catalog_json")?;
         let catalog =
             Catalog::from_bytes(text).map_err(|e| FfiError::new(rcip_result::InvalidCatalog, e.to_string()))?;
-        *out = Box::into_raw(Box::new(rcip_catalog(catalog)));
+        *out = into_owned::<rcip_catalog>(catalog);
         Ok(())
     })
 }
@@ -92,8 +97,6 @@ pub unsafe extern "C" fn rcip_catalog_check(catalog_json: *const c_char, report_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_catalog_free(catalog: *mut rcip_catalog) {
     ffi_guard_or!((), {
-        if !catalog.is_null() {
-            drop(Box::from_raw(catalog));
-        }
+        free_owned(catalog);
     })
 }

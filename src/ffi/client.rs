@@ -1,22 +1,22 @@
 //! The consumer surface: discovery, subscriptions, invocation, preflight.
 
 use super::callback::{
-    rcip_outcome_callback, rcip_report_callback, rcip_subscriber_callback, rcip_user_data_free_callback, COnce,
-    CSubscriber, UserData,
+    boxed_once_text, once_text, rcip_outcome_callback, rcip_report_callback, rcip_subscriber_callback,
+    rcip_user_data_free_callback, CSubscriber, UserData,
 };
 use super::cancel::rcip_cancel_token;
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, ref_arg, str_arg, FfiError, FfiResult};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError, FfiResult};
+use super::handle::{free_owned, handle_kind, into_counted, into_owned, lent_arg, owned};
 use super::result::rcip_result;
-use super::runtime::{rcip_client, rcip_runtime};
-use super::snapshot::{into_raw, rcip_snapshot};
+use super::runtime::rcip_client;
+use super::snapshot::rcip_snapshot;
 use super::string::into_c_string;
 use crate::runtime::{Client, Filter, Sink, Subscription};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
-    let runtime = ref_arg(client.cast::<rcip_runtime>(), "client")?;
-    Ok(runtime.0.client())
+    Ok(lent_arg(client, "client")?.client())
 }
 
 /// A snapshot subscription.
@@ -27,7 +27,12 @@ unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
 /// notification running on another thread has returned.
 /// Thread safety: synchronized.
 /// Functions: `rcip_subscription_free`.
-pub struct rcip_subscription(#[allow(dead_code)] Option<Subscription>);
+pub struct rcip_subscription {
+    _opaque: [u8; 0],
+}
+
+// Dropping the subscription unsubscribes.
+handle_kind!(owned rcip_subscription => Subscription);
 
 /// The current snapshot.
 ///
@@ -47,7 +52,7 @@ pub unsafe extern "C" fn rcip_client_snapshot(
         let out = out_arg(snapshot_out, "snapshot_out")?;
         *out = std::ptr::null();
         let client = client_arg(client)?;
-        *out = into_raw(client.snapshot()?);
+        *out = into_counted::<rcip_snapshot>(client.snapshot()?);
         Ok(())
     })
 }
@@ -123,7 +128,7 @@ pub unsafe extern "C" fn rcip_client_subscribe(
         });
         match client.subscribe(subscriber.clone()) {
             Ok(s) => {
-                *out = Box::into_raw(Box::new(rcip_subscription(Some(s))));
+                *out = into_owned::<rcip_subscription>(s);
                 Ok(())
             }
             Err(e) => {
@@ -143,9 +148,7 @@ pub unsafe extern "C" fn rcip_client_subscribe(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_subscription_free(subscription: *mut rcip_subscription) {
     ffi_guard_or!((), {
-        if !subscription.is_null() {
-            drop(Box::from_raw(subscription));
-        }
+        free_owned(subscription);
     })
 }
 
@@ -201,9 +204,9 @@ pub unsafe extern "C" fn rcip_client_invoke(
         let capability_id = str_arg(capability_id, "capability_id")?;
         let input = bytes_arg(input_json, "input_json")?;
         let invocation_id = opt_str_arg(invocation_id, "invocation_id")?;
-        let token = cancel_token.as_ref().map(|t| &t.0);
+        let token = owned(cancel_token);
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let sink = Sink::C(COnce::inline(cb, user_data, user_data_free));
+        let sink = Sink::C(once_text(cb, user_data, user_data_free));
         match client.invoke_with(capability_id, input, invocation_id, token, sink) {
             Ok(id) => {
                 if let Some(out) = invocation_id_out.as_mut() {
@@ -245,7 +248,7 @@ pub unsafe extern "C" fn rcip_client_invoke_blocking(
         let capability_id = str_arg(capability_id, "capability_id")?;
         let input = bytes_arg(input_json, "input_json")?;
         let invocation_id = opt_str_arg(invocation_id, "invocation_id")?;
-        let token = cancel_token.as_ref().map(|t| &t.0);
+        let token = owned(cancel_token);
         let outcome = client.invoke_blocking(capability_id, input, invocation_id, token)?;
         *out = into_c_string(&outcome);
         Ok(())
@@ -309,8 +312,8 @@ pub unsafe extern "C" fn rcip_client_preflight(
             let input = bytes_arg(inputs[i], &format!("input_jsons[{i}]"))?;
             proposals.push((id.to_string(), input.to_vec()));
         }
-        let token = cancel_token.as_ref().map(|t| &t.0);
-        let sink = COnce::new(cb, user_data, user_data_free);
+        let token = owned(cancel_token);
+        let sink = boxed_once_text(cb, user_data, user_data_free);
         match client.preflight(proposals, token, sink) {
             Ok(()) => Ok(()),
             // A refused call never calls back: the sink was disarmed.
@@ -322,6 +325,6 @@ pub unsafe extern "C" fn rcip_client_preflight(
 #[allow(dead_code)]
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
-    is::<rcip_runtime>();
+    is::<crate::runtime::Runtime>();
     let _ = rcip_result::Ok;
 }

@@ -151,14 +151,6 @@ pub(crate) unsafe fn bytes_arg<'a>(ptr: *const c_char, name: &str) -> FfiResult<
     Ok(CStr::from_ptr(ptr).to_bytes())
 }
 
-/// A required reference argument.
-///
-/// # Safety
-/// `ptr` is NULL or points to a live `T`.
-pub(crate) unsafe fn ref_arg<'a, T>(ptr: *const T, name: &str) -> FfiResult<&'a T> {
-    ptr.as_ref().ok_or_else(|| FfiError::null(name))
-}
-
 /// A required out-parameter.
 ///
 /// # Safety

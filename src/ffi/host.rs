@@ -2,19 +2,19 @@
 
 use super::binding::rcip_binding;
 use super::callback::{
-    rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback, rcip_user_data_free_callback, CBinding,
-    COnce, DirectCheck, UserData,
+    boxed_once_text, rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback,
+    rcip_user_data_free_callback, CBinding, UserData,
 };
-use super::guard::{bytes_arg, ffi_guard, out_arg, ref_arg, str_arg, FfiError, FfiResult};
+use super::guard::{bytes_arg, ffi_guard, out_arg, str_arg, FfiError, FfiResult};
+use super::handle::{into_owned, lent_arg};
 use super::result::rcip_result;
-use super::runtime::{rcip_host, rcip_runtime};
+use super::runtime::rcip_host;
 use crate::runtime::{AvailabilityCheck, Handler, Host};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 pub(crate) unsafe fn host_arg(host: *const rcip_host) -> FfiResult<Host> {
-    let runtime = ref_arg(host.cast::<rcip_runtime>(), "host")?;
-    Ok(runtime.0.host())
+    Ok(lent_arg(host, "host")?.host())
 }
 
 /// Binds a handler (and an optional availability check) to a capability of
@@ -62,11 +62,11 @@ pub unsafe extern "C" fn rcip_host_bind(
         } else {
             None
         };
-        let direct = DirectCheck::of(&callbacks);
+        let direct = callbacks.direct_check();
         let handler = callbacks.clone() as Arc<dyn Handler>;
         match host.bind_c(capability_id, handler, check, direct) {
             Ok(binding) => {
-                *out = Box::into_raw(Box::new(rcip_binding(binding)));
+                *out = into_owned::<rcip_binding>(binding);
                 Ok(())
             }
             Err(e) => {
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn rcip_host_resolve_confirmation(
         let host = host_arg(host)?;
         let id = str_arg(confirmation_id, "confirmation_id")?;
         let cb = on_outcome.ok_or_else(|| FfiError::null("on_outcome"))?;
-        let sink = COnce::new(cb, user_data, user_data_free);
+        let sink = boxed_once_text(cb, user_data, user_data_free);
         match host.resolve_confirmation(id, approved, sink) {
             Ok(()) => Ok(()),
             // Refused before anything was delivered: the sink was disarmed

@@ -1,11 +1,11 @@
 //! The handler's completion handle.
 
 use super::cancel::rcip_cancel_token;
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, FfiError};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or};
+use super::handle::{counted, counted_arg, free_counted, handle_kind, into_counted, lend_owned, RawCount};
 use super::result::rcip_result;
 use crate::runtime::Invocation;
-use once_cell::sync::OnceCell;
-use std::ffi::{c_char, CString};
+use std::ffi::c_char;
 
 /// The completion handle a handler receives: one running invocation.
 ///
@@ -24,21 +24,24 @@ pub struct rcip_invocation {
     _opaque: [u8; 0],
 }
 
-impl rcip_invocation {
-    /// A new C handle that owns `inner`; free it with `rcip_invocation_free`.
-    pub(crate) fn into_handle(inner: Invocation) -> *mut rcip_invocation {
-        inner.into_raw().cast_mut().cast()
+// An invocation handle is one reference of the shared invocation state.
+unsafe impl RawCount for Invocation {
+    type Pointee = ();
+    fn into_raw(self) -> *const () {
+        Invocation::into_raw(self).cast()
+    }
+    unsafe fn from_raw(raw: *const ()) -> Invocation {
+        Invocation::from_raw(raw.cast())
     }
 }
 
-/// What a C handle lends out, made on first request. It is kept with the
-/// invocation's shared state (which the handle is), so it stays valid at
-/// least until the handle is freed.
-#[derive(Default)]
-pub(crate) struct CView {
-    id: OnceCell<CString>,
-    capability_id: OnceCell<CString>,
-    token: OnceCell<Box<rcip_cancel_token>>,
+handle_kind!(counted rcip_invocation => Invocation);
+
+impl rcip_invocation {
+    /// A new C handle that owns `inner`; free it with `rcip_invocation_free`.
+    pub(crate) fn into_handle(inner: Invocation) -> *mut rcip_invocation {
+        into_counted(inner)
+    }
 }
 
 /// Borrows the handle behind a pointer, for the length of one call.
@@ -46,11 +49,7 @@ pub(crate) struct CView {
 /// # Safety
 /// `invocation` is NULL or a live handle from `rcip_invocation::into_handle`.
 unsafe fn borrow(invocation: *const rcip_invocation) -> Option<std::mem::ManuallyDrop<Invocation>> {
-    (!invocation.is_null()).then(|| Invocation::borrow_raw(invocation.cast()))
-}
-
-fn c_string(s: &str) -> CString {
-    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', "\\0")).unwrap_or_default())
+    counted(invocation)
 }
 
 /// The invocation id.
@@ -64,7 +63,7 @@ pub unsafe extern "C" fn rcip_invocation_id(invocation: *const rcip_invocation) 
     ffi_guard_or!(std::ptr::null(), {
         match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h.c_view().id.get_or_init(|| c_string(h.id())).as_ptr(),
+            Some(h) => h.id_c_str().as_ptr(),
         }
     })
 }
@@ -79,11 +78,7 @@ pub unsafe extern "C" fn rcip_invocation_capability_id(invocation: *const rcip_i
     ffi_guard_or!(std::ptr::null(), {
         match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h
-                .c_view()
-                .capability_id
-                .get_or_init(|| c_string(h.capability_id()))
-                .as_ptr(),
+            Some(h) => h.capability_id_c_str().as_ptr(),
         }
     })
 }
@@ -103,7 +98,7 @@ pub unsafe extern "C" fn rcip_invocation_input(invocation: *const rcip_invocatio
     ffi_guard_or!(std::ptr::null(), {
         match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h.input_c_ptr(),
+            Some(h) => h.input_c_str().as_ptr(),
         }
     })
 }
@@ -120,7 +115,7 @@ pub unsafe extern "C" fn rcip_invocation_semantic_context(invocation: *const rci
     ffi_guard_or!(std::ptr::null(), {
         match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => h.context_c_ptr(),
+            Some(h) => h.context_c_str().as_ptr(),
         }
     })
 }
@@ -143,10 +138,7 @@ pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_in
     ffi_guard_or!(std::ptr::null(), {
         match borrow(invocation) {
             None => std::ptr::null(),
-            Some(h) => &**h
-                .c_view()
-                .token
-                .get_or_init(|| Box::new(rcip_cancel_token(h.cancel_token()))) as *const _,
+            Some(h) => lend_owned::<rcip_cancel_token>(h.lent_cancel_token()),
         }
     })
 }
@@ -174,7 +166,7 @@ pub unsafe extern "C" fn rcip_invocation_complete(
     output_json: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let h = borrow(invocation).ok_or_else(|| FfiError::null("invocation"))?;
+        let h = counted_arg(invocation, "invocation")?;
         let output = bytes_arg(output_json, "output_json")?;
         h.complete_text(output)?;
         Ok(())
@@ -195,7 +187,7 @@ pub unsafe extern "C" fn rcip_invocation_complete(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_fail(invocation: *const rcip_invocation, aborted: bool) -> rcip_result {
     ffi_guard!({
-        let h = borrow(invocation).ok_or_else(|| FfiError::null("invocation"))?;
+        let h = counted_arg(invocation, "invocation")?;
         h.fail(aborted)?;
         Ok(())
     })
@@ -220,8 +212,6 @@ pub unsafe extern "C" fn rcip_invocation_is_settled(invocation: *const rcip_invo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_free(invocation: *mut rcip_invocation) {
     ffi_guard_or!((), {
-        if !invocation.is_null() {
-            drop(Invocation::from_raw(invocation.cast_const().cast()));
-        }
+        free_counted(invocation);
     })
 }

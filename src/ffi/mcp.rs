@@ -2,7 +2,8 @@
 //! capabilities to any Model Context Protocol client (src/mcp).
 
 use super::callback::{c_json, rcip_user_data_free_callback};
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, ref_arg, FfiError};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, FfiError};
+use super::handle::{free_owned, handle_kind, into_owned, owned_arg};
 use super::result::rcip_result;
 use super::runtime::rcip_runtime;
 use crate::mcp::{McpOptions, McpOutput, McpSession};
@@ -42,7 +43,11 @@ pub type rcip_mcp_message_callback = Option<unsafe extern "C" fn(user_data: *mut
 /// Thread safety: synchronized (any thread, concurrently).
 /// Functions: `rcip_mcp_session_new`, `rcip_mcp_session_receive`,
 /// `rcip_mcp_session_serve_stdio`, `rcip_mcp_session_free`.
-pub struct rcip_mcp_session(McpSession);
+pub struct rcip_mcp_session {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_mcp_session => McpSession);
 
 /// The host's message callback and its user data; `user_data_free` runs
 /// once when the last reference goes, only if the session was created.
@@ -128,7 +133,7 @@ pub unsafe extern "C" fn rcip_mcp_session_new(
     ffi_guard!({
         let out = out_arg(session_out, "session_out")?;
         *out = std::ptr::null_mut();
-        let runtime = ref_arg(runtime, "runtime")?;
+        let runtime = owned_arg(runtime, "runtime")?;
         let options = if options_json.is_null() {
             McpOptions::default()
         } else {
@@ -149,7 +154,7 @@ pub unsafe extern "C" fn rcip_mcp_session_new(
             Some(m) => m.clone(),
             None => McpSession::stdout_output(),
         };
-        let session = McpSession::new(&runtime.0, options, output)?;
+        let session = McpSession::new(runtime, options, output)?;
         match messages {
             Some(m) => m.armed.store(true, Ordering::SeqCst),
             None => {
@@ -159,7 +164,7 @@ pub unsafe extern "C" fn rcip_mcp_session_new(
                 }
             }
         }
-        *out = Box::into_raw(Box::new(rcip_mcp_session(session)));
+        *out = into_owned::<rcip_mcp_session>(session);
         Ok(())
     })
 }
@@ -188,9 +193,9 @@ pub unsafe extern "C" fn rcip_mcp_session_receive(
     message_json: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let session = ref_arg(session, "session")?;
+        let session = owned_arg(session, "session")?;
         let message = bytes_arg(message_json, "message_json")?;
-        session.0.receive(message);
+        session.receive(message);
         Ok(())
     })
 }
@@ -216,8 +221,8 @@ pub unsafe extern "C" fn rcip_mcp_session_receive(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_session_serve_stdio(session: *const rcip_mcp_session) -> rcip_result {
     ffi_guard!({
-        let session = ref_arg(session, "session")?;
-        match session.0.serve_stdio() {
+        let session = owned_arg(session, "session")?;
+        match session.serve_stdio() {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(FfiError::new(
                 rcip_result::AlreadyUsed,
                 "the session is already serving standard input",
@@ -240,9 +245,7 @@ pub unsafe extern "C" fn rcip_mcp_session_serve_stdio(session: *const rcip_mcp_s
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_session_free(session: *mut rcip_mcp_session) {
     ffi_guard_or!((), {
-        if !session.is_null() {
-            drop(Box::from_raw(session));
-        }
+        free_owned(session);
     })
 }
 
@@ -389,7 +392,7 @@ mod tests {
             unsafe { rcip_mcp_session_new(rt, std::ptr::null(), None, data, Some(count_free), std::ptr::null_mut()) };
         assert_eq!(rc, rcip_result::NullArgument);
         // A closed runtime refuses a new session.
-        unsafe { (*rt).0.close() };
+        unsafe { crate::ffi::handle::owned(rt).unwrap().close() };
         let rc = unsafe {
             rcip_mcp_session_new(
                 rt,

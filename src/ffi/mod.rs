@@ -17,6 +17,7 @@ pub mod cancel;
 pub mod catalog;
 pub mod client;
 pub(crate) mod guard;
+pub(crate) mod handle;
 pub mod host;
 pub mod invocation;
 pub mod mcp;

@@ -1,6 +1,7 @@
 //! The policy's completion handle.
 
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, ref_arg};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or};
+use super::handle::{free_owned, handle_kind, into_owned, owned, owned_arg};
 use super::result::rcip_result;
 use crate::runtime::PolicyRequest;
 use once_cell::sync::OnceCell;
@@ -18,16 +19,25 @@ use std::ffi::{c_char, CString};
 /// `rcip_policy_request_fail`, `rcip_policy_request_is_settled`,
 /// `rcip_policy_request_free`.
 pub struct rcip_policy_request {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_policy_request => PolicyHandle);
+
+/// What a policy request handle holds: the request and the invocation id
+/// it lends as C text, made on first request.
+pub(crate) struct PolicyHandle {
     inner: PolicyRequest,
     invocation_id: OnceCell<Option<CString>>,
 }
 
 impl rcip_policy_request {
-    pub(crate) fn new(inner: PolicyRequest) -> Self {
-        rcip_policy_request {
+    /// A new handle owning `inner`; the policy frees it.
+    pub(crate) fn into_handle(inner: PolicyRequest) -> *mut rcip_policy_request {
+        into_owned::<rcip_policy_request>(PolicyHandle {
             inner,
             invocation_id: OnceCell::new(),
-        }
+        })
     }
 }
 
@@ -45,9 +55,9 @@ impl rcip_policy_request {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_policy_request_context(request: *const rcip_policy_request) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match request.as_ref() {
+        match owned(request) {
             None => std::ptr::null(),
-            Some(r) => r.inner.context_c_ptr(),
+            Some(r) => r.inner.context_c_str().as_ptr(),
         }
     })
 }
@@ -61,7 +71,7 @@ pub unsafe extern "C" fn rcip_policy_request_context(request: *const rcip_policy
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_policy_request_invocation_id(request: *const rcip_policy_request) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match request.as_ref() {
+        match owned(request) {
             None => std::ptr::null(),
             Some(r) => match r
                 .invocation_id
@@ -102,7 +112,7 @@ pub unsafe extern "C" fn rcip_policy_request_decide(
     decision_json: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let r = ref_arg(request, "request")?;
+        let r = owned_arg(request, "request")?;
         let text = bytes_arg(decision_json, "decision_json")?;
         r.inner.decide_json(text)?;
         Ok(())
@@ -119,7 +129,7 @@ pub unsafe extern "C" fn rcip_policy_request_decide(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_policy_request_fail(request: *const rcip_policy_request) -> rcip_result {
     ffi_guard!({
-        let r = ref_arg(request, "request")?;
+        let r = owned_arg(request, "request")?;
         r.inner.fail()?;
         Ok(())
     })
@@ -132,7 +142,7 @@ pub unsafe extern "C" fn rcip_policy_request_fail(request: *const rcip_policy_re
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_policy_request_is_settled(request: *const rcip_policy_request) -> bool {
-    ffi_guard_or!(false, { request.as_ref().is_some_and(|r| r.inner.is_settled()) })
+    ffi_guard_or!(false, { owned(request).is_some_and(|r| r.inner.is_settled()) })
 }
 
 /// Frees the handle; an undecided request is settled as a policy failure
@@ -144,8 +154,6 @@ pub unsafe extern "C" fn rcip_policy_request_is_settled(request: *const rcip_pol
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_policy_request_free(request: *mut rcip_policy_request) {
     ffi_guard_or!((), {
-        if !request.is_null() {
-            drop(Box::from_raw(request));
-        }
+        free_owned(request);
     })
 }

@@ -69,6 +69,70 @@ pub enum rcip_result {
     Panic = 900,
 }
 
+impl rcip_result {
+    /// Every code, in the order of the enum: the one table the library
+    /// reads (`rcip_result_str`) and tests/bindings.rs checks the header and
+    /// the bindings against. The enum above is the one definition: its
+    /// values and C names go into include/rcip.h, and `rcip_result::text`
+    /// matches on it exhaustively, so a new code without a text does not
+    /// compile; one missing here fails tests/bindings.rs.
+    /// (A function, not an associated constant: cbindgen would put a
+    /// constant into the header.)
+    pub fn all() -> &'static [rcip_result] {
+        &ALL
+    }
+
+    /// The code with this value, if there is one.
+    pub fn from_code(code: u32) -> Option<rcip_result> {
+        ALL.into_iter().find(|r| *r as u32 == code)
+    }
+
+    /// The fixed sentence `rcip_result_str` gives for the code.
+    pub fn text(self) -> &'static CStr {
+        match self {
+            rcip_result::Ok => c"success",
+            rcip_result::NullArgument => c"a required pointer argument was NULL",
+            rcip_result::InvalidUtf8 => c"a string argument is not valid UTF-8",
+            rcip_result::InvalidJson => c"a JSON argument is not JSON text",
+            rcip_result::InvalidArgument => c"an argument has the wrong shape or is out of range",
+            rcip_result::InvalidCatalog => c"the catalog is not a valid RcipApplicationDefinition",
+            rcip_result::NotInCatalog => c"the capability id is not declared in the catalog",
+            rcip_result::AlreadyBound => c"the capability already has a live binding",
+            rcip_result::UnknownScope => c"the context names a scope the catalog does not declare",
+            rcip_result::PrimaryNotActive => c"the context's primaryScopeId is not among its activeScopeIds",
+            rcip_result::AlreadyUsed => c"the object was already consumed",
+            rcip_result::AlreadyCompleted => c"the completion handle was already settled",
+            rcip_result::Closed => c"the runtime is closed",
+            rcip_result::PreflightBatchInvalid => c"a preflight batch must hold 1 to 16 proposals",
+            rcip_result::WrongContext => c"runtime calls are not allowed from inside the clock or id generator",
+            rcip_result::NotFound => c"no live object has that id",
+            rcip_result::Io => c"the operating system refused (address, threads)",
+            rcip_result::Panic => c"internal error (a panic was caught)",
+        }
+    }
+}
+
+const ALL: [rcip_result; 18] = [
+    rcip_result::Ok,
+    rcip_result::NullArgument,
+    rcip_result::InvalidUtf8,
+    rcip_result::InvalidJson,
+    rcip_result::InvalidArgument,
+    rcip_result::InvalidCatalog,
+    rcip_result::NotInCatalog,
+    rcip_result::AlreadyBound,
+    rcip_result::UnknownScope,
+    rcip_result::PrimaryNotActive,
+    rcip_result::AlreadyUsed,
+    rcip_result::AlreadyCompleted,
+    rcip_result::Closed,
+    rcip_result::PreflightBatchInvalid,
+    rcip_result::WrongContext,
+    rcip_result::NotFound,
+    rcip_result::Io,
+    rcip_result::Panic,
+];
+
 thread_local! {
     /// The message, and a count of its changes.
     static LAST_ERROR: RefCell<(Option<CString>, u64)> = const { RefCell::new((None, 0)) };
@@ -120,31 +184,11 @@ pub(crate) fn set_last_error(message: &str) {
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_result_str(code: u32) -> *const c_char {
-    ffi_guard_or!(c"unknown rcip_result value".as_ptr(), { result_text(code).as_ptr() })
-}
-
-fn result_text(code: u32) -> &'static CStr {
-    match code {
-        0 => c"success",
-        100 => c"a required pointer argument was NULL",
-        101 => c"a string argument is not valid UTF-8",
-        102 => c"a JSON argument is not JSON text",
-        103 => c"an argument has the wrong shape or is out of range",
-        200 => c"the catalog is not a valid RcipApplicationDefinition",
-        201 => c"the capability id is not declared in the catalog",
-        202 => c"the capability already has a live binding",
-        203 => c"the context names a scope the catalog does not declare",
-        204 => c"the context's primaryScopeId is not among its activeScopeIds",
-        300 => c"the object was already consumed",
-        301 => c"the completion handle was already settled",
-        302 => c"the runtime is closed",
-        303 => c"a preflight batch must hold 1 to 16 proposals",
-        304 => c"runtime calls are not allowed from inside the clock or id generator",
-        305 => c"no live object has that id",
-        306 => c"the operating system refused (address, threads)",
-        900 => c"internal error (a panic was caught)",
-        _ => c"unknown rcip_result value",
-    }
+    ffi_guard_or!(c"unknown rcip_result value".as_ptr(), {
+        rcip_result::from_code(code)
+            .map_or(c"unknown rcip_result value", rcip_result::text)
+            .as_ptr()
+    })
 }
 
 /// The message of the latest failing rcip call on this thread.

@@ -5,7 +5,8 @@ use super::callback::{
     rcip_policy_callback, rcip_user_data_free_callback, CClock, CEvents, CIds, CPolicy, UserData,
 };
 use super::catalog::rcip_catalog;
-use super::guard::{ffi_guard, ffi_guard_or, out_arg, ref_arg, FfiError, FfiResult};
+use super::guard::{ffi_guard, ffi_guard_or, out_arg, FfiError, FfiResult};
+use super::handle::{free_owned, handle_kind, into_owned, owned_arg, owned_mut, take_owned, view_of};
 use super::result::rcip_result;
 use super::string::into_c_string;
 use crate::runtime::{Runtime, RuntimeBuilder};
@@ -29,8 +30,11 @@ use std::sync::Arc;
 /// `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_build`,
 /// `rcip_runtime_builder_free`.
 pub struct rcip_runtime_builder {
-    inner: Option<RuntimeBuilder>,
+    _opaque: [u8; 0],
 }
+
+// `None` once built (the handle is freed then; see above).
+handle_kind!(owned rcip_runtime_builder => Option<RuntimeBuilder>);
 
 /// A runtime: bindings, semantic context, snapshots, invocations,
 /// confirmations and preflights over one catalog.
@@ -43,7 +47,11 @@ pub struct rcip_runtime_builder {
 /// Functions: `rcip_runtime_client`, `rcip_runtime_host`,
 /// `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
 /// `rcip_runtime_stats`, `rcip_runtime_free`.
-pub struct rcip_runtime(pub(crate) Runtime);
+pub struct rcip_runtime {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_runtime => Runtime);
 
 /// The consumer surface of a runtime (what an agent may do): snapshot,
 /// list, subscribe, invoke, preflight.
@@ -55,8 +63,10 @@ pub struct rcip_runtime(pub(crate) Runtime);
 /// `rcip_client_subscribe`, `rcip_client_invoke`,
 /// `rcip_client_invoke_blocking`, `rcip_client_preflight`.
 pub struct rcip_client {
-    _private: [u8; 0],
+    _opaque: [u8; 0],
 }
+
+handle_kind!(lent rcip_client => Runtime);
 
 /// The trusted host surface of a runtime: bind, context, refresh,
 /// confirmation resolution.
@@ -68,19 +78,21 @@ pub struct rcip_client {
 /// `rcip_host_clear_context`, `rcip_host_refresh`,
 /// `rcip_host_resolve_confirmation`.
 pub struct rcip_host {
-    _private: [u8; 0],
+    _opaque: [u8; 0],
 }
 
-unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut rcip_runtime_builder> {
-    let b = builder.as_mut().ok_or_else(|| FfiError::null("builder"))?;
-    if b.inner.is_none() {
+handle_kind!(lent rcip_host => Runtime);
+
+unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut Option<RuntimeBuilder>> {
+    let b = owned_mut(builder).ok_or_else(|| FfiError::null("builder"))?;
+    if b.is_none() {
         return Err(FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"));
     }
     Ok(b)
 }
 
-fn settings(b: &mut rcip_runtime_builder) -> &mut RuntimeBuilder {
-    b.inner.as_mut().expect("checked by builder_mut")
+fn settings(b: &mut Option<RuntimeBuilder>) -> &mut RuntimeBuilder {
+    b.as_mut().expect("checked by builder_mut")
 }
 
 /// Starts configuring a runtime over `catalog`.
@@ -99,10 +111,8 @@ pub unsafe extern "C" fn rcip_runtime_builder_new(
     ffi_guard!({
         let out = out_arg(builder_out, "builder_out")?;
         *out = std::ptr::null_mut();
-        let catalog = ref_arg(catalog, "catalog")?;
-        *out = Box::into_raw(Box::new(rcip_runtime_builder {
-            inner: Some(RuntimeBuilder::new(&catalog.0)),
-        }));
+        let catalog = owned_arg(catalog, "catalog")?;
+        *out = into_owned::<rcip_runtime_builder>(Some(RuntimeBuilder::new(catalog)));
         Ok(())
     })
 }
@@ -345,13 +355,11 @@ pub unsafe extern "C" fn rcip_runtime_builder_build(
             }
             return Err(FfiError::null("builder"));
         }
-        let owned = Box::from_raw(builder);
+        let owned = take_owned(builder).expect("not NULL");
         let out = out_arg(runtime_out, "runtime_out")?;
         *out = std::ptr::null_mut();
-        let inner = owned
-            .inner
-            .ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
-        *out = Box::into_raw(Box::new(rcip_runtime(inner.build())));
+        let inner = (*owned).ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
+        *out = into_owned::<rcip_runtime>(inner.build());
         Ok(())
     })
 }
@@ -365,9 +373,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_build(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_builder_free(builder: *mut rcip_runtime_builder) {
     ffi_guard_or!((), {
-        if !builder.is_null() {
-            drop(Box::from_raw(builder));
-        }
+        free_owned(builder);
     })
 }
 
@@ -377,7 +383,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_free(builder: *mut rcip_runtime_bu
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rcip_client {
-    ffi_guard_or!(std::ptr::null(), { runtime.cast() })
+    ffi_guard_or!(std::ptr::null(), { view_of(runtime) })
 }
 
 /// The host view of `runtime`; NULL for NULL.
@@ -386,7 +392,7 @@ pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rc
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_runtime_host(runtime: *const rcip_runtime) -> *const rcip_host {
-    ffi_guard_or!(std::ptr::null(), { runtime.cast() })
+    ffi_guard_or!(std::ptr::null(), { view_of(runtime) })
 }
 
 /// The earliest `expiresAt` among pending confirmations, for hosts driving
@@ -405,10 +411,10 @@ pub unsafe extern "C" fn rcip_runtime_next_deadline(
     deadline_ms_out: *mut i64,
 ) -> rcip_result {
     ffi_guard!({
-        let r = ref_arg(runtime, "runtime")?;
+        let r = owned_arg(runtime, "runtime")?;
         let has = out_arg(has_deadline_out, "has_deadline_out")?;
         let at = out_arg(deadline_ms_out, "deadline_ms_out")?;
-        let next = r.0.next_deadline()?;
+        let next = r.next_deadline()?;
         *has = next.is_some();
         *at = next.unwrap_or(0);
         Ok(())
@@ -432,8 +438,8 @@ pub unsafe extern "C" fn rcip_runtime_next_deadline(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_run_due_timers(runtime: *const rcip_runtime) -> rcip_result {
     ffi_guard!({
-        let r = ref_arg(runtime, "runtime")?;
-        r.0.run_due_timers()?;
+        let r = owned_arg(runtime, "runtime")?;
+        r.run_due_timers()?;
         Ok(())
     })
 }
@@ -454,8 +460,8 @@ pub unsafe extern "C" fn rcip_runtime_stats(runtime: *const rcip_runtime, stats_
     ffi_guard!({
         let out = out_arg(stats_out, "stats_out")?;
         *out = std::ptr::null_mut();
-        let r = ref_arg(runtime, "runtime")?;
-        *out = into_c_string(&r.0.stats_json()?);
+        let r = owned_arg(runtime, "runtime")?;
+        *out = into_c_string(&r.stats_json()?);
         Ok(())
     })
 }
@@ -491,7 +497,7 @@ pub unsafe extern "C" fn rcip_runtime_stats(runtime: *const rcip_runtime, stats_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_close(runtime: *const rcip_runtime) -> rcip_result {
     ffi_guard!({
-        ref_arg(runtime, "runtime")?.0.close();
+        owned_arg(runtime, "runtime")?.close();
         Ok(())
     })
 }
@@ -532,8 +538,6 @@ pub unsafe extern "C" fn rcip_runtime_close(runtime: *const rcip_runtime) -> rci
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_free(runtime: *mut rcip_runtime) {
     ffi_guard_or!((), {
-        if !runtime.is_null() {
-            drop(Box::from_raw(runtime));
-        }
+        free_owned(runtime);
     })
 }

@@ -1,6 +1,7 @@
 //! Standalone strict JSON Schema validation, as the runtime does it.
 
-use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, ref_arg, FfiError};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, FfiError};
+use super::handle::{free_owned, handle_kind, into_owned, owned_arg};
 use super::result::rcip_result;
 use super::string::into_c_string;
 use crate::schema::Schema;
@@ -13,7 +14,11 @@ use std::ffi::c_char;
 /// Ownership: owned by the caller; free it with `rcip_schema_free`.
 /// Thread safety: shared (immutable; any thread).
 /// Functions: `rcip_schema_new`, `rcip_schema_validate`, `rcip_schema_free`.
-pub struct rcip_schema(Schema);
+pub struct rcip_schema {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(owned rcip_schema => Schema);
 
 /// Compiles a schema the way the catalog compiles capability schemas (Ajv 8
 /// `Ajv2020` with `strict: true`: unknown keywords, `format`, references
@@ -49,7 +54,7 @@ pub unsafe extern "C" fn rcip_schema_new(schema_json: *const c_char, schema_out:
                 format!("the schema does not compile: {}", list.join("; ")),
             )
         })?;
-        *out = Box::into_raw(Box::new(rcip_schema(schema)));
+        *out = into_owned::<rcip_schema>(schema);
         Ok(())
     })
 }
@@ -78,11 +83,11 @@ pub unsafe extern "C" fn rcip_schema_validate(
     ffi_guard!({
         let out = out_arg(result_out, "result_out")?;
         *out = std::ptr::null_mut();
-        let schema = ref_arg(schema, "schema")?;
+        let schema = owned_arg(schema, "schema")?;
         let text = bytes_arg(instance_json, "instance_json")?;
         let value = crate::json::parse_bytes(text, &crate::json::Limits::default())
             .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("instance_json: {e}")))?;
-        let issues = schema.0.validate(&value);
+        let issues = schema.validate(&value);
         let result = json!({
             "valid": issues.is_empty(),
             "issues": issues.iter().map(|i| json!({"instancePath": i.instance_path, "keyword": i.keyword, "message": i.message})).collect::<Vec<Value>>(),
@@ -100,8 +105,6 @@ pub unsafe extern "C" fn rcip_schema_validate(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_schema_free(schema: *mut rcip_schema) {
     ffi_guard_or!((), {
-        if !schema.is_null() {
-            drop(Box::from_raw(schema));
-        }
+        free_owned(schema);
     })
 }

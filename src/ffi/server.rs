@@ -1,16 +1,19 @@
 //! The MCP Streamable HTTP server over the C ABI (src/mcp/http): one
 //! runtime per MCP session, built by the host's factory callback.
 
-use super::callback::rcip_user_data_free_callback;
-use super::callback::UserData;
+use super::callback::{rcip_user_data_free_callback, UserData};
 use super::catalog::rcip_catalog;
-use super::guard::{ffi_guard, ffi_guard_or, opt_str_arg, out_arg, ref_arg, str_arg, FfiError, FfiResult};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError};
+use super::handle::{
+    free_owned, handle_kind, into_owned, lend_mut, lend_owned, lent_mut, owned, owned_arg, take_owned, view_of,
+};
 use super::result::rcip_result;
 use super::runtime::{rcip_client, rcip_host, rcip_runtime};
 use super::string::into_c_string;
 use crate::mcp::http::{HttpOptions, McpHttpServer, SessionFactory, SessionRequest, SessionRuntime};
 use crate::runtime::Runtime;
 use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Builds the runtime of a new MCP session (`rcip_mcp_server_new`): the
@@ -44,6 +47,13 @@ pub type rcip_mcp_session_factory_callback =
 /// `rcip_mcp_session_setup_client_name`, `rcip_mcp_session_setup_header`,
 /// `rcip_mcp_session_setup_accept`.
 pub struct rcip_mcp_session_setup {
+    _opaque: [u8; 0],
+}
+
+handle_kind!(lent rcip_mcp_session_setup => Setup);
+
+/// What a setup handle lends.
+pub(crate) struct Setup {
     session_id: CString,
     params: CString,
     client_name: Option<CString>,
@@ -53,13 +63,13 @@ pub struct rcip_mcp_session_setup {
 
 /// A session's runtime and the host's per-session user data.
 pub(crate) struct CSessionRuntime {
-    runtime: rcip_runtime,
+    runtime: Runtime,
     user_data: UserData,
 }
 
 impl SessionRuntime for CSessionRuntime {
     fn runtime(&self) -> &Runtime {
-        &self.runtime.0
+        &self.runtime
     }
 
     fn session_ended(&self) {
@@ -89,8 +99,10 @@ impl SessionRuntime for CSessionRuntime {
 /// `rcip_mcp_server_shutdown`, `rcip_mcp_server_sessions`,
 /// `rcip_mcp_server_session_find`, `rcip_mcp_server_free`.
 pub struct rcip_mcp_server {
-    server: McpHttpServer<CSessionRuntime>,
+    _opaque: [u8; 0],
 }
+
+handle_kind!(owned rcip_mcp_server => McpHttpServer<CSessionRuntime>);
 
 /// A live session's runtime, held by the host (an approval UI, a context
 /// change): its host and client views and its user data.
@@ -105,12 +117,14 @@ pub struct rcip_mcp_server {
 /// `rcip_mcp_server_session_client`, `rcip_mcp_server_session_user_data`,
 /// `rcip_mcp_server_session_free`.
 pub struct rcip_mcp_server_session {
-    owner: std::sync::Arc<CSessionRuntime>,
+    _opaque: [u8; 0],
 }
+
+handle_kind!(owned rcip_mcp_server_session => Arc<CSessionRuntime>);
 
 struct CFactory {
     cb: unsafe extern "C" fn(*mut c_void, *mut rcip_mcp_session_setup) -> i32,
-    user_data: std::sync::Arc<UserData>,
+    user_data: Arc<UserData>,
 }
 
 // Safety: rcip_mcp_session_factory_callback's doc tells the host that the
@@ -124,7 +138,7 @@ fn c_text(text: &str) -> CString {
 
 impl SessionFactory<CSessionRuntime> for CFactory {
     fn create(&self, request: &SessionRequest<'_>) -> Result<CSessionRuntime, String> {
-        let mut setup = rcip_mcp_session_setup {
+        let mut setup = Setup {
             session_id: c_text(request.session_id),
             params: c_text(&request.initialize_params.to_string()),
             client_name: request.client_name().map(c_text),
@@ -137,13 +151,13 @@ impl SessionFactory<CSessionRuntime> for CFactory {
         };
         // Safety: the host's function with its data; `setup` lives across
         // the call.
-        let rc = unsafe { (self.cb)(self.user_data.ptr(), &mut setup) };
+        let rc = unsafe { (self.cb)(self.user_data.ptr(), lend_mut::<rcip_mcp_session_setup>(&mut setup)) };
         match (rc, setup.accepted.take()) {
             (0, Some(owner)) => Ok(owner),
             (0, None) => Err("the factory returned 0 without rcip_mcp_session_setup_accept".into()),
             (rc, accepted) => {
                 if let Some(owner) = accepted {
-                    owner.runtime.0.close();
+                    owner.runtime.close();
                     owner.session_ended();
                 }
                 Err(format!("the factory returned {rc}"))
@@ -160,7 +174,7 @@ impl SessionFactory<CSessionRuntime> for CFactory {
 pub extern "C" fn rcip_mcp_session_setup_session_id(setup: *const rcip_mcp_session_setup) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
         // Safety: NULL or the setup lent to the factory.
-        unsafe { setup.as_ref() }.map_or(std::ptr::null(), |s| s.session_id.as_ptr())
+        unsafe { super::handle::lent(setup) }.map_or(std::ptr::null(), |s| s.session_id.as_ptr())
     })
 }
 
@@ -174,7 +188,7 @@ pub extern "C" fn rcip_mcp_session_setup_session_id(setup: *const rcip_mcp_sessi
 pub extern "C" fn rcip_mcp_session_setup_initialize_params(setup: *const rcip_mcp_session_setup) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
         // Safety: NULL or the setup lent to the factory.
-        unsafe { setup.as_ref() }.map_or(std::ptr::null(), |s| s.params.as_ptr())
+        unsafe { super::handle::lent(setup) }.map_or(std::ptr::null(), |s| s.params.as_ptr())
     })
 }
 
@@ -186,7 +200,7 @@ pub extern "C" fn rcip_mcp_session_setup_initialize_params(setup: *const rcip_mc
 pub extern "C" fn rcip_mcp_session_setup_client_name(setup: *const rcip_mcp_session_setup) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
         // Safety: NULL or the setup lent to the factory.
-        unsafe { setup.as_ref() }
+        unsafe { super::handle::lent(setup) }
             .and_then(|s| s.client_name.as_ref())
             .map_or(std::ptr::null(), |n| n.as_ptr())
     })
@@ -205,7 +219,7 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_header(
     name: *const c_char,
 ) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        let (Some(s), Ok(Some(name))) = (setup.as_ref(), opt_str_arg(name, "name")) else {
+        let (Some(s), Ok(Some(name))) = (super::handle::lent(setup), opt_str_arg(name, "name")) else {
             return std::ptr::null();
         };
         s.headers
@@ -220,30 +234,38 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_header(
 /// Ownership: consumes `runtime` (on success and on failure alike: on
 /// failure it is closed and freed); the session closes it when the session
 /// ends (DELETE, idle expiry, server shutdown), then calls
-/// `session_user_data_free(session_user_data)` once (on a worker thread or
-/// the thread shutting the server down), and frees it when no
-/// `rcip_mcp_server_session` handle holds it any more. `session_user_data`
-/// is what `rcip_mcp_server_session_user_data` returns.
+/// `user_data_free(user_data)` once (on a worker thread or the thread
+/// shutting the server down), and frees it when no
+/// `rcip_mcp_server_session` handle holds it any more. `user_data` (the
+/// session's data) is what `rcip_mcp_server_session_user_data` returns.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (setup, runtime),
-/// `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted),
-/// `RCIP_RESULT_INVALID_ARGUMENT` (the runtime is not built from the
-/// server's catalog: checked when the factory returns, failing the
-/// `initialize`). On failure `session_user_data_free` is never called.
+/// `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted). On
+/// failure `user_data_free` is never called. Build the runtime
+/// from the server's catalog (the same `rcip_catalog`, so no session
+/// compiles schemas again): a runtime over a catalog whose capabilities
+/// do not fit the server's `toolNames` fails the `initialize` with
+/// `-32603` when the factory returns.
 /// Thread safety: the factory's thread, during the factory call.
+/// Callbacks: `user_data_free` runs once, after the session ended and its
+/// runtime was closed (no callback of that runtime starts afterwards), on
+/// a library worker thread or the thread shutting the server down, with
+/// no rcip lock held; it may call any rcip function but
+/// `rcip_mcp_server_shutdown` and `rcip_mcp_server_free` of its server.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_session_setup_accept(
     setup: *mut rcip_mcp_session_setup,
     runtime: *mut rcip_runtime,
-    session_user_data: *mut c_void,
-    session_user_data_free: rcip_user_data_free_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
 ) -> rcip_result {
     ffi_guard!({
-        if runtime.is_null() {
+        // Consumed here, on failure too (a runtime from
+        // rcip_runtime_builder_build).
+        let Some(runtime) = take_owned(runtime) else {
             return Err(FfiError::null("runtime"));
-        }
-        // Safety: a runtime from rcip_runtime_builder_build, consumed here.
-        let runtime = *Box::from_raw(runtime);
-        let Some(setup) = setup.as_mut() else {
+        };
+        let runtime = *runtime;
+        let Some(setup) = lent_mut(setup) else {
             return Err(FfiError::null("setup"));
         };
         if setup.accepted.is_some() {
@@ -254,7 +276,7 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_accept(
         }
         setup.accepted = Some(CSessionRuntime {
             runtime,
-            user_data: UserData::new(session_user_data, session_user_data_free),
+            user_data: UserData::new(user_data, user_data_free),
         });
         Ok(())
     })
@@ -292,7 +314,8 @@ fn io_error(e: std::io::Error) -> FfiError {
 /// `*server_out` is new (free it with `rcip_mcp_server_free`); NULL on
 /// failure, and then neither callback is ever called.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (catalog, address, factory,
-/// server_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_INVALID_JSON`,
+/// server_out), `RCIP_RESULT_INVALID_UTF8` (address),
+/// `RCIP_RESULT_INVALID_JSON` (options_json not JSON, or not UTF-8),
 /// `RCIP_RESULT_INVALID_ARGUMENT` (an address that is not `IP:PORT`, an
 /// option of the wrong shape or unknown, a tool naming with collisions or
 /// names over 64 characters), `RCIP_RESULT_IO` (the address cannot be
@@ -315,25 +338,26 @@ pub unsafe extern "C" fn rcip_mcp_server_new(
     ffi_guard!({
         let out = out_arg(server_out, "server_out")?;
         *out = std::ptr::null_mut();
-        let catalog = ref_arg(catalog, "catalog")?;
+        let catalog = owned_arg(catalog, "catalog")?;
         let address = str_arg(address, "address")?;
         let cb = factory.ok_or_else(|| FfiError::null("factory"))?;
-        let options = match opt_str_arg(options_json, "options_json")? {
-            None => HttpOptions::default(),
-            Some(text) => {
-                let value = crate::json::parse_str(text, &crate::json::Limits::default())
-                    .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("options_json: {e}")))?;
-                HttpOptions::from_value(&value).map_err(|e| FfiError::new(rcip_result::InvalidArgument, e))?
-            }
+        let options = if options_json.is_null() {
+            HttpOptions::default()
+        } else {
+            // JSON text that is not UTF-8 is INVALID_JSON (STYLE.md section 3).
+            let text = bytes_arg(options_json, "options_json")?;
+            let value = crate::json::parse_bytes(text, &crate::json::Limits::default())
+                .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("options_json: {e}")))?;
+            HttpOptions::from_value(&value).map_err(|e| FfiError::new(rcip_result::InvalidArgument, e))?
         };
-        let user_data = std::sync::Arc::new(UserData::new(user_data, user_data_free));
+        let user_data = Arc::new(UserData::new(user_data, user_data_free));
         let factory = CFactory {
             cb,
             user_data: user_data.clone(),
         };
-        match McpHttpServer::bind(&catalog.0, address, options, factory) {
+        match McpHttpServer::bind(catalog, address, options, factory) {
             Ok(server) => {
-                *out = Box::into_raw(Box::new(rcip_mcp_server { server }));
+                *out = into_owned::<rcip_mcp_server>(server);
                 Ok(())
             }
             Err(e) => {
@@ -357,8 +381,8 @@ pub unsafe extern "C" fn rcip_mcp_server_url(server: *const rcip_mcp_server, url
     ffi_guard!({
         let out = out_arg(url_out, "url_out")?;
         *out = std::ptr::null_mut();
-        let server = ref_arg(server, "server")?;
-        *out = into_c_string(&server.server.url());
+        let server = owned_arg(server, "server")?;
+        *out = into_c_string(&server.url());
         Ok(())
     })
 }
@@ -366,14 +390,16 @@ pub unsafe extern "C" fn rcip_mcp_server_url(server: *const rcip_mcp_server, url
 /// Starts serving in the background (the server's own threads) and
 /// returns at once.
 ///
+/// Ownership: `server` is borrowed for the call; it must stay alive while
+/// it serves (free it with `rcip_mcp_server_free`, which shuts it down).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_USED` (started
 /// or shut down before), `RCIP_RESULT_IO` (threads cannot start).
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_start(server: *const rcip_mcp_server) -> rcip_result {
     ffi_guard!({
-        let server = ref_arg(server, "server")?;
-        server.server.start().map_err(|e| match e.kind() {
+        let server = owned_arg(server, "server")?;
+        server.start().map_err(|e| match e.kind() {
             std::io::ErrorKind::Other => FfiError::new(rcip_result::AlreadyUsed, e.to_string()),
             _ => io_error(e),
         })
@@ -384,14 +410,16 @@ pub unsafe extern "C" fn rcip_mcp_server_start(server: *const rcip_mcp_server) -
 /// handler's thread, or a callback) has finished; starts the server first
 /// if needed.
 ///
+/// Ownership: `server` is borrowed until this returns; do not free it
+/// meanwhile (shut it down instead).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_IO`.
 /// Thread safety: blocks the calling thread; any other call may run
 /// meanwhile on other threads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_serve(server: *const rcip_mcp_server) -> rcip_result {
     ffi_guard!({
-        let server = ref_arg(server, "server")?;
-        server.server.serve().map_err(io_error)
+        let server = owned_arg(server, "server")?;
+        server.serve().map_err(io_error)
     })
 }
 
@@ -402,15 +430,18 @@ pub unsafe extern "C" fn rcip_mcp_server_serve(server: *const rcip_mcp_server) -
 /// deadline to finish, then are dropped. Returns when that is done;
 /// `rcip_mcp_server_serve` then returns too. Idempotent.
 ///
-/// Units: `deadline_ms` in milliseconds.
+/// Units: `deadline_ms` in milliseconds (a value beyond what the clock
+/// holds waits without a deadline).
+/// Ownership: `server` is borrowed for the call; it is still the caller's
+/// to free.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
 /// Thread safety: any thread except a callback of the server's sessions
 /// or its factory (it waits for them).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_shutdown(server: *const rcip_mcp_server, deadline_ms: u64) -> rcip_result {
     ffi_guard!({
-        let server = ref_arg(server, "server")?;
-        server.server.shutdown(Duration::from_millis(deadline_ms));
+        let server = owned_arg(server, "server")?;
+        server.shutdown(Duration::from_millis(deadline_ms));
         Ok(())
     })
 }
@@ -433,8 +464,8 @@ pub unsafe extern "C" fn rcip_mcp_server_sessions(
     ffi_guard!({
         let out = out_arg(json_out, "json_out")?;
         *out = std::ptr::null_mut();
-        let server = ref_arg(server, "server")?;
-        let list: Vec<_> = server.server.sessions().iter().map(|s| s.to_value()).collect();
+        let server = owned_arg(server, "server")?;
+        let list: Vec<_> = server.sessions().iter().map(|s| s.to_value()).collect();
         *out = into_c_string(&serde_json::Value::Array(list).to_string());
         Ok(())
     })
@@ -457,18 +488,20 @@ pub unsafe extern "C" fn rcip_mcp_server_session_find(
     ffi_guard!({
         let out = out_arg(session_out, "session_out")?;
         *out = std::ptr::null_mut();
-        let server = ref_arg(server, "server")?;
+        let server = owned_arg(server, "server")?;
         let id = str_arg(session_id, "session_id")?;
-        let owner = server.server.session(id).ok_or_else(|| {
+        let owner = server.session(id).ok_or_else(|| {
             FfiError::new(rcip_result::NotFound, format!("no live MCP session has the id \"{id}\""))
         })?;
-        *out = Box::into_raw(Box::new(rcip_mcp_server_session { owner }));
+        *out = into_owned::<rcip_mcp_server_session>(owner);
         Ok(())
     })
 }
 
-unsafe fn session_ref<'a>(session: *const rcip_mcp_server_session) -> FfiResult<&'a rcip_mcp_server_session> {
-    ref_arg(session, "session")
+/// The runtime a session handle holds, lent as a runtime handle (whose
+/// client and host views are the same address).
+unsafe fn session_runtime(session: *const rcip_mcp_server_session) -> *const rcip_runtime {
+    owned(session).map_or(std::ptr::null(), |s| lend_owned::<rcip_runtime>(&s.runtime))
 }
 
 /// The host view of the session's runtime; NULL for NULL.
@@ -479,10 +512,7 @@ unsafe fn session_ref<'a>(session: *const rcip_mcp_server_session) -> FfiResult<
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_session_host(session: *const rcip_mcp_server_session) -> *const rcip_host {
     ffi_guard_or!(std::ptr::null(), {
-        // The host view is the runtime's address (rcip_runtime_host).
-        session_ref(session).map_or(std::ptr::null(), |s| {
-            (&s.owner.runtime as *const rcip_runtime).cast::<rcip_host>()
-        })
+        view_of::<rcip_runtime, rcip_host>(session_runtime(session))
     })
 }
 
@@ -494,9 +524,7 @@ pub unsafe extern "C" fn rcip_mcp_server_session_host(session: *const rcip_mcp_s
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_session_client(session: *const rcip_mcp_server_session) -> *const rcip_client {
     ffi_guard_or!(std::ptr::null(), {
-        session_ref(session).map_or(std::ptr::null(), |s| {
-            (&s.owner.runtime as *const rcip_runtime).cast::<rcip_client>()
-        })
+        view_of::<rcip_runtime, rcip_client>(session_runtime(session))
     })
 }
 
@@ -509,7 +537,7 @@ pub unsafe extern "C" fn rcip_mcp_server_session_client(session: *const rcip_mcp
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_session_user_data(session: *const rcip_mcp_server_session) -> *mut c_void {
     ffi_guard_or!(std::ptr::null_mut(), {
-        session_ref(session).map_or(std::ptr::null_mut(), |s| s.owner.user_data.ptr())
+        owned(session).map_or(std::ptr::null_mut(), |s| s.user_data.ptr())
     })
 }
 
@@ -522,9 +550,7 @@ pub unsafe extern "C" fn rcip_mcp_server_session_user_data(session: *const rcip_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_session_free(session: *mut rcip_mcp_server_session) {
     ffi_guard_or!((), {
-        if !session.is_null() {
-            drop(Box::from_raw(session));
-        }
+        free_owned(session);
     })
 }
 
@@ -540,8 +566,6 @@ pub unsafe extern "C" fn rcip_mcp_server_session_free(session: *mut rcip_mcp_ser
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_free(server: *mut rcip_mcp_server) {
     ffi_guard_or!((), {
-        if !server.is_null() {
-            drop(Box::from_raw(server));
-        }
+        free_owned(server);
     })
 }

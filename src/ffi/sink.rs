@@ -1,8 +1,9 @@
 //! Answer slots lent to availability callbacks and id generators.
 
-use super::guard::{ffi_guard, opt_str_arg, ref_arg, str_arg, FfiError};
+use super::guard::{ffi_guard, opt_str_arg, str_arg, FfiError};
+use super::handle::{handle_kind, lend_mut, lent_mut};
 use super::result::rcip_result;
-use crate::runtime::Availability;
+use crate::runtime::{Availability, AvailabilitySlot};
 use std::ffi::c_char;
 
 /// Where an availability callback writes its answer. Borrowed: valid only
@@ -12,20 +13,15 @@ use std::ffi::c_char;
 /// Thread safety: the callback's thread, during the callback.
 /// Functions: `rcip_availability_set`.
 pub struct rcip_availability_sink {
-    answer: Option<Availability>,
+    _opaque: [u8; 0],
 }
 
+handle_kind!(lent rcip_availability_sink => AvailabilitySlot);
+
 impl rcip_availability_sink {
-    pub(crate) fn new() -> Self {
-        rcip_availability_sink { answer: None }
-    }
-
-    pub(crate) fn take(&mut self) -> Option<Availability> {
-        self.answer.take()
-    }
-
-    pub(crate) fn peek(&self) -> Option<&Availability> {
-        self.answer.as_ref()
+    /// Lends `slot` to a callback for the length of the call.
+    pub(crate) fn lend(slot: &mut AvailabilitySlot) -> *mut rcip_availability_sink {
+        lend_mut(slot)
     }
 }
 
@@ -35,16 +31,16 @@ impl rcip_availability_sink {
 /// Thread safety: the callback's thread, during the callback.
 /// Functions: `rcip_string_sink_set`.
 pub struct rcip_string_sink {
-    value: Option<String>,
+    _opaque: [u8; 0],
 }
 
-impl rcip_string_sink {
-    pub(crate) fn new() -> Self {
-        rcip_string_sink { value: None }
-    }
+// The answer slot: the id, once set.
+handle_kind!(lent rcip_string_sink => Option<String>);
 
-    pub(crate) fn take(&mut self) -> Option<String> {
-        self.value.take()
+impl rcip_string_sink {
+    /// Lends `slot` to a callback for the length of the call.
+    pub(crate) fn lend(slot: &mut Option<String>) -> *mut rcip_string_sink {
+        lend_mut(slot)
     }
 }
 
@@ -68,10 +64,10 @@ pub unsafe extern "C" fn rcip_availability_set(
     reason: *const c_char,
 ) -> rcip_result {
     ffi_guard!({
-        let sink = sink.as_mut().ok_or_else(|| FfiError::null("sink"))?;
+        let sink = lent_mut(sink).ok_or_else(|| FfiError::null("sink"))?;
         let reason_code = opt_str_arg(reason_code, "reason_code")?.map(str::to_string);
         let reason = opt_str_arg(reason, "reason")?.map(str::to_string);
-        sink.answer = Some(Availability {
+        sink.set(Availability {
             available,
             reason_code,
             reason,
@@ -89,9 +85,8 @@ pub unsafe extern "C" fn rcip_availability_set(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_string_sink_set(sink: *mut rcip_string_sink, value: *const c_char) -> rcip_result {
     ffi_guard!({
-        let _ = ref_arg(sink as *const rcip_string_sink, "sink")?;
-        let value = str_arg(value, "value")?.to_string();
-        (*sink).value = Some(value);
+        let sink = lent_mut(sink).ok_or_else(|| FfiError::null("sink"))?;
+        *sink = Some(str_arg(value, "value")?.to_string());
         Ok(())
     })
 }

@@ -1,6 +1,7 @@
 //! Snapshots handed to consumers.
 
 use super::guard::ffi_guard_or;
+use super::handle::{counted, free_counted, handle_kind};
 use crate::runtime::Snapshot;
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -14,16 +15,10 @@ use std::sync::Arc;
 /// Functions: `rcip_snapshot_json`, `rcip_snapshot_revision`,
 /// `rcip_snapshot_free`.
 pub struct rcip_snapshot {
-    _private: [u8; 0],
+    _opaque: [u8; 0],
 }
 
-pub(crate) fn into_raw(snapshot: Arc<Snapshot>) -> *const rcip_snapshot {
-    Arc::into_raw(snapshot).cast()
-}
-
-unsafe fn borrow<'a>(snapshot: *const rcip_snapshot) -> Option<&'a Snapshot> {
-    snapshot.cast::<Snapshot>().as_ref()
-}
+handle_kind!(counted rcip_snapshot => Arc<Snapshot>);
 
 /// The snapshot as JSON text.
 ///
@@ -42,9 +37,10 @@ unsafe fn borrow<'a>(snapshot: *const rcip_snapshot) -> Option<&'a Snapshot> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_snapshot_json(snapshot: *const rcip_snapshot) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        match borrow(snapshot) {
+        match counted(snapshot) {
             None => std::ptr::null(),
-            Some(s) => s.json_c_ptr(),
+            // The text lives in the snapshot, which this handle keeps.
+            Some(s) => s.json_c_str().as_ptr(),
         }
     })
 }
@@ -57,7 +53,7 @@ pub unsafe extern "C" fn rcip_snapshot_json(snapshot: *const rcip_snapshot) -> *
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_snapshot_revision(snapshot: *const rcip_snapshot) -> u64 {
-    ffi_guard_or!(0, { borrow(snapshot).map(|s| s.revision()).unwrap_or(0) })
+    ffi_guard_or!(0, { counted(snapshot).map(|s| s.revision()).unwrap_or(0) })
 }
 
 /// Frees one reference to the snapshot.
@@ -68,8 +64,6 @@ pub unsafe extern "C" fn rcip_snapshot_revision(snapshot: *const rcip_snapshot) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_snapshot_free(snapshot: *const rcip_snapshot) {
     ffi_guard_or!((), {
-        if !snapshot.is_null() {
-            drop(Arc::from_raw(snapshot.cast::<Snapshot>()));
-        }
+        free_counted(snapshot);
     })
 }

@@ -30,7 +30,7 @@ pub unsafe extern "C" fn rcip_string_free(string: *mut c_char) {
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_abi_version() -> u32 {
-    ffi_guard_or!(0, { env!("RCIP_ABI_VERSION").parse().unwrap_or(0) })
+    ffi_guard_or!(0, { crate::abi_version() })
 }
 
 /// The library version as text (`"MAJOR.MINOR.PATCH"`).

@@ -155,6 +155,17 @@ impl Outbox {
         q.closed || q.messages.len() < self.bound
     }
 
+    /// Waits until nothing is queued or being delivered, the outbox is
+    /// closed, or `deadline` passes.
+    pub(crate) fn wait_until_empty(&self, deadline: Instant) {
+        let mut q = self.queue.lock();
+        while !q.closed && (q.delivering || !q.messages.is_empty()) {
+            if self.room.wait_until(&mut q, deadline).timed_out() {
+                return;
+            }
+        }
+    }
+
     /// Notifications dropped because the queue was full.
     pub(crate) fn dropped(&self) -> u64 {
         self.queue.lock().dropped

@@ -18,11 +18,20 @@ type Job = Box<dyn FnOnce() + Send>;
 struct Queue {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// Worker threads still running.
+    alive: usize,
 }
 
 struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// Notified when a worker thread ends.
+    ended: Condvar,
+}
+
+thread_local! {
+    /// The pool whose worker this thread is (its `Shared` address), if any.
+    static WORKER_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A fixed pool of worker threads. Cheap to clone (a shared handle); the
@@ -59,14 +68,24 @@ impl WorkerPool {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 closed: false,
+                alive: 0,
             }),
             ready: Condvar::new(),
+            ended: Condvar::new(),
         });
         for _ in 0..threads {
             let s = shared.clone();
-            std::thread::Builder::new()
+            shared.queue.lock().alive += 1;
+            let started = std::thread::Builder::new()
                 .name("rcip-mcp-worker".into())
-                .spawn(move || run(&s))?;
+                .spawn(move || run(&s));
+            if let Err(e) = started {
+                let mut q = shared.queue.lock();
+                q.alive -= 1;
+                q.closed = true;
+                shared.ready.notify_all();
+                return Err(e);
+            }
         }
         Ok(WorkerPool {
             handle: Arc::new(Handle { shared, threads }),
@@ -78,14 +97,47 @@ impl WorkerPool {
         self.handle.threads
     }
 
-    /// Queues `job`; it runs on a worker thread, in queue order.
+    /// Stops taking jobs once the queued ones ran, and waits up to
+    /// `timeout` for the threads to end (at once when called on one of
+    /// them). True when they all ended. Jobs queued later never run.
+    ///
+    /// A host that frees its session or server gets no library thread
+    /// still running its code afterwards (a language runtime that stops
+    /// its threads at exit, such as CPython, must not find one inside a
+    /// callback).
+    pub fn close_and_wait(&self, timeout: std::time::Duration) -> bool {
+        let shared = &self.handle.shared;
+        let mut q = shared.queue.lock();
+        q.closed = true;
+        shared.ready.notify_all();
+        let own = WORKER_OF.with(|w| w.get()) == Arc::as_ptr(shared) as usize;
+        let deadline = std::time::Instant::now() + timeout;
+        let others = |q: &Queue| q.alive - usize::from(own);
+        while others(&q) > 0 {
+            if shared.ended.wait_until(&mut q, deadline).timed_out() {
+                return others(&q) == 0;
+            }
+        }
+        true
+    }
+
+    /// Queues `job`; it runs on a worker thread, in queue order. After
+    /// [`close_and_wait`](Self::close_and_wait) ended the threads it is
+    /// dropped unrun.
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
-        self.handle.shared.queue.lock().jobs.push_back(Box::new(job));
+        {
+            let mut q = self.handle.shared.queue.lock();
+            if q.closed && q.alive == 0 {
+                return; // nobody would run it (close_and_wait ended the threads)
+            }
+            q.jobs.push_back(Box::new(job));
+        }
         self.handle.shared.ready.notify_one();
     }
 }
 
-fn run(shared: &Shared) {
+fn run(shared: &Arc<Shared>) {
+    WORKER_OF.with(|w| w.set(Arc::as_ptr(shared) as usize));
     loop {
         let job = {
             let mut q = shared.queue.lock();
@@ -94,6 +146,8 @@ fn run(shared: &Shared) {
                     break job;
                 }
                 if q.closed {
+                    q.alive -= 1;
+                    shared.ended.notify_all();
                     return;
                 }
                 shared.ready.wait(&mut q);
@@ -125,6 +179,27 @@ mod tests {
         seen.sort_by_key(|s| s.0);
         assert_eq!(seen.len(), 10);
         assert!(seen.iter().all(|(_, name)| name.as_deref() == Some("rcip-mcp-worker")));
+    }
+
+    #[test]
+    fn close_and_wait_runs_the_queued_jobs_then_joins() {
+        let pool = WorkerPool::new(2).unwrap();
+        let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for _ in 0..20 {
+            let r = ran.clone();
+            pool.spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        assert!(pool.close_and_wait(std::time::Duration::from_secs(10)));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 20);
+        // From a worker of its own pool it does not wait for itself.
+        let pool = WorkerPool::new(1).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let p = pool.clone();
+        pool.spawn(move || tx.send(p.close_and_wait(std::time::Duration::from_secs(5))).unwrap());
+        assert!(rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap());
     }
 
     #[test]

@@ -30,6 +30,13 @@ use std::time::{Duration, Instant};
 /// -32099).
 pub(crate) const TOO_MANY_IN_FLIGHT: i64 = -32000;
 
+/// How long dropping a session waits for its own worker threads to end.
+const POOL_JOIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// After the end of a transport's input, how long requests already read
+/// may still be answered before the session closes.
+const END_OF_INPUT_GRACE: Duration = Duration::from_secs(2);
+
 /// How often an elicitation whose confirmation's `expiresAt` has passed
 /// asks the runtime again whether the confirmation is still pending (a
 /// runtime with manual timers or another clock expires it later).
@@ -74,6 +81,8 @@ struct Inner {
     max_in_flight: usize,
     max_pending_confirmations: usize,
     pool: Option<WorkerPool>,
+    /// The pool is the session's own (not a server's, shared).
+    owns_pool: bool,
     outbox: Outbox,
     state: Mutex<State>,
     /// Notified when a request is answered (the stdio reader waits on it).
@@ -100,6 +109,9 @@ struct State {
     tools_seen: Option<(Arc<Snapshot>, Option<String>)>,
     /// A change seen before `notifications/initialized`.
     list_changed_pending: bool,
+    /// Answers taken out of `calls` and not queued yet (so `drain` does
+    /// not mistake an answer on its way for no answer).
+    replying: usize,
     closed: bool,
 }
 
@@ -161,7 +173,7 @@ impl McpSession {
             0 => None,
             n => Some(WorkerPool::new(n).map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))?),
         };
-        Self::with_pool(runtime, options, output, pool)
+        Self::build(runtime, options, output, pool, true)
     }
 
     /// As [`new`](Self::new), with the worker pool given (shared with other
@@ -172,6 +184,16 @@ impl McpSession {
         options: McpOptions,
         output: Arc<dyn McpOutput>,
         pool: Option<WorkerPool>,
+    ) -> Result<McpSession, HostError> {
+        Self::build(runtime, options, output, pool, false)
+    }
+
+    fn build(
+        runtime: &Runtime,
+        options: McpOptions,
+        output: Arc<dyn McpOutput>,
+        pool: Option<WorkerPool>,
+        owns_pool: bool,
     ) -> Result<McpSession, HostError> {
         let catalog = runtime.catalog().clone();
         let names = tool_names(&catalog, &options.tool_names).map_err(HostError::InvalidArgument)?;
@@ -224,6 +246,7 @@ impl McpSession {
                 .max_pending_confirmations
                 .unwrap_or(DEFAULT_MAX_PENDING_CONFIRMATIONS),
             pool,
+            owns_pool,
             outbox: Outbox::new(
                 output,
                 options.max_queued_messages.unwrap_or(DEFAULT_MAX_QUEUED_MESSAGES),
@@ -343,6 +366,10 @@ impl McpSession {
                 Err(e) => break Err(e),
             }
         };
+        // The client closed its input: what it already asked for still
+        // gets answered, for a moment (a call waiting for the user or a
+        // stuck handler does not hold the close up longer).
+        self.inner.drain(END_OF_INPUT_GRACE);
         self.inner.close();
         self.inner.serving.store(false, Ordering::SeqCst);
         result
@@ -369,6 +396,14 @@ impl McpSession {
 impl Drop for McpSession {
     fn drop(&mut self) {
         self.inner.close();
+        // A pool of its own: its threads finish what is queued (the
+        // close's cancellations) and end before the drop returns, so no
+        // library thread runs host code after the host freed the session.
+        if self.inner.owns_pool {
+            if let Some(pool) = &self.inner.pool {
+                pool.close_and_wait(POOL_JOIN_TIMEOUT);
+            }
+        }
     }
 }
 
@@ -450,6 +485,21 @@ impl Inner {
                 return;
             }
         }
+    }
+
+    /// Waits until no request is in flight and every queued message went
+    /// out, or `grace` passed.
+    fn drain(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        {
+            let mut st = self.state.lock();
+            while !st.closed && (!st.calls.is_empty() || st.replying > 0) {
+                if self.answered.wait_until(&mut st, deadline).timed_out() {
+                    return;
+                }
+            }
+        }
+        self.outbox.wait_until_empty(deadline);
     }
 
     fn close(&self) {
@@ -558,20 +608,27 @@ impl Inner {
             if st.closed {
                 return;
             }
-            st.calls.remove(key)
+            let call = st.calls.remove(key);
+            if call.as_ref().is_some_and(|c| !c.cancelled) {
+                st.replying += 1;
+            }
+            call
         };
-        self.answered.notify_all();
-        let Some(call) = call else { return };
-        if call.cancelled {
+        let Some(call) = call else {
+            self.answered.notify_all();
             return;
+        };
+        if !call.cancelled {
+            self.send(
+                match reply {
+                    Ok(result) => jsonrpc::response(&call.id, result),
+                    Err((code, message)) => error_response(&call.id, code, &message),
+                },
+                Kind::Response(key.to_string()),
+            );
+            self.state.lock().replying -= 1;
         }
-        self.send(
-            match reply {
-                Ok(result) => jsonrpc::response(&call.id, result),
-                Err((code, message)) => error_response(&call.id, code, &message),
-            },
-            Kind::Response(key.to_string()),
-        );
+        self.answered.notify_all();
     }
 
     fn require_initialized(&self) -> Result<(), (i64, String)> {

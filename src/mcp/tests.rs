@@ -1232,3 +1232,332 @@ fn results_never_carry_structured_content_for_errors() {
         assert_eq!(r["_meta"]["rcip/outcome"]["status"], status);
     }
 }
+
+// ---- hostile and heavy clients (issue 14, item 2) ----------------------
+
+#[test]
+fn request_ids_beyond_2_53_are_echoed_exactly_and_never_collide() {
+    let h = harness(McpOptions::default());
+    h.init(json!({}));
+    // Two ids a double cannot tell apart, both in flight at once.
+    h.raw(r#"{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"notes.slow"}}"#);
+    h.raw(r#"{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/call","params":{"name":"notes.slow"}}"#);
+    assert!(h.take().is_empty(), "neither refused as a duplicate");
+    for inv in h.slow.lock().drain(..) {
+        inv.complete(json!({})).unwrap();
+    }
+    let ids: Vec<u64> = h.take().iter().map(|m| m["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, vec![9007199254740993, 9007199254740992]);
+    // Beyond 64 bits: refused, never rounded onto another id.
+    h.raw(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#);
+    assert_eq!(error_code(&h.take()[0]), INVALID_REQUEST);
+}
+
+#[test]
+fn an_elicitation_whose_confirmation_expires_is_withdrawn_and_the_call_answered() {
+    let mut builder = RuntimeBuilder::new(&catalog());
+    builder.policy(Arc::new(policy));
+    builder.confirmation_ttl_ms(100).unwrap();
+    let runtime = builder.build();
+    let purged = Arc::new(AtomicBool::new(false));
+    let p = purged.clone();
+    let _binding = runtime
+        .host()
+        .bind(
+            "notes.purge",
+            Arc::new(move |inv: Invocation| {
+                p.store(true, Ordering::SeqCst);
+                inv.complete(json!({})).unwrap()
+            }),
+            None,
+        )
+        .unwrap();
+    let sent = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let out = sent.clone();
+    let mut options = elicit();
+    options.workers = Some(1);
+    let session = McpSession::new(
+        &runtime,
+        options,
+        Arc::new(move |m: &str| out.lock().push(serde_json::from_str(m).unwrap())),
+    )
+    .unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}}}}"#;
+    session.receive(init.as_bytes());
+    session.receive(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    session.receive(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes.purge"}}"#);
+    // The question, then (the user never answers) its withdrawal and the
+    // call's answer: the runtime's CONFIRMATION_EXPIRED.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while sent.lock().iter().all(|m| m.get("id") != Some(&json!(1))) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let sent = sent.lock().clone();
+    let question = sent.iter().find(|m| m["method"] == "elicitation/create").expect("asked");
+    let withdrawn = sent
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .expect("the question is withdrawn");
+    assert_eq!(withdrawn["params"]["requestId"], question["id"]);
+    let answer = sent.iter().find(|m| m.get("id") == Some(&json!(1))).expect("the call is answered");
+    assert_eq!(answer["result"]["isError"], true);
+    assert_eq!(
+        answer["result"]["_meta"]["rcip/outcome"]["error"]["code"],
+        "CONFIRMATION_EXPIRED",
+        "{answer}"
+    );
+    // A late accept approves nothing.
+    let late = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}});
+    session.receive(late.to_string().as_bytes());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(!purged.load(Ordering::SeqCst));
+}
+
+#[test]
+fn confirmations_beyond_the_cap_are_declined_through_the_host() {
+    let h = harness(McpOptions::from_value(&json!({"maxPendingConfirmations": 1})).unwrap());
+    h.init(json!({}));
+    let first = h.call(1, "notes.purge", json!({}));
+    assert_eq!(
+        first["result"]["_meta"]["rcip/outcome"]["status"],
+        "confirmation_required"
+    );
+    let second = h.call(2, "notes.purge", json!({}));
+    let outcome = &second["result"]["_meta"]["rcip/outcome"];
+    assert_eq!(outcome["status"], "denied", "{second}");
+    assert_eq!(outcome["error"]["code"], "CONFIRMATION_DECLINED");
+    assert_eq!(h.stats()["pendingConfirmations"], 1);
+    assert!(!h.purged.load(Ordering::SeqCst));
+}
+
+#[test]
+fn tool_names_safe_or_mapped_call_back_exactly() {
+    let h = harness(McpOptions::from_value(&json!({"toolNames": "safe"})).unwrap());
+    h.init(json!({}));
+    let tools = h.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
+    assert_eq!(tool(&tools, "notes_list")["_meta"]["rcip/capabilityId"], "notes.list");
+    assert_eq!(h.call(1, "notes_list", json!({}))["result"]["isError"], false);
+    assert_eq!(error_code(&h.call(2, "notes.list", json!({}))), INVALID_PARAMS);
+
+    let mapped = harness(McpOptions::from_value(&json!({"toolNames": {"notes.list": "json_schema_2020_12_tool"}})).unwrap());
+    mapped.init(json!({}));
+    let tools = mapped.tools();
+    assert!(tools.iter().any(|t| t["name"] == "json_schema_2020_12_tool"));
+    assert!(tools.iter().any(|t| t["name"] == "notes.add"), "unmapped keep their id");
+    assert_eq!(mapped.call(1, "json_schema_2020_12_tool", json!({}))["result"]["isError"], false);
+
+    // Collisions and long names are refused when the session is created.
+    let runtime = Runtime::new(&catalog());
+    let collide = McpOptions::from_value(&json!({"toolNames": {"notes.list": "notes.add"}})).unwrap();
+    let e = McpSession::new(&runtime, collide, Arc::new(|_: &str| {})).unwrap_err().to_string();
+    assert!(e.contains("notes.list") && e.contains("notes.add"), "{e}");
+    let long = McpOptions::from_value(&json!({"toolNames": {"notes.list": "x".repeat(65)}})).unwrap();
+    assert!(McpSession::new(&runtime, long, Arc::new(|_: &str| {})).is_err());
+    let unknown = McpOptions::from_value(&json!({"toolNames": {"no.such": "x"}})).unwrap();
+    assert!(McpSession::new(&runtime, unknown, Arc::new(|_: &str| {})).is_err());
+}
+
+#[test]
+fn with_workers_a_slow_handler_never_delays_a_ping() {
+    let runtime = Runtime::new(&catalog());
+    let _binding = runtime
+        .host()
+        .bind(
+            "notes.list",
+            Arc::new(|inv: Invocation| {
+                std::thread::sleep(std::time::Duration::from_millis(400));
+                inv.complete(json!({"notes": []})).unwrap()
+            }),
+            None,
+        )
+        .unwrap();
+    let sent = Arc::new(Mutex::new(Vec::<(std::time::Instant, Value)>::new()));
+    let out = sent.clone();
+    let session = McpSession::new(
+        &runtime,
+        McpOptions::default(), // two workers
+        Arc::new(move |m: &str| out.lock().push((std::time::Instant::now(), serde_json::from_str(m).unwrap()))),
+    )
+    .unwrap();
+    session.receive(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#);
+    let start = std::time::Instant::now();
+    session.receive(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes.list"}}"#);
+    assert!(start.elapsed() < std::time::Duration::from_millis(200), "receive returns before the handler ends");
+    session.receive(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    let ping_at = sent.lock().iter().find(|(_, m)| m["id"] == 2).map(|(t, _)| *t).expect("ping answered at once");
+    assert!(ping_at.duration_since(start) < std::time::Duration::from_millis(200));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while sent.lock().iter().all(|(_, m)| m["id"] != 1) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let sent = sent.lock();
+    let call_at = sent.iter().find(|(_, m)| m["id"] == 1).map(|(t, _)| *t).expect("the call is answered");
+    assert!(call_at > ping_at, "the ping did not wait for the call");
+}
+
+/// A reader of `n` tools/call lines that counts how many bytes were read.
+struct Flood {
+    line: Vec<u8>,
+    left: usize,
+    pos: usize,
+    read: Arc<AtomicUsize>,
+}
+
+impl std::io::Read for Flood {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Ok(0);
+        }
+        let n = (self.line.len() - self.pos).min(buf.len());
+        buf[..n].copy_from_slice(&self.line[self.pos..self.pos + n]);
+        self.pos += n;
+        if self.pos == self.line.len() {
+            self.pos = 0;
+            self.left -= 1;
+        }
+        self.read.fetch_add(n, Ordering::SeqCst);
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_stops_being_read() {
+    let runtime = Runtime::new(&catalog());
+    // Replies of about 4.9 KB each, from a worker thread.
+    let notes: Vec<String> = (0..100).map(|i| format!("note number {i} of the flood test")).collect();
+    let _binding = runtime
+        .host()
+        .bind(
+            "notes.list",
+            Arc::new(move |inv: Invocation| inv.complete(json!({"notes": notes})).unwrap()),
+            None,
+        )
+        .unwrap();
+    // The client stops reading: the output blocks until released.
+    let gate = Arc::new((parking_lot::Mutex::new(false), parking_lot::Condvar::new()));
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let (g, d) = (gate.clone(), delivered.clone());
+    let session = Arc::new(
+        McpSession::new(
+            &runtime,
+            McpOptions::from_value(&json!({"maxInFlight": 16, "maxQueuedMessages": 32})).unwrap(),
+            Arc::new(move |_: &str| {
+                let mut open = g.0.lock();
+                while !*open {
+                    g.1.wait(&mut open);
+                }
+                d.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .unwrap(),
+    );
+    let init = br#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+    let line = b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"notes.list\"}}\n";
+    let read = Arc::new(AtomicUsize::new(0));
+    let requests = 2_000;
+    let s = session.clone();
+    let r = read.clone();
+    let mut text = init.to_vec();
+    text.push(b'\n');
+    let serving = std::thread::spawn(move || {
+        let init = std::io::Cursor::new(text);
+        // Each call has a distinct id so none is refused as a duplicate.
+        let mut n = 0u64;
+        let flood = Flood {
+            line: line.to_vec(),
+            left: requests,
+            pos: 0,
+            read: r,
+        };
+        let numbered = std::io::BufReader::new(std::io::Read::chain(init, flood));
+        let lines = std::io::BufRead::split(numbered, b'\n').map(move |l| {
+            n += 1;
+            let l = l.unwrap();
+            String::from_utf8(l).unwrap().replace("\"id\":7", &format!("\"id\":{n}")) + "\n"
+        });
+        let joined = IterRead {
+            lines: Box::new(lines),
+            buf: Vec::new(),
+            pos: 0,
+        };
+        s.serve(std::io::BufReader::new(joined)).unwrap();
+    });
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let consumed = read.load(Ordering::SeqCst) / line.len();
+    // Bounded by what may be in flight plus what may wait (and the
+    // reader's buffer), not by the 40,000 offered.
+    assert!(consumed < 200, "read {consumed} requests while the client read nothing");
+    let rss = rss_kb();
+    // Released: everything is answered.
+    *gate.0.lock() = true;
+    gate.1.notify_all();
+    serving.join().unwrap();
+    // The input's end closes the session (the client is gone): the calls
+    // still in flight then get no answer, every other one got its answer.
+    let answered = delivered.load(Ordering::SeqCst);
+    assert!(answered + 16 + 32 >= requests + 1 && answered <= requests + 1, "{answered}");
+    assert!(rss_kb() < rss + 64 * 1024, "RSS stays flat");
+}
+
+/// Lines as one reader.
+struct IterRead {
+    lines: Box<dyn Iterator<Item = String> + Send>,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl std::io::Read for IterRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.buf.len() {
+            match self.lines.next() {
+                Some(l) => {
+                    self.buf = l.into_bytes();
+                    self.pos = 0;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = (self.buf.len() - self.pos).min(out.len());
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+fn rss_kb() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn calls_read_before_the_input_ends_are_still_answered() {
+    let mut options = McpOptions::default();
+    options.workers = Some(2);
+    let h = harness(options);
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notes.list"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notes.slow"}}"#,
+        "\n"
+    );
+    let started = std::time::Instant::now();
+    h.session.serve(std::io::Cursor::new(input)).unwrap();
+    // The quick call was answered after the input ended; the stuck one
+    // held the close up for the grace period only.
+    let waited = started.elapsed();
+    assert!(waited >= std::time::Duration::from_millis(1500) && waited < std::time::Duration::from_secs(10));
+    let ids: Vec<Value> = h.take().iter().map(|m| m["id"].clone()).collect();
+    assert_eq!(ids, vec![json!(1), json!(2)]);
+    assert!(h.session.is_closed());
+}

@@ -9,6 +9,7 @@
 
 use super::handles::{Invocation, PolicyRequest};
 use super::types::{Availability, JsonText, LifecycleEvent};
+use crate::foreign::{OnceText, SlotFn};
 
 /// Runs a capability. It receives the completion handle and settles it
 /// (complete or fail) exactly once, before returning or later from any
@@ -134,14 +135,14 @@ impl<F: FnOnce(&str) + Send> OutcomeSink for F {
 /// contract as `OutcomeSink`: one `deliver`, or one `refused`.
 pub(crate) enum Sink {
     Boxed(Box<dyn OutcomeSink>),
-    C(crate::ffi::callback::COnce),
+    C(OnceText),
 }
 
 impl Sink {
     pub(crate) fn deliver(self, json: &JsonText) {
         match self {
             Sink::Boxed(sink) => sink.deliver(json),
-            Sink::C(sink) => sink.call(json),
+            Sink::C(sink) => sink.call(json.as_c_str()),
         }
     }
 
@@ -156,5 +157,46 @@ impl Sink {
 impl From<Box<dyn OutcomeSink>> for Sink {
     fn from(sink: Box<dyn OutcomeSink>) -> Sink {
         Sink::Boxed(sink)
+    }
+}
+
+/// Where a foreign availability check writes its answer during the call
+/// (the C ABI lends it as `rcip_availability_sink`). Valid for one call.
+#[derive(Default)]
+pub(crate) struct AvailabilitySlot {
+    answer: Option<Availability>,
+}
+
+impl AvailabilitySlot {
+    /// Records the answer; a later one replaces an earlier one.
+    pub(crate) fn set(&mut self, answer: Availability) {
+        self.answer = Some(answer);
+    }
+
+    /// The answer, if the check gave one.
+    pub(crate) fn take(&mut self) -> Option<Availability> {
+        self.answer.take()
+    }
+}
+
+/// A binding's foreign availability check, kept in the runtime's list of
+/// checks next to the binding (whose record keeps the user data alive), so
+/// that a refresh calls it without the trait object.
+pub(crate) type DirectCheck = SlotFn<AvailabilitySlot>;
+
+/// Asks a foreign check. The common answer, plainly available, is `None`:
+/// only a byte travels back then, not the whole answer (a refresh asks
+/// hundreds of checks: BENCHMARKS.md, (h2)). A non-zero return or no answer
+/// is a failed check.
+#[inline]
+pub(crate) fn check_unless_plain(check: DirectCheck) -> Option<Availability> {
+    let mut slot = AvailabilitySlot::default();
+    if check.call(&mut slot) != 0 {
+        return Some(Availability::check_failed());
+    }
+    match slot.answer {
+        Some(answer) if answer.is_plain_available() => None,
+        Some(answer) => Some(answer),
+        None => Some(Availability::check_failed()),
     }
 }

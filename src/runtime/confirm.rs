@@ -11,7 +11,22 @@ use super::types::{
     messages, push_json_str, ConfirmationRecord, ErrorCode, EventPhase, Outcome, RcipError, SemanticContext,
 };
 use super::HostError;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
+
+/// The confirmations part of the runtime's state (PIPELINE.md section 5).
+///
+/// Invariants: `deadlines` holds exactly one `(expiresAt, seq, id)` per
+/// entry of `pending`; a confirmation leaves both in one critical section
+/// (approved, declined, expired, cancelled, invalidated or closed); an
+/// expired or cancelled one leaves a receipt, and `receipts` keeps the
+/// latest `RECEIPT_CAPACITY` of them, oldest first.
+pub(crate) struct ConfirmationState {
+    pub pending: HashMap<String, PendingConfirmation>,
+    /// Pending confirmation deadlines: (expiresAt, creation sequence, id).
+    pub deadlines: BTreeSet<(i64, u64, String)>,
+    pub receipts: VecDeque<Receipt>,
+}
 
 /// A confirmation waiting for the host.
 pub(crate) struct PendingConfirmation {
@@ -81,6 +96,11 @@ fn closed_json(c: &PendingConfirmation, reason: CloseReason) -> String {
 }
 
 impl Shared {
+    /// True while confirmation `id` is pending.
+    pub(crate) fn confirmation_pending(&self, id: &str) -> bool {
+        self.state.lock().confirmations.pending.contains_key(id)
+    }
+
     pub(crate) fn new_pending_confirmation(
         &self,
         core: &InvocationCore,
@@ -137,14 +157,15 @@ impl Shared {
         if st.closed {
             return None;
         }
-        while st.confirmations.contains_key(&pending.id) {
+        while st.confirmations.pending.contains_key(&pending.id) {
             pending.id = self.builtin_id("confirmation").to_string();
         }
         let id = pending.id.clone();
         pending.seq = Shared::next_seq(&mut st);
-        st.deadlines
+        st.confirmations
+            .deadlines
             .insert((pending.expires_at, pending.seq, pending.id.clone()));
-        st.confirmations.insert(pending.id.clone(), pending);
+        st.confirmations.pending.insert(pending.id.clone(), pending);
         Some(id)
     }
 
@@ -194,7 +215,7 @@ impl Shared {
             if let Some(r) = registration {
                 let stale = {
                     let mut st = self.state.lock();
-                    match st.confirmations.get_mut(&record.id) {
+                    match st.confirmations.pending.get_mut(&record.id) {
                         Some(c) => {
                             c.registration = Some(r);
                             false
@@ -210,14 +231,14 @@ impl Shared {
     }
 
     fn push_receipt(st: &mut super::shared::State, c: &PendingConfirmation, code: ErrorCode) {
-        st.receipts.push_back(Receipt {
+        st.confirmations.receipts.push_back(Receipt {
             confirmation_id: c.id.clone(),
             invocation_id: c.invocation_id.clone(),
             capability_id: c.capability_id.clone(),
             code,
         });
-        while st.receipts.len() > RECEIPT_CAPACITY {
-            st.receipts.pop_front();
+        while st.confirmations.receipts.len() > RECEIPT_CAPACITY {
+            st.confirmations.receipts.pop_front();
         }
     }
 
@@ -231,11 +252,11 @@ impl Shared {
     pub(crate) fn cancel_confirmation(self: &Arc<Self>, id: &str) {
         let removed = {
             let mut st = self.state.lock();
-            match st.confirmations.remove(id) {
+            match st.confirmations.pending.remove(id) {
                 None => None,
                 Some(c) => {
-                    st.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
-                    st.reserved.remove(&*c.invocation_id);
+                    st.confirmations.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
+                    st.invocations.reserved.remove(&*c.invocation_id);
                     Shared::push_receipt(&mut st, &c, ErrorCode::ExecutionAborted);
                     Some(c)
                 }
@@ -268,17 +289,17 @@ impl Shared {
                 if st.closed {
                     return n;
                 }
-                let Some(first) = st.deadlines.first().cloned() else {
+                let Some(first) = st.confirmations.deadlines.first().cloned() else {
                     return n;
                 };
                 if first.0 > now {
                     return n;
                 }
-                st.deadlines.remove(&first);
-                let Some(c) = st.confirmations.remove(&first.2) else {
+                st.confirmations.deadlines.remove(&first);
+                let Some(c) = st.confirmations.pending.remove(&first.2) else {
                     continue;
                 };
-                st.reserved.remove(&*c.invocation_id);
+                st.invocations.reserved.remove(&*c.invocation_id);
                 Shared::push_receipt(&mut st, &c, ErrorCode::ConfirmationExpired);
                 c
             };
@@ -297,7 +318,7 @@ impl Shared {
 
     /// The earliest pending `expiresAt`.
     pub(crate) fn next_deadline(&self) -> Option<i64> {
-        self.state.lock().deadlines.first().map(|d| d.0)
+        self.state.lock().confirmations.deadlines.first().map(|d| d.0)
     }
 
     /// Teardown: the confirmation ends without a receipt.
@@ -331,15 +352,22 @@ impl Shared {
                 return Err(HostError::Closed);
             }
             // 1. Pending → remove it and release its id.
-            if let Some(c) = st.confirmations.remove(confirmation_id) {
-                st.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
-                st.reserved.remove(&*c.invocation_id);
-                let binding_same = st.bindings[c.capability].as_ref().is_some_and(|b| b.id == c.binding_id);
-                let context_same = *st.context == *c.context;
+            if let Some(c) = st.confirmations.pending.remove(confirmation_id) {
+                st.confirmations.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
+                st.invocations.reserved.remove(&*c.invocation_id);
+                let binding_same = st.bindings.slots[c.capability]
+                    .as_ref()
+                    .is_some_and(|b| b.id == c.binding_id);
+                let context_same = *st.bindings.context == *c.context;
                 Found::Pending(c, binding_same, context_same)
-            } else if let Some(i) = st.receipts.iter().position(|r| r.confirmation_id == confirmation_id) {
+            } else if let Some(i) = st
+                .confirmations
+                .receipts
+                .iter()
+                .position(|r| r.confirmation_id == confirmation_id)
+            {
                 // A receipt answers once, then is forgotten.
-                Found::Receipt(st.receipts.remove(i).expect("index in range"))
+                Found::Receipt(st.confirmations.receipts.remove(i).expect("index in range"))
             } else {
                 Found::Nothing
             }

@@ -7,8 +7,9 @@ use super::policy::PolicyCore;
 use super::shared::{in_restricted_callback, Shared};
 use super::types::{Decision, DecisionParseError, Outcome, PolicyAnswer, SemanticContext};
 use super::HostError;
-use crate::ffi::invocation::CView;
+use once_cell::sync::OnceCell;
 use serde_json::Value;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -58,20 +59,25 @@ impl Invocation {
         }
     }
 
-    /// Borrows a handle made by [`Invocation::into_raw`] without taking it
-    /// back (dropping the result does nothing).
-    ///
-    /// # Safety
-    /// `raw` came from `into_raw` and has not been given back; the result
-    /// does not outlive that.
-    pub(crate) unsafe fn borrow_raw(raw: *const InvocationCore) -> std::mem::ManuallyDrop<Invocation> {
-        std::mem::ManuallyDrop::new(Invocation::from_raw(raw))
+    /// The invocation id as NUL-terminated text, made on first request
+    /// and kept with the invocation state (so valid at least as long as
+    /// this handle).
+    pub(crate) fn id_c_str(&self) -> &CStr {
+        self.core.lent.id.get_or_init(|| nul_terminated(&self.core.id))
     }
 
-    /// What a C handle lends out (valid as long as the invocation state,
-    /// so at least until the handle is freed).
-    pub(crate) fn c_view(&self) -> &CView {
-        &self.core.c_view
+    /// The capability id as NUL-terminated text (as [`Self::id_c_str`]).
+    pub(crate) fn capability_id_c_str(&self) -> &CStr {
+        self.core
+            .lent
+            .capability_id
+            .get_or_init(|| nul_terminated(&self.core.capability_id))
+    }
+
+    /// The handler's token kept with the invocation state at a fixed
+    /// address (as [`Self::id_c_str`]), for a host that borrows it.
+    pub(crate) fn lent_cancel_token(&self) -> &CancelToken {
+        self.core.lent.token.get_or_init(|| Box::new(self.core.handler_token()))
     }
 
     /// The invocation id.
@@ -95,13 +101,13 @@ impl Invocation {
     }
 
     /// The input as NUL-terminated JSON text, owned by the invocation.
-    pub(crate) fn input_c_ptr(&self) -> *const std::ffi::c_char {
-        self.core.payload.as_ref().expect("parsed input").nul_text().as_c_ptr()
+    pub(crate) fn input_c_str(&self) -> &CStr {
+        self.core.payload.as_ref().expect("parsed input").nul_text().as_c_str()
     }
 
     /// The semantic context as NUL-terminated JSON text.
-    pub(crate) fn context_c_ptr(&self) -> *const std::ffi::c_char {
-        self.semantic_context().json_c_ptr()
+    pub(crate) fn context_c_str(&self) -> &CStr {
+        self.semantic_context().json_c_str()
     }
 
     /// The semantic context captured before the policy was asked.
@@ -221,8 +227,8 @@ impl PolicyRequest {
     }
 
     /// The context as NUL-terminated JSON text.
-    pub(crate) fn context_c_ptr(&self) -> *const std::ffi::c_char {
-        self.core.nul_context_json().as_c_ptr()
+    pub(crate) fn context_c_str(&self) -> &CStr {
+        self.core.nul_context_json().as_c_str()
     }
 
     /// The invocation id (`None` for a preflight proposal).
@@ -356,7 +362,7 @@ impl Binding {
     /// True while this binding is the installed one.
     pub fn is_installed(&self) -> bool {
         self.shared.upgrade().is_some_and(|s| {
-            s.state.lock().bindings[self.capability]
+            s.state.lock().bindings.slots[self.capability]
                 .as_ref()
                 .is_some_and(|b| b.id == self.id)
         })
@@ -397,4 +403,21 @@ impl Drop for Subscription {
             shared.unsubscribe(self.id);
         }
     }
+}
+
+/// What an invocation lends through its handle, made on first request and
+/// kept with the invocation state (which a foreign handle is), so each stays
+/// valid at least until that handle is given back. The handler path of a
+/// Rust host never touches it.
+#[derive(Default)]
+pub(crate) struct Lent {
+    id: OnceCell<CString>,
+    capability_id: OnceCell<CString>,
+    token: OnceCell<Box<CancelToken>>,
+}
+
+/// `s` as a C string; an id holding a NUL (which no identifier does) shows
+/// it as `\0`.
+fn nul_terminated(s: &str) -> CString {
+    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', "\\0")).unwrap_or_default())
 }

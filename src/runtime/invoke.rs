@@ -16,13 +16,25 @@ use super::types::{
     RcipError, SemanticContext,
 };
 use super::HostError;
-use crate::ffi::invocation::CView;
 use crate::json::JsonError;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
+
+/// The invocations part of the runtime's state (PIPELINE.md section 4).
+///
+/// Invariants: an id is in `reserved` from step 2 until its outcome is
+/// delivered, including while a confirmation it opened is pending (the
+/// confirmation then holds it); `active` holds each running invocation
+/// under its sequence key until `finish` removes it, so closing the
+/// runtime reaches every one.
+pub(crate) struct InvocationState {
+    pub reserved: HashSet<Arc<str>, ahash::RandomState>,
+    pub active: HashMap<u64, Arc<InvocationCore>, ahash::RandomState>,
+}
 
 /// A parsed capability input, shared by the invocation, its policy request
 /// and a pending confirmation; its JSON text is serialised once, on demand.
@@ -123,8 +135,9 @@ pub(crate) struct InvocationCore {
     pub inner: Mutex<InvState>,
     /// Set once the handler's handle settled (completed, failed or dropped).
     pub settled: AtomicBool,
-    /// What the handler's C handle lends out (the handle is this state).
-    pub c_view: CView,
+    /// What a foreign handle of the handler lends out (the handle is this
+    /// state).
+    pub lent: super::handles::Lent,
 }
 
 impl InvocationCore {
@@ -300,7 +313,7 @@ impl Shared {
                 sink.refused();
                 return Err(HostError::Closed);
             }
-            if st.reserved.contains(&*start.id) {
+            if st.invocations.reserved.contains(&*start.id) {
                 drop(st);
                 let outcome = Outcome::Failed {
                     invocation_id: start.id,
@@ -310,7 +323,7 @@ impl Shared {
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
-            st.reserved.insert(start.id.clone());
+            st.invocations.reserved.insert(start.id.clone());
             let key = Shared::next_seq(&mut st);
             let core = Arc::new(InvocationCore {
                 shared: Arc::downgrade(self),
@@ -330,9 +343,9 @@ impl Shared {
                     handler_token: None,
                 }),
                 settled: AtomicBool::new(false),
-                c_view: CView::default(),
+                lent: Default::default(),
             });
-            st.invocations.insert(key, core.clone());
+            st.invocations.active.insert(key, core.clone());
             let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
             (core, early)
         };
@@ -371,9 +384,9 @@ impl Shared {
     fn read_binding(st: &State, capability: Option<usize>, with_handler: bool) -> BindingRead {
         BindingRead {
             binding: capability
-                .and_then(|i| st.bindings[i].as_ref())
+                .and_then(|i| st.bindings.slots[i].as_ref())
                 .map(|b| (b.id, b.availability.clone(), with_handler.then(|| b.handler.clone()))),
-            context: st.context.clone(),
+            context: st.bindings.context.clone(),
         }
     }
 
@@ -410,10 +423,10 @@ impl Shared {
                     return Err(RcipError::runtime_closed());
                 }
                 (
-                    st.bindings[capability]
+                    st.bindings.slots[capability]
                         .as_ref()
                         .map(|b| (b.id, b.availability.clone(), None)),
-                    st.context.clone(),
+                    st.bindings.context.clone(),
                 )
             }
         };
@@ -496,14 +509,14 @@ impl Shared {
         }
         let found = {
             let st = self.state.lock();
-            match &st.bindings[capability] {
+            match &st.bindings.slots[capability] {
                 // A policy answer or handler result racing the free resumes
                 // on a closing runtime, whose bindings are gone: that is the
                 // teardown outcome, not CAPABILITY_UNBOUND (PIPELINE.md
                 // section 9).
                 _ if st.closed => Found::Closed,
                 Some(b) if b.id == binding_id => {
-                    if Arc::ptr_eq(&st.context, context) || *st.context == **context {
+                    if Arc::ptr_eq(&st.bindings.context, context) || *st.bindings.context == **context {
                         Found::Same(b.availability.clone(), want_handler.then(|| b.handler.clone()))
                     } else {
                         Found::ContextChanged
@@ -966,9 +979,9 @@ impl Shared {
         let join_refresh = ending.refresh && !observed && !self.refreshing_here();
         let (removed, refreshed, release_later) = {
             let mut st = self.state.lock();
-            let removed = st.invocations.remove(&core.key);
+            let removed = st.invocations.active.remove(&core.key);
             let refreshed =
-                (join_refresh && st.checks.is_empty() && !st.closed).then(|| Shared::refresh_locked(&mut st));
+                (join_refresh && st.bindings.checks.is_empty() && !st.closed).then(|| Shared::refresh_locked(&mut st));
             // The id stays reserved until the outcome (step 3): through the
             // event and the refresh's notifications, whose host code may
             // invoke with it. When no host code runs before the outcome,
@@ -980,7 +993,7 @@ impl Shared {
                 };
             let release = !ending.keep_reservation;
             if release && quiet {
-                st.reserved.remove(&*core.id);
+                st.invocations.reserved.remove(&*core.id);
             }
             (removed, refreshed, release && !quiet)
         };
@@ -1000,7 +1013,7 @@ impl Shared {
             None => {}
         }
         if release_later {
-            self.state.lock().reserved.remove(&*core.id);
+            self.state.lock().invocations.reserved.remove(&*core.id);
         }
         if let Some(sink) = sink {
             match &ending.rendered {

@@ -1,7 +1,7 @@
 //! The runtime: bindings, semantic context, snapshots, the invocation
 //! pipeline, policy and confirmation, cancellation, timers and lifecycle
 //! events (PIPELINE.md). This is the safe Rust API; the C ABI in
-//! [`crate::ffi`] only converts to and from it.
+//! C ABI (`src/ffi`) only converts to and from it; nothing here names it.
 //!
 //! A [`Runtime`] is built from a compiled [`Catalog`] with a
 //! [`RuntimeBuilder`]. Its trusted surface is [`Host`] (bind, context,
@@ -12,6 +12,7 @@
 //! ([`HostError::WrongContext`]). Work a call makes runnable (outcomes,
 //! events, notifications) happens on the calling thread before it returns.
 
+mod bindings;
 mod callbacks;
 mod cancel;
 mod confirm;
@@ -21,14 +22,15 @@ mod policy;
 mod preflight;
 mod shared;
 mod snapshot;
+mod subscribers;
 mod timer;
 mod types;
 
-pub(crate) use callbacks::Sink;
 pub use callbacks::{
     AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink,
     Policy, Subscriber,
 };
+pub(crate) use callbacks::{AvailabilitySlot, DirectCheck, Sink};
 pub use cancel::{CancelToken, Registration};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
@@ -342,7 +344,7 @@ impl Host {
         capability_id: &str,
         handler: Arc<dyn Handler>,
         availability: Option<Arc<dyn AvailabilityCheck>>,
-        direct: Option<crate::ffi::callback::DirectCheck>,
+        direct: Option<DirectCheck>,
     ) -> Result<Binding, HostError> {
         let (id, capability) = self.shared.bind(capability_id, handler, availability, direct)?;
         Ok(Binding::new(&self.shared, id, capability))
@@ -406,7 +408,7 @@ impl Host {
     /// clock or timer mode it runs with (the MCP session cancels its
     /// elicitation then).
     pub fn confirmation_pending(&self, confirmation_id: &str) -> bool {
-        self.shared.state.lock().confirmations.contains_key(confirmation_id)
+        self.shared.confirmation_pending(confirmation_id)
     }
 }
 

@@ -11,8 +11,18 @@ use super::types::{messages, push_json_str, Decision, ErrorCode, JsonText, Polic
 use super::HostError;
 use crate::catalog::Effect;
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Weak};
+
+/// The preflights part of the runtime's state (PIPELINE.md section 6).
+///
+/// Invariant: a preflight is in `active` under its sequence key while any
+/// of its proposals waits for a policy answer; the one that settles the
+/// last proposal removes it and delivers the report.
+pub(crate) struct PreflightState {
+    pub active: HashMap<u64, Arc<PreflightCore>>,
+}
 
 /// Most proposals in one preflight.
 pub const MAX_PREFLIGHT_PROPOSALS: usize = 16;
@@ -104,7 +114,7 @@ impl Shared {
             let core = Arc::new(PreflightCore {
                 shared: Arc::downgrade(self),
                 key,
-                revision: st.revision,
+                revision: st.bindings.revision,
                 capability_ids,
                 payloads,
                 token: token.cloned(),
@@ -117,7 +127,7 @@ impl Shared {
                     done: false,
                 }),
             });
-            st.preflights.insert(key, core.clone());
+            st.preflights.active.insert(key, core.clone());
             core
         };
         if let Some(token) = &core.token {
@@ -355,8 +365,8 @@ impl Shared {
         };
         let revision = {
             let mut st = self.state.lock();
-            st.preflights.remove(&core.key);
-            st.revision
+            st.preflights.active.remove(&core.key);
+            st.bindings.revision
         };
         if let (Some(token), Some(r)) = (&core.token, registration) {
             token.unregister(r);
@@ -405,7 +415,7 @@ impl Shared {
         }
         out.push_str("]}");
         if let Some(sink) = sink {
-            sink.deliver(&JsonText::from(out));
+            sink.deliver(&JsonText::from_json(out));
         }
     }
 }

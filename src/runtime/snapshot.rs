@@ -200,8 +200,8 @@ impl Snapshot {
     }
 
     /// The JSON text, NUL-terminated, owned by the snapshot.
-    pub(crate) fn json_c_ptr(&self) -> *const std::ffi::c_char {
-        self.nul_json().as_c_ptr()
+    pub(crate) fn json_c_str(&self) -> &std::ffi::CStr {
+        self.nul_json().as_c_str()
     }
 
     pub(crate) fn nul_json(&self) -> &NulString {

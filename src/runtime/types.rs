@@ -282,14 +282,14 @@ impl Outcome {
         out.push_str("\",\"output\":");
         out.push_str(output_text);
         out.push('}');
-        JsonText::from(out)
+        JsonText::from_json(out)
     }
 
     /// The outcome record as delivered to sinks.
     pub(crate) fn to_json_text(&self) -> JsonText {
         let mut out = String::with_capacity(192);
         self.write_json(&mut out);
-        JsonText::from(out)
+        JsonText::from_json(out)
     }
 
     fn write_json(&self, out: &mut String) {
@@ -436,8 +436,9 @@ impl SemanticContext {
         self.json.as_str()
     }
 
-    pub(crate) fn json_c_ptr(&self) -> *const std::ffi::c_char {
-        self.json.as_c_ptr()
+    /// The context as NUL-terminated JSON text.
+    pub(crate) fn json_c_str(&self) -> &std::ffi::CStr {
+        self.json.as_c_str()
     }
 
     /// Parses `{"activeScopeIds": [string...], "primaryScopeId"?: string}`;
@@ -620,14 +621,29 @@ impl JsonText {
         self.0.as_str()
     }
 
-    pub(crate) fn as_c_ptr(&self) -> *const std::ffi::c_char {
-        self.0.as_c_ptr()
+    /// The JSON text, NUL-terminated (lent to C callbacks without a copy).
+    pub(crate) fn as_c_str(&self) -> &std::ffi::CStr {
+        self.0.as_c_str()
     }
 }
 
+impl JsonText {
+    /// JSON text the crate wrote (no raw NUL: JSON escapes it), taken as
+    /// it is.
+    pub(crate) fn from_json(text: String) -> JsonText {
+        JsonText(NulString::new(text))
+    }
+}
+
+/// Any text; a raw NUL in it (which JSON text never holds) becomes
+/// `\u0000`, so the NUL-terminated form lent to C ends where the text does.
 impl From<String> for JsonText {
     fn from(text: String) -> JsonText {
-        JsonText(NulString::new(text))
+        if text.as_bytes().contains(&0) {
+            JsonText::from_json(text.replace('\0', "\\u0000"))
+        } else {
+            JsonText::from_json(text)
+        }
     }
 }
 
@@ -681,9 +697,12 @@ impl NulString {
         &self.0[..self.0.len() - 1]
     }
 
-    /// The NUL-terminated text.
-    pub(crate) fn as_c_ptr(&self) -> *const std::ffi::c_char {
-        self.0.as_ptr().cast()
+    /// The NUL-terminated text. No copy and no scan: every constructor
+    /// ends the text with its one NUL, and the text is JSON the crate wrote
+    /// (serde_json escapes a NUL as `\u0000`), so it holds no other.
+    pub(crate) fn as_c_str(&self) -> &std::ffi::CStr {
+        // Safety: exactly one NUL, at the end (see above).
+        unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(self.0.as_bytes()) }
     }
 }
 
@@ -775,6 +794,19 @@ mod tests {
             push_json_str(&mut out, s);
             assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s);
         }
+    }
+
+    #[test]
+    fn text_lent_to_c_ends_where_the_text_does() {
+        // A raw NUL (which JSON text never holds) cannot cut the C string
+        // short: the public conversion escapes it.
+        let t = JsonText::from("{\"a\":\"x\0y\"}".to_string());
+        assert_eq!(t.as_str(), "{\"a\":\"x\\u0000y\"}");
+        assert_eq!(t.as_c_str().to_bytes(), t.as_str().as_bytes());
+        let plain = JsonText::from_json("[1,2]".to_string());
+        assert_eq!(plain.as_c_str().to_bytes_with_nul(), b"[1,2]\0");
+        let ctx = SemanticContext::new(vec!["s\0".into()], None);
+        assert_eq!(ctx.json_c_str().to_bytes(), ctx.json().as_bytes());
     }
 
     #[test]

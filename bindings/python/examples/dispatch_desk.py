@@ -12,6 +12,9 @@ outcome codes as the C host.
 
     python3 dispatch_desk.py [--json] [--ttl-ms N] [--catalog FILE] [--plan FILE]
 
+Python 3.10 or later (one dataclass field uses ``kw_only``; the package
+itself needs 3.9).
+
 Exit status: 0 every outcome was as the plan expected; 1 some differed;
 2 the catalog, the plan or the command line could not be used.
 
@@ -33,7 +36,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Annotated, Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -54,14 +57,18 @@ ARCHIVE_POLL_MS = 10
 class Out:
     lock = threading.Lock()
     json_mode = False
+    # The transcript goes to standard output when this runs as the desk
+    # program; served over MCP (`python -m rcip serve`), standard output
+    # carries the protocol, so the desk's log goes to standard error.
+    stream = sys.stdout if __name__ == "__main__" else sys.stderr
 
 
 def say(text: str = "") -> None:
     if Out.json_mode:
         return
     with Out.lock:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        Out.stream.write(text + "\n")
+        Out.stream.flush()
 
 
 def emit(record: Dict[str, Any]) -> None:
@@ -69,8 +76,8 @@ def emit(record: Dict[str, Any]) -> None:
         return
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     with Out.lock:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        Out.stream.write(line + "\n")
+        Out.stream.flush()
 
 
 def host_log(who: str, message: str) -> None:
@@ -173,6 +180,94 @@ ARCHIVE = [
 ]
 
 
+
+# What the desk's capabilities take and return, as Python types: the
+# declarations below generate the catalog's schemas from them (the same
+# schemas as examples-c/dispatch/catalog.json; tests/test_declarations.py
+# compares them), and the handlers receive and return them.
+
+Priority = Literal["low", "normal", "urgent"]
+Skill = Literal["hvac", "plumbing", "electrical"]
+VisitStatus = Literal["new", "assigned", "closed"]
+Window = Literal["morning", "afternoon"]
+Resolution = Literal["fixed", "noAccess", "duplicate", "cancelledByCustomer"]
+VisitId = Annotated[str, rcip.Field(pattern=r"^V-[0-9]{4}$")]
+TechnicianId = Annotated[str, rcip.Field(pattern=r"^T-[0-9]{2}$")]
+IsoDate = Annotated[str, rcip.Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+Limit = Annotated[int, rcip.Field(minimum=1, maximum=24)]
+Count = Annotated[int, rcip.Field(minimum=0)]
+Text = Annotated[str, rcip.Field(min_length=1, max_length=500)]
+
+
+@rcip.named("visit")
+@dataclass
+class VisitCard:
+    id: str
+    site: str
+    issue: str
+    skill: Skill
+    priority: Priority
+    status: VisitStatus
+    # Absent while unassigned. kw_only (Python 3.10) lets it sit where the C
+    # desk writes it, between status and date, ahead of required fields.
+    technician_id: Optional[str] = field(default=None, kw_only=True)
+    date: str
+    window: Window
+    notes: Count
+
+
+@dataclass
+class VisitList:
+    visits: List[VisitCard]
+    total: Count
+
+
+@dataclass
+class ArchivedVisit:
+    id: str
+    site: str
+    issue: str
+    closed_on: str
+
+
+@dataclass
+class SearchResult:
+    visits: List[VisitCard]
+    total: Count
+    archive: Optional[List[ArchivedVisit]] = None  # only with includeArchive
+
+
+@dataclass
+class Assignment:
+    visit_id: str
+    technician_id: str
+    technician_name: str
+    status: Literal["assigned"]
+    technician_load: Annotated[int, rcip.Field(minimum=1)]
+
+
+@dataclass
+class Rescheduled:
+    visit_id: str
+    date: str
+    window: str
+    previous_date: str
+    previous_window: str
+
+
+@dataclass
+class NoteAdded:
+    visit_id: str
+    note_count: Annotated[int, rcip.Field(minimum=1)]
+
+
+@dataclass
+class Closed:
+    visit_id: str
+    status: Literal["closed"]
+    resolution: str
+
+
 class Refused(Exception):
     """A desk check or change did not go through; ``status`` names why."""
 
@@ -204,12 +299,11 @@ class Visit:
     resolution: str = ""
     notes: List[str] = field(default_factory=list)
 
-    def to_dict(self) -> Dict[str, Any]:
-        d: Dict[str, Any] = {"id": self.id, "site": self.site, "issue": self.issue, "skill": self.skill, "priority": self.priority, "status": self.status}
-        if self.technician:
-            d["technicianId"] = self.technician
-        d.update({"date": self.date, "window": self.window, "notes": len(self.notes)})
-        return d
+    def card(self) -> VisitCard:
+        return VisitCard(
+            self.id, self.site, self.issue, self.skill, self.priority, self.status,  # type: ignore[arg-type]
+            self.date, self.window, len(self.notes), technician_id=self.technician or None,  # type: ignore[arg-type]
+        )  # fmt: skip
 
 
 def valid_date(date: Any) -> bool:
@@ -323,7 +417,7 @@ class Desk:
             return True
 
     # queries
-    def list_open(self, priority: Any, tech_id: Any, unassigned_only: bool, limit: int) -> Dict[str, Any]:
+    def list_open(self, priority: Any, tech_id: Any, unassigned_only: bool, limit: int) -> VisitList:
         with self.lock:
             hits = [
                 v
@@ -334,9 +428,9 @@ class Desk:
                 and not (unassigned_only and v.technician)
             ]
             shown = hits[:limit] if limit > 0 else hits
-            return {"visits": [v.to_dict() for v in shown], "total": len(hits)}
+            return VisitList([v.card() for v in shown], len(hits))
 
-    def search(self, query: str, status: Any, limit: int, include_archive: bool) -> Dict[str, Any]:
+    def search(self, query: str, status: Any, limit: int, include_archive: bool) -> SearchResult:
         q = query.lower()
         with self.lock:
             hits = [
@@ -346,11 +440,9 @@ class Desk:
                 and (q in v.site.lower() or q in v.issue.lower() or any(q in n.lower() for n in v.notes))
             ]
             shown = hits[:limit] if limit > 0 else hits
-            out: Dict[str, Any] = {"visits": [v.to_dict() for v in shown], "total": len(hits)}
+            out = SearchResult([v.card() for v in shown], len(hits))
         if include_archive:
-            out["archive"] = [
-                {"id": a[0], "site": a[1], "issue": a[2], "closedOn": a[3]} for a in ARCHIVE if q in a[1].lower() or q in a[2].lower()
-            ]
+            out.archive = [ArchivedVisit(*a) for a in ARCHIVE if q in a[1].lower() or q in a[2].lower()]
         return out
 
     # checks for the policy
@@ -376,27 +468,27 @@ class Desk:
             return "%s %s (%s, %s), %s %s" % (v.id, v.site, v.issue, v.priority, v.date, v.window)
 
     # changes (capability handlers)
-    def assign(self, visit_id: Any, tech_id: Any) -> Dict[str, Any]:
+    def assign(self, visit_id: Any, tech_id: Any) -> Assignment:
         with self.lock:
             self._writable()
             v, t = self._check_assign(visit_id, tech_id)
             v.technician = t.id
             v.status = "assigned"
             self.changes += 1
-            return {"visitId": v.id, "technicianId": t.id, "technicianName": t.name, "status": "assigned", "technicianLoad": self._load(t.id)}
+            return Assignment(v.id, t.id, t.name, "assigned", self._load(t.id))
 
-    def reschedule(self, visit_id: Any, date: Any, window: Any) -> Dict[str, Any]:
+    def reschedule(self, visit_id: Any, date: Any, window: Any) -> Rescheduled:
         with self.lock:
             self._writable()
             v = self._check_open_visit(visit_id)
             if not valid_date(date) or window not in ("morning", "afternoon"):
                 raise Refused("BAD_DATE")
-            out = {"visitId": v.id, "date": date, "window": window, "previousDate": v.date, "previousWindow": v.window}
+            out = Rescheduled(v.id, date, window, v.date, v.window)
             v.date, v.window = date, window
             self.changes += 1
             return out
 
-    def add_note(self, visit_id: Any, text: Any) -> Dict[str, Any]:
+    def add_note(self, visit_id: Any, text: Any) -> NoteAdded:
         with self.lock:
             self._writable()
             v = self._check_open_visit(visit_id)
@@ -406,9 +498,9 @@ class Desk:
                 raise Refused("NOTES_FULL")
             v.notes.append(text)
             self.changes += 1
-            return {"visitId": v.id, "noteCount": len(v.notes)}
+            return NoteAdded(v.id, len(v.notes))
 
-    def close(self, visit_id: Any, resolution: Any, summary: Any) -> Dict[str, Any]:
+    def close(self, visit_id: Any, resolution: Any, summary: Any) -> Closed:
         with self.lock:
             self._writable()
             v = self._check_open_visit(visit_id)
@@ -420,7 +512,7 @@ class Desk:
             v.resolution = resolution
             v.notes.append(summary)
             self.changes += 1
-            return {"visitId": v.id, "status": "closed", "resolution": resolution}
+            return Closed(v.id, "closed", resolution)
 
 
 # ======================================================================
@@ -451,76 +543,6 @@ class Host:
         self.closed: Dict[str, str] = {}  # confirmation id -> reason
         self.runtime: Optional[rcip.Runtime] = None
 
-    # --- handlers: return the output, or raise (the outcome is EXECUTION_FAILED;
-    # rcip takes no error text from handlers, so the host logs its own reason).
-
-    def refused(self, inv: rcip.Invocation, why: Refused) -> None:
-        host_log("handler", "%s refused by the desk: %s" % (inv.capability_id, why.status))
-        raise why
-
-    def list_open(self, inv: rcip.Invocation) -> Any:
-        i = inv.input
-        return self.desk.list_open(i.get("priority"), i.get("technicianId"), i.get("unassignedOnly") is True, small_int(i.get("limit")))
-
-    def search(self, inv: rcip.Invocation) -> Any:
-        i = inv.input
-        query = i.get("query")
-        if not isinstance(query, str):
-            self.refused(inv, Refused("BAD_INPUT"))
-        if i.get("includeArchive") is not True:
-            return self.desk.search(query, i.get("status"), small_int(i.get("limit")), False)
-        # The archive is slow: defer. The invocation moves to a worker
-        # thread, which settles and closes it; this handler returns at once.
-        inv.defer()
-        worker = threading.Thread(target=self.archive_worker, args=(inv, query, i.get("status"), small_int(i.get("limit"))))
-        with self.lock:
-            self.workers.append(worker)
-        worker.start()
-        host_log("handler", "archive search handed to a worker thread (about %d ms)" % ARCHIVE_SCAN_MS)
-        return None
-
-    def archive_worker(self, inv: rcip.Invocation, query: str, status: Any, limit: int) -> None:
-        try:
-            waited = 0
-            while waited < ARCHIVE_SCAN_MS:
-                if inv.cancelled:
-                    host_log("worker", "archive search cancelled after about %d ms: failing as aborted" % waited)
-                    inv.fail(aborted=True)  # the outcome is failed EXECUTION_ABORTED
-                    return
-                time.sleep(ARCHIVE_POLL_MS / 1000)
-                waited += ARCHIVE_POLL_MS
-            output = self.desk.search(query, status, limit, True)
-            host_log("worker", "archive search done: completing from the worker thread")
-            inv.complete(output)  # the outcome callback runs on this thread, before this returns
-        finally:
-            inv.close()
-
-    def assign(self, inv: rcip.Invocation) -> Any:
-        try:
-            return self.desk.assign(inv.input.get("visitId"), inv.input.get("technicianId"))
-        except Refused as why:
-            self.refused(inv, why)
-
-    def reschedule(self, inv: rcip.Invocation) -> Any:
-        i = inv.input
-        try:
-            return self.desk.reschedule(i.get("visitId"), i.get("date"), i.get("window"))
-        except Refused as why:
-            self.refused(inv, why)
-
-    def add_note(self, inv: rcip.Invocation) -> Any:
-        try:
-            return self.desk.add_note(inv.input.get("visitId"), inv.input.get("text"))
-        except Refused as why:
-            self.refused(inv, why)
-
-    def close(self, inv: rcip.Invocation) -> Any:
-        i = inv.input
-        try:
-            return self.desk.close(i.get("visitId"), i.get("resolution"), i.get("summary"))
-        except Refused as why:
-            self.refused(inv, why)
-
     # --- availability: sampled on every refresh and live at invoke time.
 
     def writable_available(self) -> rcip.Availability:
@@ -543,33 +565,36 @@ class Host:
             return rcip.Availability(False, "VISIT_ALREADY_CLOSED", "The open visit card (%s) is already closed." % closed)
         return rcip.Availability(True)
 
-    def capabilities(self):
-        """(capability id, handler, availability) the desk implements."""
-        return [
-            ("board.listOpenVisits", self.list_open, None),
-            ("visits.search", self.search, None),
-            ("visits.assignTechnician", self.assign, self.assign_available),
-            ("visits.reschedule", self.reschedule, self.writable_available),
-            ("visits.addNote", self.add_note, self.writable_available),
-            ("visits.close", self.close, self.close_available),
-        ]
+    # --- the archive search's worker thread (the handler defers to it)
 
-    # --- the host policy: reads allowed; writes checked against the records;
-    # reschedule and close go to the dispatcher; approved re-runs allowed.
+    def archive_worker(self, inv: rcip.Invocation, query: str, status: Any, limit: int) -> None:
+        try:
+            waited = 0
+            while waited < ARCHIVE_SCAN_MS:
+                if inv.cancelled:
+                    host_log("worker", "archive search cancelled after about %d ms: failing as aborted" % waited)
+                    inv.fail(aborted=True)  # the outcome is failed EXECUTION_ABORTED
+                    return
+                time.sleep(ARCHIVE_POLL_MS / 1000)
+                waited += ARCHIVE_POLL_MS
+            output = self.desk.search(query, status, limit, True)
+            host_log("worker", "archive search done: completing from the worker thread")
+            inv.complete(output)  # a dataclass: written with the declared JSON names
+        finally:
+            inv.close()
 
-    def policy(self, request: rcip.PolicyRequest) -> rcip.Decision:
+    # --- the host policy: the runtime-wide part checks writes against the
+    # records (deny with the desk's reason); reschedule and close declare
+    # needs_approval (their confirmation text below), so rcip composes
+    # "confirm unless it is the approved re-run" on top.
+
+    def check(self, request: rcip.PolicyRequest) -> rcip.Decision:
         cap = request.capability
         cap_id, effect = cap.get("id"), cap.get("effect")
         i = request.input if isinstance(request.input, dict) else {}
-        who = "%s%s%s" % (cap_id or "?", "" if request.invocation_id is not None else " (preflight)", " (approved re-run)" if request.confirmed else "")
-        decision = self.decide(cap_id, effect, request.confirmed, i)
-        host_log("policy", "%s -> %s%s" % (who, decision.decision, ": " + decision.reason if decision.reason is not None else ""))
-        return decision
-
-    def decide(self, cap_id: Any, effect: Any, confirmed: bool, i: Dict[str, Any]) -> rcip.Decision:
         if not cap_id or not effect:
             return rcip.deny("The request names no capability.")
-        if effect == "read" or confirmed:
+        if effect == "read" or request.confirmed:
             return rcip.allow()
         visit_id = i.get("visitId")
         try:
@@ -578,24 +603,38 @@ class Host:
                 return rcip.allow()
             if cap_id == "visits.reschedule":
                 self.desk.check_reschedule(visit_id, i.get("date"), i.get("window"))
-                return rcip.confirm(
-                    "Move %s to %s %s? The customer is told by text message." % (self.desk.describe(visit_id), i.get("date"), i.get("window"))
-                )
-            if cap_id == "visits.addNote":
+                return rcip.allow()
+            if cap_id in ("visits.addNote", "visits.close"):
                 self.desk.check_open_visit(visit_id)
                 return rcip.allow()
-            if cap_id == "visits.close":
-                self.desk.check_open_visit(visit_id)
-                resolution = i.get("resolution")
-                return rcip.confirm(
-                    "Close %s as %s? A closed visit cannot be reopened."
-                    % (self.desk.describe(visit_id), resolution if isinstance(resolution, str) else "?")
-                )
         except Refused as why:
             return rcip.deny(why.reason)
         if effect == "destructive":
             return rcip.confirm()
         return rcip.deny("This desk has no rule for that capability.")
+
+    def reschedule_approval(self, request: rcip.PolicyRequest) -> str:
+        i = request.input if isinstance(request.input, dict) else {}
+        return "Move %s to %s %s? The customer is told by text message." % (self.desk.describe(i.get("visitId")), i.get("date"), i.get("window"))
+
+    def close_approval(self, request: rcip.PolicyRequest) -> str:
+        i = request.input if isinstance(request.input, dict) else {}
+        resolution = i.get("resolution")
+        return "Close %s as %s? A closed visit cannot be reopened." % (self.desk.describe(i.get("visitId")), resolution if isinstance(resolution, str) else "?")
+
+    def logged(self, policy: Callable[[rcip.PolicyRequest], Any]) -> Callable[[rcip.PolicyRequest], Any]:
+        """The composed policy, with each final decision in the transcript."""
+
+        def log_and_decide(request: rcip.PolicyRequest) -> Any:
+            decision = policy(request)
+            d = decision if isinstance(decision, rcip.Decision) else rcip.Decision(str(decision))
+            who = "%s%s%s" % (
+                request.capability_id or "?", "" if request.invocation_id is not None else " (preflight)", " (approved re-run)" if request.confirmed else ""
+            )  # fmt: skip
+            host_log("policy", "%s -> %s%s" % (who, d.decision, ": " + d.reason if d.reason is not None else ""))
+            return decision
+
+        return log_and_decide
 
     # --- the confirmation dialog: told when a confirmation opens (with the
     # captured input) and when it ends; answers inline or holds it open.
@@ -676,6 +715,168 @@ class Host:
         else:
             say("     %-9s snapshot revision %d" % ("refresh", revision))
 
+
+
+# ======================================================================
+# 3b. The declarations: the desk's capabilities as typed functions
+# ======================================================================
+
+
+def declare(host: Host) -> rcip.App:
+    """The dispatch desk as an rcip application: the catalog (equal to
+    examples-c/dispatch/catalog.json) and the handlers, from these
+    functions. A handler returns its output (a dataclass) or raises
+    (``EXECUTION_FAILED``; rcip takes no error text from handlers, so the
+    desk logs its own reason)."""
+    desk = host.desk
+    app = rcip.App(
+        "dispatchDesk",
+        name="Dispatch desk",
+        description="A maintenance-dispatch board: today's service visits, the technicians who do them, and the dispatcher's visit cards.",
+        version="1.0.0",
+        names="camelCase",
+    )
+    board = app.scope("board", title="Dispatch board", description="The overview of every open visit across technicians.")
+    visits = app.scope("visits", title="Visit list", description="Searching and browsing visits, open or closed.", parent=board)
+    detail = app.scope("visits.detail", title="Visit card", description="One visit the dispatcher has open: its technician, schedule, notes and closing.", parent=visits)
+    roster = app.scope("technicians", title="Technician roster", description="Who is on shift, their skills and how many open visits each carries.", parent=board)
+
+    def refused(cap_id: str, why: Refused) -> Refused:
+        host_log("handler", "%s refused by the desk: %s" % (cap_id, why.status))
+        return why
+
+    @app.capability(
+        id="board.listOpenVisits",
+        scopes=[board],
+        tags=["board", "visits"],
+        when_to_use="To see what is still open on the board, e.g. every urgent visit, or the visits nobody is assigned to yet.",
+        examples=[("Urgent visits only", {"priority": "urgent"}), ("Unassigned visits, at most five", {"unassignedOnly": True, "limit": 5})],
+    )
+    def list_open_visits(
+        priority: Optional[Priority] = None, technician_id: Optional[TechnicianId] = None, unassigned_only: bool = False, limit: Optional[Limit] = None
+    ) -> VisitList:
+        """List open visits
+
+        Lists visits that are not closed yet, in visit-id order, optionally filtered by priority or technician.
+        """
+        return desk.list_open(priority, technician_id, unassigned_only, limit or 0)
+
+    @app.capability(
+        id="visits.search",
+        scopes=[visits],
+        tags=["visits", "search"],
+        when_to_use="To find a visit by customer, site or symptom before acting on it; add includeArchive only when the history matters (it takes a while and can be cancelled).",
+        examples=[("Every visit about a boiler", {"query": "boiler"}), ("Past work at one site", {"query": "Harbor Bakery", "includeArchive": True})],
+    )
+    def search(
+        invocation: rcip.Invocation,
+        query: Annotated[str, rcip.Field(min_length=2, max_length=80)],
+        status: Optional[VisitStatus] = None,
+        include_archive: bool = False,
+        limit: Optional[Limit] = None,
+    ) -> Union[SearchResult, rcip.Invocation]:
+        """Search visits
+
+        Finds visits whose site, issue or notes contain the query (case-insensitive). With includeArchive it also searches last year's closed visits, which is slow.
+        """
+        if not include_archive:
+            return desk.search(query, status, limit or 0, False)
+        # The archive is slow: defer. The invocation moves to a worker
+        # thread, which settles and closes it; this handler returns at once.
+        worker = threading.Thread(target=host.archive_worker, args=(invocation, query, status, limit or 0))
+        with host.lock:
+            host.workers.append(worker)
+        deferred = invocation.defer()
+        worker.start()
+        host_log("handler", "archive search handed to a worker thread (about %d ms)" % ARCHIVE_SCAN_MS)
+        return deferred
+
+    @app.capability(
+        id="visits.assignTechnician",
+        scopes=[detail, roster],
+        effect="write",
+        tags=["visits", "technicians"],
+        availability=host.assign_available,
+        when_to_use="When an open visit needs a technician, or a different one; unavailable while no technician on shift has a free slot.",
+        examples=[("Give the bakery's cooler to Ben", {"visitId": "V-1003", "technicianId": "T-02"})],
+    )
+    def assign_technician(visit_id: VisitId, technician_id: TechnicianId) -> Assignment:
+        """Assign a technician
+
+        Assigns an on-shift technician with the right skill and a free slot to an open visit.
+        """
+        try:
+            return desk.assign(visit_id, technician_id)
+        except Refused as why:
+            raise refused("visits.assignTechnician", why) from None
+
+    @app.capability(
+        id="visits.reschedule",
+        scopes=[detail],
+        effect="write",
+        tags=["visits", "schedule"],
+        needs_approval=host.reschedule_approval,
+        availability=host.writable_available,
+        when_to_use="When a visit cannot happen in its current slot; pick a date on or after the desk's today (2026-01-05).",
+        examples=[("Move a visit to Wednesday afternoon", {"visitId": "V-1003", "date": "2026-01-07", "window": "afternoon"})],
+    )
+    def reschedule(visit_id: VisitId, date: IsoDate, window: Window, reason: Optional[Annotated[str, rcip.Field(max_length=200)]] = None) -> Rescheduled:
+        """Reschedule a visit
+
+        Moves an open visit to another day and time window; the dispatcher confirms, since the customer is notified.
+        """
+        try:
+            return desk.reschedule(visit_id, date, window)
+        except Refused as why:
+            raise refused("visits.reschedule", why) from None
+
+    @app.capability(
+        id="visits.addNote",
+        scopes=[detail],
+        effect="write",
+        tags=["visits", "notes"],
+        availability=host.writable_available,
+        when_to_use="To record what the customer or technician said, so the next person on the visit sees it.",
+    )
+    def add_note(visit_id: VisitId, text: Text) -> NoteAdded:
+        """Add a note
+
+        Adds a note to an open visit's card (at most 16 notes per visit).
+        """
+        try:
+            return desk.add_note(visit_id, text)
+        except Refused as why:
+            raise refused("visits.addNote", why) from None
+
+    @app.capability(
+        id="visits.close",
+        scopes=[detail],
+        effect="destructive",
+        tags=["visits"],
+        needs_approval=host.close_approval,
+        availability=host.close_available,
+        when_to_use="Only when the work is done or the visit is void; unavailable when the open visit card is already closed or the desk is read-only.",
+        examples=[("Close a fixed visit", {"visitId": "V-1003", "resolution": "fixed", "summary": "Compressor relay replaced; cooler holds 3 C."})],
+    )
+    def close(visit_id: VisitId, resolution: Resolution, summary: Text) -> Closed:
+        """Close a visit
+
+        Closes an open visit with a resolution and a summary note. A closed visit cannot be reopened, so the dispatcher confirms every close.
+        """
+        try:
+            return desk.close(visit_id, resolution, summary)
+        except Refused as why:
+            raise refused("visits.close", why) from None
+
+    return app
+
+
+# For `python -m rcip serve bindings/python/examples/dispatch_desk.py:app`:
+# the desk served to an MCP client over stdio, with the desk's own policy
+# (its log on standard error).
+host_for_serving = Host(Desk())
+app = declare(host_for_serving)
+app.runtime_policy(host_for_serving.check)
 
 # ======================================================================
 # 4. The plan (JSON Lines; README.md, "Plan files")
@@ -1265,7 +1466,7 @@ def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description="Runs an agent plan against the dispatch desk and checks every outcome.")
     parser.add_argument("--json", action="store_true", help="print the transcript as JSON lines")
     parser.add_argument("--ttl-ms", type=int, default=DEFAULT_TTL_MS, help="confirmation lifetime in ms (default %(default)s)")
-    parser.add_argument("--catalog", default=os.path.join(REPO, "examples-c", "dispatch", "catalog.json"))
+    parser.add_argument("--catalog", default=None, help="a catalog file instead of the declared one (the declared handlers are bound to it)")
     parser.add_argument("--plan", default=os.path.join(REPO, "examples-c", "dispatch", "plan.jsonl"))
     try:
         args = parser.parse_args(argv)
@@ -1275,12 +1476,20 @@ def main(argv: List[str]) -> int:
         print("dispatch_desk: --ttl-ms takes 1 to 3600000", file=sys.stderr)
         return 2
     Out.json_mode = args.json
+    Out.stream = sys.stdout
 
     # Read the whole plan first: a bad line stops us before anything runs.
+    desk = Desk()
+    host = Host(desk)
+    app = declare(host)  # the catalog and the handlers, from typed functions
+    catalog_name = args.catalog or "(declared in dispatch_desk.py)"
     try:
         steps = load_plan(args.plan)
-        with open(args.catalog, "rb") as f:
-            catalog_text = f.read()
+        if args.catalog is not None:
+            with open(args.catalog, "rb") as f:
+                catalog_text = f.read()
+        else:
+            catalog_text = app.to_json().encode("utf-8")
     except PlanError as exc:
         print("dispatch_desk: %s" % exc, file=sys.stderr)
         return 2
@@ -1294,16 +1503,15 @@ def main(argv: List[str]) -> int:
     except rcip.RcipError as error:
         print("dispatch_desk: rcip_catalog_new failed: %s (%s)" % (result_name(error), error.message), file=sys.stderr)
         for p in rcip.Catalog.check(catalog_text).problems:
-            print("  %s: %s: %s (%s)" % (args.catalog, p.pointer, p.message, p.rule), file=sys.stderr)
+            print("  %s: %s: %s (%s)" % (catalog_name, p.pointer, p.message, p.rule), file=sys.stderr)
         return 2
 
-    # 2. The runtime: system clock and the library's own expiry timer.
-    desk = Desk()
-    host = Host(desk)
+    # 2. The runtime: system clock and the library's own expiry timer. The
+    # policy: the desk's checks composed with the declared needs_approval.
     runtime = rcip.Runtime(
         catalog,
         confirmation_ttl_ms=args.ttl_ms,
-        policy=host.policy,
+        policy=host.logged(app.policy(host.check)),
         on_confirmation=host.on_confirmation,
         on_event=host.on_event,
         # Handlers already logged their desk refusals; anything else a callback
@@ -1313,13 +1521,13 @@ def main(argv: List[str]) -> int:
     catalog.close()  # the runtime keeps its own reference
     host.runtime = runtime
 
-    # 3. Bind the desk's handlers to the catalog's capabilities.
+    # 3. Bind the declared handlers to the catalog's capabilities.
     bindings: Dict[str, rcip.Binding] = {}
-    for cap_id, handler, availability in host.capabilities():
+    for cap in app.capabilities:
         try:
-            bindings[cap_id] = runtime.host.bind(cap_id, handler, availability)
+            bindings[cap.id] = runtime.host.bind(cap.id, cap.handler(), cap.availability)
         except rcip.NotInCatalogError:
-            print("dispatch_desk: note: the catalog does not declare %s: not bound" % cap_id, file=sys.stderr)
+            print("dispatch_desk: note: the catalog does not declare %s: not bound" % cap.id, file=sys.stderr)
     # 4. Watch snapshot revisions (after binding: binding refreshes too).
     subscription = runtime.client.subscribe(host.on_revision)
 
@@ -1327,13 +1535,13 @@ def main(argv: List[str]) -> int:
     if Out.json_mode:
         emit(
             {
-                "type": "start", "rcip": rcip.library_version(), "abi": rcip.abi_version(), "catalog": args.catalog,
+                "type": "start", "rcip": rcip.library_version(), "abi": rcip.abi_version(), "catalog": catalog_name,
                 "plan": args.plan, "steps": len(steps), "bound": len(bindings), "confirmationTtlMs": args.ttl_ms,
             }
         )  # fmt: skip
     else:
         say("rcip %s (Python binding): dispatch desk with %d visits and %d technicians" % (rcip.library_version(), len(desk.visits), len(desk.technicians)))
-        say("catalog %s (%d capabilities bound), plan %s (%d steps), confirmation TTL %d ms" % (args.catalog, len(bindings), args.plan, len(steps), args.ttl_ms))
+        say("catalog %s (%d capabilities bound), plan %s (%d steps), confirmation TTL %d ms" % (catalog_name, len(bindings), args.plan, len(steps), args.ttl_ms))
     runner = Runner(runtime, host, steps, bindings, args.ttl_ms)
     for i in range(len(steps)):
         runner.run(i)

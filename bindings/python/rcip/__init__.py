@@ -1,6 +1,22 @@
 """rcip: the RCIP 1.0 capability runtime, from Python (ctypes over librcip).
+Python 3.9 or later.
 
     import rcip
+    from typing import Annotated
+
+    app = rcip.App("greeter", name="Greeter", description="Says hello.")
+
+    @app.capability(effect="read")
+    def say(name: Annotated[str, rcip.Field(min_length=1)]) -> str:
+        '''Say hello
+
+        Greets someone by name.'''
+        return "hello " + name
+
+    with app.runtime() as runtime:                  # handlers bound
+        print(runtime.client.invoke("say", {"name": "Ada"}).output)
+
+    # Or by hand, from a catalog written as JSON:
 
     runtime = rcip.Runtime(catalog_dict)
     with runtime.host.bind("greeting.say", lambda inv: {"text": "hello " + inv.input["name"]}):
@@ -13,16 +29,22 @@
 See the README (sections "Python" and "Installing") for the full tour.
 """
 
+from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
+from ._http import McpHttpServer, SessionRuntime, SessionSetup
 from ._mcp import McpSession
 from ._runtime import (
+    AvailabilityCheck,
     Binding,
     CancelToken,
     Catalog,
     Client,
+    Handler,
     Host,
     Invocation,
     PendingOutcome,
+    Policy,
+    PolicyAnswer,
     PolicyRequest,
     Runtime,
     Schema,
@@ -42,6 +64,8 @@ from .errors import (
     InvalidCatalogError,
     InvalidJsonError,
     InvalidUtf8Error,
+    IoError,
+    NotFoundError,
     NotInCatalogError,
     NullArgumentError,
     PanicError,
@@ -53,20 +77,25 @@ from .errors import (
     WrongContextError,
     result_str,
 )
+from ._schema import DeclarationError, Field, JsonValue, named, to_json
 from .types import (
     Availability,
     CatalogProblem,
     CatalogReport,
+    CloseReason,
     Confirmation,
     ConfirmationNotice,
     Decision,
+    DecisionName,
     Effect,
     Event,
     ManualClock,
     Outcome,
     OutcomeError,
+    Phase,
     PreflightOutcome,
     PreflightReport,
+    PreflightStatus,
     Proposal,
     RawJson,
     Snapshot,
@@ -83,6 +112,15 @@ __version__ = "0.1.0"
 __all__ = [
     "EXPECTED_ABI_VERSION",
     "Aborted",
+    "App",
+    "ApprovalCheck",
+    "Capability",
+    "DeclarationError",
+    "Example",
+    "Field",
+    "Scope",
+    "named",
+    "to_json",
     "AlreadyBoundError",
     "AlreadyCompletedError",
     "AlreadyUsedError",
@@ -108,6 +146,11 @@ __all__ = [
     "Invocation",
     "ManualClock",
     "McpSession",
+    "McpHttpServer",
+    "SessionRuntime",
+    "SessionSetup",
+    "IoError",
+    "NotFoundError",
     "NotInCatalogError",
     "NullArgumentError",
     "Outcome",
@@ -139,4 +182,13 @@ __all__ = [
     "library_path",
     "library_version",
     "result_str",
+    "AvailabilityCheck",
+    "JsonValue",
+    "CloseReason",
+    "DecisionName",
+    "Handler",
+    "Phase",
+    "Policy",
+    "PolicyAnswer",
+    "PreflightStatus",
 ]

@@ -24,7 +24,7 @@ import contextlib
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, TypeVar
 
 
 class Handle:
@@ -164,12 +164,15 @@ class _Calls:
 calls = _Calls()
 
 
+_O = TypeVar("_O", bound="Owner")
+
+
 class Owner:
     """Base of the objects that own a handle: ``close()``, ``closed``,
     ``with``, and a finalizer safe at interpreter exit."""
 
     _handle: Handle
-    _finalizer: weakref.finalize
+    _finalizer: "weakref.finalize[Any, Any]"
 
     def _own(self, ptr: int, free: Callable[[int], None], what: str) -> None:
         self._own_handle(Handle(ptr, free, what))
@@ -186,10 +189,17 @@ class Owner:
     def closed(self) -> bool:
         return self._handle.closed
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _O) -> _O:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self: _O) -> _O:
+        """``async with``: the same as ``with`` (closing never waits for the loop)."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -86,11 +86,14 @@ EVENT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 MCP_MESSAGE_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+MCP_SESSION_FACTORY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
 
 _R = c_uint32  # rcip_result
 _P = c_void_p  # any handle
 _PP = POINTER(c_void_p)  # handle out-parameter / char ** out-parameter
 
+# Every export of include/rcip.h, with its ctypes signature; tests/bindings.rs
+# (part of `make test`) fails when this table and the header disagree.
 _PROTOTYPES = {
     # binding
     "rcip_binding_unbind": (_R, [_P]),
@@ -142,17 +145,40 @@ _PROTOTYPES = {
     "rcip_invocation_cancel_token": (_P, [_P]),
     "rcip_invocation_complete": (_R, [_P, c_char_p]),
     "rcip_invocation_fail": (_R, [_P, c_bool]),
+    "rcip_invocation_is_settled": (c_bool, [_P]),
     "rcip_invocation_free": (None, [_P]),
     # MCP session (the bridge to Model Context Protocol clients)
     "rcip_mcp_session_new": (_R, [_P, c_char_p, MCP_MESSAGE_CALLBACK, _P, USER_DATA_FREE_CALLBACK, _PP]),
     "rcip_mcp_session_receive": (_R, [_P, c_char_p]),
     "rcip_mcp_session_serve_stdio": (_R, [_P]),
     "rcip_mcp_session_free": (None, [_P]),
+    # MCP Streamable HTTP server (one runtime per MCP session)
+    "rcip_mcp_session_setup_session_id": (c_char_p, [_P]),
+    "rcip_mcp_session_setup_initialize_params": (c_char_p, [_P]),
+    "rcip_mcp_session_setup_client_name": (c_char_p, [_P]),
+    "rcip_mcp_session_setup_header": (c_char_p, [_P, c_char_p]),
+    "rcip_mcp_session_setup_accept": (_R, [_P, _P, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_mcp_server_new": (
+        _R,
+        [_P, c_char_p, c_char_p, MCP_SESSION_FACTORY_CALLBACK, _P, USER_DATA_FREE_CALLBACK, _PP],
+    ),
+    "rcip_mcp_server_url": (_R, [_P, _PP]),
+    "rcip_mcp_server_start": (_R, [_P]),
+    "rcip_mcp_server_serve": (_R, [_P]),
+    "rcip_mcp_server_shutdown": (_R, [_P, c_uint64]),
+    "rcip_mcp_server_sessions": (_R, [_P, _PP]),
+    "rcip_mcp_server_session_find": (_R, [_P, c_char_p, _PP]),
+    "rcip_mcp_server_session_host": (_P, [_P]),
+    "rcip_mcp_server_session_client": (_P, [_P]),
+    "rcip_mcp_server_session_user_data": (_P, [_P]),
+    "rcip_mcp_server_session_free": (None, [_P]),
+    "rcip_mcp_server_free": (None, [_P]),
     # policy request (completion handle of a policy)
     "rcip_policy_request_context": (c_char_p, [_P]),
     "rcip_policy_request_invocation_id": (c_char_p, [_P]),
     "rcip_policy_request_decide": (_R, [_P, c_char_p]),
     "rcip_policy_request_fail": (_R, [_P]),
+    "rcip_policy_request_is_settled": (c_bool, [_P]),
     "rcip_policy_request_free": (None, [_P]),
     # results
     "rcip_result_str": (c_char_p, [c_uint32]),

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import threading
 from ctypes import byref
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Union
 
 from . import _lib
 from ._handle import Owner, registry
 from ._lib import lib
 from ._runtime import (
     Runtime,
+    _c_callback,
     _FnEntry,
     _json_arg,
     _keep_forever,
@@ -30,7 +33,7 @@ class _MessageEntry(_FnEntry):
     order, one at a time."""
 
 
-@_lib.MCP_MESSAGE_CALLBACK
+@_c_callback(_lib.MCP_MESSAGE_CALLBACK)
 def _message_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
         registry.get(key).fire((text or b"").decode("utf-8"))
@@ -62,22 +65,26 @@ class McpSession(Owner):
     (``"host"``, the default: a confirmation is an error result only the
     host can approve; or ``"elicit"``: the host lets the MCP client's user
     approve it through elicitation), ``page_size``, ``server_name``,
-    ``server_version``, ``instructions``, ``max_message_bytes``; or
-    ``options`` as the JSON object itself.
+    ``server_version``, ``instructions``, ``max_message_bytes``,
+    ``workers`` (the threads that run tool calls, default 2, so a slow
+    handler never delays a ``ping``; 0 runs everything inside
+    ``receive()``, so every reply not waiting for a handler or the user is
+    sent before it returns); or ``options`` as the JSON object itself.
     """
 
     def __init__(
         self,
         runtime: Runtime,
         *,
-        on_message: Optional[Callable[[str], Any]] = None,
+        on_message: Optional[Callable[[str], object]] = None,
         filter: Optional[Mapping[str, Any]] = None,
-        confirmation: Optional[str] = None,
+        confirmation: Optional[Literal["host", "elicit"]] = None,
         page_size: Optional[int] = None,
         server_name: Optional[str] = None,
         server_version: Optional[str] = None,
         instructions: Optional[str] = None,
         max_message_bytes: Optional[int] = None,
+        workers: Optional[int] = None,
         options: Optional[Union[str, bytes, Mapping[str, Any]]] = None,
     ) -> None:
         if not isinstance(runtime, Runtime):
@@ -93,6 +100,7 @@ class McpSession(Owner):
             ("serverVersion", server_version),
             ("instructions", instructions),
             ("maxMessageBytes", max_message_bytes),
+            ("workers", workers),
         ):
             if value is not None:
                 body[name] = value
@@ -131,24 +139,178 @@ class McpSession(Owner):
     def serve_stdio(self) -> None:
         """Serves the MCP stdio transport: reads newline-delimited messages
         from the process's standard input until it ends, then closes the
-        session. Blocks (without the GIL). Do not call it on the thread
-        running the runtime's asyncio loop when callbacks are coroutines:
-        use ``serve_stdio_async()``."""
+        session. Blocks until then, or until ``KeyboardInterrupt`` (Ctrl-C,
+        SIGINT) reaches the calling thread: then the session is closed as
+        at the end of input (calls in flight cancelled, nothing more sent)
+        within a fraction of a second and the ``KeyboardInterrupt`` is
+        raised again. Do not call it on the thread running the runtime's
+        asyncio loop when callbacks are coroutines: use
+        ``serve_stdio_async()``.
+
+        How: the library's transport loop runs on a worker thread reading
+        a pipe put in place of file descriptor 0, and a pump thread copies
+        the real standard input into it, so an interrupt ends the loop by
+        closing the pipe. Descriptor 0 is put back before this returns (a
+        pump thread still blocked reading the real input then discards
+        the one chunk it reads)."""
         self._runtime._check_blocking("serve_stdio")
-        with self._handle.use() as ptr:
-            check(lib.rcip_mcp_session_serve_stdio(ptr))
+        serving = _StdioServing.start(self)
+        if serving is None:
+            self._serve_closing()
+            return
+        try:
+            while not serving.done.wait(0.05):
+                pass
+        except BaseException:
+            serving.stop()
+            raise
+        finally:
+            serving.finish()
+            self.close()
+        serving.raise_error()
 
     async def serve_stdio_async(self) -> None:
-        """``serve_stdio()`` on a worker thread, awaited."""
-        loop = _running_loop() or asyncio.get_event_loop()
-        await loop.run_in_executor(None, self._serve_unchecked)
+        """``serve_stdio()`` awaited: the transport runs on worker threads,
+        the loop stays free. Cancelling the awaiting task (which
+        ``asyncio.run`` does on Ctrl-C) closes the session the same way,
+        then ``CancelledError`` propagates."""
+        serving = _StdioServing.start(self)
+        if serving is None:
+            await asyncio.get_running_loop().run_in_executor(None, self._serve_closing)
+            return
+        try:
+            while not serving.done.is_set():
+                await asyncio.sleep(0.05)
+        except BaseException:
+            serving.stop()
+            raise
+        finally:
+            serving.finish()
+            self.close()
+        serving.raise_error()
 
     def _serve_unchecked(self) -> None:
         with self._handle.use() as ptr:
             check(lib.rcip_mcp_session_serve_stdio(ptr))
+
+    def _serve_closing(self) -> None:
+        """Without a descriptor 0 to replace: the library's loop as it is."""
+        try:
+            self._serve_unchecked()
+        finally:
+            self.close()
 
     def __enter__(self) -> "McpSession":
         return self
 
     def __repr__(self) -> str:
         return "McpSession(closed=%r)" % (self.closed,)
+
+
+class _StdioServing:
+    """One ``serve_stdio`` run: the library's loop on a worker thread over a
+    pipe on descriptor 0, fed by a pump thread from the real input."""
+
+    @classmethod
+    def start(cls, session: McpSession) -> Optional["_StdioServing"]:
+        """None when descriptor 0 is not open (nothing to put a pipe in
+        place of)."""
+        try:
+            os.fstat(0)
+        except OSError:
+            return None
+        return cls(session)
+
+    def __init__(self, session: McpSession) -> None:
+        self.session = session
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._finished = False
+        self._restored = False
+        self._restore_lock = threading.Lock()
+        self._real_stdin = os.dup(0)
+        read_end, self._write_end = os.pipe()
+        os.dup2(read_end, 0)
+        os.close(read_end)
+        self._pump = threading.Thread(target=self._copy, name="rcip-mcp-stdin", daemon=True)
+        self._worker = threading.Thread(target=self._serve, name="rcip-mcp-stdio", daemon=True)
+        self._pump.start()
+        self._worker.start()
+
+    def _serve(self) -> None:
+        try:
+            self.session._serve_unchecked()
+        except BaseException as exc:  # noqa: BLE001 - raised by the caller
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def _copy(self) -> None:
+        source = self._real_stdin
+        try:
+            while True:
+                try:
+                    chunk = os.read(source, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                with self._lock:
+                    if self._stopped or self._write_end < 0:
+                        break
+                    try:
+                        os.write(self._write_end, chunk)  # blocks while the pipe is full
+                    except OSError:
+                        break
+        finally:
+            with self._lock:
+                if self._write_end >= 0:
+                    _close_quietly(self._write_end)  # the end of input
+                    self._write_end = -1
+                finished = self._finished
+            if finished:
+                _close_quietly(source)
+
+    def stop(self) -> None:
+        """Ends the input: the library's loop reads the end and closes the
+        session. (If the loop already returned by itself, descriptor 0 is
+        put back first, so a pump blocked writing to the full pipe fails
+        at once instead of holding the lock.)"""
+        self._stopped = True
+        if not self._worker.is_alive():
+            self._restore()
+        with self._lock:
+            if self._write_end >= 0:
+                _close_quietly(self._write_end)
+                self._write_end = -1
+
+    def finish(self) -> None:
+        """Waits for the loop to return and puts descriptor 0 back."""
+        self.stop()
+        self._worker.join()
+        self._restore()
+
+    def _restore(self) -> None:
+        with self._restore_lock:
+            if self._restored:
+                return
+            self._restored = True
+            os.dup2(self._real_stdin, 0)
+            with self._lock:
+                self._finished = True
+                pump_done = not self._pump.is_alive()
+            if pump_done:
+                _close_quietly(self._real_stdin)
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass

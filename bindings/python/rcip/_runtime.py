@@ -14,11 +14,12 @@ import threading
 import time
 import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
-from typing import Any, Awaitable, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, TypeVar, Union, cast
 
 from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
 from ._lib import lib, take_string
+from ._schema import to_json
 from .errors import (
     Aborted,
     AlreadyCompletedError,
@@ -36,6 +37,8 @@ from .types import (
     CatalogReport,
     ConfirmationNotice,
     Decision,
+    DecisionName,
+    Effect,
     Event,
     Outcome,
     PreflightReport,
@@ -50,9 +53,37 @@ from .types import (
 logger = logging.getLogger("rcip")
 
 Json = Any
-Handler = Callable[["Invocation"], Any]
-Policy = Callable[["PolicyRequest"], Any]
-AvailabilityCheck = Callable[[], Union[bool, Availability, Mapping[str, Any]]]
+"""A JSON value as ``json.loads`` returns it (payloads are the host's own
+shapes, described by the catalog's schemas, so they stay ``Any``)."""
+
+_T = TypeVar("_T")
+
+PolicyAnswer = Union[Decision, DecisionName, Mapping[str, Any], None]
+"""What a policy returns: a ``Decision``, ``"allow"`` / ``"deny"`` /
+``"confirm"``, a mapping ``{"decision", "reason"?}``, or None after
+``request.defer()``."""
+
+
+class Handler(Protocol):
+    """A capability handler: ``handler(invocation)`` returns the output (a
+    JSON value, a dataclass or model, ``RawJson``), raises to fail, or
+    returns after ``invocation.defer()``; a coroutine function is awaited
+    on the runtime's loop."""
+
+    def __call__(self, invocation: "Invocation", /) -> object: ...
+
+
+class Policy(Protocol):
+    """The host policy: ``policy(request)`` returns a ``PolicyAnswer`` (or
+    an awaitable of one, from a coroutine function)."""
+
+    def __call__(self, request: "PolicyRequest", /) -> Union[PolicyAnswer, Awaitable[PolicyAnswer]]: ...
+
+
+class AvailabilityCheck(Protocol):
+    """A binding's availability: answers at once (never a coroutine)."""
+
+    def __call__(self) -> Union[bool, Availability, Mapping[str, Any]]: ...
 
 # ----- conversions --------------------------------------------------------------
 
@@ -93,8 +124,16 @@ def _payload(value: Any, raw: Optional[Union[str, bytes]] = None) -> bytes:
     if raw is not None:
         data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
     else:
-        data = _json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
+        data = _json.dumps(value, ensure_ascii=False, allow_nan=True, default=_json_default).encode("utf-8", "surrogatepass")
     return _NOT_JSON if b"\0" in data else data
+
+
+def _json_default(value: Any) -> Any:
+    """Dataclasses, enums and pydantic models in payloads (``rcip.to_json``)."""
+    converted = to_json(value)
+    if converted is value:
+        raise TypeError("rcip: %s is not JSON-serialisable" % type(value).__name__)
+    return converted
 
 
 def _new_out() -> c_void_p:
@@ -125,7 +164,7 @@ class _RuntimeState:
     """What callbacks need from their runtime, without referencing the
     ``Runtime`` object (so registry entries never keep a runtime alive)."""
 
-    def __init__(self, loop: Optional[asyncio.AbstractEventLoop], on_error: Optional[Callable[[BaseException, str], Any]]) -> None:
+    def __init__(self, loop: Optional[asyncio.AbstractEventLoop], on_error: Optional[Callable[[BaseException, str], object]]) -> None:
         self.loop = loop
         self.on_error = on_error
         self.lock = threading.Lock()
@@ -372,6 +411,11 @@ class _BindingEntry(_Entry):
             self.is_async = False
 
     def run(self, inv: "Invocation") -> None:
+        if not self.is_async and _offload(self._run_sync, inv):
+            return
+        self._run_sync(inv)
+
+    def _run_sync(self, inv: "Invocation") -> None:
         where = "the handler of %s" % self.capability_id
         try:
             result = self.handler(inv)
@@ -430,6 +474,26 @@ class _BindingEntry(_Entry):
             return 1
 
 
+def _offload(run: Callable[[Any], None], handle: Any) -> bool:
+    """A plain (not coroutine) handler or policy reached on a thread that
+    runs an asyncio loop (``invoke_async``, ``preflight_async``, a
+    coroutine handler invoking another capability) must not block that
+    loop: it runs on the loop's default executor instead (a
+    ``ThreadPoolExecutor`` unless the host set another with
+    ``loop.set_default_executor``), and the completion handle stays open
+    until it has settled. Returns False (the caller runs it inline) on any
+    other thread, or when the executor refuses the work (a loop shutting
+    down)."""
+    loop = _running_loop()
+    if loop is None or loop.is_closed():
+        return False
+    try:
+        loop.run_in_executor(None, run, handle)
+    except RuntimeError:
+        return False
+    return True
+
+
 class _PolicyEntry(_Entry):
     def __init__(self, state: _RuntimeState, policy: Policy) -> None:
         if not callable(policy):
@@ -447,6 +511,11 @@ class _PolicyEntry(_Entry):
             self.is_async = False
 
     def run(self, request: "PolicyRequest") -> None:
+        if not self.is_async and _offload(self._run_sync, request):
+            return
+        self._run_sync(request)
+
+    def _run_sync(self, request: "PolicyRequest") -> None:
         try:
             result = self.policy(request)
         except BaseException as exc:  # noqa: BLE001
@@ -473,10 +542,23 @@ class _PolicyEntry(_Entry):
 
 
 # ----- trampolines (module level, alive for the whole process) ---------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _c_callback(kind: Any) -> Callable[[_F], _F]:
+    """``@_c_callback(CFUNCTYPE)``: the C function pointer object of a
+    trampoline, typed as the Python function it calls."""
+
+    def wrap(fn: _F) -> _F:
+        return cast(_F, kind(fn))
+
+    return wrap
+
 # Each catches BaseException: nothing may unwind into the library.
 
 
-@_lib.USER_DATA_FREE_CALLBACK
+@_c_callback(_lib.USER_DATA_FREE_CALLBACK)
 def _user_data_free(key: Optional[int]) -> None:
     try:
         entry = registry.remove(key)
@@ -486,7 +568,7 @@ def _user_data_free(key: Optional[int]) -> None:
         pass
 
 
-@_lib.OUTCOME_CALLBACK
+@_c_callback(_lib.OUTCOME_CALLBACK)
 def _result_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
         registry.get(key).deliver((text or b"").decode("utf-8"))
@@ -494,7 +576,7 @@ def _result_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         pass
 
 
-@_lib.SUBSCRIBER_CALLBACK
+@_c_callback(_lib.SUBSCRIBER_CALLBACK)
 def _subscriber_trampoline(key: Optional[int], revision: int) -> None:
     try:
         registry.get(key).fire(int(revision))
@@ -502,7 +584,7 @@ def _subscriber_trampoline(key: Optional[int], revision: int) -> None:
         pass
 
 
-@_lib.EVENT_CALLBACK
+@_c_callback(_lib.EVENT_CALLBACK)
 def _event_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
         registry.get(key).fire_parsed(Event.from_json, text)
@@ -510,7 +592,7 @@ def _event_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         pass
 
 
-@_lib.CONFIRMATION_CALLBACK
+@_c_callback(_lib.CONFIRMATION_CALLBACK)
 def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
         registry.get(key).fire_parsed(ConfirmationNotice.from_json, text)
@@ -518,7 +600,7 @@ def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         pass
 
 
-@_lib.CANCEL_CALLBACK
+@_c_callback(_lib.CANCEL_CALLBACK)
 def _cancel_trampoline(key: Optional[int]) -> None:
     try:
         registry.get(key).fire()
@@ -526,7 +608,7 @@ def _cancel_trampoline(key: Optional[int]) -> None:
         pass
 
 
-@_lib.CLOCK_CALLBACK
+@_c_callback(_lib.CLOCK_CALLBACK)
 def _clock_trampoline(key: Optional[int]) -> int:
     try:
         return int(registry.get(key).fn())
@@ -539,7 +621,7 @@ def _clock_trampoline(key: Optional[int]) -> int:
         return int(time.time() * 1000)  # the clock cannot fail: fall back to the system clock
 
 
-@_lib.ID_GENERATOR_CALLBACK
+@_c_callback(_lib.ID_GENERATOR_CALLBACK)
 def _id_generator_trampoline(key: Optional[int], prefix: Optional[bytes], sink: Optional[int]) -> int:
     try:
         entry = registry.get(key)
@@ -572,7 +654,7 @@ def _adoption_failed(handle: Optional[Handle], ptr: Optional[int], free: Callabl
             _report_without_runtime(exc, where)
 
 
-@_lib.HANDLER_CALLBACK
+@_c_callback(_lib.HANDLER_CALLBACK)
 def _handler_trampoline(key: Optional[int], inv_ptr: Optional[int]) -> None:
     handle = entry = inv = None
     try:
@@ -596,15 +678,16 @@ def _handler_trampoline(key: Optional[int], inv_ptr: Optional[int]) -> None:
             pass
 
 
-@_lib.AVAILABILITY_CALLBACK
+@_c_callback(_lib.AVAILABILITY_CALLBACK)
 def _availability_trampoline(key: Optional[int], sink: Optional[int]) -> int:
     try:
-        return registry.get(key).check_availability(sink)
+        answer: int = registry.get(key).check_availability(sink)
+        return answer
     except BaseException:  # noqa: BLE001
         return 1
 
 
-@_lib.POLICY_CALLBACK
+@_c_callback(_lib.POLICY_CALLBACK)
 def _policy_trampoline(key: Optional[int], req_ptr: Optional[int]) -> None:
     handle = entry = request = None
     try:
@@ -714,7 +797,7 @@ class Schema(Owner):
 
     def __init__(self, schema: Union[str, bytes, Mapping[str, Any], bool]) -> None:
         out = _new_out()
-        text = b"true" if schema is True else b"false" if schema is False else _json_arg(schema, "the schema")  # type: ignore[arg-type]
+        text = b"true" if schema is True else b"false" if schema is False else _json_arg(cast(Mapping[str, Any], schema), "the schema")
         check(lib.rcip_schema_new(text, byref(out)))
         self._own(out.value or 0, lib.rcip_schema_free, "schema")
 
@@ -755,7 +838,7 @@ class CancelToken(Owner):
         with self._handle.use() as ptr:
             return bool(lib.rcip_cancel_token_is_cancelled(ptr))
 
-    def on_cancel(self, callback: Callable[[], Any]) -> None:
+    def on_cancel(self, callback: Callable[[], object]) -> None:
         """Runs ``callback()`` once on cancellation (at once if already
         cancelled). Exceptions it raises are logged."""
         with _registering(_FnEntry(callback, None, "an on_cancel callback")) as key, self._handle.use() as ptr:
@@ -821,7 +904,8 @@ class Invocation(Owner):
     @property
     def semantic_context(self) -> Dict[str, Any]:
         """The context captured before the policy was asked."""
-        return _json.loads(self._context_json)
+        context: Dict[str, Any] = _json.loads(self._context_json)
+        return context
 
     @property
     def cancelled(self) -> bool:
@@ -874,7 +958,7 @@ class Invocation(Owner):
                 raise error_for(rc)
             self._settled = True
 
-    def _on_cancel(self, callback: Callable[[], Any]) -> None:
+    def _on_cancel(self, callback: Callable[[], object]) -> None:
         """Runs ``callback()`` once when the invocation is cancelled. An
         invocation already settled or closed (a coroutine handler can finish
         on the loop before this runs) will not be cancelled: nothing is
@@ -968,15 +1052,16 @@ class PolicyRequest(Owner):
     @property
     def capability(self) -> Dict[str, Any]:
         """The capability's live snapshot entry."""
-        return self.context["capability"]
+        entry: Dict[str, Any] = self.context["capability"]
+        return entry
 
     @property
     def capability_id(self) -> str:
-        return self.context["capability"]["id"]
+        return str(self.context["capability"]["id"])
 
     @property
-    def effect(self) -> str:
-        return self.context["capability"]["effect"]
+    def effect(self) -> Effect:
+        return Effect(self.context["capability"]["effect"])
 
     @property
     def input(self) -> Any:
@@ -984,7 +1069,8 @@ class PolicyRequest(Owner):
 
     @property
     def semantic_context(self) -> Dict[str, Any]:
-        return self.context["semanticContext"]
+        semantic: Dict[str, Any] = self.context["semanticContext"]
+        return semantic
 
     @property
     def confirmed(self) -> bool:
@@ -992,9 +1078,9 @@ class PolicyRequest(Owner):
         return bool(self.context.get("confirmed"))
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> Literal["invoke", "preflight"]:
         """``"invoke"`` or ``"preflight"``."""
-        return self.context.get("phase", "invoke")
+        return "preflight" if self.context.get("phase") == "preflight" else "invoke"
 
     @property
     def settled(self) -> bool:
@@ -1004,7 +1090,7 @@ class PolicyRequest(Owner):
         self._deferred = True
         return self
 
-    def decide(self, decision: Union[str, Decision, Mapping[str, Any]]) -> None:
+    def decide(self, decision: Union[DecisionName, Decision, Mapping[str, Any]]) -> None:
         """Decides. A decision that is none of allow/deny/confirm settles the
         request as a policy failure and raises ``InvalidArgumentError``."""
         if isinstance(decision, str):
@@ -1076,10 +1162,12 @@ class PolicyRequest(Owner):
 # ----- runtime, client, host --------------------------------------------------------------
 
 
-class PendingOutcome(concurrent.futures.Future):  # type: ignore[type-arg]
-    """A ``concurrent.futures.Future`` of an ``Outcome`` (or a
-    ``PreflightReport``); ``invocation_id`` is set for invocations. It cannot
-    be cancelled through the future: cancel the invocation's ``CancelToken``."""
+class PendingOutcome(concurrent.futures.Future[_T], Generic[_T]):
+    """A ``concurrent.futures.Future`` of an ``Outcome`` (``submit``,
+    ``submit_confirmation``: ``PendingOutcome[Outcome]``) or a
+    ``PreflightReport`` (``submit_preflight``); ``invocation_id`` is set for
+    invocations. It cannot be cancelled through the future: cancel the
+    invocation's ``CancelToken``."""
 
     invocation_id: Optional[str] = None
 
@@ -1105,8 +1193,8 @@ class Runtime(Owner):
         catalog: Union[Catalog, str, bytes, Mapping[str, Any]],
         *,
         policy: Optional[Policy] = None,
-        on_event: Optional[Callable[[Event], Any]] = None,
-        on_confirmation: Optional[Callable[[ConfirmationNotice], Any]] = None,
+        on_event: Optional[Callable[[Event], object]] = None,
+        on_confirmation: Optional[Callable[[ConfirmationNotice], object]] = None,
         confirmation_ttl_ms: Optional[int] = None,
         clock: Optional[Callable[[], int]] = None,
         id_generator: Optional[Callable[[str], Optional[str]]] = None,
@@ -1114,7 +1202,7 @@ class Runtime(Owner):
         max_payload_len: Optional[int] = None,
         max_depth: Optional[int] = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
-        on_error: Optional[Callable[[BaseException, str], Any]] = None,
+        on_error: Optional[Callable[[BaseException, str], object]] = None,
     ) -> None:
         own_catalog = not isinstance(catalog, Catalog)
         cat: Catalog = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
@@ -1198,7 +1286,8 @@ class Runtime(Owner):
         out = _new_out()
         with self._handle.use() as ptr:
             self._check(lib.rcip_runtime_stats(ptr, byref(out)))
-        return _json.loads(take_string(out) or "{}")
+        stats: Dict[str, Any] = _json.loads(take_string(out) or "{}")
+        return stats
 
     def _check(self, rc: int) -> None:
         """``check`` for a call through the runtime. ``CLOSED`` means another
@@ -1304,9 +1393,10 @@ class Client:
         out = _new_out()
         with self._runtime._handle.use():
             self._runtime._check(lib.rcip_client_list_capabilities(self._runtime._client_ptr, text, byref(out)))
-        return _json.loads(take_string(out) or "[]")
+        entries: List[Dict[str, Any]] = _json.loads(take_string(out) or "[]")
+        return entries
 
-    def subscribe(self, callback: Callable[[int], Any]) -> "Subscription":
+    def subscribe(self, callback: Callable[[int], object]) -> "Subscription":
         """Calls ``callback(revision)`` once per refresh until the
         subscription is closed."""
         out = _new_out()
@@ -1324,14 +1414,14 @@ class Client:
         input_json: Optional[Union[str, bytes]] = None,
         invocation_id: Optional[str] = None,
         cancel: Optional[CancelToken] = None,
-        on_outcome: Optional[Callable[[Outcome], Any]] = None,
-    ) -> PendingOutcome:
+        on_outcome: Optional[Callable[[Outcome], object]] = None,
+    ) -> "PendingOutcome[Outcome]":
         """Starts an invocation and returns at once: a future of its
         ``Outcome`` (possibly already done). ``input_json`` passes raw text.
         ``on_outcome(outcome)`` runs when the library delivers the outcome
         (on the settling thread, possibly before this returns), before the
         future is resolved."""
-        future = PendingOutcome()
+        future: PendingOutcome[Outcome] = PendingOutcome()
         future.set_running_or_notify_cancel()
         cap = _id_bytes(capability_id, "capability_id")
         text = _payload(input, input_json)
@@ -1396,8 +1486,8 @@ class Client:
         proposals: Iterable[ProposalLike],
         *,
         cancel: Optional[CancelToken] = None,
-        on_report: Optional[Callable[[PreflightReport], Any]] = None,
-    ) -> PendingOutcome:
+        on_report: Optional[Callable[[PreflightReport], object]] = None,
+    ) -> "PendingOutcome[PreflightReport]":
         """Starts a preflight of 1 to 16 proposals; a future of its
         ``PreflightReport`` (``on_report`` as ``submit``'s ``on_outcome``).
         ``PreflightBatchInvalidError`` for another count."""
@@ -1407,7 +1497,7 @@ class Client:
         n = len(items)
         id_array = (c_char_p * n)(*ids) if n else None
         text_array = (c_char_p * n)(*texts) if n else None
-        future = PendingOutcome()
+        future: PendingOutcome[PreflightReport] = PendingOutcome()
         future.set_running_or_notify_cancel()
         entry = _ResultEntry(future, PreflightReport.from_json, on_report, self._runtime._state)
         with _registering(entry) as key, self._runtime._handle.use(), _token_use(cancel) as token_ptr:
@@ -1481,7 +1571,7 @@ class Host:
         if isinstance(active_scope_ids, (Mapping, str, bytes)):
             if primary_scope_id is not None:
                 raise TypeError("rcip: give primary_scope_id inside the context mapping")
-            text = _json_arg(active_scope_ids, "the context")  # type: ignore[arg-type]
+            text = _json_arg(active_scope_ids, "the context")
         else:
             body: Dict[str, Any] = {"activeScopeIds": list(active_scope_ids)}
             if primary_scope_id is not None:
@@ -1500,12 +1590,12 @@ class Host:
             self._runtime._check(lib.rcip_host_refresh(self._runtime._host_ptr))
 
     def submit_confirmation(
-        self, confirmation_id: str, approved: bool, *, on_outcome: Optional[Callable[[Outcome], Any]] = None
-    ) -> PendingOutcome:
+        self, confirmation_id: str, approved: bool, *, on_outcome: Optional[Callable[[Outcome], object]] = None
+    ) -> "PendingOutcome[Outcome]":
         """Approves or declines a pending confirmation; a future of the
         outcome (the approved re-run's, or a decline/expiry/not-found one).
         ``on_outcome`` as for ``Client.submit``."""
-        future = PendingOutcome()
+        future: PendingOutcome[Outcome] = PendingOutcome()
         future.set_running_or_notify_cancel()
         cid = _id_bytes(confirmation_id, "confirmation_id")
         entry = _ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state)
@@ -1637,7 +1727,7 @@ def _proposal(p: ProposalLike) -> Proposal:
     raise TypeError("rcip: a proposal is a Proposal, a (capability_id, input) pair or a mapping")
 
 
-def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], token: Optional[CancelToken], what: str) -> Any:
+def _wait(future: "concurrent.futures.Future[_T]", timeout: Optional[float], token: Optional[CancelToken], what: str) -> _T:
     """The future's result; ``TimeoutError`` naming ``what`` after ``timeout`` seconds."""
     try:
         try:
@@ -1654,7 +1744,7 @@ def _wait(future: "concurrent.futures.Future[Any]", timeout: Optional[float], to
         raise
 
 
-async def _await(future: "concurrent.futures.Future[Any]", token: Optional[CancelToken]) -> Any:
+async def _await(future: "concurrent.futures.Future[_T]", token: Optional[CancelToken]) -> _T:
     try:
         return await asyncio.wrap_future(future)
     except asyncio.CancelledError:
@@ -1669,9 +1759,11 @@ def abi_version() -> int:
 
 
 def library_version() -> str:
-    return _lib.LIBRARY_VERSION
+    """The loaded library's version (``rcip_version()``)."""
+    return str(_lib.LIBRARY_VERSION)
 
 
 def library_path() -> str:
-    return _lib.LIBRARY_PATH
+    """The file the library was loaded from."""
+    return str(_lib.LIBRARY_PATH)
 

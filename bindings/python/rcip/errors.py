@@ -11,7 +11,8 @@ from ._lib import lib
 
 
 class Result(enum.IntEnum):
-    """``rcip_result`` values (include/rcip.h); never renumbered."""
+    """``rcip_result`` values (include/rcip.h); never renumbered.
+    tests/bindings.rs checks this enum and ``_BY_CODE`` against the header."""
 
     OK = 0
     NULL_ARGUMENT = 100
@@ -28,6 +29,8 @@ class Result(enum.IntEnum):
     CLOSED = 302
     PREFLIGHT_BATCH_INVALID = 303
     WRONG_CONTEXT = 304
+    NOT_FOUND = 305
+    IO = 306
     PANIC = 900
 
 
@@ -105,6 +108,14 @@ class WrongContextError(RcipError):
     pass
 
 
+class NotFoundError(RcipError):
+    pass
+
+
+class IoError(RcipError):
+    pass
+
+
 class PanicError(RcipError):
     pass
 
@@ -124,13 +135,16 @@ _BY_CODE: Dict[int, Type[RcipError]] = {
     Result.CLOSED: ClosedError,
     Result.PREFLIGHT_BATCH_INVALID: PreflightBatchInvalidError,
     Result.WRONG_CONTEXT: WrongContextError,
+    Result.NOT_FOUND: NotFoundError,
+    Result.IO: IoError,
     Result.PANIC: PanicError,
 }
 
 
 def result_str(code: int) -> str:
     """The library's fixed sentence for a result code."""
-    return lib.rcip_result_str(code).decode("utf-8")
+    text: bytes = lib.rcip_result_str(code)
+    return text.decode("utf-8")
 
 
 def error_for(code: int) -> RcipError:

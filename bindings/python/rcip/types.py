@@ -7,7 +7,7 @@ import enum
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _json
 
@@ -25,6 +25,8 @@ class Status(str, enum.Enum):
 
 
 class Effect(str, enum.Enum):
+    """A capability's ``effect``. A ``str``, like ``Status``."""
+
     READ = "read"
     WRITE = "write"
     EXTERNAL = "external"
@@ -32,6 +34,48 @@ class Effect(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class Phase(str, enum.Enum):
+    """A lifecycle event's ``phase`` (``rcip_event_callback`` in rcip.h has
+    the sequences). A ``str``: ``event.phase == "started"`` works."""
+
+    REQUESTED = "requested"
+    STARTED = "started"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DENIED = "denied"
+    CONFIRMATION_REQUESTED = "confirmation_requested"
+    CONFIRMATION_DECLINED = "confirmation_declined"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class PreflightStatus(str, enum.Enum):
+    """One preflight outcome's ``status``."""
+
+    READY = "ready"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    BLOCKED = "blocked"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+DecisionName = Literal["allow", "deny", "confirm"]
+"""A policy decision's name."""
+
+NoticeEvent = Literal["opened", "closed"]
+CloseReason = Literal["approved", "declined", "expired", "cancelled", "invalidated", "closed"]
+"""Why a confirmation closed (``ConfirmationNotice.reason``)."""
+
+
+def _enum(cls: Any, value: Any) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        raise ValueError("rcip: the library wrote %r, which is no %s" % (value, cls.__name__)) from None
 
 
 @dataclass(frozen=True)
@@ -82,28 +126,21 @@ class Confirmation:
     id: str
     title: str
     description: str
-    effect: str
+    effect: Effect
     expires_at: int
 
     @classmethod
     def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["Confirmation"]:
         if d is None:
             return None
-        return cls(d.get("id", ""), d.get("title", ""), d.get("description", ""), d.get("effect", ""), d.get("expiresAt", 0))
-
-
-def _status(value: str) -> Union[Status, str]:
-    try:
-        return Status(value)
-    except ValueError:
-        return value
+        return cls(d.get("id", ""), d.get("title", ""), d.get("description", ""), _enum(Effect, d.get("effect")), d.get("expiresAt", 0))
 
 
 @dataclass(frozen=True)
 class Outcome:
     """One invocation's outcome (the outcome record of conformance/FORMAT.md)."""
 
-    status: Union[Status, str]
+    status: Status
     invocation_id: str
     capability_id: str
     output: Any = None
@@ -122,13 +159,14 @@ class Outcome:
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as the library wrote it (a fresh copy)."""
-        return _json.loads(self.json)
+        record: Dict[str, Any] = _json.loads(self.json)
+        return record
 
     @classmethod
     def from_json(cls, text: str) -> "Outcome":
         d = _json.loads(text)
         return cls(
-            _status(d.get("status", "")),
+            _enum(Status, d.get("status")),
             d.get("invocationId", ""),
             d.get("capabilityId", ""),
             d.get("output"),
@@ -140,9 +178,9 @@ class Outcome:
 
 @dataclass(frozen=True)
 class PreflightOutcome:
-    status: str  # "ready" | "confirmation_required" | "blocked"
+    status: PreflightStatus
     capability_id: str
-    effect: Optional[str] = None
+    effect: Optional[Effect] = None
     reason: Optional[str] = None
     error: Optional[OutcomeError] = None
 
@@ -156,7 +194,8 @@ class PreflightReport:
     json: str = field(default="", repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
-        return _json.loads(self.json)
+        record: Dict[str, Any] = _json.loads(self.json)
+        return record
 
     @classmethod
     def from_json(cls, text: str) -> "PreflightReport":
@@ -166,7 +205,13 @@ class PreflightReport:
             d.get("checkedAt", 0),
             bool(d.get("consistent")),
             tuple(
-                PreflightOutcome(o.get("status", ""), o.get("capabilityId", ""), o.get("effect"), o.get("reason"), OutcomeError._from(o.get("error")))
+                PreflightOutcome(
+                    _enum(PreflightStatus, o.get("status")),
+                    o.get("capabilityId", ""),
+                    None if o.get("effect") is None else _enum(Effect, o.get("effect")),
+                    o.get("reason"),
+                    OutcomeError._from(o.get("error")),
+                )
                 for o in d.get("outcomes", [])
             ),
             text,
@@ -189,7 +234,7 @@ class Event:
     timestamp: int
     invocation_id: str
     capability_id: str
-    phase: str
+    phase: Phase
     error_code: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
@@ -197,7 +242,7 @@ class Event:
             "timestamp": self.timestamp,
             "invocationId": self.invocation_id,
             "capabilityId": self.capability_id,
-            "phase": self.phase,
+            "phase": self.phase.value,
         }
         if self.error_code is not None:
             d["errorCode"] = self.error_code
@@ -206,7 +251,7 @@ class Event:
     @classmethod
     def from_json(cls, text: str) -> "Event":
         d = _json.loads(text)
-        return cls(d.get("timestamp", 0), d.get("invocationId", ""), d.get("capabilityId", ""), d.get("phase", ""), d.get("errorCode"))
+        return cls(d.get("timestamp", 0), d.get("invocationId", ""), d.get("capabilityId", ""), _enum(Phase, d.get("phase")), d.get("errorCode"))
 
 
 def _member_texts(text: str) -> Dict[str, str]:
@@ -275,17 +320,18 @@ class ConfirmationNotice:
     Python's ``json`` parses (the library's depth limit is higher) is given
     as ``RawJson`` text."""
 
-    event: str
+    event: NoticeEvent
     confirmation_id: str
     invocation_id: str
     capability_id: str
     confirmation: Optional[Confirmation] = None
     input: Any = None
-    reason: Optional[str] = None
+    reason: Optional[CloseReason] = None
     json: str = field(default="", repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
-        return _json.loads(self.json)
+        record: Dict[str, Any] = _json.loads(self.json)
+        return record
 
     @classmethod
     def from_json(cls, text: str) -> "ConfirmationNotice":
@@ -326,7 +372,7 @@ class Decision:
     """A policy decision. A policy may also return ``"allow"``, ``"deny"``,
     ``"confirm"`` or a mapping ``{"decision", "reason"?}``."""
 
-    decision: str
+    decision: DecisionName
     reason: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
@@ -391,11 +437,13 @@ class Snapshot:
 
     @property
     def capabilities(self) -> List[Dict[str, Any]]:
-        return self.to_dict()["capabilities"]
+        entries: List[Dict[str, Any]] = self.to_dict()["capabilities"]
+        return entries
 
     @property
     def context(self) -> Dict[str, Any]:
-        return self.to_dict()["context"]
+        context: Dict[str, Any] = self.to_dict()["context"]
+        return context
 
     def capability(self, capability_id: str) -> Optional[Dict[str, Any]]:
         for c in self.capabilities:

@@ -23,3 +23,22 @@ def test_quickstart_runs():
     assert "after unbind -> CAPABILITY_UNBOUND" in out
     assert "raising     -> EXECUTION_FAILED" in out
     assert "asyncio     -> succeeded" in out
+
+
+def readme_example(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("```python\n") + len("```python\n")
+    return text[start : text.index("```", start)]
+
+
+def test_the_binding_readme_example_runs_as_shown():
+    from conftest import ROOT
+
+    code = readme_example(os.path.join(ROOT, "bindings", "python", "README.md"))
+    env = dict(os.environ)
+    if env.get("RCIP_TEST_INSTALLED") != "1":
+        env["PYTHONPATH"] = os.path.join(HERE, "..")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "{'id': 1, 'title': 'Printer jam', 'priority': 'low'}\nsucceeded\n"

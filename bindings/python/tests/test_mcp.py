@@ -56,7 +56,8 @@ def test_messages_in_and_out(catalog):
     with rcip.Runtime(catalog) as runtime:
         runtime.host.bind("greeting.say", greet)
         runtime.host.bind("tickets.purge", lambda inv: {})
-        with rcip.McpSession(runtime, on_message=wire) as session:
+        # No workers: every reply is sent before receive() returns.
+        with rcip.McpSession(runtime, on_message=wire, workers=0) as session:
             wire.session = session
             init = wire.initialize()
             assert init["result"]["protocolVersion"] == "2025-11-25"
@@ -106,7 +107,7 @@ def test_the_elicitation_opt_in_from_inside_on_message(catalog):
 
     with rcip.Runtime(catalog) as runtime:
         runtime.host.bind("tickets.purge", lambda inv: purged.set() or {"purged": 3})
-        session = rcip.McpSession(runtime, on_message=on_message, confirmation="elicit")
+        session = rcip.McpSession(runtime, on_message=on_message, confirmation="elicit", workers=0)
         session_box.append(session)
         session.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}})
         session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -174,8 +175,10 @@ def test_serve_stdio_in_a_subprocess(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     replies = [json.loads(line) for line in lines]
-    assert [r.get("id") for r in replies] == [1, 2, None]
-    assert replies[0]["result"]["protocolVersion"] == "2025-11-25"
-    assert replies[1]["result"]["structuredContent"] == {"text": "hi Bo"}
-    assert replies[2]["error"]["code"] == -32700
+    # The call runs on a worker: its reply may come after the parse error's.
+    by_id = {r.get("id"): r for r in replies}
+    assert len(replies) == 3 and set(by_id) == {1, 2, None}
+    assert replies[0]["id"] == 1 and by_id[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert by_id[2]["result"]["structuredContent"] == {"text": "hi Bo"}
+    assert by_id[None]["error"]["code"] == -32700
     assert proc.stderr.splitlines() == ["serving", "done"]

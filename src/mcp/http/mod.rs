@@ -370,6 +370,8 @@ pub(crate) struct ServerInner<O> {
     stopping: AtomicBool,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
+    /// [`HttpOptions::forward_headers`] as header names.
+    forward_headers: Vec<hyper::header::HeaderName>,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -437,6 +439,14 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             .allowed_origins
             .clone()
             .unwrap_or_else(|| if loopback { loopback_origins() } else { Vec::new() });
+        let forward_headers = options
+            .forward_headers
+            .iter()
+            .map(|h| {
+                hyper::header::HeaderName::from_bytes(h.as_bytes())
+                    .map_err(|_| invalid(format!("forwardHeaders: \"{h}\" is not a header name")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let pool = WorkerPool::new(options.workers)?;
         Ok(McpHttpServer {
             inner: Arc::new(ServerInner {
@@ -456,8 +466,15 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 stopping: AtomicBool::new(false),
                 allowed_hosts,
                 allowed_origins,
+                forward_headers,
             }),
         })
+    }
+
+    /// The server's catalog: build each session's runtime from it, so no
+    /// session compiles schemas again.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
     }
 
     /// The bound address.
@@ -611,13 +628,19 @@ impl<O: SessionRuntime> ServerInner<O> {
         for s in &sessions {
             Self::end(s);
         }
-        let end = Instant::now() + deadline;
+        // A deadline beyond what the clock holds is no deadline.
+        let end = Instant::now()
+            .checked_add(deadline)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
         while self.connections.load(Ordering::SeqCst) > 0 && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(5));
         }
         if let Some(rt) = self.runtime.lock().take() {
             rt.shutdown_timeout(end.saturating_duration_since(Instant::now()));
         }
+        // The workers finish what the endings queued, then end: no library
+        // thread runs host code after shutdown returns.
+        self.pool.close_and_wait(end.saturating_duration_since(Instant::now()).max(Duration::from_millis(100)));
         *self.phase.lock() = Phase::Stopped;
         self.phase_changed.notify_all();
     }

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use parking_lot::Mutex;
@@ -25,9 +27,11 @@ use tokio::sync::oneshot;
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-const LAST_EVENT_HEADER: &str = "last-event-id";
+// Header names as values, so a lookup hashes them as they are instead of
+// parsing a string into a scratch buffer first.
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_HEADER: HeaderName = HeaderName::from_static("last-event-id");
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
@@ -153,7 +157,7 @@ fn has_pending<O: SessionRuntime>(owner: &O) -> bool {
     n("pendingInvocations") > 0 || n("pendingConfirmations") > 0
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -190,7 +194,7 @@ fn allowed(list: &[String], value: &str, base: &str) -> bool {
 }
 
 fn accepts(headers: &HeaderMap, kind: &str) -> bool {
-    match header(headers, ACCEPT.as_str()) {
+    match header(headers, &ACCEPT) {
         None => true,
         Some(a) => a
             .split(',')
@@ -206,7 +210,7 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
     let headers = req.headers();
     // DNS rebinding: a browser page of another site must not reach a
     // local server, so Host and Origin must be ours.
-    if let Some(host) = header(headers, HOST.as_str()) {
+    if let Some(host) = header(headers, &HOST) {
         if !allowed(&server.allowed_hosts, host, host_name(host)) {
             return http_error(
                 StatusCode::FORBIDDEN,
@@ -227,7 +231,7 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
             );
         }
     }
-    if let Some(v) = headers.get(VERSION_HEADER) {
+    if let Some(v) = headers.get(&VERSION_HEADER) {
         let text = v.to_str().unwrap_or("");
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&text) {
             return http_error(
@@ -258,7 +262,7 @@ enum Found<O> {
 }
 
 fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap) -> Found<O> {
-    match header(headers, SESSION_HEADER) {
+    match header(headers, &SESSION_HEADER) {
         None => Found::Missing(http_error(
             StatusCode::BAD_REQUEST,
             -32000,
@@ -302,7 +306,7 @@ async fn read_body(server: &ServerInner<impl SessionRuntime>, body: Incoming) ->
 async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
-    let content_type = header(&headers, CONTENT_TYPE.as_str()).unwrap_or("");
+    let content_type = header(&headers, &CONTENT_TYPE).unwrap_or("");
     if !content_type
         .split(';')
         .next()
@@ -323,7 +327,7 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
             "Not Acceptable: the client must accept application/json or text/event-stream",
         );
     }
-    if let Some(len) = header(&headers, "content-length").and_then(|l| l.parse::<u64>().ok()) {
+    if let Some(len) = header(&headers, &CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok()) {
         if len > server.options.max_body_bytes as u64 {
             return http_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -359,7 +363,7 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
     let method = message.get("method").and_then(Value::as_str).map(str::to_string);
     let id = message.get("id").cloned();
     let is_request = message.get("method").is_some() && id.as_ref().is_some_and(|i| !i.is_null());
-    if method.as_deref() == Some("initialize") && header(&headers, SESSION_HEADER).is_none() {
+    if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
         return initialize(server, &headers, message).await;
     }
     let session = match find_session(&server, &headers) {
@@ -445,10 +449,9 @@ async fn initialize<O: SessionRuntime>(server: Arc<ServerInner<O>>, headers: &He
         );
     }
     let forwarded: Vec<(String, String)> = server
-        .options
         .forward_headers
         .iter()
-        .filter_map(|name| header(headers, name).map(|v| (name.clone(), v.to_string())))
+        .filter_map(|name| header(headers, name).map(|v| (name.as_str().to_string(), v.to_string())))
         .collect();
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
@@ -502,10 +505,6 @@ fn create_session<O: SessionRuntime>(
         o.runtime().close();
         o.session_ended();
     };
-    if !owner.runtime().catalog().same_as(&server.catalog) {
-        end_owner(&owner);
-        return Err(fail("the session factory built a runtime over another catalog than the server's"));
-    }
     let router = Arc::new(Router::new(server.options.replay_events));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(server.options.max_in_flight);
@@ -563,7 +562,7 @@ fn new_session_id() -> Result<String, getrandom::Error> {
 
 fn get<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
     let headers = req.headers();
-    if !header(headers, ACCEPT.as_str()).is_some_and(|a| a.contains("text/event-stream") || a.contains("*/*")) {
+    if !header(headers, &ACCEPT).is_some_and(|a| a.contains("text/event-stream") || a.contains("*/*")) {
         return http_error(
             StatusCode::NOT_ACCEPTABLE,
             -32000,
@@ -575,7 +574,7 @@ fn get<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -
         Found::Missing(r) => return r,
     };
     session.touch();
-    let (stream, after) = match header(headers, LAST_EVENT_HEADER) {
+    let (stream, after) = match header(headers, &LAST_EVENT_HEADER) {
         None => (STANDALONE, None),
         Some(text) => match parse_event_id(text) {
             Some((stream, seq)) => (stream, Some(seq)),

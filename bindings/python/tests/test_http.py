@@ -1,0 +1,148 @@
+"""rcip.McpHttpServer: MCP over Streamable HTTP from Python, one runtime per
+session, driven with the standard library's HTTP client on 127.0.0.1."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+import rcip
+from conftest import CATALOG, HERE
+
+
+def _post(url: str, body: Dict[str, Any], session: Optional[str] = None) -> Tuple[int, Dict[str, str], str]:
+    host_port = url.split("//", 1)[1].split("/", 1)[0]
+    conn = http.client.HTTPConnection(host_port, timeout=10)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    conn.request("POST", "/mcp", json.dumps(body), headers)
+    resp = conn.getresponse()
+    text = resp.read().decode("utf-8")
+    result = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, text)
+    conn.close()
+    return result
+
+
+def _answer(text: str) -> Dict[str, Any]:
+    """The JSON-RPC answer of a JSON or SSE body."""
+    try:
+        value: Dict[str, Any] = json.loads(text)
+        return value
+    except ValueError:
+        data = [line[len("data: ") :] for line in text.splitlines() if line.startswith("data: ") and line != "data: "]
+        last: Dict[str, Any] = json.loads(data[-1])
+        return last
+
+
+def _initialize(url: str, client: str) -> str:
+    status, headers, text = _post(
+        url,
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}},
+    )
+    assert status == 200, text
+    _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers["mcp-session-id"])
+    return headers["mcp-session-id"]
+
+
+def test_each_session_gets_a_runtime_from_the_factory() -> None:
+    setups: List[rcip.SessionSetup] = []
+
+    def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
+        setups.append(setup)
+        runtime = rcip.Runtime(CATALOG)
+        runtime.host.bind("greeting.say", lambda inv: {"text": "hello %s from %s" % (inv.input["name"], setup.client_name)})
+        if setup.client_name == "ticket-agent":
+            runtime.host.set_context(["tickets"])
+        return runtime
+
+    with rcip.McpHttpServer(CATALOG, factory, options={"forwardHeaders": ["authorization"]}) as server:
+        server.start()
+        assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp")
+        a = _initialize(server.url, "ticket-agent")
+        b = _initialize(server.url, "other-agent")
+        assert a != b and [s.client_name for s in setups] == ["ticket-agent", "other-agent"]
+        status, headers, text = _post(server.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greeting.say", "arguments": {"name": "Ada"}}}, a)
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        assert _answer(text)["result"]["structuredContent"] == {"text": "hello Ada from ticket-agent"}
+        # The host reaches each session's own runtime.
+        listed = sorted(s["sessionId"] for s in server.sessions())
+        assert listed == sorted([a, b])
+        session_a = server.session(a)
+        assert session_a is not None
+        snapshot = session_a.client.snapshot()
+        assert snapshot.context["activeScopeIds"] == ["tickets"]
+        session_b = server.session(b)
+        assert session_b is not None and session_b.client.snapshot().context["activeScopeIds"] == []
+        session_b.close()
+        assert server.session("no-such-session") is None
+        server.shutdown()
+        # The session ended: its runtime is closed, the handle says so.
+        with pytest.raises(ValueError):
+            session_a.host.refresh()
+        session_a.close()
+
+
+def test_a_failing_factory_fails_initialize_and_is_recorded() -> None:
+    def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
+        raise RuntimeError("no runtime for %s" % setup.client_name)
+
+    with rcip.McpHttpServer(CATALOG, factory) as server:
+        server.start()
+        status, headers, text = _post(server.url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "x", "version": "1"}}})
+        assert status == 200 and "mcp-session-id" not in headers
+        assert json.loads(text)["error"]["code"] == -32603
+        assert [str(e) for e in server.factory_errors] == ["no runtime for x"]
+
+
+def test_bad_options_and_addresses_raise() -> None:
+    with pytest.raises(rcip.InvalidArgumentError):
+        rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), options={"nope": 1})
+    with pytest.raises(rcip.InvalidArgumentError):
+        rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), "localhost")
+    with pytest.raises(rcip.IoError):
+        rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), "192.0.2.1:1")
+
+
+def test_python_m_rcip_serve_http_serves_a_declared_app(tmp_path: Any) -> None:
+    module = tmp_path / "hello_app.py"
+    module.write_text(
+        "import rcip\n"
+        "app = rcip.App('hello', name='Hello', description='Greets.')\n"
+        "@app.capability(effect='read')\n"
+        "def greet(name: str) -> str:\n"
+        "    '''Greet.\n\n    Greets someone by name.\n    '''\n"
+        "    return 'hello ' + name\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, ".."), HERE]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rcip", "serve", str(module) + ":app", "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("rcip: serving MCP on http://127.0.0.1:"), line
+        url = line.split(" on ", 1)[1].strip()
+        sid = _initialize(url, "cli-test")
+        status, _, text = _post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "Bo"}}}, sid)
+        assert status == 200
+        assert _answer(text)["result"]["structuredContent"] == {"result": "hello Bo"}
+    finally:
+        proc.send_signal(2)  # Ctrl-C: the server shuts down
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""

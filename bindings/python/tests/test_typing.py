@@ -1,0 +1,130 @@
+"""Honest types: the package and a module using every public API pass
+``mypy --strict`` (``assert_type`` there fails when an annotation regresses,
+to ``Any`` included), that module also runs, and no public signature takes
+or returns a bare ``Any`` except the JSON payloads listed below."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import subprocess
+import sys
+import typing
+from typing import Any, Callable, List, Tuple
+
+import pytest
+from conftest import HERE
+
+import rcip
+
+PACKAGE = os.path.dirname(os.path.abspath(rcip.__file__))
+
+# Payloads are the host's own JSON shapes (the catalog's schemas describe
+# them): these stay Any, on purpose.
+JSON_PAYLOADS = {
+    ("Client.submit", "input"),
+    ("Client.invoke", "input"),
+    ("Client.invoke_async", "input"),
+    ("ConfirmationNotice.__init__", "input"),
+    ("Invocation.input", "return"),
+    ("Invocation.complete", "output"),
+    ("Outcome.__init__", "output"),
+    ("PolicyRequest.input", "return"),
+    ("Proposal.__init__", "input"),
+    ("Schema.validate", "instance"),
+}
+
+
+def mypy_available() -> bool:
+    return importlib.util.find_spec("mypy") is not None
+
+
+needs_mypy = pytest.mark.skipif(
+    not mypy_available() and os.environ.get("RCIP_REQUIRE_MYPY") != "1", reason="mypy is not installed (make test-python installs it)"
+)
+
+
+def mypy(*args: str) -> "subprocess.CompletedProcess[str]":
+    """``mypy --strict ARGS`` seeing the package under test: the installed
+    one (found like any typed package) or the source tree (MYPYPATH)."""
+    env = dict(os.environ)
+    if os.environ.get("RCIP_TEST_INSTALLED") != "1":
+        env["MYPYPATH"] = os.path.dirname(PACKAGE)
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=HERE,
+    )
+
+
+@needs_mypy
+def test_mypy_strict_passes_on_the_package_and_on_every_public_api():
+    package = mypy("-p", "rcip")
+    assert package.returncode == 0, package.stdout + package.stderr
+    api = mypy(os.path.join(HERE, "typecheck_api.py"))
+    assert api.returncode == 0, api.stdout + api.stderr
+
+
+@needs_mypy
+def test_the_check_fails_when_an_annotation_is_any(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from typing import Any\n"
+        "from typing_extensions import assert_type\n"
+        "import rcip\n"
+        "def loose() -> Any: ...\n"
+        "assert_type(loose(), rcip.Outcome)\n"
+    )
+    proc = mypy(str(probe))
+    assert proc.returncode == 1 and 'Expression is of type "Any", not "Outcome"' in proc.stdout
+
+
+def test_the_typed_module_runs():
+    spec = importlib.util.spec_from_file_location("typecheck_api", os.path.join(HERE, "typecheck_api.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["typecheck_api"] = module
+    try:
+        spec.loader.exec_module(module)
+        module.exercise()
+    finally:
+        del sys.modules["typecheck_api"]
+
+
+def public_functions() -> List[Tuple[str, Callable[..., Any]]]:
+    found = []
+    for name in rcip.__all__:
+        obj = getattr(rcip, name)
+        if inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if attr.startswith("_") and attr not in ("__init__", "__enter__", "__aenter__", "__call__"):
+                    continue
+                fn = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+                if callable(fn) and hasattr(fn, "__code__"):
+                    found.append(("%s.%s" % (name, attr), fn))
+        elif inspect.isfunction(obj):
+            found.append((name, obj))
+    return found
+
+
+def test_no_public_signature_takes_or_returns_a_bare_any_but_the_payloads():
+    loose = []
+    functions = public_functions()
+    assert len(functions) > 100
+    for qualname, fn in functions:
+        for parameter, annotation in typing.get_type_hints(fn).items():
+            if annotation is Any and (qualname, parameter) not in JSON_PAYLOADS:
+                loose.append((qualname, parameter))
+    assert loose == []
+
+
+def test_enter_returns_the_object_and_enums_are_enums():
+    hints = typing.get_type_hints(rcip.Runtime.__enter__)
+    assert hints["return"] is not Any
+    assert issubclass(rcip.Phase, str) and rcip.Phase("started") is rcip.Phase.STARTED
+    assert typing.get_type_hints(rcip.Event)["phase"] is rcip.Phase
+    assert typing.get_type_hints(rcip.Outcome)["status"] is rcip.Status
+    assert typing.get_args(rcip.DecisionName) == ("allow", "deny", "confirm")
