@@ -337,14 +337,14 @@ def ping(http: httpx2.Client, url: str, session: str) -> httpx2.Response:
 
 
 def test_an_idle_session_expires(http_desk: Any) -> None:
-    server = http_desk("--mcp-options", json.dumps({"idleTimeoutMs": 400}))
+    server = http_desk("--mcp-options", json.dumps({"idleTimeoutMs": 1000}))
     with httpx2.Client(timeout=10) as http:
         idle = raw_initialize(http, server.url)
         busy = raw_initialize(http, server.url)
         assert ping(http, server.url, idle).status_code == 200
         # busy keeps talking, idle says nothing for well over the timeout.
-        for _ in range(8):
-            time.sleep(0.15)
+        for _ in range(12):
+            time.sleep(0.2)
             assert ping(http, server.url, busy).status_code == 200
         assert ping(http, server.url, idle).status_code == 404, "expired: unknown session"
         assert ping(http, server.url, busy).status_code == 200
