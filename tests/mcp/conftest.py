@@ -218,3 +218,118 @@ def write_control(path: Path, *steps: dict[str, Any]) -> None:
         os.set_blocking(fd, True)
         for step in steps:
             f.write(json.dumps(step) + "\n")
+
+
+# ---- the desk over Streamable HTTP (test_http.py) ----------------------
+
+
+class HttpDesk:
+    """`build/dispatch_desk --mcp-http 127.0.0.1:0 ...`: one desk process
+    serving MCP over Streamable HTTP, one desk runtime per session. The
+    desk prints exactly one line on stdout once listening (the URL); its
+    transcript goes to a file."""
+
+    def __init__(self, *extra: str):
+        self.stderr = Stderr()
+        self.proc = subprocess.Popen(
+            [str(DESK), "--mcp-http", "127.0.0.1:0", "--catalog", str(CATALOG), *extra],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr.file,
+            text=True,
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        self.stdout_lines: list[str] = []
+
+        def read() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.stdout_lines.append(line)
+                lines.put(line)
+            lines.put("")
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            line = lines.get(timeout=20)
+        except queue.Empty:
+            line = ""
+        if not line.startswith("rcip: serving MCP on http://127.0.0.1:"):
+            self.stop()
+            raise AssertionError(f"the desk printed {line!r}; transcript:\n{self.stderr.text()}")
+        self.url = line.split(" on ", 1)[1].strip()
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM: a graceful shutdown, exit status 0."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def http_desk() -> Any:
+    """Starts desks; each is stopped after the test (and must exit 0).
+    A test that also uses `control_fifo` names it first, so the desk stops
+    while its console FIFO still exists (fixtures end in reverse order)."""
+    desks: list[HttpDesk] = []
+
+    def start(*extra: str) -> HttpDesk:
+        desk = HttpDesk(*extra)
+        desks.append(desk)
+        return desk
+
+    yield start
+    codes = []
+    for desk in desks:
+        codes.append(desk.stop())
+        print(desk.stderr.text())
+    assert codes == [0] * len(codes), f"the desk's exit status after SIGTERM: {codes}"
+
+
+@asynccontextmanager
+async def http_client(server: HttpDesk, name: str = "pytest", **client_kwargs: Any) -> AsyncIterator[Desk]:
+    """The `mcp` package's Client over its Streamable HTTP transport
+    (`streamable_http_client`, the 2.x name of `streamablehttp_client`).
+    `Desk.session_ids` records the Mcp-Session-Id the server issued."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    import mcp_types as types
+
+    notifications: list[Any] = []
+    stream_errors: list[Any] = []
+    session_ids: list[str] = []
+    user_handler: Callable[[Any], Any] | None = client_kwargs.pop("message_handler", None)
+
+    async def handler(message: Any) -> None:
+        if isinstance(message, Exception):
+            stream_errors.append(message)
+        else:
+            notifications.append(message)
+        if user_handler is not None:
+            await user_handler(message)
+
+    async def record_session(response: Any) -> None:
+        sid = response.headers.get("mcp-session-id")
+        if sid and sid not in session_ids:
+            session_ids.append(sid)
+
+    http = create_mcp_http_client()
+    http.event_hooks["response"].append(record_session)
+    async with http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(
+            transport,
+            message_handler=handler,
+            read_timeout_seconds=30,
+            client_info=types.Implementation(name=name, version="1.0.0"),
+            **client_kwargs,
+        ) as client:
+            desk = Desk(client, server.stderr, notifications, stream_errors)
+            desk.session_ids = session_ids  # type: ignore[attr-defined]
+            yield desk
+    assert not stream_errors, f"transport errors: {stream_errors}"

@@ -1,0 +1,242 @@
+/*
+ * host.c: the rcip host the official MCP conformance suite drives
+ * (`make test-mcp-conformance`, tests/mcp-conformance/README.md).
+ *
+ *   mcp_conformance_host CATALOG [ADDRESS] [OPTIONS_JSON]
+ *
+ * An ordinary rcip host: its own catalog (catalog.json next to this file)
+ * and handlers, served over MCP Streamable HTTP through the public C ABI
+ * only (rcip_mcp_server_*). Each session gets a runtime of its own, built
+ * by the factory below from the one compiled catalog, with the handlers
+ * bound on it. Listens on ADDRESS (default 127.0.0.1:0), prints exactly one
+ * line to stdout once listening:
+ *
+ *   rcip: serving MCP on http://127.0.0.1:PORT/mcp
+ *
+ * and shuts down gracefully on SIGINT or SIGTERM (exit status 0).
+ *
+ * The tools, by scenario:
+ *   test_simple_text          tools-call-simple-text: completes with a fixed text
+ *   test_error_handling       tools-call-error: its handler fails (isError: true)
+ *   test_reconnection         server-sse-polling: completes ~300 ms later from a
+ *                             host thread; with "pollAfterMs" the server closes
+ *                             the call's SSE stream first and answers on the
+ *                             client's GET with Last-Event-ID
+ *   json_schema_2020_12_tool  json-schema-2020-12: the capability json_schema_tool
+ *                             under the name the suite needs ("toolNames"; an RCIP
+ *                             id segment cannot start with a digit)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rcip.h"
+
+/* The server options: every request answered as SSE when the client
+ * accepts it (server-sse-multiple-streams reads SSE answers to concurrent
+ * tools/list), a pending call's stream closed after 100 ms (SEP-1699
+ * polling), and the one tool name that is not a capability id. */
+static const char *DEFAULT_OPTIONS =
+    "{\"responseMode\": \"sse\", \"pollAfterMs\": 100, \"retryMs\": 500,"
+    " \"serverName\": \"rcip-mcp-conformance-host\","
+    " \"toolNames\": {\"json_schema_tool\": \"json_schema_2020_12_tool\"}}";
+
+static int check(rcip_result rc, const char *what) {
+    if (rc != RCIP_RESULT_OK) {
+        const char *detail = rcip_last_error_message();
+        fprintf(stderr, "mcp_conformance_host: %s failed: %s (%s)\n", what, rcip_result_str(rc), detail ? detail : "");
+        return 1;
+    }
+    return 0;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[len] = '\0';
+    return buf;
+}
+
+/* ----- handlers (run on the server's worker threads) ------------------- */
+
+static void complete_or_log(rcip_invocation *invocation, const char *output) {
+    if (rcip_invocation_complete(invocation, output) != RCIP_RESULT_OK)
+        fprintf(stderr, "mcp_conformance_host: complete %s: %s\n", rcip_invocation_capability_id(invocation),
+                rcip_last_error_message());
+    rcip_invocation_free(invocation);
+}
+
+static void simple_text(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"text\": \"This is a simple text response for testing.\"}");
+}
+
+static void error_handling(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    /* not aborted: an execution failure, answered with isError: true */
+    if (rcip_invocation_fail(invocation, false) != RCIP_RESULT_OK)
+        fprintf(stderr, "mcp_conformance_host: fail: %s\n", rcip_last_error_message());
+    rcip_invocation_free(invocation);
+}
+
+static void *reconnection_later(void *arg) {
+    rcip_invocation *invocation = arg;
+    struct timespec delay = {0, 300 * 1000 * 1000};
+    nanosleep(&delay, NULL);
+    /* After the session ended (DELETE, shutdown) this answers an error
+     * code instead of completing: logged, not fatal. */
+    complete_or_log(invocation, "{\"text\": \"Reconnection test completed.\"}");
+    return NULL;
+}
+
+/* Deferred: the invocation handle moves to a thread of the host, which
+ * completes it later (the handler returns at once). */
+static void reconnection(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attr, reconnection_later, invocation) != 0) {
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void json_schema_tool(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const char *input = rcip_invocation_input(invocation);
+    size_t size = strlen(input) + 32;
+    char *output = malloc(size);
+    if (!output) {
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+        return;
+    }
+    snprintf(output, size, "{\"received\": %s}", input);
+    complete_or_log(invocation, output);
+    free(output);
+}
+
+/* ----- the session factory (runs on a library worker thread) ---------- */
+
+static const struct {
+    const char *id;
+    rcip_handler_callback handler;
+} HANDLERS[] = {
+    {"test_simple_text", simple_text},
+    {"test_error_handling", error_handling},
+    {"test_reconnection", reconnection},
+    {"json_schema_tool", json_schema_tool},
+};
+#define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
+
+/* What a session owns besides its runtime: its bindings. */
+typedef struct {
+    rcip_binding *bindings[HANDLER_COUNT];
+} session_state;
+
+/* Called by the server after the session's runtime is closed. */
+static void session_state_free(void *user_data) {
+    session_state *state = user_data;
+    for (size_t i = 0; i < HANDLER_COUNT; i++) rcip_binding_free(state->bindings[i]);
+    free(state);
+}
+
+static int32_t make_session(void *user_data, rcip_mcp_session_setup *setup) {
+    const rcip_catalog *catalog = user_data;
+    rcip_runtime_builder *builder = NULL;
+    rcip_runtime *runtime = NULL;
+    session_state *state = calloc(1, sizeof *state);
+    if (!state) return 1;
+    if (check(rcip_runtime_builder_new(catalog, &builder), "rcip_runtime_builder_new")) goto fail;
+    if (check(rcip_runtime_builder_build(builder, &runtime), "rcip_runtime_builder_build")) goto fail;
+    for (size_t i = 0; i < HANDLER_COUNT; i++) {
+        if (check(rcip_host_bind(rcip_runtime_host(runtime), HANDLERS[i].id, HANDLERS[i].handler, NULL, NULL, NULL,
+                                 &state->bindings[i]),
+                  "rcip_host_bind"))
+            goto fail;
+    }
+    /* consumes the runtime; the server frees the state after closing it */
+    if (check(rcip_mcp_session_setup_accept(setup, runtime, state, session_state_free),
+              "rcip_mcp_session_setup_accept")) {
+        runtime = NULL; /* consumed on failure too */
+        goto fail;
+    }
+    return 0;
+fail:
+    if (state) session_state_free(state);
+    rcip_runtime_free(runtime);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: %s CATALOG [ADDRESS] [OPTIONS_JSON]\n", argv[0]);
+        return 2;
+    }
+    const char *address = argc > 2 ? argv[2] : "127.0.0.1:0";
+    const char *options = argc > 3 ? argv[3] : DEFAULT_OPTIONS;
+    char *catalog_json = read_file(argv[1]);
+    if (!catalog_json) {
+        fprintf(stderr, "mcp_conformance_host: cannot read %s\n", argv[1]);
+        return 2;
+    }
+
+    /* Signals are taken by sigwait below: blocked before any thread starts,
+     * so every library thread inherits the mask. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rcip_catalog *catalog = NULL;
+    rcip_mcp_server *server = NULL;
+    char *url = NULL;
+    int status = 1;
+    if (check(rcip_catalog_new(catalog_json, &catalog), "rcip_catalog_new")) goto done;
+    /* the factory borrows the catalog: it outlives the server */
+    if (check(rcip_mcp_server_new(catalog, address, options, make_session, catalog, NULL, &server),
+              "rcip_mcp_server_new"))
+        goto done;
+    if (check(rcip_mcp_server_url(server, &url), "rcip_mcp_server_url")) goto done;
+    if (check(rcip_mcp_server_start(server), "rcip_mcp_server_start")) goto done;
+    printf("rcip: serving MCP on %s\n", url);
+    fflush(stdout);
+
+    int signal_number = 0;
+    sigwait(&stop, &signal_number);
+    fprintf(stderr, "mcp_conformance_host: signal %d, shutting down\n", signal_number);
+    if (check(rcip_mcp_server_shutdown(server, 5000), "rcip_mcp_server_shutdown")) goto done;
+    status = 0;
+done:
+    rcip_string_free(url);
+    rcip_mcp_server_free(server);
+    rcip_catalog_free(catalog);
+    free(catalog_json);
+    return status;
+}
