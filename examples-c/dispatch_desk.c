@@ -2053,10 +2053,14 @@ static int32_t desk_factory(void *user_data, rcip_mcp_session_setup *setup)
 static void http_console_batch(console *c, const plan *batch)
 {
     http_desk *h = c->batch_data;
-    http_session *live[256];
-    size_t n = 0;
+    size_t n = 0, cap = 0;
+    http_session **live = NULL;
     pthread_mutex_lock(&h->mutex);
-    for (http_session *s = h->sessions; s && n < sizeof live / sizeof live[0]; s = s->next) {
+    for (http_session *s = h->sessions; s; s = s->next) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            live = xrealloc(live, cap * sizeof *live);
+        }
         http_session_retain(s);
         live[n++] = s;
     }
@@ -2075,6 +2079,7 @@ static void http_console_batch(console *c, const plan *batch)
         }
         http_session_release(live[i]);
     }
+    free(live);
 }
 
 /*

@@ -469,3 +469,222 @@ fn shutdown_ends_every_session_and_aborts_pending_calls() {
     // No new connections.
     assert!(std::net::TcpStream::connect_timeout(&f.addr, Duration::from_millis(200)).is_err());
 }
+
+// ---- found by a cold review (each failed before its fix) ----------------
+
+#[test]
+fn invalid_ids_and_invalid_messages_are_refused_without_a_trace() {
+    let options = HttpOptions {
+        max_sessions: 2,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        // An id MCP refuses: 400 at once, no session, nothing routed.
+        for id in [json!(1.5), json!(true), json!({"k": 1})] {
+            let (status, sid, _) = post(
+                f.addr,
+                None,
+                json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{id}");
+            assert!(sid.is_none());
+        }
+        // An initialize the session refuses (no protocolVersion) creates none.
+        let (status, sid, body) = post(f.addr, None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(sid.is_none(), "{body}");
+        assert_eq!(answer(&body)["error"]["code"], -32602);
+        assert!(f.server.sessions().is_empty());
+        let sid = initialize(f.addr, "a").await;
+        for bad in [json!({}), json!({"jsonrpc": "2.0", "id": true, "method": "ping"}), json!({"jsonrpc": "2.0", "id": 3})] {
+            let (status, _, _) = post(f.addr, Some(&sid), bad.clone()).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+        // A ping still works, and the session can go idle later (nothing pinned).
+        let (status, _, _) = post(f.addr, Some(&sid), json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::OK);
+    });
+}
+
+#[test]
+fn a_cancelled_call_ends_its_request_and_frees_its_id() {
+    let options = HttpOptions {
+        response_mode: ResponseMode::Json,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let addr = f.addr;
+        let s = sid.clone();
+        let pending = tokio::spawn(async move { post(addr, Some(&s), call(42, "ward.slow")).await });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (status, _, _) = post(
+            f.addr,
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        // The request ends at once, though the handler has not ended yet.
+        let (status, _, body) = tokio::time::timeout(Duration::from_secs(5), pending).await.expect("answered").unwrap();
+        assert_eq!(status, StatusCode::ACCEPTED, "no response is due: {body}");
+        let inv = f.slow.lock().pop().unwrap();
+        assert!(inv.is_cancelled());
+        inv.fail(true).unwrap();
+        // Once the handler ended, the id is free again.
+        let (status, _, body) = post(f.addr, Some(&sid), call(42, "ward.list")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(answer(&body)["result"]["isError"], false, "{body}");
+    });
+}
+
+#[test]
+fn a_closed_stream_restarts_the_idle_clock_and_a_stale_stream_is_not_404() {
+    let options = HttpOptions {
+        idle_timeout_ms: 400,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let req = request(f.addr, "GET", Some(&sid), "").body(Full::new(Bytes::new())).unwrap();
+        let resp = send(f.addr, req).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        tokio::time::sleep(Duration::from_millis(1200)).await; // held open: not idle
+        drop(resp);
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let (status, _, _) = post(f.addr, Some(&sid), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::OK, "the idle clock starts when the stream closes");
+        let req = request(f.addr, "GET", Some(&sid), "")
+            .header("last-event-id", "999-1")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::BAD_REQUEST);
+    });
+}
+
+#[test]
+fn a_call_pending_at_shutdown_gets_its_aborted_outcome_on_its_stream() {
+    let f = fixture(HttpOptions::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let runtime = rt();
+    runtime.block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let addr = f.addr;
+        tokio::spawn(async move {
+            let got = post(addr, Some(&sid), call(50, "ward.slow")).await;
+            let _ = tx.send(got);
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    let server = &f.server;
+    std::thread::scope(|s| {
+        s.spawn(|| server.shutdown(Duration::from_millis(2000)));
+        // Keep the client's runtime running while the server shuts down.
+        runtime.block_on(async { tokio::time::sleep(Duration::from_millis(300)).await });
+    });
+    let (_, _, body) = rx.recv_timeout(Duration::from_secs(5)).expect("the stream ended");
+    let last = sse_messages(&body).pop().expect("an answer on the stream");
+    assert_eq!(last["id"], 50);
+    assert_eq!(last["result"]["_meta"]["rcip/outcome"]["error"]["code"], "EXECUTION_ABORTED", "{body}");
+}
+
+#[test]
+fn a_cancellation_is_never_queued_behind_the_handlers_it_should_stop() {
+    let catalog = catalog();
+    let c = catalog.clone();
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let st = stopped.clone();
+    let factory = move |_: &SessionRequest<'_>| -> Result<Held, String> {
+        let runtime = Runtime::new(&c);
+        let st = st.clone();
+        // Busy handlers that poll their token: they occupy both workers.
+        let b = runtime
+            .host()
+            .bind(
+                "ward.slow",
+                Arc::new(move |inv: Invocation| {
+                    let deadline = Instant::now() + Duration::from_secs(8);
+                    while !inv.is_cancelled() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    if inv.is_cancelled() {
+                        st.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _ = inv.fail(true);
+                }),
+                None,
+            )
+            .unwrap();
+        std::mem::forget(b);
+        Ok(Held {
+            runtime,
+            ended: Arc::new(AtomicUsize::new(0)),
+        })
+    };
+    let server = McpHttpServer::bind(&catalog, "127.0.0.1:0", HttpOptions::default(), factory).unwrap();
+    server.start().unwrap();
+    let addr = server.local_addr();
+    rt().block_on(async {
+        let sid = initialize(addr, "a").await;
+        for id in [1, 2] {
+            let s = sid.clone();
+            tokio::spawn(async move {
+                let _ = post(addr, Some(&s), call(id, "ward.slow")).await;
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let started = Instant::now();
+        for id in [1, 2] {
+            post(
+                addr,
+                Some(&sid),
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}),
+            )
+            .await;
+        }
+        // Another session's initialize does not wait for them either.
+        initialize(addr, "b").await;
+        while stopped.load(Ordering::SeqCst) < 2 && started.elapsed() < Duration::from_secs(8) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(stopped.load(Ordering::SeqCst), 2);
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    });
+}
+
+#[test]
+fn a_loopback_bind_other_than_127_0_0_1_accepts_its_own_url() {
+    let catalog = catalog();
+    let c = catalog.clone();
+    let server = McpHttpServer::bind(&catalog, "127.0.0.2:0", HttpOptions::default(), move |_: &SessionRequest<'_>| {
+        Ok(Held {
+            runtime: Runtime::new(&c),
+            ended: Arc::new(AtomicUsize::new(0)),
+        })
+    });
+    let Ok(server) = server else { return }; // no 127.0.0.2 here: nothing to check
+    server.start().unwrap();
+    let addr = server.local_addr();
+    rt().block_on(async {
+        let text = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}).to_string();
+        let req = Request::builder()
+            .method("POST")
+            .uri(format!("http://{addr}/mcp"))
+            .header("host", addr.to_string())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(text)))
+            .unwrap();
+        assert_eq!(send(addr, req).await.status(), StatusCode::OK);
+    });
+}

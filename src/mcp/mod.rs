@@ -81,6 +81,10 @@ pub enum MessageKind<'a> {
     /// (progress, log messages), `None` for session-wide ones
     /// (`notifications/tools/list_changed`).
     Notification { related: Option<&'a str> },
+    /// No message: the client's request `id` ends without a response (it
+    /// was cancelled). The message text is empty; a transport that keeps
+    /// something per request lets it go.
+    Abandoned { id: &'a str },
 }
 
 /// Receives every message the session sends (responses, requests,
@@ -97,8 +101,9 @@ pub trait McpOutput: Send + Sync {
     /// As [`send`](Self::send), with what the message is; the default
     /// ignores the kind.
     fn send_message(&self, message: &str, kind: MessageKind<'_>) {
-        let _ = kind;
-        self.send(message)
+        if !matches!(kind, MessageKind::Abandoned { .. }) {
+            self.send(message)
+        }
     }
 }
 

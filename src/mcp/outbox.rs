@@ -35,6 +35,8 @@ pub(crate) enum Kind {
     /// Any other notification, on behalf of a client request; dropped
     /// beyond the bound.
     Notification(Option<String>),
+    /// The client's request with this id key ends without a response.
+    Abandoned(String),
 }
 
 impl Kind {
@@ -48,6 +50,7 @@ impl Kind {
             Kind::Notification(related) => MessageKind::Notification {
                 related: related.as_deref(),
             },
+            Kind::Abandoned(id) => MessageKind::Abandoned { id },
         }
     }
 }

@@ -81,7 +81,9 @@ struct Inner {
     max_in_flight: usize,
     max_pending_confirmations: usize,
     pool: Option<WorkerPool>,
-    /// The pool is the session's own (not a server's, shared).
+    /// Cancellations: never behind a slow handler (else the pool).
+    control: Option<WorkerPool>,
+    /// The pools are the session's own (not a server's, shared).
     owns_pool: bool,
     outbox: Outbox,
     state: Mutex<State>,
@@ -169,11 +171,14 @@ impl McpSession {
     /// [`HostError::Closed`]; [`HostError::InvalidArgument`] also when the
     /// worker threads cannot be started.
     pub fn new(runtime: &Runtime, options: McpOptions, output: Arc<dyn McpOutput>) -> Result<McpSession, HostError> {
-        let pool = match options.workers.unwrap_or(DEFAULT_WORKERS) {
-            0 => None,
-            n => Some(WorkerPool::new(n).map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))?),
+        let start = |n: usize| {
+            WorkerPool::new(n).map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))
         };
-        Self::build(runtime, options, output, pool, true)
+        let (pool, control) = match options.workers.unwrap_or(DEFAULT_WORKERS) {
+            0 => (None, None),
+            n => (Some(start(n)?), Some(start(1)?)),
+        };
+        Self::build(runtime, options, output, pool, control, true)
     }
 
     /// As [`new`](Self::new), with the worker pool given (shared with other
@@ -185,7 +190,21 @@ impl McpSession {
         output: Arc<dyn McpOutput>,
         pool: Option<WorkerPool>,
     ) -> Result<McpSession, HostError> {
-        Self::build(runtime, options, output, pool, false)
+        Self::build(runtime, options, output, pool, None, false)
+    }
+
+    /// As [`with_pool`](Self::with_pool), with a second pool for the work
+    /// that must never wait behind a slow handler: cancellations (a
+    /// cancellation queued behind the handler it should stop could not
+    /// stop it).
+    pub fn with_pools(
+        runtime: &Runtime,
+        options: McpOptions,
+        output: Arc<dyn McpOutput>,
+        pool: Option<WorkerPool>,
+        control: Option<WorkerPool>,
+    ) -> Result<McpSession, HostError> {
+        Self::build(runtime, options, output, pool, control, false)
     }
 
     fn build(
@@ -193,6 +212,7 @@ impl McpSession {
         options: McpOptions,
         output: Arc<dyn McpOutput>,
         pool: Option<WorkerPool>,
+        control: Option<WorkerPool>,
         owns_pool: bool,
     ) -> Result<McpSession, HostError> {
         let catalog = runtime.catalog().clone();
@@ -246,6 +266,7 @@ impl McpSession {
                 .max_pending_confirmations
                 .unwrap_or(DEFAULT_MAX_PENDING_CONFIRMATIONS),
             pool,
+            control,
             owns_pool,
             outbox: Outbox::new(
                 output,
@@ -400,7 +421,7 @@ impl Drop for McpSession {
         // close's cancellations) and end before the drop returns, so no
         // library thread runs host code after the host freed the session.
         if self.inner.owns_pool {
-            if let Some(pool) = &self.inner.pool {
+            for pool in self.inner.pool.iter().chain(&self.inner.control) {
                 pool.close_and_wait(POOL_JOIN_TIMEOUT);
             }
         }
@@ -471,6 +492,15 @@ impl Inner {
         }
     }
 
+    /// Runs a cancellation on the control pool (never behind a handler),
+    /// else as [`dispatch`](Self::dispatch).
+    fn dispatch_control(&self, job: impl FnOnce() + Send + 'static) {
+        match &self.control {
+            Some(pool) => pool.spawn(job),
+            None => self.dispatch(job),
+        }
+    }
+
     /// Waits (for the stdio reader) until fewer than the maximum requests
     /// are in flight and the outgoing queue has room, or the session closed.
     fn wait_for_capacity(&self) {
@@ -519,7 +549,7 @@ impl Inner {
         // Cancelling runs the tokens' on-cancel callbacks (host code): on
         // the pool, not on the transport's thread.
         if !tokens.is_empty() {
-            self.dispatch(move || {
+            self.dispatch_control(move || {
                 for t in tokens {
                     t.cancel();
                 }
@@ -618,7 +648,10 @@ impl Inner {
             self.answered.notify_all();
             return;
         };
-        if !call.cancelled {
+        if call.cancelled {
+            // No response: the transport may let the request go.
+            self.send(String::new(), Kind::Abandoned(key.to_string()));
+        } else {
             self.send(
                 match reply {
                     Ok(result) => jsonrpc::response(&call.id, result),
@@ -1069,9 +1102,13 @@ impl Inner {
                         Kind::Notification(Some(key.clone())),
                     );
                 }
+                // No response will come: the transport may end the request
+                // now (the call stays in flight until its handler ends).
+                self.send(String::new(), Kind::Abandoned(key.clone()));
                 if let Some(t) = token {
-                    // On-cancel callbacks and the outcome: on a worker.
-                    self.dispatch(move || t.cancel());
+                    // On-cancel callbacks and the outcome: on the control
+                    // worker, never queued behind the handler to stop.
+                    self.dispatch_control(move || t.cancel());
                 }
             }
             // notifications/progress, notifications/roots/list_changed, and

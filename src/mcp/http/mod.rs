@@ -339,13 +339,12 @@ pub(crate) struct Session<O> {
     owner: Arc<O>,
     mcp: McpSession,
     router: Arc<router::Router>,
-    last_active: Mutex<Instant>,
     ended: AtomicBool,
 }
 
 impl<O: SessionRuntime> Session<O> {
     fn touch(&self) {
-        *self.last_active.lock() = Instant::now();
+        self.router.touch();
     }
 }
 
@@ -361,7 +360,13 @@ pub(crate) struct ServerInner<O> {
     options: HttpOptions,
     catalog: Catalog,
     factory: Box<dyn SessionFactory<O>>,
+    /// Tool calls (validation, policy, handlers) and confirmation answers.
     pool: WorkerPool,
+    /// The factory, cancellations, session endings and the reaper: never
+    /// queued behind a slow handler.
+    control: WorkerPool,
+    /// A reaper pass is queued or running.
+    reaping: AtomicBool,
     sessions: Mutex<HashMap<String, Arc<Session<O>>>>,
     /// Sessions being created (counted against the maximum).
     creating: AtomicUsize,
@@ -439,14 +444,31 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
         let loopback = local_addr.ip().is_loopback();
-        let allowed_hosts = options
-            .allowed_hosts
-            .clone()
-            .unwrap_or_else(|| if loopback { loopback_hosts() } else { vec!["*".into()] });
-        let allowed_origins = options
-            .allowed_origins
-            .clone()
-            .unwrap_or_else(|| if loopback { loopback_origins() } else { Vec::new() });
+        // On loopback: the localhost names and the bound address itself
+        // (a 127.0.0.2 bind accepts its own URL).
+        let bound = match local_addr.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        let allowed_hosts = options.allowed_hosts.clone().unwrap_or_else(|| {
+            if loopback {
+                let mut h = loopback_hosts();
+                h.push(bound.clone());
+                h
+            } else {
+                vec!["*".into()]
+            }
+        });
+        let allowed_origins = options.allowed_origins.clone().unwrap_or_else(|| {
+            if loopback {
+                let mut o = loopback_origins();
+                o.push(format!("http://{bound}"));
+                o.push(format!("https://{bound}"));
+                o
+            } else {
+                Vec::new()
+            }
+        });
         let forward_headers = options
             .forward_headers
             .iter()
@@ -456,12 +478,15 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let pool = WorkerPool::new(options.workers)?;
+        let control = WorkerPool::new(1)?;
         Ok(McpHttpServer {
             inner: Arc::new(ServerInner {
                 options,
                 catalog: catalog.clone(),
                 factory: Box::new(factory),
                 pool,
+                control,
+                reaping: AtomicBool::new(false),
                 sessions: Mutex::new(HashMap::new()),
                 creating: AtomicUsize::new(0),
                 connections: AtomicUsize::new(0),
@@ -533,9 +558,12 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         if *self.inner.phase.lock() == Phase::Bound {
             self.start()?;
         }
-        let mut phase = self.inner.phase.lock();
+        // Its own reference: the server may be dropped (its shutdown
+        // wakes this) while this thread still waits.
+        let inner = self.inner.clone();
+        let mut phase = inner.phase.lock();
         while *phase != Phase::Stopped {
-            self.inner.phase_changed.wait(&mut phase);
+            inner.phase_changed.wait(&mut phase);
         }
         Ok(())
     }
@@ -610,9 +638,12 @@ impl<O: SessionRuntime> ServerInner<O> {
         if session.ended.swap(true, Ordering::SeqCst) {
             return;
         }
-        session.router.close();
-        session.mcp.close();
+        // The runtime first: its pending calls end EXECUTION_ABORTED and
+        // those outcomes reach the client's streams; then the session and
+        // its streams close (what is queued still goes out).
         session.owner.runtime().close();
+        session.mcp.close();
+        session.router.close();
         session.owner.session_ended();
         self.retired.lock().push((Instant::now(), session.owner.clone()));
     }
@@ -664,7 +695,9 @@ impl<O: SessionRuntime> ServerInner<O> {
         }
         // The workers finish what the endings queued, then end: no library
         // thread runs host code after shutdown returns.
-        self.pool.close_and_wait(end.saturating_duration_since(Instant::now()).max(Duration::from_millis(100)));
+        let left = end.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+        self.pool.close_and_wait(left);
+        self.control.close_and_wait(left);
         // No worker runs host code any more: the retired holders go now.
         self.retired.lock().clear();
         *self.phase.lock() = Phase::Stopped;

@@ -60,7 +60,8 @@ struct Stream {
 }
 
 enum Route {
-    Json(oneshot::Sender<String>),
+    /// The answer as JSON: `None` when the request ends without one.
+    Json(oneshot::Sender<Option<String>>),
     Stream(u64),
 }
 
@@ -85,6 +86,9 @@ struct State {
 pub(crate) struct Router {
     state: Mutex<State>,
     replay: usize,
+    /// The last activity: a request, an answer, a connection ending (the
+    /// session's idle clock).
+    last_active: Mutex<std::time::Instant>,
 }
 
 impl Router {
@@ -97,29 +101,37 @@ impl Router {
         Router {
             state: Mutex::new(state),
             replay: replay.max(1),
+            last_active: Mutex::new(std::time::Instant::now()),
         }
     }
 
-    /// True when request `key` already has a route (its id is in flight).
-    pub(crate) fn has_route(&self, key: &str) -> bool {
-        self.state.lock().routes.contains_key(key)
+    /// Restarts the idle clock.
+    pub(crate) fn touch(&self) {
+        *self.last_active.lock() = std::time::Instant::now();
     }
 
-    /// Routes the response to `key` into a channel (a JSON answer).
-    pub(crate) fn route_json(&self, key: String) -> oneshot::Receiver<String> {
+    /// When the session was last active.
+    pub(crate) fn last_active(&self) -> std::time::Instant {
+        *self.last_active.lock()
+    }
+
+    /// Routes the response to `key` into a channel (a JSON answer); None
+    /// when `key` is in flight already or the router is closed.
+    pub(crate) fn route_json(&self, key: String) -> Option<oneshot::Receiver<Option<String>>> {
         let (tx, rx) = oneshot::channel();
         let mut st = self.state.lock();
-        if !st.closed {
-            st.routes.insert(key, Route::Json(tx));
+        if st.closed || st.routes.contains_key(&key) {
+            return None;
         }
-        rx
+        st.routes.insert(key, Route::Json(tx));
+        Some(rx)
     }
 
     /// Opens a stream for request `key` and routes its response there.
-    /// None once the router is closed.
+    /// None when `key` is in flight already or the router is closed.
     pub(crate) fn open_stream(&self, key: String) -> Option<u64> {
         let mut st = self.state.lock();
-        if st.closed {
+        if st.closed || st.routes.contains_key(&key) {
             return None;
         }
         let id = st.next_stream;
@@ -279,7 +291,7 @@ impl Router {
         let Some(stream) = st.streams.get_mut(&id) else {
             return Poll::Ready(None);
         };
-        if stream.attached.as_ref().map(|(c, _)| *c) != Some(conn) || closed {
+        if stream.attached.as_ref().map(|(c, _)| *c) != Some(conn) {
             return Poll::Ready(None);
         }
         let mut out = String::new();
@@ -296,7 +308,9 @@ impl Router {
             stream.delivered = stream.delivered.max(*cursor);
             return Poll::Ready(Some(out));
         }
-        if (stream.finished && *cursor >= stream.last_seq) || stream.close_requested {
+        // Once closed, what was queued still goes out (a shutdown's aborted
+        // outcomes), then the stream ends.
+        if (stream.finished && *cursor >= stream.last_seq) || stream.close_requested || closed {
             stream.close_requested = false;
             stream.attached = None;
             Router::retire(&mut st, id);
@@ -308,6 +322,7 @@ impl Router {
 
     /// A connection went away (its body was dropped).
     fn detach(&self, id: u64, conn: u64) {
+        self.touch();
         let mut st = self.state.lock();
         if let Some(s) = st.streams.get_mut(&id) {
             if s.attached.as_ref().map(|(c, _)| *c) == Some(conn) {
@@ -343,16 +358,39 @@ impl McpOutput for Router {
     }
 
     fn send_message(&self, message: &str, kind: MessageKind<'_>) {
+        if matches!(kind, MessageKind::Response { .. } | MessageKind::Abandoned { .. }) {
+            self.touch();
+        }
         let waker = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
             match kind {
+                MessageKind::Abandoned { id } => match st.routes.remove(id) {
+                    Some(Route::Json(tx)) => {
+                        drop(st);
+                        let _ = tx.send(None);
+                        return;
+                    }
+                    Some(Route::Stream(sid)) => {
+                        if let Some(s) = st.streams.get_mut(&sid) {
+                            s.due = s.due.saturating_sub(1);
+                            s.finished = s.due == 0;
+                        }
+                        let waker = st
+                            .streams
+                            .get_mut(&sid)
+                            .and_then(|s| s.attached.as_mut().and_then(|(_, w)| w.take()));
+                        Router::retire(&mut st, sid);
+                        waker
+                    }
+                    None => None,
+                },
                 MessageKind::Response { id } => match st.routes.remove(id) {
                     Some(Route::Json(tx)) => {
                         drop(st);
-                        let _ = tx.send(message.to_string());
+                        let _ = tx.send(Some(message.to_string()));
                         return;
                     }
                     Some(Route::Stream(sid)) => {
@@ -365,8 +403,8 @@ impl McpOutput for Router {
                         waker
                     }
                     // A response without a route (an invalid message's
-                    // error): the standalone stream.
-                    None => self.push(&mut st, STANDALONE, message, true, false),
+                    // error): the standalone stream, within its bound.
+                    None => self.push(&mut st, STANDALONE, message, false, false),
                 },
                 MessageKind::Request { related } => {
                     let sid = Router::stream_of(&st, related);

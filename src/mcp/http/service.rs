@@ -17,7 +17,6 @@ use hyper::header::{
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -121,16 +120,19 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
             () = tokio::time::sleep(period) => {}
             () = server.stop.notified() => return,
         }
+        if server.reaping.swap(true, Ordering::SeqCst) {
+            continue; // the last pass has not run yet
+        }
         let s = server.clone();
         // Reading runtime counters is no host code, but ending a session
-        // is: the whole pass runs on a worker.
-        server.pool.spawn(move || {
+        // is: the whole pass runs on the control worker.
+        server.control.spawn(move || {
             let now = Instant::now();
             let candidates: Vec<_> = s
                 .sessions
                 .lock()
                 .values()
-                .filter(|x| now.duration_since(*x.last_active.lock()) >= idle)
+                .filter(|x| now.duration_since(x.router.last_active()) >= idle)
                 .cloned()
                 .collect();
             for session in candidates {
@@ -143,6 +145,7 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
                 }
             }
             s.drop_retired();
+            s.reaping.store(false, Ordering::SeqCst);
         });
     }
 }
@@ -165,7 +168,12 @@ fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
 /// The host part of a `Host` header (`[::1]:8080` → `[::1]`).
 fn host_name(host: &str) -> &str {
     if host.starts_with('[') {
-        return host.find(']').map_or(host, |i| &host[..=i]);
+        // `[v6]` or `[v6]:port`, nothing else after the bracket (anything
+        // else is returned whole and matches no allowed name).
+        return match host.find(']') {
+            Some(i) if host[i + 1..].is_empty() || host[i + 1..].strip_prefix(':').is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())) => &host[..=i],
+            _ => host,
+        };
     }
     host.rsplit_once(':').map_or(host, |(h, port)| {
         if port.chars().all(|c| c.is_ascii_digit()) {
@@ -363,7 +371,14 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
     }
     let method = message.get("method").and_then(Value::as_str).map(str::to_string);
     let id = message.get("id").cloned();
-    let is_request = message.get("method").is_some() && id.as_ref().is_some_and(|i| !i.is_null());
+    let has_method = message.get("method").is_some();
+    // What the session would refuse is refused here, with an HTTP error
+    // (MCP: input the server cannot accept is an HTTP error): nothing is
+    // routed, kept or created for it.
+    if let Some(why) = refusal(&message, has_method, id.as_ref()) {
+        return http_error(StatusCode::BAD_REQUEST, -32600, &format!("Invalid Request: {why}"));
+    }
+    let is_request = has_method && id.is_some();
     if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
         return initialize(server, &headers, message).await;
     }
@@ -390,12 +405,13 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         );
     }
     let key = McpSession::request_key(id.as_ref().unwrap_or(&Value::Null));
-    if session.router.has_route(&key) {
-        let text = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
-            "message": format!("Invalid Request: request id {key} is already in flight")}})
-        .to_string();
-        return json_response(text);
-    }
+    let in_flight = || {
+        json_response(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600,
+                "message": format!("Invalid Request: request id {key} is already in flight")}})
+            .to_string(),
+        )
+    };
     let use_sse = sse_ok
         && match server.options.response_mode {
             ResponseMode::Sse => true,
@@ -403,8 +419,8 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
             ResponseMode::Json => !json_ok,
         };
     if use_sse {
-        let Some(sid) = session.router.open_stream(key) else {
-            return ended();
+        let Some(sid) = session.router.open_stream(key.clone()) else {
+            return in_flight();
         };
         let Some(body) = session.router.attach(sid, Some(0)) else {
             return ended();
@@ -419,12 +435,46 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         }
         return sse_response(body.with_retry(server.options.retry_ms));
     }
-    let rx = session.router.route_json(key);
+    let Some(rx) = session.router.route_json(key.clone()) else {
+        return in_flight();
+    };
     session.mcp.receive_value(message);
     match rx.await {
-        Ok(text) => json_response(text),
+        Ok(Some(text)) => json_response(text),
+        // Cancelled (notifications/cancelled): no response is due.
+        Ok(None) => response(StatusCode::ACCEPTED, None, empty()),
         Err(_) => ended(),
     }
+}
+
+/// Why the session would refuse this message as an invalid request (so
+/// the HTTP layer answers 400 and routes nothing), or None.
+fn refusal(message: &Value, has_method: bool, id: Option<&Value>) -> Option<&'static str> {
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("\"jsonrpc\" must be \"2.0\"");
+    }
+    if let Some(id) = id {
+        if !crate::mcp::jsonrpc::valid_id(id) {
+            return Some("\"id\" must be a string or an integer within 64 bits (MCP: never null)");
+        }
+    }
+    if has_method {
+        if !message["method"].is_string() {
+            return Some("\"method\" must be a string");
+        }
+        if message.get("params").is_some_and(|p| !p.is_object()) {
+            return Some("\"params\" must be an object");
+        }
+        return None;
+    }
+    // A response to the session's own request: an id and a result or an
+    // error object.
+    let result = message.get("result").is_some();
+    let error = message.get("error").is_some_and(Value::is_object);
+    if id.is_none() || result == error {
+        return Some("neither a request (\"method\") nor a response (\"id\" and \"result\" or \"error\")");
+    }
+    None
 }
 
 fn ended() -> Response<Body> {
@@ -456,23 +506,21 @@ async fn initialize<O: SessionRuntime>(server: Arc<ServerInner<O>>, headers: &He
         .collect();
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
-    // The factory is host code: on a worker.
-    server.pool.spawn(move || {
+    // The factory is host code: on the control worker (never behind a
+    // slow handler of another session).
+    server.control.spawn(move || {
         let result = create_session(&s, message, &forwarded);
         s.creating.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(result);
     });
     match rx.await {
-        Ok(Ok((session_id, answer))) => match answer.await {
-            Ok(text) => {
-                let mut r = json_response(text);
-                if let Ok(v) = HeaderValue::from_str(&session_id) {
-                    r.headers_mut().insert(SESSION_HEADER, v);
-                }
-                r
+        Ok(Ok((session_id, text))) => {
+            let mut r = json_response(text);
+            if let Ok(v) = HeaderValue::from_str(&session_id) {
+                r.headers_mut().insert(SESSION_HEADER, v);
             }
-            Err(_) => ended(),
-        },
+            r
+        }
         Ok(Err(text)) => json_response(text),
         Err(_) => http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: the session was not created"),
     }
@@ -484,7 +532,7 @@ fn create_session<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     message: Value,
     forwarded: &[(String, String)],
-) -> Result<(String, oneshot::Receiver<String>), String> {
+) -> Result<(String, String), String> {
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     let fail = |why: &str| {
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": format!("Internal error: {why}")}})
@@ -509,11 +557,12 @@ fn create_session<O: SessionRuntime>(
     let router = Arc::new(Router::new(server.options.replay_events));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(server.options.max_in_flight);
-    let mcp = match McpSession::with_pool(
+    let mcp = match McpSession::with_pools(
         owner.runtime(),
         session_options,
         router.clone(),
         Some(server.pool.clone()),
+        Some(server.control.clone()),
     ) {
         Ok(m) => m,
         Err(e) => {
@@ -536,11 +585,27 @@ fn create_session<O: SessionRuntime>(
         owner,
         mcp,
         router: router.clone(),
-        last_active: Mutex::new(Instant::now()),
         ended: Default::default(),
     });
     let key = McpSession::request_key(&id);
-    let rx = router.route_json(key);
+    let Some(mut rx) = router.route_json(key) else {
+        server.end(&session);
+        return Err(fail("the session could not route its initialize"));
+    };
+    // initialize is answered inline (it runs no host code).
+    session.mcp.receive_value(message);
+    let answer = match rx.try_recv() {
+        Ok(Some(text)) => text,
+        _ => {
+            server.end(&session);
+            return Err(fail("initialize was not answered"));
+        }
+    };
+    if answer.contains("\"error\":{") && !answer.contains("\"result\":") {
+        // A refused initialize (bad params) creates no session.
+        server.end(&session);
+        return Err(answer);
+    }
     {
         let mut sessions = server.sessions.lock();
         if server.stopping.load(Ordering::SeqCst) {
@@ -550,8 +615,7 @@ fn create_session<O: SessionRuntime>(
         }
         sessions.insert(session_id.clone(), session.clone());
     }
-    session.mcp.receive_value(message);
-    Ok((session_id, rx))
+    Ok((session_id, answer))
 }
 
 /// 128 bits from the operating system's CSPRNG, as 32 hex digits.
@@ -590,10 +654,11 @@ fn get<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -
     };
     match session.router.attach(stream, after) {
         Some(body) => sse_response(body.with_retry(server.options.retry_ms)),
+        // Not 404: that would tell the client its session is gone.
         None => http_error(
-            StatusCode::NOT_FOUND,
+            StatusCode::BAD_REQUEST,
             -32000,
-            "Not Found: that stream is complete or unknown (its events were all delivered)",
+            "Bad Request: that stream is complete or unknown (its events were all delivered)",
         ),
     }
 }
@@ -608,7 +673,7 @@ async fn delete<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         let (tx, rx) = oneshot::channel();
         // Closing the runtime calls host code: on a worker.
         let srv = server.clone();
-        server.pool.spawn(move || {
+        server.control.spawn(move || {
             srv.end(&s);
             let _ = tx.send(());
         });
@@ -631,6 +696,12 @@ mod tests {
         let list = vec!["localhost".to_string()];
         assert!(allowed(&list, "localhost:9", host_name("localhost:9")));
         assert!(!allowed(&list, "evil.example.com", host_name("evil.example.com")));
+        let v6 = vec!["[::1]".to_string()];
+        assert!(allowed(&v6, "[::1]:80", host_name("[::1]:80")));
+        assert!(!allowed(&v6, "[::1]evil.example:80", host_name("[::1]evil.example:80")));
+        assert!(!allowed(&v6, "[::1]@evil.example", host_name("[::1]@evil.example")));
+        let origins = vec!["http://[::1]".to_string()];
+        assert!(!allowed(&origins, "http://[::1]evil.example", origin_without_port("http://[::1]evil.example")));
         assert_eq!(new_session_id().unwrap().len(), 32);
         assert_ne!(new_session_id().unwrap(), new_session_id().unwrap());
     }
