@@ -1,16 +1,30 @@
-//! Strict JSON Schema 2020-12 on top of the `jsonschema` crate.
+//! rcip's JSON Schema 2020-12 validator: the reference's dialect (Ajv 8,
+//! `Ajv2020`, `strict: true`, `allErrors: true`, no formats, no custom
+//! keywords, no remote references), implemented here.
 //!
-//! The reference judges contracts with Ajv 8 (`Ajv2020`, `strict: true`,
-//! `allErrors: true`, no formats, no custom keywords, no remote references).
-//! [`Schema::compile`] refuses what that configuration refuses and
-//! [`Schema::validate`] reports issues the way it reports them
-//! (`instancePath` as a JSON pointer, Ajv's keyword names).
+//! [`Schema::compile`] refuses what that configuration refuses (every
+//! violation at once) and [`Schema::validate`] reports issues the way it
+//! reports them (`instancePath` as a JSON pointer, Ajv's keyword names).
+//! The jsonschema crate is used for one thing only: the 2020-12 meta-schema
+//! (checking a schema before compiling it, and a `$ref` to the meta-schema).
+//!
+//! Layout:
+//! - [`compile`]: the walk over a schema as the reference compiles it
+//!   (identifiers, reference resolution, `type`/`nullable`, the strict
+//!   rules that span keywords), building the arena of [`node`]s;
+//! - [`eval`]: the evaluator of that arena (instance paths, which issues
+//!   are kept, evaluated properties and items for `unevaluated*`);
+//! - [`keywords`]: one file per keyword family, with that family's closed
+//!   enum, its compile code and its evaluation code side by side;
+//! - [`regex`] (ECMAScript `u`-flag patterns), [`value`] (JSON values as the
+//!   reference sees them: numbers as doubles), [`uri`] (identifiers).
 //!
 //! Instances are expected to be normalised by [`crate::json`] (numbers as
 //! doubles).
 
 mod compile;
 mod eval;
+mod keywords;
 mod node;
 mod regex;
 mod uri;
