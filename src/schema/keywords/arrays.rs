@@ -4,13 +4,29 @@
 use crate::schema::compile::{join, static_merge, Compiler, Cx, St};
 use crate::schema::eval::{num, Ann, Evaluator, Path, ALL_ITEMS};
 use crate::schema::node::{Kw, Sub};
-use crate::schema::value::js_equal;
+use crate::schema::value::{as_f64, js_equal, js_hash, JType};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use serde_json::{Map, Value};
+
+/// How `uniqueItems` compares items, as the reference decides it from the
+/// `items` schema written beside it (its `type`, plus `null` for
+/// `nullable: true`, applied to every item, those under `prefixItems`
+/// included).
+pub(crate) enum Unique {
+    /// `items` declares types, none of them `object` or `array`: only the
+    /// items of those types are compared, by their value as an object key
+    /// (so, with the single type `string`, the name `"__proto__"` never
+    /// counts as a duplicate: it is not a key of a plain object).
+    Typed(Vec<JType>),
+    /// Every item, by deep equality.
+    All,
+}
 
 pub(crate) enum ArrayKw {
     MaxItems(f64),
     MinItems(f64),
-    UniqueItems,
+    UniqueItems(Unique),
     PrefixItems {
         subs: Vec<Sub>,
     },
@@ -40,7 +56,16 @@ impl<'a> Compiler<'a> {
             kws.push(Kw::Array(ArrayKw::MinItems(x)));
         }
         if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            kws.push(Kw::Array(ArrayKw::UniqueItems));
+            let types = match m.get("items") {
+                Some(Value::Object(items)) => declared_types(items),
+                _ => Vec::new(),
+            };
+            let typed = !types.is_empty() && !types.iter().any(|t| matches!(t, JType::Object | JType::Array));
+            kws.push(Kw::Array(ArrayKw::UniqueItems(if typed {
+                Unique::Typed(types)
+            } else {
+                Unique::All
+            })));
         }
         let prefix_len = match m.get("prefixItems") {
             Some(Value::Array(list)) => {
@@ -159,20 +184,14 @@ impl Evaluator<'_> {
                 }
                 ok
             }
-            ArrayKw::UniqueItems => {
-                for j in (0..a.len()).rev() {
-                    for i in (0..j).rev() {
-                        if js_equal(&a[i], &a[j]) {
-                            self.issue(
-                                path,
-                                "uniqueItems",
-                                format!("items {i} and {j} are equal; items must be unique"),
-                            );
-                            return false;
-                        }
-                    }
-                }
-                true
+            ArrayKw::UniqueItems(how) => {
+                let Some((i, j)) = duplicate(a, how) else { return true };
+                self.issue(
+                    path,
+                    "uniqueItems",
+                    format!("items {i} and {j} are equal; items must be unique"),
+                );
+                false
             }
             ArrayKw::PrefixItems { subs } => {
                 ann.add_items(subs.len());
@@ -300,5 +319,80 @@ impl Evaluator<'_> {
             report(self);
         }
         valid
+    }
+}
+
+/// The types a schema object declares (`type`, plus `null` for
+/// `nullable: true`), as the reference reads them for `uniqueItems`.
+fn declared_types(m: &Map<String, Value>) -> Vec<JType> {
+    let mut types: Vec<JType> = match m.get("type") {
+        Some(Value::String(t)) => JType::parse(t).into_iter().collect(),
+        Some(Value::Array(list)) => list.iter().filter_map(|t| t.as_str().and_then(JType::parse)).collect(),
+        _ => Vec::new(),
+    };
+    if !types.contains(&JType::Null) && m.get("nullable") == Some(&Value::Bool(true)) {
+        types.push(JType::Null);
+    }
+    types
+}
+
+/// A scalar item as an object key of the reference's typed comparison.
+#[derive(Hash, PartialEq, Eq)]
+enum ScalarKey<'i> {
+    Null,
+    Bool(bool),
+    /// The bits of the double, `-0` as `0`.
+    Number(u64),
+    String(&'i str),
+}
+
+/// The first duplicate the reference finds, scanning from the last item
+/// down: `(i, j)` with `i < j`. Linear time (hashing); see [`Unique`].
+fn duplicate(a: &[Value], how: &Unique) -> Option<(usize, usize)> {
+    if a.len() < 2 {
+        return None;
+    }
+    let state = ahash::RandomState::new();
+    match how {
+        Unique::Typed(types) => {
+            let mut seen: HashMap<ScalarKey<'_>, usize, ahash::RandomState> =
+                HashMap::with_capacity_and_hasher(a.len(), state);
+            for j in (0..a.len()).rev() {
+                let item = &a[j];
+                if !types.iter().any(|t| t.matches(item)) {
+                    continue;
+                }
+                let key = match item {
+                    Value::Null => ScalarKey::Null,
+                    Value::Bool(b) => ScalarKey::Bool(*b),
+                    Value::Number(n) => ScalarKey::Number((as_f64(n) + 0.0).to_bits()),
+                    // With one type, the reference uses the string itself as
+                    // the key, and "__proto__" is not a key of a plain object.
+                    Value::String(s) if types.len() == 1 && s == "__proto__" => continue,
+                    Value::String(s) => ScalarKey::String(s),
+                    Value::Array(_) | Value::Object(_) => continue,
+                };
+                match seen.entry(key) {
+                    Entry::Occupied(e) => return Some((j, *e.get())),
+                    Entry::Vacant(e) => {
+                        e.insert(j);
+                    }
+                }
+            }
+            None
+        }
+        Unique::All => {
+            let mut seen: HashMap<u64, Vec<usize>> = HashMap::with_capacity(a.len());
+            for j in (0..a.len()).rev() {
+                let h = js_hash(&a[j], &state);
+                let slot = seen.entry(h).or_default();
+                // Deep equality settles a hash collision.
+                if let Some(&k) = slot.iter().find(|&&k| js_equal(&a[k], &a[j])) {
+                    return Some((j, k));
+                }
+                slot.push(j);
+            }
+            None
+        }
     }
 }
