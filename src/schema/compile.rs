@@ -17,7 +17,10 @@ use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::regex::JsRegex;
 use super::uri;
 use super::value::{escape_token, unescape_token, JType};
-use super::SchemaError;
+use super::keywords::logic::LogicKw;
+use super::keywords::objects::ObjectKw;
+use super::keywords::refs::RefKw;
+use super::{PerformanceWarning, SchemaError};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -157,6 +160,10 @@ const REF_KEYWORDS: &[&str] = &[
 
 /// Pointer steps after which a `$id` does not change the base URI.
 const PREVENT_SCOPE_CHANGE: &[&str] = &["properties", "patternProperties", "enum", "dependencies", "definitions"];
+
+/// Subschema evaluations at one instance location above which `rcip check`
+/// warns about reference fan-out.
+pub(crate) const FAN_OUT_LIMIT: u64 = 10_000;
 
 /// The URIs of the meta-schema the reference knows.
 const META_SCHEMA: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -303,6 +310,8 @@ pub(crate) struct Compiler<'a> {
     /// The evaluated state (properties, items) of the schema compiled last,
     /// and of each function compiled so far.
     pub(super) last_static: (St, St),
+    /// Backtracking patterns found so far (see [`PerformanceWarning`]).
+    pub(super) warnings: Vec<PerformanceWarning>,
     pub(super) env_static: HashMap<NodeId, (St, St)>,
 }
 
@@ -328,6 +337,7 @@ impl<'a> Compiler<'a> {
             dynamic: false,
             last_static: (St::Undef, St::Undef),
             env_static: HashMap::new(),
+            warnings: Vec::new(),
         };
         if !c.root_base.is_empty() {
             c.refs.insert(c.root_base.clone(), Registered::Root);
@@ -348,11 +358,22 @@ impl<'a> Compiler<'a> {
         let node = c.build(root, cx);
         c.nodes[id] = node;
         if c.errors.is_empty() {
+            let warnings = c.mark_memoised(id);
+            let size = c
+                .nodes
+                .iter()
+                .map(|n| match n {
+                    Node::Obj { kws, .. } => 1 + kws.len() as u64,
+                    _ => 1,
+                })
+                .sum();
             Ok(Program {
                 nodes: c.nodes,
                 root: id,
                 track: c.track,
                 dynamic: c.dynamic,
+                size,
+                warnings,
             })
         } else {
             Err(c.errors)
@@ -888,9 +909,115 @@ impl<'a> Compiler<'a> {
         kws
     }
 
+    /// Marks the `$ref`s whose target more than one `$ref` names as
+    /// memoised (evaluated once per instance location, see
+    /// [`super::keywords::refs`]), and returns the performance warnings: the
+    /// backtracking patterns, and the reference target whose evaluation at
+    /// one instance location would take the most subschema evaluations
+    /// without memoisation, when that exceeds [`FAN_OUT_LIMIT`].
+    fn mark_memoised(&mut self, root: NodeId) -> Vec<PerformanceWarning> {
+        let mut sites = vec![0u32; self.nodes.len()];
+        for node in &self.nodes {
+            if let Node::Obj { kws, .. } = node {
+                for kw in kws {
+                    if let Kw::Ref(RefKw::Ref { target, .. }) = kw {
+                        sites[*target] += 1;
+                    }
+                }
+            }
+        }
+        let dynamic = self.dynamic;
+        for node in &mut self.nodes {
+            if let Node::Obj { kws, .. } = node {
+                for kw in kws {
+                    if let Kw::Ref(RefKw::Ref { target, memo }) = kw {
+                        *memo = !dynamic && sites[*target] > 1;
+                    }
+                }
+            }
+        }
+        let mut warnings = std::mem::take(&mut self.warnings);
+        // Evaluations at one location without memoisation, per node.
+        let mut cost: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        let mut on_path = vec![false; self.nodes.len()];
+        self.same_location_cost(root, &mut cost, &mut on_path);
+        let pointers: HashMap<NodeId, &String> = self.envs.iter().map(|((ptr, _), id)| (*id, ptr)).collect();
+        let worst = (0..self.nodes.len())
+            .filter(|id| sites[*id] > 1)
+            .filter_map(|id| Some((cost[id]?, id)))
+            .max();
+        if let Some((n, id)) = worst {
+            if n > FAN_OUT_LIMIT {
+                let pointer = pointers.get(&id).map(|p| p.to_string()).unwrap_or_default();
+                warnings.push(PerformanceWarning {
+                    pointer,
+                    rule: "reference fan-out",
+                    message: format!(
+                        "references fan out: evaluating this subschema at one instance location takes about {n} subschema evaluations when each reference is followed anew; rcip evaluates each referenced subschema once per instance location (memoised), and reports its issues once"
+                    ),
+                });
+            }
+        }
+        warnings
+    }
+
+    /// Subschema evaluations of `id` at one instance location, following
+    /// the keywords that apply to the same location, without memoisation
+    /// (saturating; a cycle adds nothing).
+    fn same_location_cost(&self, id: NodeId, cost: &mut Vec<Option<u64>>, on_path: &mut Vec<bool>) -> u64 {
+        if let Some(c) = cost[id] {
+            return c;
+        }
+        if on_path[id] {
+            return 0;
+        }
+        on_path[id] = true;
+        let mut children: Vec<NodeId> = Vec::new();
+        if let Node::Obj { kws, .. } = &self.nodes[id] {
+            for kw in kws {
+                match kw {
+                    Kw::Ref(RefKw::Ref { target, .. }) => children.push(*target),
+                    Kw::Logic(LogicKw::Not(sub)) => children.extend(sub),
+                    Kw::Logic(LogicKw::AnyOf(list)) => children.extend(list.iter().map(|(n, _)| *n)),
+                    Kw::Logic(LogicKw::OneOf(list)) => children.extend(list.iter().filter_map(|(n, _)| *n)),
+                    Kw::Logic(LogicKw::AllOf(list)) => children.extend(list.iter().copied()),
+                    Kw::Logic(LogicKw::If { cond, then, els, .. }) => {
+                        children.push(*cond);
+                        children.extend(then);
+                        children.extend(els);
+                    }
+                    Kw::Object(ObjectKw::SchemaDeps(list)) => children.extend(list.iter().map(|(_, n, _)| *n)),
+                    _ => {}
+                }
+            }
+        }
+        let mut total = 1u64;
+        for child in children {
+            total = total.saturating_add(stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                self.same_location_cost(child, cost, on_path)
+            }));
+        }
+        on_path[id] = false;
+        cost[id] = Some(total);
+        total
+    }
+
     pub(super) fn regex(&mut self, pattern: &str, ptr: String) -> Option<JsRegex> {
         match JsRegex::new(pattern) {
-            Ok(re) => Some(re),
+            Ok(re) => {
+                if let Some(why) = re.backtracking() {
+                    if !self.warnings.iter().any(|w| w.pointer == ptr) {
+                        self.warnings.push(PerformanceWarning {
+                            pointer: ptr,
+                            rule: "backtracking pattern",
+                            message: format!(
+                                "/{pattern}/u runs on the backtracking engine because {why}; its searches can take time exponential in the text, bounded only by the validation budget"
+                            ),
+                        });
+                    }
+                }
+                Some(re)
+            }
             Err(e) => {
                 self.error(
                     ptr,

@@ -4,6 +4,7 @@
 
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::value::escape_token;
+use super::regex::JsRegex;
 use super::ValidationIssue;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -104,32 +105,210 @@ pub(crate) struct Evaluator<'p> {
     /// References being followed, with the instance each one applies to: the
     /// same pair twice means a loop that consumes no data.
     pub(super) following: Vec<(NodeId, *const Value)>,
+    /// Work units left ([`Budget`]): one per schema node and keyword
+    /// evaluated, plus what regex searches and `uniqueItems` take.
+    pub(super) left: u64,
+    /// The budget was raised from its floor to its full size (computed
+    /// only when the floor runs out, so a cheap validation never counts the
+    /// instance's nodes).
+    raised: bool,
+    /// The budget ran out: the result is invalid with a budget issue.
+    pub(super) exhausted: bool,
+    budget: Budget,
+    root: &'p Value,
+    /// Memoised reference results (see [`super::keywords::refs`]).
+    pub(super) memo: HashMap<MemoKey, Memo>,
+    /// Tells apart the property-name strings `propertyNames` evaluates:
+    /// each is a temporary value, so its address alone is no location.
+    pub(super) name_epoch: u32,
+    pub(super) epochs: u32,
+}
+
+/// (target node, instance value address, name epoch).
+pub(super) type MemoKey = (NodeId, usize, u32);
+
+/// What evaluating a memoised reference target at one instance location
+/// gave.
+pub(super) struct Memo {
+    pub valid: bool,
+    pub all_props: bool,
+    /// Evaluated property names (only when the program tracks them).
+    pub props: Vec<String>,
+    pub items: usize,
+    pub items_undef: bool,
+    /// Its issues, when it was evaluated while collecting them, and where
+    /// in the issue list they were put.
+    pub issues: Option<Vec<ValidationIssue>>,
+    pub at: usize,
+}
+
+impl Memo {
+    pub(super) fn ann<'i>(&self, inst: &'i Value) -> Ann<'i> {
+        let mut props = Vec::new();
+        if let Value::Object(o) = inst {
+            for name in &self.props {
+                if let Some((k, _)) = o.get_key_value(name) {
+                    props.push(k.as_str());
+                }
+            }
+        }
+        Ann {
+            all_props: self.all_props,
+            props,
+            items: self.items,
+            items_undef: self.items_undef,
+        }
+    }
+}
+
+/// The work budget of one validation pass, in units: one per schema node
+/// and keyword evaluated, one per regular-expression search plus one per 64
+/// bytes searched on the linear-time engine or one per instruction on the
+/// backtracking engine, and one per item `uniqueItems` hashes. A pass may
+/// spend `max(floor, per_pair × compiled schema size × (instance nodes +
+/// 1))` units (**rcip**, PIPELINE.md section 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// The least budget, whatever the sizes (default 10^6).
+    pub floor: u64,
+    /// Units per (schema node or keyword, instance node) pair (default 64).
+    pub per_pair: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            floor: 1_000_000,
+            per_pair: 64,
+        }
+    }
+}
+
+impl Budget {
+    /// The budget of one pass of `program` over `instance`.
+    pub(super) fn limit(&self, program: &Program, instance: &Value) -> u64 {
+        let pairs = program.size.saturating_mul(count_nodes(instance).saturating_add(1));
+        self.floor.max(self.per_pair.saturating_mul(pairs))
+    }
+}
+
+/// The number of values in `v` (itself, its items and members, deeply).
+pub(crate) fn count_nodes(v: &Value) -> u64 {
+    let mut n = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        n += 1;
+        match v {
+            Value::Array(a) => stack.extend(a.iter()),
+            Value::Object(o) => stack.extend(o.values()),
+            _ => {}
+        }
+    }
+    n
+}
+
+/// How one pass ended.
+pub(crate) struct Pass {
+    pub valid: bool,
+    pub issues: Vec<ValidationIssue>,
+    /// The budget ran out (then `valid` is false and `issues` is empty).
+    pub exhausted: bool,
+    /// Units spent, and the pass's budget.
+    pub spent: u64,
+    pub limit: u64,
 }
 
 impl<'p> Evaluator<'p> {
-    pub fn is_valid(prog: &'p Program, instance: &Value) -> bool {
-        let mut ev = Evaluator {
+    fn new(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget) -> Evaluator<'p> {
+        Evaluator {
             prog,
-            collect: false,
-            short: !prog.track && !prog.dynamic,
+            collect,
+            short: !collect && !prog.track && !prog.dynamic,
             issues: Vec::new(),
             dyn_anchors: HashMap::new(),
             following: Vec::new(),
-        };
-        ev.node(prog.root, instance, &Path::Root).0
+            left: budget.floor,
+            raised: false,
+            exhausted: false,
+            budget,
+            root: instance,
+            memo: HashMap::new(),
+            name_epoch: 0,
+            epochs: 0,
+        }
     }
 
-    pub fn issues(prog: &'p Program, instance: &Value) -> Vec<ValidationIssue> {
-        let mut ev = Evaluator {
-            prog,
-            collect: true,
-            short: false,
-            issues: Vec::new(),
-            dyn_anchors: HashMap::new(),
-            following: Vec::new(),
-        };
-        ev.node(prog.root, instance, &Path::Root);
-        ev.issues
+    /// One pass over `instance`: validity only, or every issue.
+    pub fn run(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget) -> Pass {
+        let mut ev = Evaluator::new(prog, instance, collect, budget);
+        let valid = ev.node(prog.root, instance, &Path::Root).0;
+        let limit = if ev.raised { budget.limit(prog, instance) } else { budget.floor };
+        let spent = limit - ev.left;
+        if ev.exhausted {
+            ev.issues.clear();
+        }
+        Pass {
+            valid: valid && !ev.exhausted,
+            issues: ev.issues,
+            exhausted: ev.exhausted,
+            spent,
+            limit,
+        }
+    }
+
+    /// Takes `n` units of the budget; false (and the pass is over) when
+    /// they are not there. The common case is one subtraction.
+    #[inline]
+    pub(super) fn charge(&mut self, n: u64) -> bool {
+        if self.left >= n {
+            self.left -= n;
+            true
+        } else {
+            self.charge_more(n)
+        }
+    }
+
+    #[cold]
+    fn charge_more(&mut self, n: u64) -> bool {
+        if self.raise() && self.left >= n {
+            self.left -= n;
+            return true;
+        }
+        self.left = 0;
+        self.exhausted = true;
+        false
+    }
+
+    /// Raises the budget from its floor to its full size, once.
+    fn raise(&mut self) -> bool {
+        if self.raised || self.exhausted {
+            return false;
+        }
+        self.raised = true;
+        let more = self.budget.limit(self.prog, self.root) - self.budget.floor;
+        self.left += more;
+        more > 0
+    }
+
+    /// JavaScript `test` under the budget (false once it ran out).
+    pub(super) fn regex_match(&mut self, re: &JsRegex, text: &str) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        let before = self.left;
+        if let Some(found) = re.search(text, &mut self.left) {
+            return found;
+        }
+        // Out of units: raise the budget once and search again with it.
+        self.left = before;
+        if self.raise() {
+            if let Some(found) = re.search(text, &mut self.left) {
+                return found;
+            }
+        }
+        self.left = 0;
+        self.exhausted = true;
+        false
     }
 
     pub(super) fn issue(&mut self, path: &Path<'_>, keyword: &str, message: String) {
@@ -170,6 +349,7 @@ impl<'p> Evaluator<'p> {
         let prog = self.prog;
         match &prog.nodes[id] {
             Node::Bool(true) => (true, Ann::default()),
+            Node::Bool(_) | Node::Meta if self.exhausted => (false, Ann::default()),
             Node::Bool(false) => {
                 self.issue(
                     path,
@@ -178,8 +358,17 @@ impl<'p> Evaluator<'p> {
                 );
                 (false, Ann::default())
             }
-            Node::Meta => (self.meta(inst, path), Ann::default()),
+            Node::Meta => {
+                // The crate's validator takes its own time: charge by size.
+                if !self.charge(count_nodes(inst)) {
+                    return (false, Ann::default());
+                }
+                (self.meta(inst, path), Ann::default())
+            }
             Node::Obj { types, kws } => {
+                if !self.charge(1 + kws.len() as u64) {
+                    return (false, Ann::default());
+                }
                 let mut valid = true;
                 let mut ann = Ann::default();
                 if !types.is_empty() && !types.iter().any(|t| t.matches(inst)) {

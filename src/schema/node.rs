@@ -57,4 +57,9 @@ pub(crate) struct Program {
     pub track: bool,
     /// Some `$dynamicAnchor` is evaluated: validity depends on evaluation order.
     pub dynamic: bool,
+    /// Nodes plus keywords: the schema's size in the validation budget.
+    pub size: u64,
+    /// What the compile found that can make validation slow, for
+    /// `rcip check` (see [`super::PerformanceWarning`]).
+    pub warnings: Vec<super::PerformanceWarning>,
 }

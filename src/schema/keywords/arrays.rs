@@ -185,6 +185,9 @@ impl Evaluator<'_> {
                 ok
             }
             ArrayKw::UniqueItems(how) => {
+                if !self.charge(a.len() as u64) {
+                    return false;
+                }
                 let Some((i, j)) = duplicate(a, how) else { return true };
                 self.issue(
                     path,

@@ -271,7 +271,14 @@ impl Evaluator<'_> {
                 let mut valid = true;
                 for key in o.keys() {
                     let name = Value::String(key.clone());
-                    if !self.node(*id, &name, path).0 {
+                    // A temporary value: a new epoch keeps memoised results
+                    // for it apart from any other at the same address.
+                    let outer = self.name_epoch;
+                    self.epochs += 1;
+                    self.name_epoch = self.epochs;
+                    let ok = self.node(*id, &name, path).0;
+                    self.name_epoch = outer;
+                    if !ok {
                         valid = false;
                         self.issue(path, "propertyNames", format!("property name \"{key}\" is not allowed"));
                         if self.short {
@@ -292,7 +299,7 @@ impl Evaluator<'_> {
                 }
                 let mut valid = true;
                 for (key, value) in o {
-                    if props.iter().any(|p| p == key) || patterns.iter().any(|re| re.is_match(key)) {
+                    if props.iter().any(|p| p == key) || patterns.iter().any(|re| self.regex_match(re, key)) {
                         continue;
                     }
                     if *is_false {
@@ -364,7 +371,7 @@ impl Evaluator<'_> {
                 let mut valid = true;
                 for (re, sub) in list {
                     for (key, value) in o {
-                        if !re.is_match(key) {
+                        if !self.regex_match(re, key) {
                             continue;
                         }
                         if let Some(id) = sub {

@@ -8,7 +8,7 @@
 //! overflowing the stack (the reference overflows there).
 
 use crate::schema::compile::{join, static_merge, Compiler, Cx, St, Target};
-use crate::schema::eval::{Ann, Evaluator, Path};
+use crate::schema::eval::{Ann, Evaluator, Memo, Path};
 use crate::schema::node::{Kw, Node, NodeId};
 use serde_json::{Map, Value};
 
@@ -25,7 +25,9 @@ pub(crate) enum RefKw {
         registered: bool,
         fallback: NodeId,
     },
-    Ref(NodeId),
+    /// `memo`: more than one `$ref` names the target, so its result is
+    /// kept per instance location (set when the compile ends).
+    Ref { target: NodeId, memo: bool },
 }
 
 impl<'a> Compiler<'a> {
@@ -123,7 +125,7 @@ impl<'a> Compiler<'a> {
             let root = self.envs[&(String::new(), self.root_base.clone())];
             self.last_static = self.env_static.get(&root).copied().unwrap_or((St::Name, St::Name));
             self.merge_static(cx);
-            return Some(Kw::Ref(RefKw::Ref(root)));
+            return Some(Kw::Ref(RefKw::Ref { target: root, memo: false }));
         }
         let target = match self.resolve_ref(&cx.base, reference) {
             Ok(Some(t)) => t,
@@ -146,7 +148,7 @@ impl<'a> Compiler<'a> {
         };
         let id = self.target_node(target, cx);
         self.merge_static(cx);
-        Some(Kw::Ref(RefKw::Ref(id)))
+        Some(Kw::Ref(RefKw::Ref { target: id, memo: false }))
     }
 
     fn target_node(&mut self, target: Target, cx: &mut Cx) -> NodeId {
@@ -208,7 +210,8 @@ impl Evaluator<'_> {
                 };
                 self.follow(target, inst, path, "$dynamicRef", ann)
             }
-            RefKw::Ref(target) => self.follow(*target, inst, path, "$ref", ann),
+            RefKw::Ref { target, memo: false } => self.follow(*target, inst, path, "$ref", ann),
+            RefKw::Ref { target, memo: true } => self.follow_memoised(*target, inst, path, ann),
         }
     }
 
@@ -234,6 +237,56 @@ impl Evaluator<'_> {
         self.following.push(key);
         let (ok, a) = self.node(target, inst, path);
         self.following.pop();
+        ann.merge(a);
+        ok
+    }
+
+    /// A `$ref` whose target other `$ref`s name too: evaluated once per
+    /// instance location, so references that fan out (each level naming
+    /// the next twice) cost time linear in the schema, not exponential.
+    /// A later use at the same location takes the stored result; its issues
+    /// are reported once (**rcip**, docs/SCHEMA-DISAGREEMENTS.md): again only
+    /// if the first report was dropped since (a passing `anyOf` branch) or
+    /// was never made (evaluated under `not` or `if`).
+    fn follow_memoised<'i>(&mut self, target: NodeId, inst: &'i Value, path: &Path<'_>, ann: &mut Ann<'i>) -> bool {
+        let key = (target, inst as *const Value as usize, self.name_epoch);
+        if let Some(m) = self.memo.get_mut(&key) {
+            if m.valid || !self.collect {
+                ann.merge(m.ann(inst));
+                return m.valid;
+            }
+            if let Some(list) = &m.issues {
+                let present = self.issues.get(m.at..m.at + list.len()) == Some(&list[..]);
+                if !present {
+                    m.at = self.issues.len();
+                    self.issues.extend(list.iter().cloned());
+                }
+                ann.merge(m.ann(inst));
+                return false;
+            }
+            // Evaluated before without collecting issues: evaluate again.
+        }
+        let mark = self.issues.len();
+        let mut a = Ann::default();
+        let ok = self.follow(target, inst, path, "$ref", &mut a);
+        if self.exhausted {
+            return false;
+        }
+        let props = if self.prog.track {
+            a.props.iter().map(|p| p.to_string()).collect()
+        } else {
+            Vec::new()
+        };
+        let memo = Memo {
+            valid: ok,
+            all_props: a.all_props,
+            props,
+            items: a.items,
+            items_undef: a.items_undef,
+            issues: self.collect.then(|| self.issues[mark..].to_vec()),
+            at: mark,
+        };
+        self.memo.insert(key, memo);
         ann.merge(a);
         ok
     }

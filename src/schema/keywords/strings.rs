@@ -68,7 +68,7 @@ impl Evaluator<'_> {
                 ok
             }
             StringKw::Pattern(re) => {
-                let ok = re.is_match(s);
+                let ok = self.regex_match(re, s);
                 if !ok {
                     self.issue(path, "pattern", format!("must match the pattern /{}/", re.source()));
                 }
