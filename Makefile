@@ -229,7 +229,7 @@ FUZZ_CARGO    ?= cargo
 FUZZ_TRIPLE   ?= $(shell rustc -vV | sed -n 's/^host: //p')
 FUZZ_SECONDS  ?= 20
 FUZZ_TARGET   ?= abi_sequence
-FUZZ_TARGETS  := catalog schema invoke_input policy_decision context_filter abi_sequence
+FUZZ_TARGETS  := catalog schema regex_equiv invoke_input policy_decision context_filter abi_sequence
 FUZZ_SANITIZE ?= -Zsanitizer=address
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module \
   -Cllvm-args=-sanitizer-coverage-level=4 \
@@ -339,6 +339,7 @@ BENCH_ARGS ?=
 bench:
 	$(CARGO) build --release -p rcip-bench
 	target/release/rcip-bench $(BENCH_ARGS)
+	target/release/rcip-hostile
 
 clean:
 	$(CARGO) clean

@@ -258,6 +258,27 @@ impl fmt::Display for PerformanceWarning {
     }
 }
 
+/// For the regex-equivalence fuzz target (`fuzz/fuzz_targets/regex_equiv.rs`)
+/// and tests: compiles `pattern` as the schema compiler does and, when it
+/// runs on the linear-time engine, answers JavaScript's
+/// `new RegExp(pattern, "u").test(text)` twice: `(translation, regress)`.
+/// `None` when the pattern is refused, stays on the backtracking engine,
+/// or regress runs out of its `steps` (then it has no answer).
+#[doc(hidden)]
+pub fn compare_pattern_engines(pattern: &str, text: &str, steps: u64) -> Option<(bool, bool)> {
+    let re = regex::JsRegex::new(pattern).ok()?;
+    if re.backtracking().is_some() {
+        return None;
+    }
+    let mut budget = u64::MAX;
+    let ours = re.search(text, &mut budget)?;
+    let reference = ::regress::Regex::with_flags(pattern, "u").ok()?;
+    let before = ::regress::set_step_budget(steps);
+    let found = reference.find(text).is_some();
+    let left = ::regress::set_step_budget(before);
+    (left > 0).then_some((ours, found))
+}
+
 /// Runs a schema corpus (the layout of the shared Ajv corpus files) and
 /// returns the results in the layout `compare_schema.py` reads:
 /// `{"entries": [{"id", "compile", "compileErrors"?, "tests": [{"valid", "issues"}]}]}`.

@@ -385,15 +385,25 @@ fn duplicate(a: &[Value], how: &Unique) -> Option<(usize, usize)> {
             None
         }
         Unique::All => {
-            let mut seen: HashMap<u64, Vec<usize>> = HashMap::with_capacity(a.len());
+            // Items by hash; items with the same hash chained in `chain`
+            // (index of the item, next link or usize::MAX).
+            let mut heads: HashMap<u64, usize, ahash::RandomState> =
+                HashMap::with_capacity_and_hasher(a.len(), ahash::RandomState::new());
+            let mut chain: Vec<(usize, usize)> = Vec::with_capacity(a.len());
             for j in (0..a.len()).rev() {
                 let h = js_hash(&a[j], &state);
-                let slot = seen.entry(h).or_default();
+                let head = heads.entry(h).or_insert(usize::MAX);
                 // Deep equality settles a hash collision.
-                if let Some(&k) = slot.iter().find(|&&k| js_equal(&a[k], &a[j])) {
-                    return Some((j, k));
+                let mut link = *head;
+                while link != usize::MAX {
+                    let (k, next) = chain[link];
+                    if js_equal(&a[k], &a[j]) {
+                        return Some((j, k));
+                    }
+                    link = next;
                 }
-                slot.push(j);
+                chain.push((j, *head));
+                *head = chain.len() - 1;
             }
             None
         }
