@@ -332,7 +332,8 @@ test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
-# exits 1 when a target fails. BENCH_ARGS=--json for the JSON report,
+# exits 1 when a target fails. Then rcip-hostile (issue 17): hostile inputs
+# against the validator, one PASS/FAIL line per target. BENCH_ARGS=--json for the JSON report,
 # BENCH_ARGS=--quick for a fast smoke run (fewer operations per run).
 .PHONY: bench
 BENCH_ARGS ?=
