@@ -615,4 +615,44 @@ mod tests {
         let mut budget = 3;
         assert_eq!(linear.search(&"a".repeat(1000), &mut budget), None);
     }
+
+    /// A deterministic sample of what the `regex_equiv` fuzz target does:
+    /// generated patterns and texts, the translation against regress.
+    #[test]
+    fn the_translation_agrees_with_regress_on_generated_patterns() {
+        const TOKENS: &[&str] = &[
+            "a", "b", "A", "0", "_", "-", " ", ".", "^", "$", "|", "(", ")", "(?:", "*", "+", "?", "{2}", "{1,3}",
+            "[", "]", "[^", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\b", "\\B", "\\n", "\\-", "\\.",
+            "\\u{1F600}", "\\uD83D\\uDE00", "\\p{L}", "\\p{Lu}", "\\P{L}", "é", "😀", "\u{2028}", "[]", "[^]",
+            "a-z", "(?=", "(?!",
+        ];
+        const CHARS: &[char] = &[
+            'a', 'b', 'A', '0', '_', '-', ' ', '.', '\n', '\r', '\u{2028}', '\u{a0}', '\u{feff}', 'é', 'É', '😀', '٣',
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % n
+        };
+        let (mut compared, mut linear) = (0, 0);
+        for _ in 0..1500 {
+            let len = 1 + next(8);
+            let pattern: String = (0..len).map(|_| TOKENS[next(TOKENS.len())]).collect();
+            let Ok(re) = JsRegex::new(&pattern) else { continue };
+            if re.backtracking().is_some() {
+                continue;
+            }
+            linear += 1;
+            for _ in 0..6 {
+                let n = next(7);
+                let text: String = (0..n).map(|_| CHARS[next(CHARS.len())]).collect();
+                if let Some((ours, reference)) = super::super::compare_pattern_engines(&pattern, &text, 100_000) {
+                    compared += 1;
+                    assert_eq!(ours, reference, "/{pattern}/u on {text:?}");
+                }
+            }
+        }
+        println!("{linear} linear patterns, {compared} comparisons");
+        assert!(linear > 400 && compared > 2500, "{linear} patterns, {compared} comparisons");
+    }
 }
