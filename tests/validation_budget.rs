@@ -192,3 +192,84 @@ fn exhausting_the_budget_is_input_invalid_or_output_invalid_with_a_budget_issue(
     // Valid values pass.
     assert_eq!(invoke(Some((50, 1)), &json!({"q": "aaa"}), json!({}))["status"], "succeeded");
 }
+
+/// Issue 17 item 1 through the runtime: Ajv compares only the items of the
+/// types `items` declares, so `[[1], [1]]` under `items: {type: string}`
+/// has two `type` issues and no `uniqueItems` issue, in input, output and
+/// preflight issue lists alike.
+#[test]
+fn unique_items_issue_lists_follow_ajv_in_input_output_and_preflight() {
+    let schema = json!({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true,
+        "items": {"type": "string"}}}});
+    let text = json!({
+        "protocolVersion": "1.0",
+        "application": {"id": "desk", "name": "Desk", "description": "Test desk."},
+        "scopes": [{"id": "visits", "title": "Visits", "description": "All visits."}],
+        "capabilities": [{"id": "visits.tag", "title": "Tag", "description": "Tags a visit.", "scopeIds": ["visits"],
+            "effect": "read", "inputSchema": schema, "outputSchema": schema}]
+    });
+    let catalog = Catalog::from_bytes(text.to_string().as_bytes()).unwrap();
+    let runtime = RuntimeBuilder::new(&catalog).build();
+    let bad = json!({"tags": [[1], [1]]});
+    let out = bad.clone();
+    let _binding = runtime
+        .host()
+        .bind(
+            "visits.tag",
+            Arc::new(move |inv: Invocation| inv.complete(out.clone()).unwrap()),
+            None,
+        )
+        .unwrap();
+    let pairs = |issues: &Value| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = issues
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["instancePath"].as_str().unwrap().into(), i["keyword"].as_str().unwrap().into()))
+            .collect();
+        v.sort();
+        v
+    };
+    let want = vec![
+        ("/tags/0".to_string(), "type".to_string()),
+        ("/tags/1".to_string(), "type".to_string()),
+    ];
+    let client = runtime.client();
+    let input: Value = serde_json::from_str(
+        &client
+            .invoke_blocking("visits.tag", bad.to_string().as_bytes(), None, None)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(input["error"]["code"], "INPUT_INVALID");
+    assert_eq!(pairs(&input["error"]["validationIssues"]), want);
+    let output: Value = serde_json::from_str(
+        &client
+            .invoke_blocking("visits.tag", br#"{"tags": ["a", "b"]}"#, None, None)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(output["error"]["code"], "OUTPUT_INVALID");
+    assert_eq!(pairs(&output["error"]["validationIssues"]), want);
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    client
+        .preflight(
+            vec![("visits.tag".to_string(), bad.to_string().into_bytes())],
+            None,
+            Box::new(move |json: &str| sink.lock().unwrap().push(serde_json::from_str::<Value>(json).unwrap())),
+        )
+        .unwrap();
+    let report = reports.lock().unwrap()[0].clone();
+    let blocked = &report["outcomes"][0];
+    assert_eq!(blocked["error"]["code"], "INPUT_INVALID", "{report}");
+    assert_eq!(pairs(&blocked["error"]["validationIssues"]), want);
+    // The same strings are duplicates.
+    let dup: Value = serde_json::from_str(
+        &client
+            .invoke_blocking("visits.tag", br#"{"tags": ["a", "a"]}"#, None, None)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pairs(&dup["error"]["validationIssues"]), [("/tags".to_string(), "uniqueItems".to_string())]);
+}
