@@ -941,8 +941,8 @@ impl<'a> Compiler<'a> {
         let mut cost: Vec<Option<u64>> = vec![None; self.nodes.len()];
         let mut on_path = vec![false; self.nodes.len()];
         self.same_location_cost(root, &mut cost, &mut on_path);
-        for id in 0..self.nodes.len() {
-            if sites[id] > 1 {
+        for (id, &n) in sites.iter().enumerate() {
+            if n > 1 {
                 self.same_location_cost(id, &mut cost, &mut on_path);
             }
         }

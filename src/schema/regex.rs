@@ -236,14 +236,7 @@ impl Tr {
     }
 
     fn ahead(&self, s: &str) -> bool {
-        let mut j = self.i;
-        for ch in s.chars() {
-            if self.c.get(j) != Some(&ch) {
-                return false;
-            }
-            j += 1;
-        }
-        true
+        s.chars().enumerate().all(|(k, ch)| self.c.get(self.i + k) == Some(&ch))
     }
 
     fn expect(&mut self, c: char) -> R<()> {

@@ -102,9 +102,7 @@ pub(crate) fn js_hash(v: &Value, state: &ahash::RandomState) -> u64 {
             // member hashes.
             let mut sum = 0u64;
             for (k, item) in o {
-                let mut m = state.build_hasher();
-                (k.as_str(), js_hash(item, state)).hash(&mut m);
-                sum = sum.wrapping_add(m.finish());
+                sum = sum.wrapping_add(state.hash_one((k.as_str(), js_hash(item, state))));
             }
             (5u8, o.len(), sum).hash(&mut h)
         }

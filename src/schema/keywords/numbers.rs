@@ -15,10 +15,13 @@ pub(crate) enum NumberKw {
     MultipleOf(f64),
 }
 
+/// Builds a keyword from its limit.
+type Make = fn(f64) -> NumberKw;
+
 impl Compiler<'_> {
     pub(in crate::schema) fn compile_numbers(&mut self, m: &Map<String, Value>, kws: &mut Vec<Kw>) {
         let num = |k: &str| m.get(k).and_then(|v| v.as_f64());
-        let table: [(&str, fn(f64) -> NumberKw); 5] = [
+        let table: [(&str, Make); 5] = [
             ("maximum", NumberKw::Maximum),
             ("minimum", NumberKw::Minimum),
             ("exclusiveMaximum", NumberKw::ExclusiveMaximum),
