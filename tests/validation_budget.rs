@@ -77,18 +77,34 @@ fn catalog_schemas(catalog: &Value) -> Vec<(String, Schema)> {
 #[test]
 fn no_corpus_entry_comes_within_ten_percent_of_the_budget() {
     let mut worst = Worst::default();
-    for file in ["ajv2020-strict-suite.json", "ajv2020-strict-probes.json", "ajv2020-rcip-probes.json"] {
+    for file in [
+        "ajv2020-strict-suite.json",
+        "ajv2020-strict-probes.json",
+        "ajv2020-rcip-probes.json",
+    ] {
         let corpus = load(root().join("tests/data/schema-corpus").join(file));
         for entry in corpus["entries"].as_array().unwrap() {
-            let Ok(schema) = Schema::compile(&entry["schema"]) else { continue };
+            let Ok(schema) = Schema::compile(&entry["schema"]) else {
+                continue;
+            };
             for (k, t) in entry["tests"].as_array().unwrap().iter().enumerate() {
                 worst.measure(&schema, &t["data"], || format!("{file} {} test {k}", entry["id"]));
             }
         }
     }
-    println!("corpus: {} validations, worst {:.5}% ({})", worst.count, 100.0 * worst.share, worst.what);
+    println!(
+        "corpus: {} validations, worst {:.5}% ({})",
+        worst.count,
+        100.0 * worst.share,
+        worst.what
+    );
     assert!(worst.count > 700);
-    assert!(worst.share < 0.9, "{} spends {:.1}% of its budget", worst.what, 100.0 * worst.share);
+    assert!(
+        worst.share < 0.9,
+        "{} spends {:.1}% of its budget",
+        worst.what,
+        100.0 * worst.share
+    );
 }
 
 #[test]
@@ -121,9 +137,19 @@ fn no_scenario_or_desk_input_comes_within_ten_percent_of_the_budget() {
             }
         }
     }
-    println!("scenarios and desk: {} validations, worst {:.5}% ({})", worst.count, 100.0 * worst.share, worst.what);
+    println!(
+        "scenarios and desk: {} validations, worst {:.5}% ({})",
+        worst.count,
+        100.0 * worst.share,
+        worst.what
+    );
     assert!(worst.count > 500);
-    assert!(worst.share < 0.9, "{} spends {:.1}% of its budget", worst.what, 100.0 * worst.share);
+    assert!(
+        worst.share < 0.9,
+        "{} spends {:.1}% of its budget",
+        worst.what,
+        100.0 * worst.share
+    );
 }
 
 fn hostile_catalog() -> Catalog {
@@ -187,10 +213,16 @@ fn exhausting_the_budget_is_input_invalid_or_output_invalid_with_a_budget_issue(
     // A smaller budget set on the builder is the one that applies: a text
     // the default budget covers exceeds it.
     let modest = json!({"q": format!("{}!", "a".repeat(12))});
-    assert_eq!(invoke(None, &modest, json!({}))["error"]["validationIssues"][0]["keyword"], "pattern");
+    assert_eq!(
+        invoke(None, &modest, json!({}))["error"]["validationIssues"][0]["keyword"],
+        "pattern"
+    );
     budget_issue(&invoke(Some((50, 1)), &modest, json!({})), "INPUT_INVALID");
     // Valid values pass.
-    assert_eq!(invoke(Some((50, 1)), &json!({"q": "aaa"}), json!({}))["status"], "succeeded");
+    assert_eq!(
+        invoke(Some((50, 1)), &json!({"q": "aaa"}), json!({}))["status"],
+        "succeeded"
+    );
 }
 
 /// Issue 17 item 1 through the runtime: Ajv compares only the items of the
@@ -225,7 +257,12 @@ fn unique_items_issue_lists_follow_ajv_in_input_output_and_preflight() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|i| (i["instancePath"].as_str().unwrap().into(), i["keyword"].as_str().unwrap().into()))
+            .map(|i| {
+                (
+                    i["instancePath"].as_str().unwrap().into(),
+                    i["keyword"].as_str().unwrap().into(),
+                )
+            })
             .collect();
         v.sort();
         v
@@ -271,5 +308,8 @@ fn unique_items_issue_lists_follow_ajv_in_input_output_and_preflight() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(pairs(&dup["error"]["validationIssues"]), [("/tags".to_string(), "uniqueItems".to_string())]);
+    assert_eq!(
+        pairs(&dup["error"]["validationIssues"]),
+        [("/tags".to_string(), "uniqueItems".to_string())]
+    );
 }

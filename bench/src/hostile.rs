@@ -88,7 +88,11 @@ fn main() {
         ms(1000),
         best_of(runs, || verdict(&unique, &ints)),
     );
-    let objects = Value::Array((0..100_000).map(|i| json!({"id": i, "name": format!("n{i}")})).collect());
+    let objects = Value::Array(
+        (0..100_000)
+            .map(|i| json!({"id": i, "name": format!("n{i}")}))
+            .collect(),
+    );
     add(
         "uniqueItems, 100k distinct objects",
         ms(1000),
@@ -142,9 +146,7 @@ fn main() {
         let v: Value = serde_json::from_str(&text).unwrap();
         format!(
             "{} {} ({})",
-            v["status"],
-            v["error"]["code"],
-            v["error"]["validationIssues"][0]["keyword"]
+            v["status"], v["error"]["code"], v["error"]["validationIssues"][0]["keyword"]
         )
     };
     let mega_input = json!({"q": mega});

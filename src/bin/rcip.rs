@@ -70,7 +70,11 @@ fn check(args: &[String]) -> ExitCode {
             }
         };
         let problems = Catalog::check_bytes(&text);
-        let warnings = if problems.is_empty() { warnings(&text) } else { Vec::new() };
+        let warnings = if problems.is_empty() {
+            warnings(&text)
+        } else {
+            Vec::new()
+        };
         any_problem |= !problems.is_empty() || (strict_performance && !warnings.is_empty());
         if json_output {
             reports.push(json!({
@@ -86,7 +90,10 @@ fn check(args: &[String]) -> ExitCode {
             }));
         } else if problems.is_empty() {
             for w in &warnings {
-                println!("{file}: warning: {} at \"{}\" ({}): {}", w.rule, w.pointer, w.capability, w.message);
+                println!(
+                    "{file}: warning: {} at \"{}\" ({}): {}",
+                    w.rule, w.pointer, w.capability, w.message
+                );
             }
             match (warnings.len(), strict_performance) {
                 (0, _) => println!("{file}: ok"),

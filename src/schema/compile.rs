@@ -13,13 +13,13 @@
 //! `contentSchema`, and `if` without a non-trivial `then`/`else` are never
 //! compiled, so never checked.
 
+use super::keywords::logic::LogicKw;
+use super::keywords::objects::ObjectKw;
+use super::keywords::refs::RefKw;
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::regex::JsRegex;
 use super::uri;
 use super::value::{escape_token, unescape_token, JType};
-use super::keywords::logic::LogicKw;
-use super::keywords::objects::ObjectKw;
-use super::keywords::refs::RefKw;
 use super::{PerformanceWarning, SchemaError};
 use serde_json::{Map, Value};
 use std::cell::RefCell;

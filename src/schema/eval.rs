@@ -3,8 +3,8 @@
 //! path, and how evaluated properties and items flow to `unevaluated*`.
 
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
-use super::value::escape_token;
 use super::regex::JsRegex;
+use super::value::escape_token;
 use super::ValidationIssue;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -242,7 +242,11 @@ impl<'p> Evaluator<'p> {
     pub fn run(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget) -> Pass {
         let mut ev = Evaluator::new(prog, instance, collect, budget);
         let valid = ev.node(prog.root, instance, &Path::Root).0;
-        let limit = if ev.raised { budget.limit(prog, instance) } else { budget.floor };
+        let limit = if ev.raised {
+            budget.limit(prog, instance)
+        } else {
+            budget.floor
+        };
         let spent = limit - ev.left;
         if ev.exhausted {
             ev.issues.clear();

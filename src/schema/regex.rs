@@ -175,7 +175,8 @@ const DOT: &str = r"[^\n\r\x{2028}\x{2029}]";
 const DIGIT: &str = "0-9";
 const WORD: &str = "0-9A-Za-z_";
 /// JavaScript's `\s`: WhiteSpace and LineTerminator.
-const SPACE: &str = r"\t\n\x{B}\x{C}\r\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+const SPACE: &str =
+    r"\t\n\x{B}\x{C}\r\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
 /// Translates a pattern `regress` accepted with the `u` flag into searches
 /// for the `regex` crate with the same meaning: one `(pattern, true)`, or,
@@ -533,9 +534,17 @@ mod tests {
     fn the_translation_keeps_the_meaning() {
         let cases: &[(&str, &[&str], &[&str])] = &[
             (r"^(a+)+$", &["a", "aaaa"], &["aaaa!", ""]),
-            (r"^.$", &["x", "😀", "\u{85}"], &["\n", "\r", "\u{2028}", "\u{2029}", "ab"]),
+            (
+                r"^.$",
+                &["x", "😀", "\u{85}"],
+                &["\n", "\r", "\u{2028}", "\u{2029}", "ab"],
+            ),
             (r"^\w+$", &["a_Z9"], &["é", "a-b"]),
-            (r"^\s$", &[" ", "\t", "\u{a0}", "\u{feff}", "\u{3000}", "\u{2028}"], &["\u{85}", "x", "\u{200b}"]),
+            (
+                r"^\s$",
+                &[" ", "\t", "\u{a0}", "\u{feff}", "\u{3000}", "\u{2028}"],
+                &["\u{85}", "x", "\u{200b}"],
+            ),
             (r"^\S$", &["x"], &[" "]),
             (r"\bfoo\b", &["a foo b", "foo"], &["afoo", "foo_"]),
             (r"\Bo", &["foo"], &["o"]),
@@ -558,7 +567,11 @@ mod tests {
             (r"^[\p{L}\d]+$", &["a1é"], &["-"]),
             (r"^\P{L}$", &["1"], &["a"]),
             (r"^[.]$", &["."], &["a"]),
-            (r"^(?=.*[A-Z])(?=.*\d).{8,}$", &["abcdefG1"], &["abcdefgh1", "abcdefgH", "aB1"]),
+            (
+                r"^(?=.*[A-Z])(?=.*\d).{8,}$",
+                &["abcdefG1"],
+                &["abcdefgh1", "abcdefgH", "aB1"],
+            ),
             (r"^(?!admin$)[a-z]+$", &["bob", "admins"], &["admin", "Bob"]),
             (r"a|b", &["xbx"], &["c"]),
             (r"^$", &[""], &["a"]),
@@ -575,14 +588,24 @@ mod tests {
             }
             for t in *no {
                 assert!(!re.is_match(t), "/{pattern}/u should not match {t:?}");
-                assert!(reference.find(t).is_none(), "regress: /{pattern}/u should not match {t:?}");
+                assert!(
+                    reference.find(t).is_none(),
+                    "regress: /{pattern}/u should not match {t:?}"
+                );
             }
         }
     }
 
     #[test]
     fn backreferences_and_lookaround_stay_on_the_backtracking_engine() {
-        for p in [r"^(a)\1$", r"^(?<x>a)\k<x>$", r"(?<=a)b", r"(?<!a)b", r"a(?=b)", r"^(?=a)b|c"] {
+        for p in [
+            r"^(a)\1$",
+            r"^(?<x>a)\k<x>$",
+            r"(?<=a)b",
+            r"(?<!a)b",
+            r"a(?=b)",
+            r"^(?=a)b|c",
+        ] {
             let re = JsRegex::new(p).unwrap();
             assert!(re.backtracking().is_some(), "{p}");
         }
@@ -614,10 +637,52 @@ mod tests {
     #[test]
     fn the_translation_agrees_with_regress_on_generated_patterns() {
         const TOKENS: &[&str] = &[
-            "a", "b", "A", "0", "_", "-", " ", ".", "^", "$", "|", "(", ")", "(?:", "*", "+", "?", "{2}", "{1,3}",
-            "[", "]", "[^", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\b", "\\B", "\\n", "\\-", "\\.",
-            "\\u{1F600}", "\\uD83D\\uDE00", "\\p{L}", "\\p{Lu}", "\\P{L}", "é", "😀", "\u{2028}", "[]", "[^]",
-            "a-z", "(?=", "(?!",
+            "a",
+            "b",
+            "A",
+            "0",
+            "_",
+            "-",
+            " ",
+            ".",
+            "^",
+            "$",
+            "|",
+            "(",
+            ")",
+            "(?:",
+            "*",
+            "+",
+            "?",
+            "{2}",
+            "{1,3}",
+            "[",
+            "]",
+            "[^",
+            "\\d",
+            "\\D",
+            "\\w",
+            "\\W",
+            "\\s",
+            "\\S",
+            "\\b",
+            "\\B",
+            "\\n",
+            "\\-",
+            "\\.",
+            "\\u{1F600}",
+            "\\uD83D\\uDE00",
+            "\\p{L}",
+            "\\p{Lu}",
+            "\\P{L}",
+            "é",
+            "😀",
+            "\u{2028}",
+            "[]",
+            "[^]",
+            "a-z",
+            "(?=",
+            "(?!",
         ];
         const CHARS: &[char] = &[
             'a', 'b', 'A', '0', '_', '-', ' ', '.', '\n', '\r', '\u{2028}', '\u{a0}', '\u{feff}', 'é', 'É', '😀', '٣',
@@ -646,6 +711,9 @@ mod tests {
             }
         }
         println!("{linear} linear patterns, {compared} comparisons");
-        assert!(linear > 400 && compared > 2500, "{linear} patterns, {compared} comparisons");
+        assert!(
+            linear > 400 && compared > 2500,
+            "{linear} patterns, {compared} comparisons"
+        );
     }
 }

@@ -631,7 +631,10 @@ fn valid_path_speed() {
         .build(&schema)
         .unwrap();
     assert!(ours.validate(&data).is_empty() && crate_validator.is_valid(&data));
-    let n: u32 = std::env::var("RCIP_SPEED_N").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let n: u32 = std::env::var("RCIP_SPEED_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
     let t = std::time::Instant::now();
     for _ in 0..n {
         assert!(ours.validate(std::hint::black_box(&data)).is_empty());
@@ -718,7 +721,11 @@ fn references_that_fan_out_are_evaluated_once_per_location() {
     assert!(!cost.exhausted && cost.spent < 1000, "{cost:?}");
     // And `rcip check` hears about it.
     let w = s.performance_warnings();
-    assert!(w.iter().any(|w| w.rule == "reference fan-out" && w.pointer == "/$defs/d1"), "{w:?}");
+    assert!(
+        w.iter()
+            .any(|w| w.rule == "reference fan-out" && w.pointer == "/$defs/d1"),
+        "{w:?}"
+    );
 }
 
 #[test]
@@ -743,9 +750,15 @@ fn a_memoised_result_reports_its_issues_where_they_were_dropped() {
 #[test]
 fn the_budget_ends_a_validation_with_one_issue() {
     let s = compile(json!({"type": "array", "items": {"type": "string", "pattern": "^(a+)+$(?<=a)"}}));
-    assert!(s.performance_warnings().iter().any(|w| w.rule == "backtracking pattern" && w.pointer == "/items/pattern"));
+    assert!(s
+        .performance_warnings()
+        .iter()
+        .any(|w| w.rule == "backtracking pattern" && w.pointer == "/items/pattern"));
     let hostile = json!([format!("{}!", "a".repeat(64))]);
-    let small = Budget { floor: 100_000, per_pair: 1 };
+    let small = Budget {
+        floor: 100_000,
+        per_pair: 1,
+    };
     let got = s.validate_within(&hostile, small);
     assert_eq!(got.len(), 1);
     assert_eq!((got[0].instance_path.as_str(), got[0].keyword.as_str()), ("", "budget"));
@@ -757,7 +770,10 @@ fn the_budget_ends_a_validation_with_one_issue() {
     // The budget grows with the instance: 10^5 items of a cheap schema.
     let many = compile(json!({"type": "array", "items": {"type": "integer"}}));
     let big = Value::Array((0..100_000).map(|i| json!(i)).collect());
-    let tight = Budget { floor: 1000, per_pair: 1 };
+    let tight = Budget {
+        floor: 1000,
+        per_pair: 1,
+    };
     let cost = many.validation_cost(&big, tight);
     assert!(!cost.exhausted && cost.limit > 100_000, "{cost:?}");
 }

@@ -5,9 +5,9 @@ use crate::schema::compile::{join, static_merge, Compiler, Cx, St};
 use crate::schema::eval::{num, Ann, Evaluator, Path, ALL_ITEMS};
 use crate::schema::node::{Kw, Sub};
 use crate::schema::value::{as_f64, js_equal, js_hash, JType};
+use serde_json::{Map, Value};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use serde_json::{Map, Value};
 
 /// How `uniqueItems` compares items, as the reference decides it from the
 /// `items` schema written beside it (its `type`, plus `null` for

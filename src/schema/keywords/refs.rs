@@ -14,10 +14,7 @@ use serde_json::{Map, Value};
 
 pub(crate) enum RefKw {
     /// Sets the dynamic anchor `name` to the function `target` unless set.
-    DynamicAnchor {
-        name: String,
-        target: NodeId,
-    },
+    DynamicAnchor { name: String, target: NodeId },
     /// Calls the dynamic anchor `anchor` if the compile saw it, else `fallback`
     /// (the function the keyword belongs to).
     DynamicRef {
@@ -125,7 +122,10 @@ impl<'a> Compiler<'a> {
             let root = self.envs[&(String::new(), self.root_base.clone())];
             self.last_static = self.env_static.get(&root).copied().unwrap_or((St::Name, St::Name));
             self.merge_static(cx);
-            return Some(Kw::Ref(RefKw::Ref { target: root, memo: false }));
+            return Some(Kw::Ref(RefKw::Ref {
+                target: root,
+                memo: false,
+            }));
         }
         let target = match self.resolve_ref(&cx.base, reference) {
             Ok(Some(t)) => t,
@@ -148,7 +148,10 @@ impl<'a> Compiler<'a> {
         };
         let id = self.target_node(target, cx);
         self.merge_static(cx);
-        Some(Kw::Ref(RefKw::Ref { target: id, memo: false }))
+        Some(Kw::Ref(RefKw::Ref {
+            target: id,
+            memo: false,
+        }))
     }
 
     fn target_node(&mut self, target: Target, cx: &mut Cx) -> NodeId {
