@@ -228,7 +228,7 @@ FUZZ_CARGO    ?= cargo
 FUZZ_TRIPLE   ?= $(shell rustc -vV | sed -n 's/^host: //p')
 FUZZ_SECONDS  ?= 20
 FUZZ_TARGET   ?= abi_sequence
-FUZZ_TARGETS  := catalog schema invoke_input policy_decision context_filter abi_sequence
+FUZZ_TARGETS  := catalog schema regex_equiv invoke_input policy_decision context_filter abi_sequence
 FUZZ_SANITIZE ?= -Zsanitizer=address
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module \
   -Cllvm-args=-sanitizer-coverage-level=4 \
@@ -395,13 +395,15 @@ test-mcp-conformance: $(BUILD)/mcp_conformance_host $(MCP_CONFORMANCE)/.installe
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
-# exits 1 when a target fails. BENCH_ARGS=--json for the JSON report,
+# exits 1 when a target fails. Then rcip-hostile (issue 17): hostile inputs
+# against the validator, one PASS/FAIL line per target. BENCH_ARGS=--json for the JSON report,
 # BENCH_ARGS=--quick for a fast smoke run (fewer operations per run).
 .PHONY: bench
 BENCH_ARGS ?=
 bench:
 	$(CARGO) build --release -p rcip-bench
 	target/release/rcip-bench $(BENCH_ARGS)
+	target/release/rcip-hostile
 	target/release/mcp_scale $(filter --quick,$(BENCH_ARGS))
 
 # ---- the MCP-over-HTTP load and fault benchmark (issue 14; BENCHMARKS.md, "MCP over HTTP")

@@ -467,7 +467,9 @@ typedef struct rcip_runtime rcip_runtime;
  * Thread safety: one thread at a time.
  * Functions: `rcip_runtime_builder_new`,
  * `rcip_runtime_builder_set_confirmation_ttl_ms`,
- * `rcip_runtime_builder_set_limits`, `rcip_runtime_builder_set_policy`,
+ * `rcip_runtime_builder_set_limits`,
+ * `rcip_runtime_builder_set_validation_budget`,
+ * `rcip_runtime_builder_set_policy`,
  * `rcip_runtime_builder_set_confirmation_callback`,
  * `rcip_runtime_builder_add_event_observer`,
  * `rcip_runtime_builder_set_clock`, `rcip_runtime_builder_set_id_generator`,
@@ -1507,6 +1509,25 @@ rcip_result rcip_runtime_builder_set_confirmation_ttl_ms(struct rcip_runtime_bui
  * Rule: PIPELINE.md section 8 (limits).
  */
 rcip_result rcip_runtime_builder_set_limits(struct rcip_runtime_builder *builder, size_t max_payload_len, size_t max_depth);
+
+/**
+ * Sets the work budget of each schema validation (capability input and
+ * handler output).
+ *
+ * Units: work units (one per schema node or keyword evaluated, one per
+ * regular-expression search plus one per 64 bytes searched, or one per
+ * instruction on the backtracking engine). A validation pass may spend
+ * `max(floor, per_pair * schema size * (instance values + 1))`, where the
+ * schema size counts compiled subschemas and keywords. Defaults: `floor`
+ * 1000000, `per_pair` 64; 0 keeps a value as it is. A validation that
+ * exhausts its budget fails with `INPUT_INVALID` / `OUTPUT_INVALID` and one
+ * issue `{"instancePath": "", "keyword": "budget", ...}`.
+ * Ownership: `builder` is borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 8 (limits; **rcip**).
+ */
+rcip_result rcip_runtime_builder_set_validation_budget(struct rcip_runtime_builder *builder, uint64_t floor, uint64_t per_pair);
 
 /**
  * Installs the host policy (replacing an earlier one, whose user data is

@@ -116,6 +116,7 @@ rcip_last_error_message ok=nonnull
 rcip_runtime_builder_new ok=OK catalog:null=NULL_ARGUMENT builder_out:null=NULL_ARGUMENT
 rcip_runtime_builder_set_confirmation_ttl_ms ok=OK builder:null=NULL_ARGUMENT ttl_ms:zero=INVALID_ARGUMENT ttl_ms:max=INVALID_ARGUMENT
 rcip_runtime_builder_set_limits ok=OK builder:null=NULL_ARGUMENT max_payload_len:zero=OK max_payload_len:max=OK max_depth:zero=OK max_depth:max=OK
+rcip_runtime_builder_set_validation_budget ok=OK builder:null=NULL_ARGUMENT floor:zero=OK floor:max=OK per_pair:zero=OK per_pair:max=OK
 rcip_runtime_builder_set_policy ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_confirmation_callback ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_add_event_observer ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
@@ -1176,6 +1177,11 @@ unsafe fn run(f: &str, case: &str) -> String {
                     bb,
                     a.size("max_payload_len", 1024),
                     a.size("max_depth", 10),
+                )),
+                "rcip_runtime_builder_set_validation_budget" => Ok(rcip_runtime_builder_set_validation_budget(
+                    bb,
+                    a.num64("floor", 1000),
+                    a.num64("per_pair", 8),
                 )),
                 "rcip_runtime_builder_set_policy" => Ok(rcip_runtime_builder_set_policy(
                     bb,

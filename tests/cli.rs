@@ -65,3 +65,40 @@ fn the_demo_catalog_passes() {
     ]);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn performance_warnings_do_not_fail_the_check_unless_strict() {
+    let file = format!("{DATA}/slow-schemas.json");
+    let (code, out) = rcip(&["check", &file]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("warning: backtracking pattern at \"/capabilities/0/inputSchema/properties/code/pattern\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("warning: reference fan-out at \"/capabilities/1/inputSchema/$defs/"),
+        "{out}"
+    );
+    assert!(out.contains("ok, 2 warnings"), "{out}");
+    let (code, out) = rcip(&["check", "--strict-performance", &file]);
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = rcip(&["check", "--json", &file]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(report["ok"], true);
+    let rules: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["backtracking pattern", "reference fan-out"]);
+    assert_eq!(report["warnings"][0]["capabilityId"], "visits.search");
+    // The dispatch desk has neither.
+    let (code, out) = rcip(&[
+        "check",
+        "--strict-performance",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples-c/dispatch/catalog.json"),
+    ]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -14,7 +14,11 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-const FILES: &[&str] = &["ajv2020-strict-suite.json", "ajv2020-strict-probes.json"];
+const FILES: &[&str] = &[
+    "ajv2020-strict-suite.json",
+    "ajv2020-strict-probes.json",
+    "ajv2020-rcip-probes.json",
+];
 
 fn corpus_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema-corpus")
@@ -149,6 +153,18 @@ fn suite_agrees_with_the_reference() {
 #[test]
 fn probes_agree_with_the_reference() {
     check("ajv2020-strict-probes.json", 1.0);
+}
+
+/// rcip's own probes (recorded from Ajv 8 with the same configuration by
+/// `record-rcip-probes.js` from `rcip-probes-cases.json`, both beside the
+/// file): every entry must agree exactly.
+#[test]
+fn rcip_probes_agree_exactly_with_the_reference() {
+    let name = "ajv2020-rcip-probes.json";
+    let corpus = load(name);
+    let s = score(&corpus, &corpus_results(&corpus));
+    assert!(s.notes.is_empty(), "{name}: {:#?}", s.notes);
+    assert!(s.valid.1 > 0 && s.issues.1 > 0);
 }
 
 /// Writes result files for `compare_schema.py` under `target/`; with

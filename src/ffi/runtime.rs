@@ -23,7 +23,9 @@ use std::sync::Arc;
 /// Thread safety: one thread at a time.
 /// Functions: `rcip_runtime_builder_new`,
 /// `rcip_runtime_builder_set_confirmation_ttl_ms`,
-/// `rcip_runtime_builder_set_limits`, `rcip_runtime_builder_set_policy`,
+/// `rcip_runtime_builder_set_limits`,
+/// `rcip_runtime_builder_set_validation_budget`,
+/// `rcip_runtime_builder_set_policy`,
 /// `rcip_runtime_builder_set_confirmation_callback`,
 /// `rcip_runtime_builder_add_event_observer`,
 /// `rcip_runtime_builder_set_clock`, `rcip_runtime_builder_set_id_generator`,
@@ -158,6 +160,34 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_limits(
     ffi_guard!({
         let b = builder_mut(builder)?;
         settings(b).limits(max_payload_len, max_depth)?;
+        Ok(())
+    })
+}
+
+/// Sets the work budget of each schema validation (capability input and
+/// handler output).
+///
+/// Units: work units (one per schema node or keyword evaluated, one per
+/// regular-expression search plus one per 64 bytes searched, or one per
+/// instruction on the backtracking engine). A validation pass may spend
+/// `max(floor, per_pair * schema size * (instance values + 1))`, where the
+/// schema size counts compiled subschemas and keywords. Defaults: `floor`
+/// 1000000, `per_pair` 64; 0 keeps a value as it is. A validation that
+/// exhausts its budget fails with `INPUT_INVALID` / `OUTPUT_INVALID` and one
+/// issue `{"instancePath": "", "keyword": "budget", ...}`.
+/// Ownership: `builder` is borrowed for the call.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 8 (limits; **rcip**).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_validation_budget(
+    builder: *mut rcip_runtime_builder,
+    floor: u64,
+    per_pair: u64,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        settings(b).validation_budget(floor, per_pair);
         Ok(())
     })
 }

@@ -454,7 +454,9 @@ impl Shared {
             }
         }
         // 9.
-        let issues = self.catalog.capabilities()[capability].input.validate(&payload.value);
+        let issues = self.catalog.capabilities()[capability]
+            .input
+            .validate_within(&payload.value, self.config.validation_budget);
         if !issues.is_empty() {
             let mut error = RcipError::new(ErrorCode::InputInvalid);
             error.validation_issues = Some(issues);
@@ -861,7 +863,7 @@ impl Shared {
                 self.finish(core, failed(core, error))
             }
             HandlerResult::Output(Ok((output, rendered))) => {
-                let issues = def.output.validate(&output);
+                let issues = def.output.validate_within(&output, self.config.validation_budget);
                 if !issues.is_empty() {
                     let mut error = RcipError::new(ErrorCode::OutputInvalid);
                     error.validation_issues = Some(issues);

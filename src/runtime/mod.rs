@@ -137,6 +137,7 @@ impl RuntimeBuilder {
                 observers: Vec::new(),
                 clock: None,
                 id_generator: None,
+                validation_budget: crate::schema::Budget::default(),
             },
         }
     }
@@ -162,6 +163,22 @@ impl RuntimeBuilder {
             self.config.limits.max_depth = max_depth;
         }
         Ok(self)
+    }
+
+    /// The work budget of each schema validation (input and output):
+    /// `max(floor, per_pair × schema size × (instance nodes + 1))` units
+    /// (defaults 10^6 and 64; see [`crate::schema::Budget`]); 0 keeps a
+    /// value as it is. A validation that exhausts it fails with
+    /// `INPUT_INVALID` / `OUTPUT_INVALID` and one `budget` issue (**rcip**,
+    /// PIPELINE.md section 8).
+    pub fn validation_budget(&mut self, floor: u64, per_pair: u64) -> &mut RuntimeBuilder {
+        if floor != 0 {
+            self.config.validation_budget.floor = floor;
+        }
+        if per_pair != 0 {
+            self.config.validation_budget.per_pair = per_pair;
+        }
+        self
     }
 
     /// The host policy (default: PIPELINE.md section 4's default policy).

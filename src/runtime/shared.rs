@@ -44,6 +44,8 @@ pub(crate) struct Config {
     pub observers: Vec<Arc<dyn EventObserver>>,
     pub clock: Option<Arc<dyn Clock>>,
     pub id_generator: Option<Arc<dyn IdGenerator>>,
+    /// The work budget of each schema validation.
+    pub validation_budget: crate::schema::Budget,
 }
 
 /// Everything behind the runtime's lock, by flow. One lock serves all

@@ -13,11 +13,14 @@
 //! `contentSchema`, and `if` without a non-trivial `then`/`else` are never
 //! compiled, so never checked.
 
+use super::keywords::logic::LogicKw;
+use super::keywords::objects::ObjectKw;
+use super::keywords::refs::RefKw;
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::regex::JsRegex;
 use super::uri;
 use super::value::{escape_token, unescape_token, JType};
-use super::SchemaError;
+use super::{PerformanceWarning, SchemaError};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -158,6 +161,10 @@ const REF_KEYWORDS: &[&str] = &[
 /// Pointer steps after which a `$id` does not change the base URI.
 const PREVENT_SCOPE_CHANGE: &[&str] = &["properties", "patternProperties", "enum", "dependencies", "definitions"];
 
+/// Subschema evaluations at one instance location above which `rcip check`
+/// warns about reference fan-out.
+pub(crate) const FAN_OUT_LIMIT: u64 = 10_000;
+
 /// The URIs of the meta-schema the reference knows.
 const META_SCHEMA: &str = "https://json-schema.org/draft/2020-12/schema";
 
@@ -169,7 +176,7 @@ fn has_rule(key: &str) -> bool {
     is_known(key) && !NO_RULE_KEYWORDS.contains(&key)
 }
 
-fn has_ref_keyword(v: &Value) -> bool {
+pub(super) fn has_ref_keyword(v: &Value) -> bool {
     match v {
         Value::Object(m) => m
             .iter()
@@ -183,13 +190,13 @@ fn has_rules_but_ref(m: &Map<String, Value>) -> bool {
     m.keys().any(|k| k != "$ref" && has_rule(k))
 }
 
-fn join(ptr: &str, token: &str) -> String {
+pub(super) fn join(ptr: &str, token: &str) -> String {
     format!("{}/{}", ptr, escape_token(token))
 }
 
 /// Where a reference leads.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Target {
+pub(super) enum Target {
     /// A schema of this document: its JSON pointer and base URI.
     Local { ptr: String, base: String },
     /// The 2020-12 meta-schema.
@@ -206,24 +213,24 @@ enum Registered {
 
 /// The compile context of one schema (the reference's schema context).
 #[derive(Clone)]
-struct Cx {
-    ptr: String,
-    base: String,
-    data_types: Vec<JType>,
-    defined: Rc<RefCell<HashSet<String>>>,
+pub(super) struct Cx {
+    pub(super) ptr: String,
+    pub(super) base: String,
+    pub(super) data_types: Vec<JType>,
+    pub(super) defined: Rc<RefCell<HashSet<String>>>,
     /// The function (node) this schema is compiled into.
-    env: NodeId,
+    pub(super) env: NodeId,
     /// This schema is the top of its function.
-    env_root: bool,
+    pub(super) env_root: bool,
     /// What the reference knows at compile time about the evaluated
     /// properties / items of this schema so far.
-    pst: St,
-    ist: St,
+    pub(super) pst: St,
+    pub(super) ist: St,
 }
 
 /// The reference's compile-time view of evaluated properties or items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum St {
+pub(super) enum St {
     /// Nothing evaluated yet.
     Undef,
     /// A set known at compile time.
@@ -236,7 +243,7 @@ pub(crate) enum St {
 
 /// Merge of a subschema's evaluated state that always happens (allOf, `if`,
 /// `$ref`).
-fn static_merge(parent: St, child: St) -> St {
+pub(super) fn static_merge(parent: St, child: St) -> St {
     match (parent, child) {
         (St::All, _) | (_, St::All) => St::All,
         (p, St::Undef) => p,
@@ -261,7 +268,7 @@ fn cond_merge(parent: St, child: St) -> (St, bool) {
 
 impl Cx {
     /// A subschema applying to the same instance.
-    fn same(&self, ptr: String) -> Cx {
+    pub(super) fn same(&self, ptr: String) -> Cx {
         Cx {
             ptr,
             env_root: false,
@@ -274,7 +281,7 @@ impl Cx {
     /// A subschema applying to a part of the instance (a property, an item,
     /// a property name): the defined-property set restarts, for the child
     /// and for the rest of this schema.
-    fn data(&mut self, ptr: String, data_types: Vec<JType>) -> Cx {
+    pub(super) fn data(&mut self, ptr: String, data_types: Vec<JType>) -> Cx {
         self.defined = Rc::new(RefCell::new(HashSet::new()));
         Cx {
             ptr,
@@ -289,21 +296,23 @@ impl Cx {
 
 pub(crate) struct Compiler<'a> {
     root: &'a Value,
-    root_base: String,
-    nodes: Vec<Node>,
+    pub(super) root_base: String,
+    pub(super) nodes: Vec<Node>,
     errors: Vec<SchemaError>,
     seen_errors: HashSet<(String, &'static str, String)>,
     refs: HashMap<String, Registered>,
     local_refs: HashMap<String, String>,
-    envs: HashMap<(String, String), NodeId>,
-    meta_node: Option<NodeId>,
-    dyn_registered: HashSet<String>,
-    track: bool,
-    dynamic: bool,
+    pub(super) envs: HashMap<(String, String), NodeId>,
+    pub(super) meta_node: Option<NodeId>,
+    pub(super) dyn_registered: HashSet<String>,
+    pub(super) track: bool,
+    pub(super) dynamic: bool,
     /// The evaluated state (properties, items) of the schema compiled last,
     /// and of each function compiled so far.
-    last_static: (St, St),
-    env_static: HashMap<NodeId, (St, St)>,
+    pub(super) last_static: (St, St),
+    /// Backtracking patterns found so far (see [`PerformanceWarning`]).
+    pub(super) warnings: Vec<PerformanceWarning>,
+    pub(super) env_static: HashMap<NodeId, (St, St)>,
 }
 
 impl<'a> Compiler<'a> {
@@ -328,6 +337,7 @@ impl<'a> Compiler<'a> {
             dynamic: false,
             last_static: (St::Undef, St::Undef),
             env_static: HashMap::new(),
+            warnings: Vec::new(),
         };
         if !c.root_base.is_empty() {
             c.refs.insert(c.root_base.clone(), Registered::Root);
@@ -348,29 +358,40 @@ impl<'a> Compiler<'a> {
         let node = c.build(root, cx);
         c.nodes[id] = node;
         if c.errors.is_empty() {
+            let warnings = c.mark_memoised(id);
+            let size = c
+                .nodes
+                .iter()
+                .map(|n| match n {
+                    Node::Obj { kws, .. } => 1 + kws.len() as u64,
+                    _ => 1,
+                })
+                .sum();
             Ok(Program {
                 nodes: c.nodes,
                 root: id,
                 track: c.track,
                 dynamic: c.dynamic,
+                size,
+                warnings,
             })
         } else {
             Err(c.errors)
         }
     }
 
-    fn error(&mut self, pointer: String, rule: &'static str, message: String) {
+    pub(super) fn error(&mut self, pointer: String, rule: &'static str, message: String) {
         if self.seen_errors.insert((pointer.clone(), rule, message.clone())) {
             self.errors.push(SchemaError { pointer, rule, message });
         }
     }
 
-    fn reserve(&mut self) -> NodeId {
+    pub(super) fn reserve(&mut self) -> NodeId {
         self.nodes.push(Node::Bool(true));
         self.nodes.len() - 1
     }
 
-    fn push(&mut self, node: Node) -> NodeId {
+    pub(super) fn push(&mut self, node: Node) -> NodeId {
         self.nodes.push(node);
         self.nodes.len() - 1
     }
@@ -480,7 +501,7 @@ impl<'a> Compiler<'a> {
     // Reference resolution, following the reference's algorithm so the
     // same references resolve (and the same ones fail).
 
-    fn value_at(&self, ptr: &str) -> Option<&'a Value> {
+    pub(super) fn value_at(&self, ptr: &str) -> Option<&'a Value> {
         if ptr.is_empty() {
             return Some(self.root);
         }
@@ -496,7 +517,7 @@ impl<'a> Compiler<'a> {
         Some(v)
     }
 
-    fn resolve_ref(&self, base: &str, reference: &str) -> Result<Option<Target>, ()> {
+    pub(super) fn resolve_ref(&self, base: &str, reference: &str) -> Result<Option<Target>, ()> {
         let full = uri::resolve(base, reference);
         let mut key = full.clone();
         let mut hops = 0;
@@ -646,7 +667,7 @@ impl<'a> Compiler<'a> {
     /// Whether the reference treats `schema` as always valid (`true`, or an
     /// object without any rule keyword). Like the reference, it checks the
     /// keywords of the subschema it looks at.
-    fn trivial(&mut self, schema: &Value, ptr: &str) -> bool {
+    pub(super) fn trivial(&mut self, schema: &Value, ptr: &str) -> bool {
         match schema {
             Value::Bool(b) => *b,
             Value::Object(m) => {
@@ -670,7 +691,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// Compiles a subschema, or `None` when it is trivially valid.
-    fn sub(&mut self, schema: &'a Value, cx: Cx) -> Sub {
+    pub(super) fn sub(&mut self, schema: &'a Value, cx: Cx) -> Sub {
         if self.trivial(schema, &cx.ptr) {
             None
         } else {
@@ -678,7 +699,7 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn node(&mut self, schema: &'a Value, cx: Cx) -> NodeId {
+    pub(super) fn node(&mut self, schema: &'a Value, cx: Cx) -> NodeId {
         let node = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.build(schema, cx));
         self.push(node)
     }
@@ -691,13 +712,13 @@ impl<'a> Compiler<'a> {
     }
 
     /// Merges the static evaluation state of the schema compiled last.
-    fn merge_static(&self, cx: &mut Cx) {
+    pub(super) fn merge_static(&self, cx: &mut Cx) {
         cx.pst = static_merge(cx.pst, self.last_static.0);
         cx.ist = static_merge(cx.ist, self.last_static.1);
     }
 
     /// Conditional merge of the schema compiled last (see [`cond_merge`]).
-    fn merge_cond(&self, cx: &mut Cx) -> Lose {
+    pub(super) fn merge_cond(&self, cx: &mut Cx) -> Lose {
         let (pst, props) = cond_merge(cx.pst, self.last_static.0);
         let (ist, items) = cond_merge(cx.ist, self.last_static.1);
         cx.pst = pst;
@@ -849,76 +870,8 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn compile_ref(&mut self, m: &'a Map<String, Value>, cx: &mut Cx) -> Option<Kw> {
-        let Some(Value::String(reference)) = m.get("$ref") else {
-            return None;
-        };
-        let ptr = join(&cx.ptr, "$ref");
-        if (reference == "#" || reference == "#/") && cx.base == self.root_base {
-            let root = self.envs[&(String::new(), self.root_base.clone())];
-            self.last_static = self.env_static.get(&root).copied().unwrap_or((St::Name, St::Name));
-            self.merge_static(cx);
-            return Some(Kw::Ref(root));
-        }
-        let target = match self.resolve_ref(&cx.base, reference) {
-            Ok(Some(t)) => t,
-            Ok(None) => {
-                self.error(
-                    ptr,
-                    "reference",
-                    format!("\"{reference}\" does not resolve inside this schema (remote references are not loaded)"),
-                );
-                return None;
-            }
-            Err(()) => {
-                self.error(
-                    ptr,
-                    "reference",
-                    format!("resolving \"{reference}\" never ends (references loop through identifiers)"),
-                );
-                return None;
-            }
-        };
-        let id = self.target_node(target, cx);
-        self.merge_static(cx);
-        Some(Kw::Ref(id))
-    }
-
-    fn target_node(&mut self, target: Target, cx: &mut Cx) -> NodeId {
-        match target {
-            Target::Meta => {
-                self.last_static = (St::Undef, St::Undef);
-                if let Some(id) = self.meta_node {
-                    return id;
-                }
-                let id = self.push(Node::Meta);
-                self.meta_node = Some(id);
-                self.last_static = (St::Undef, St::Undef);
-                id
-            }
-            Target::Local { ptr, base } => {
-                let schema = self.value_at(&ptr).unwrap_or(&Value::Bool(true));
-                if !has_ref_keyword(schema) {
-                    // Inlined at this use: compiled in this context.
-                    let child = Cx {
-                        ptr,
-                        data_types: Vec::new(),
-                        env_root: false,
-                        pst: St::Undef,
-                        ist: St::Undef,
-                        ..cx.clone()
-                    };
-                    return self.node(schema, child);
-                }
-                let id = self.env_node(schema, ptr, base);
-                self.last_static = self.env_static.get(&id).copied().unwrap_or((St::Name, St::Name));
-                id
-            }
-        }
-    }
-
     /// A schema compiled as its own function (once, whatever the number of uses).
-    fn env_node(&mut self, schema: &'a Value, ptr: String, base: String) -> NodeId {
+    pub(super) fn env_node(&mut self, schema: &'a Value, ptr: String, base: String) -> NodeId {
         let key = (ptr.clone(), base.clone());
         if let Some(&id) = self.envs.get(&key) {
             return id;
@@ -941,515 +894,135 @@ impl<'a> Compiler<'a> {
         id
     }
 
+    /// A schema object's keywords in the reference's evaluation order, one
+    /// family after the other (each family's file compiles its keywords).
     fn keywords(&mut self, schema: &'a Value, m: &'a Map<String, Value>, cx: &mut Cx) -> Vec<Kw> {
         let mut kws = Vec::new();
-        let ptr = cx.ptr.clone();
-        let at = |k: &str| join(&ptr, k);
-
-        // Untyped keywords.
-        if let Some(Value::String(name)) = m.get("$dynamicAnchor") {
-            self.dyn_registered.insert(name.clone());
-            self.dynamic = true;
-            let target = if cx.env_root {
-                cx.env
-            } else {
-                self.env_node(schema, cx.ptr.clone(), cx.base.clone())
-            };
-            kws.push(Kw::DynamicAnchor {
-                name: name.clone(),
-                target,
-            });
-        }
-        if let Some(Value::String(r)) = m.get("$dynamicRef") {
-            match r.strip_prefix('#') {
-                Some(anchor) => {
-                    kws.push(Kw::DynamicRef {
-                        anchor: anchor.to_string(),
-                        registered: self.dyn_registered.contains(anchor),
-                        fallback: cx.env,
-                    });
-                    cx.pst = static_merge(cx.pst, St::Name);
-                    cx.ist = static_merge(cx.ist, St::Name);
-                }
-                None => self.error(
-                    at("$dynamicRef"),
-                    "dynamic reference",
-                    format!("\"{r}\": $dynamicRef supports only a fragment (\"#name\")"),
-                ),
-            }
-        }
-        if m.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
-            self.dyn_registered.insert(String::new());
-            self.dynamic = true;
-            let target = if cx.env_root {
-                cx.env
-            } else {
-                self.env_node(schema, cx.ptr.clone(), cx.base.clone())
-            };
-            kws.push(Kw::DynamicAnchor {
-                name: String::new(),
-                target,
-            });
-        }
-        if let Some(Value::String(r)) = m.get("$recursiveRef") {
-            if r == "#" {
-                kws.push(Kw::DynamicRef {
-                    anchor: String::new(),
-                    registered: self.dyn_registered.contains(""),
-                    fallback: cx.env,
-                });
-            } else {
-                self.error(
-                    at("$recursiveRef"),
-                    "dynamic reference",
-                    format!("\"{r}\": $recursiveRef supports only \"#\""),
-                );
-            }
-        }
-        if m.contains_key("$ref") {
-            if let Some(kw) = self.compile_ref(m, cx) {
-                kws.push(kw);
-            }
-        }
-        if m.contains_key("id") {
-            self.error(
-                at("id"),
-                "id",
-                "\"id\" is not supported: use \"$id\" to identify a schema".to_string(),
-            );
-        }
-        if let Some(v) = m.get("const") {
-            kws.push(Kw::Const(v.clone()));
-        }
-        if let Some(Value::Array(list)) = m.get("enum") {
-            if list.is_empty() {
-                self.error(at("enum"), "enum", "\"enum\" must list at least one value".to_string());
-            }
-            kws.push(Kw::Enum(list.clone()));
-        }
-        if let Some(s) = m.get("not") {
-            let sub = self.sub(s, cx.same(at("not")));
-            kws.push(Kw::Not(sub));
-        }
-        if let Some(Value::Array(list)) = m.get("anyOf") {
-            let mut nodes = Vec::new();
-            for (i, s) in list.iter().enumerate() {
-                let n = self.node(s, cx.same(format!("{}/{i}", at("anyOf"))));
-                nodes.push((n, self.merge_cond(cx)));
-            }
-            kws.push(Kw::AnyOf(nodes));
-        }
-        if let Some(Value::Array(list)) = m.get("oneOf") {
-            let mut subs = Vec::new();
-            for (i, s) in list.iter().enumerate() {
-                match self.sub(s, cx.same(format!("{}/{i}", at("oneOf")))) {
-                    Some(n) => subs.push((Some(n), self.merge_cond(cx))),
-                    None => subs.push((None, Lose::default())),
-                }
-            }
-            kws.push(Kw::OneOf(subs));
-        }
-        if let Some(Value::Array(list)) = m.get("allOf") {
-            let mut nodes = Vec::new();
-            for (i, s) in list.iter().enumerate() {
-                if let Some(n) = self.sub(s, cx.same(format!("{}/{i}", at("allOf")))) {
-                    self.merge_static(cx);
-                    nodes.push(n);
-                }
-            }
-            kws.push(Kw::AllOf(nodes));
-        }
-        if let Some(cond) = m.get("if") {
-            if !m.contains_key("then") && !m.contains_key("else") {
-                self.error(
-                    at("if"),
-                    "if/then/else",
-                    "\"if\" without \"then\" or \"else\" has no effect".to_string(),
-                );
-            }
-            let has_then = m.get("then").is_some_and(|s| !self.trivial(s, &at("then")));
-            let has_else = m.get("else").is_some_and(|s| !self.trivial(s, &at("else")));
-            if has_then || has_else {
-                let cond = self.node(cond, cx.same(at("if")));
-                self.merge_static(cx);
-                let mut then_lose = Lose::default();
-                let mut els_lose = Lose::default();
-                let then = if has_then {
-                    let n = self.node(&m["then"], cx.same(at("then")));
-                    then_lose = self.merge_cond(cx);
-                    Some(n)
-                } else {
-                    None
-                };
-                let els = if has_else {
-                    let n = self.node(&m["else"], cx.same(at("else")));
-                    els_lose = self.merge_cond(cx);
-                    Some(n)
-                } else {
-                    None
-                };
-                kws.push(Kw::If {
-                    cond,
-                    then,
-                    els,
-                    then_lose,
-                    els_lose,
-                });
-            }
-        }
-        for k in ["then", "else"] {
-            if m.contains_key(k) && !m.contains_key("if") {
-                self.error(at(k), "if/then/else", format!("\"{k}\" without \"if\" has no effect"));
-            }
-        }
-
-        // Numbers.
-        let num = |k: &str| m.get(k).and_then(|v| v.as_f64());
-        if let Some(x) = num("maximum") {
-            kws.push(Kw::Maximum(x));
-        }
-        if let Some(x) = num("minimum") {
-            kws.push(Kw::Minimum(x));
-        }
-        if let Some(x) = num("exclusiveMaximum") {
-            kws.push(Kw::ExclusiveMaximum(x));
-        }
-        if let Some(x) = num("exclusiveMinimum") {
-            kws.push(Kw::ExclusiveMinimum(x));
-        }
-        if let Some(x) = num("multipleOf") {
-            kws.push(Kw::MultipleOf(x));
-        }
-        if let Some(f) = m.get("format") {
-            let name = f.as_str().unwrap_or("?");
-            self.error(
-                at("format"),
-                "format",
-                format!("format \"{name}\" is unknown: no format is validated, so strict mode refuses \"format\""),
-            );
-        }
-
-        // Strings.
-        if let Some(x) = num("maxLength") {
-            kws.push(Kw::MaxLength(x));
-        }
-        if let Some(x) = num("minLength") {
-            kws.push(Kw::MinLength(x));
-        }
-        if let Some(Value::String(p)) = m.get("pattern") {
-            if let Some(re) = self.regex(p, at("pattern")) {
-                kws.push(Kw::Pattern(re));
-            }
-        }
-
-        // Arrays.
-        if let Some(x) = num("maxItems") {
-            kws.push(Kw::MaxItems(x));
-        }
-        if let Some(x) = num("minItems") {
-            kws.push(Kw::MinItems(x));
-        }
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            kws.push(Kw::UniqueItems);
-        }
-        let prefix_len = match m.get("prefixItems") {
-            Some(Value::Array(list)) => {
-                let n = list.len();
-                let full = num("minItems") == Some(n as f64)
-                    && (num("maxItems") == Some(n as f64) || m.get("items") == Some(&Value::Bool(false)));
-                if !full {
-                    self.error(
-                        at("prefixItems"),
-                        "strict tuple",
-                        format!(
-                            "\"prefixItems\" describes a {n}-item tuple, so it needs \"minItems\": {n} and either \"maxItems\": {n} or \"items\": false"
-                        ),
-                    );
-                }
-                let mut subs = Vec::new();
-                for (i, s) in list.iter().enumerate() {
-                    let p = format!("{}/{i}", at("prefixItems"));
-                    if self.trivial(s, &p) {
-                        subs.push(None);
-                    } else {
-                        let child = cx.data(p, Vec::new());
-                        subs.push(Some(self.node(s, child)));
-                    }
-                }
-                kws.push(Kw::PrefixItems { subs });
-                if n > 0 {
-                    cx.ist = static_merge(cx.ist, St::Static);
-                }
-                Some(n)
-            }
-            _ => None,
-        };
-        if let Some(s) = m.get("items") {
-            let is_false = *s == Value::Bool(false);
-            let sub = if self.trivial(s, &at("items")) {
-                None
-            } else {
-                let child = cx.data(at("items"), Vec::new());
-                Some(self.node(s, child))
-            };
-            kws.push(Kw::Items {
-                sub,
-                is_false,
-                after: prefix_len,
-            });
-            cx.ist = St::All;
-        }
-        if let Some(s) = m.get("contains") {
-            let min = num("minContains").unwrap_or(1.0);
-            let max = num("maxContains");
-            if max.is_none() && min == 0.0 {
-                self.error(
-                    at("minContains"),
-                    "contains",
-                    "\"minContains\": 0 without \"maxContains\" makes \"contains\" always pass".to_string(),
-                );
-            } else if max.is_some_and(|max| min > max) {
-                self.error(
-                    at("minContains"),
-                    "contains",
-                    "\"minContains\" is greater than \"maxContains\", so no array can pass".to_string(),
-                );
-                kws.push(Kw::Contains {
-                    sub: None,
-                    min,
-                    max,
-                    always_fail: true,
-                });
-            } else {
-                let sub = if self.trivial(s, &at("contains")) {
-                    None
-                } else {
-                    let child = cx.data(at("contains"), Vec::new());
-                    let n = self.node(s, child);
-                    cx.ist = St::All;
-                    Some(n)
-                };
-                kws.push(Kw::Contains {
-                    sub,
-                    min,
-                    max,
-                    always_fail: false,
-                });
-            }
-        }
-        for k in ["maxContains", "minContains"] {
-            if m.contains_key(k) && !m.contains_key("contains") {
-                self.error(at(k), "contains", format!("\"{k}\" without \"contains\" has no effect"));
-            }
-        }
-
-        // Objects.
-        if let Some(x) = num("maxProperties") {
-            kws.push(Kw::MaxProperties(x));
-        }
-        if let Some(x) = num("minProperties") {
-            kws.push(Kw::MinProperties(x));
-        }
-        if let Some(Value::Array(list)) = m.get("required") {
-            let names: Vec<String> = list.iter().filter_map(|v| v.as_str().map(String::from)).collect();
-            if !names.is_empty() {
-                let props = m.get("properties").and_then(|p| p.as_object());
-                for name in &names {
-                    let declared = props.is_some_and(|p| p.contains_key(name));
-                    if !declared && !cx.defined.borrow().contains(name) {
-                        self.error(
-                            at("required"),
-                            "strict required",
-                            format!("required property \"{name}\" is not declared in \"properties\" here"),
-                        );
-                    }
-                }
-                kws.push(Kw::Required(names));
-            }
-        }
-        if let Some(s) = m.get("propertyNames") {
-            if !self.trivial(s, &at("propertyNames")) {
-                let child = cx.data(at("propertyNames"), vec![JType::String]);
-                let n = self.node(s, child);
-                kws.push(Kw::PropertyNames(n));
-            }
-        }
-        let prop_names: Vec<String> = m
-            .get("properties")
-            .and_then(|p| p.as_object())
-            .map(|p| p.keys().cloned().collect())
-            .unwrap_or_default();
-        if let Some(s) = m.get("additionalProperties") {
-            cx.pst = St::All;
-            if self.trivial(s, &at("additionalProperties")) {
-                // Still marks every property evaluated.
-                kws.push(Kw::AdditionalProperties {
-                    sub: None,
-                    is_false: false,
-                    props: Vec::new(),
-                    patterns: Vec::new(),
-                });
-            } else {
-                let is_false = *s == Value::Bool(false);
-                let mut patterns = Vec::new();
-                if let Some(Value::Object(pp)) = m.get("patternProperties") {
-                    for p in pp.keys() {
-                        if let Some(re) = self.regex(p, join(&at("patternProperties"), p)) {
-                            patterns.push(re);
-                        }
-                    }
-                }
-                let sub = if is_false {
-                    None
-                } else {
-                    let child = cx.data(at("additionalProperties"), Vec::new());
-                    Some(self.node(s, child))
-                };
-                kws.push(Kw::AdditionalProperties {
-                    sub,
-                    is_false,
-                    props: prop_names.clone(),
-                    patterns,
-                });
-            }
-        }
-        if let Some(Value::Object(deps)) = m.get("dependencies") {
-            let mut lists = Vec::new();
-            let mut schemas = Vec::new();
-            for (name, dep) in deps {
-                match dep {
-                    Value::Array(list) => {
-                        let names: Vec<String> = list.iter().filter_map(|v| v.as_str().map(String::from)).collect();
-                        if !names.is_empty() {
-                            lists.push((name.clone(), names));
-                        }
-                    }
-                    s => {
-                        let p = join(&at("dependencies"), name);
-                        if !self.trivial(s, &p) {
-                            let n = self.node(s, cx.same(p));
-                            schemas.push((name.clone(), n, self.merge_cond(cx)));
-                        }
-                    }
-                }
-            }
-            kws.push(Kw::PropertyDeps {
-                keyword: "dependencies",
-                deps: lists,
-            });
-            kws.push(Kw::SchemaDeps(schemas));
-        }
-        if let Some(Value::Object(props)) = m.get("properties") {
-            cx.defined.borrow_mut().extend(props.keys().cloned());
-            if !props.is_empty() {
-                cx.pst = static_merge(cx.pst, St::Static);
-            }
-            let mut list = Vec::new();
-            for (name, s) in props {
-                let p = join(&at("properties"), name);
-                if self.trivial(s, &p) {
-                    list.push((name.clone(), None));
-                } else {
-                    let child = cx.data(p, Vec::new());
-                    let n = self.node(s, child);
-                    cx.defined.borrow_mut().insert(name.clone());
-                    list.push((name.clone(), Some(n)));
-                }
-            }
-            kws.push(Kw::Properties(list));
-        }
-        if let Some(Value::Object(pats)) = m.get("patternProperties") {
-            let mut trivial = Vec::new();
-            for (p, s) in pats {
-                trivial.push(self.trivial(s, &join(&at("patternProperties"), p)));
-            }
-            let skip = pats.is_empty() || (trivial.iter().all(|t| *t) && cx.pst == St::All);
-            if !skip {
-                let mut list = Vec::new();
-                for ((p, s), triv) in pats.iter().zip(trivial) {
-                    let pp = join(&at("patternProperties"), p);
-                    let Some(re) = self.regex(p, pp.clone()) else { continue };
-                    for name in &prop_names {
-                        if JsRegex::matches_without_u(p, name) == Some(true) {
-                            self.error(
-                                join(&at("properties"), name),
-                                "matching properties",
-                                format!("property \"{name}\" is also matched by patternProperties \"{p}\"; declare it in one place"),
-                            );
-                        }
-                    }
-                    let sub = if triv {
-                        None
-                    } else {
-                        let child = cx.data(pp, Vec::new());
-                        Some(self.node(s, child))
-                    };
-                    list.push((re, sub));
-                }
-                kws.push(Kw::PatternProperties(list));
-                if cx.pst != St::All {
-                    cx.pst = St::Name;
-                }
-            }
-        }
-        if let Some(Value::Object(deps)) = m.get("dependentRequired") {
-            let mut lists = Vec::new();
-            for (name, dep) in deps {
-                if let Value::Array(list) = dep {
-                    let names: Vec<String> = list.iter().filter_map(|v| v.as_str().map(String::from)).collect();
-                    if !names.is_empty() {
-                        lists.push((name.clone(), names));
-                    }
-                }
-            }
-            kws.push(Kw::PropertyDeps {
-                keyword: "dependentRequired",
-                deps: lists,
-            });
-        }
-        if let Some(Value::Object(deps)) = m.get("dependentSchemas") {
-            let mut schemas = Vec::new();
-            for (name, s) in deps {
-                let p = join(&at("dependentSchemas"), name);
-                if !self.trivial(s, &p) {
-                    let n = self.node(s, cx.same(p));
-                    schemas.push((name.clone(), n, self.merge_cond(cx)));
-                }
-            }
-            kws.push(Kw::SchemaDeps(schemas));
-        }
-
-        // Post: unevaluated.
-        if let (Some(s), false) = (m.get("unevaluatedProperties"), cx.pst == St::All) {
-            self.track = true;
-            let is_false = *s == Value::Bool(false);
-            let sub = if is_false || self.trivial(s, &at("unevaluatedProperties")) {
-                None
-            } else {
-                let child = cx.data(at("unevaluatedProperties"), Vec::new());
-                Some(self.node(s, child))
-            };
-            kws.push(Kw::UnevaluatedProperties { sub, is_false });
-            cx.pst = St::All;
-        }
-        if let (Some(s), false) = (m.get("unevaluatedItems"), cx.ist == St::All) {
-            self.track = true;
-            let is_false = *s == Value::Bool(false);
-            let sub = if is_false || self.trivial(s, &at("unevaluatedItems")) {
-                None
-            } else {
-                let child = cx.data(at("unevaluatedItems"), Vec::new());
-                Some(self.node(s, child))
-            };
-            kws.push(Kw::UnevaluatedItems { sub, is_false });
-            cx.ist = St::All;
-        }
+        self.compile_refs(schema, m, cx, &mut kws);
+        self.compile_values(m, cx, &mut kws);
+        self.compile_logic(m, cx, &mut kws);
+        self.compile_numbers(m, &mut kws);
+        self.compile_strings(m, cx, &mut kws);
+        self.compile_arrays(m, cx, &mut kws);
+        self.compile_objects(m, cx, &mut kws);
+        self.compile_unevaluated(m, cx, &mut kws);
         kws
     }
 
-    fn regex(&mut self, pattern: &str, ptr: String) -> Option<JsRegex> {
+    /// Marks the `$ref`s whose target more than one `$ref` names as
+    /// memoised (evaluated once per instance location, see
+    /// [`super::keywords::refs`]), and returns the performance warnings: the
+    /// backtracking patterns, and the reference target whose evaluation at
+    /// one instance location would take the most subschema evaluations
+    /// without memoisation, when that exceeds [`FAN_OUT_LIMIT`].
+    fn mark_memoised(&mut self, root: NodeId) -> Vec<PerformanceWarning> {
+        let mut sites = vec![0u32; self.nodes.len()];
+        for node in &self.nodes {
+            if let Node::Obj { kws, .. } = node {
+                for kw in kws {
+                    if let Kw::Ref(RefKw::Ref { target, .. }) = kw {
+                        sites[*target] += 1;
+                    }
+                }
+            }
+        }
+        let dynamic = self.dynamic;
+        for node in &mut self.nodes {
+            if let Node::Obj { kws, .. } = node {
+                for kw in kws {
+                    if let Kw::Ref(RefKw::Ref { target, memo }) = kw {
+                        *memo = !dynamic && sites[*target] > 1;
+                    }
+                }
+            }
+        }
+        let mut warnings = std::mem::take(&mut self.warnings);
+        // Evaluations at one location without memoisation, per node.
+        let mut cost: Vec<Option<u64>> = vec![None; self.nodes.len()];
+        let mut on_path = vec![false; self.nodes.len()];
+        self.same_location_cost(root, &mut cost, &mut on_path);
+        for (id, &n) in sites.iter().enumerate() {
+            if n > 1 {
+                self.same_location_cost(id, &mut cost, &mut on_path);
+            }
+        }
+        let pointers: HashMap<NodeId, &String> = self.envs.iter().map(|((ptr, _), id)| (*id, ptr)).collect();
+        let worst = (0..self.nodes.len())
+            .filter(|id| sites[*id] > 1)
+            .filter_map(|id| Some((cost[id]?, id)))
+            .max();
+        if let Some((n, id)) = worst {
+            if n > FAN_OUT_LIMIT {
+                let pointer = pointers.get(&id).map(|p| p.to_string()).unwrap_or_default();
+                warnings.push(PerformanceWarning {
+                    pointer,
+                    rule: "reference fan-out",
+                    message: format!(
+                        "references fan out: evaluating this subschema at one instance location takes about {n} subschema evaluations when each reference is followed anew; rcip evaluates each referenced subschema once per instance location (memoised), and reports its issues once"
+                    ),
+                });
+            }
+        }
+        warnings
+    }
+
+    /// Subschema evaluations of `id` at one instance location, following
+    /// the keywords that apply to the same location, without memoisation
+    /// (saturating; a cycle adds nothing).
+    fn same_location_cost(&self, id: NodeId, cost: &mut Vec<Option<u64>>, on_path: &mut Vec<bool>) -> u64 {
+        if let Some(c) = cost[id] {
+            return c;
+        }
+        if on_path[id] {
+            return 0;
+        }
+        on_path[id] = true;
+        let mut children: Vec<NodeId> = Vec::new();
+        if let Node::Obj { kws, .. } = &self.nodes[id] {
+            for kw in kws {
+                match kw {
+                    Kw::Ref(RefKw::Ref { target, .. }) => children.push(*target),
+                    Kw::Logic(LogicKw::Not(sub)) => children.extend(sub),
+                    Kw::Logic(LogicKw::AnyOf(list)) => children.extend(list.iter().map(|(n, _)| *n)),
+                    Kw::Logic(LogicKw::OneOf(list)) => children.extend(list.iter().filter_map(|(n, _)| *n)),
+                    Kw::Logic(LogicKw::AllOf(list)) => children.extend(list.iter().copied()),
+                    Kw::Logic(LogicKw::If { cond, then, els, .. }) => {
+                        children.push(*cond);
+                        children.extend(then);
+                        children.extend(els);
+                    }
+                    Kw::Object(ObjectKw::SchemaDeps(list)) => children.extend(list.iter().map(|(_, n, _)| *n)),
+                    _ => {}
+                }
+            }
+        }
+        let mut total = 1u64;
+        for child in children {
+            total = total.saturating_add(stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+                self.same_location_cost(child, cost, on_path)
+            }));
+        }
+        on_path[id] = false;
+        cost[id] = Some(total);
+        total
+    }
+
+    pub(super) fn regex(&mut self, pattern: &str, ptr: String) -> Option<JsRegex> {
         match JsRegex::new(pattern) {
-            Ok(re) => Some(re),
+            Ok(re) => {
+                if let Some(why) = re.backtracking() {
+                    if !self.warnings.iter().any(|w| w.pointer == ptr) {
+                        self.warnings.push(PerformanceWarning {
+                            pointer: ptr,
+                            rule: "backtracking pattern",
+                            message: format!(
+                                "/{pattern}/u runs on the backtracking engine because {why}; its searches can take time exponential in the text, bounded only by the validation budget"
+                            ),
+                        });
+                    }
+                }
+                Some(re)
+            }
             Err(e) => {
                 self.error(
                     ptr,

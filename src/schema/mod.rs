@@ -1,22 +1,37 @@
-//! Strict JSON Schema 2020-12 on top of the `jsonschema` crate.
+//! rcip's JSON Schema 2020-12 validator: the reference's dialect (Ajv 8,
+//! `Ajv2020`, `strict: true`, `allErrors: true`, no formats, no custom
+//! keywords, no remote references), implemented here.
 //!
-//! The reference judges contracts with Ajv 8 (`Ajv2020`, `strict: true`,
-//! `allErrors: true`, no formats, no custom keywords, no remote references).
-//! [`Schema::compile`] refuses what that configuration refuses and
-//! [`Schema::validate`] reports issues the way it reports them
-//! (`instancePath` as a JSON pointer, Ajv's keyword names).
+//! [`Schema::compile`] refuses what that configuration refuses (every
+//! violation at once) and [`Schema::validate`] reports issues the way it
+//! reports them (`instancePath` as a JSON pointer, Ajv's keyword names).
+//! The jsonschema crate is used for one thing only: the 2020-12 meta-schema
+//! (checking a schema before compiling it, and a `$ref` to the meta-schema).
+//!
+//! Layout:
+//! - [`compile`]: the walk over a schema as the reference compiles it
+//!   (identifiers, reference resolution, `type`/`nullable`, the strict
+//!   rules that span keywords), building the arena of [`node`]s;
+//! - [`eval`]: the evaluator of that arena (instance paths, which issues
+//!   are kept, evaluated properties and items for `unevaluated*`);
+//! - [`keywords`]: one file per keyword family, with that family's closed
+//!   enum, its compile code and its evaluation code side by side;
+//! - [`regex`] (ECMAScript `u`-flag patterns), [`value`] (JSON values as the
+//!   reference sees them: numbers as doubles), [`uri`] (identifiers).
 //!
 //! Instances are expected to be normalised by [`crate::json`] (numbers as
 //! doubles).
 
 mod compile;
 mod eval;
+mod keywords;
 mod node;
 mod regex;
 mod uri;
 mod value;
 
 use compile::Compiler;
+pub use eval::Budget;
 use eval::Evaluator;
 use node::Program;
 use serde_json::Value;
@@ -122,18 +137,35 @@ impl Schema {
         Ok(Schema { program })
     }
 
-    /// True when `instance` satisfies the schema.
+    /// True when `instance` satisfies the schema (within the default
+    /// [`Budget`]; an instance that exhausts it is not valid).
     pub fn is_valid(&self, instance: &Value) -> bool {
-        Evaluator::is_valid(&self.program, instance)
+        Evaluator::run(&self.program, instance, false, Budget::default()).valid
     }
 
     /// Every issue of `instance` (empty when valid), as the reference
-    /// reports them with `allErrors`.
+    /// reports them with `allErrors`, within the default [`Budget`].
     pub fn validate(&self, instance: &Value) -> Vec<ValidationIssue> {
-        if self.is_valid(instance) {
+        self.validate_within(instance, Budget::default())
+    }
+
+    /// [`Schema::validate`] under `budget`: each of its two passes (validity,
+    /// then the issues of an invalid instance) may spend the budget once.
+    /// When a pass exhausts it, the one issue is [`budget_issue`]
+    /// (**rcip**: the reference has no budget).
+    pub fn validate_within(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
+        let pass = Evaluator::run(&self.program, instance, false, budget);
+        if pass.valid {
             return Vec::new();
         }
-        let mut issues = Evaluator::issues(&self.program, instance);
+        if pass.exhausted {
+            return vec![budget_issue(pass.limit)];
+        }
+        let pass = Evaluator::run(&self.program, instance, true, budget);
+        if pass.exhausted {
+            return vec![budget_issue(pass.limit)];
+        }
+        let mut issues = pass.issues;
         if issues.is_empty() {
             // Every failing keyword reports an issue; keep "empty = valid"
             // true even if one did not.
@@ -146,6 +178,105 @@ impl Schema {
         }
         issues
     }
+
+    /// What validating `instance` spends of `budget`: the units of the
+    /// pass that spent most (the issue pass too, for an invalid instance)
+    /// and that pass's budget. For tests and benchmarks that check how far
+    /// real inputs stay from the budget.
+    pub fn validation_cost(&self, instance: &Value, budget: Budget) -> ValidationCost {
+        let first = Evaluator::run(&self.program, instance, false, budget);
+        let mut cost = ValidationCost {
+            spent: first.spent,
+            limit: first.limit,
+            exhausted: first.exhausted,
+        };
+        if !first.valid && !first.exhausted {
+            let second = Evaluator::run(&self.program, instance, true, budget);
+            if second.spent > cost.spent {
+                cost = ValidationCost {
+                    spent: second.spent,
+                    limit: second.limit,
+                    exhausted: second.exhausted,
+                };
+            }
+        }
+        cost
+    }
+
+    /// What the compile found that can make validation slow: patterns on
+    /// the backtracking engine and references that fan out (`rcip check`
+    /// prints them as warnings).
+    pub fn performance_warnings(&self) -> &[PerformanceWarning] {
+        &self.program.warnings
+    }
+}
+
+/// The issue a validation that exhausted its budget reports (**rcip**):
+/// `{"instancePath": "", "keyword": "budget", "message": ...}`.
+pub fn budget_issue(limit: u64) -> ValidationIssue {
+    ValidationIssue {
+        instance_path: String::new(),
+        keyword: "budget".to_string(),
+        message: format!(
+            "validation stopped: it exceeded its work budget of {limit} units (a schema and value this costly are refused)"
+        ),
+    }
+}
+
+/// What one validation spent of its [`Budget`] (see
+/// [`Schema::validation_cost`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValidationCost {
+    /// Units spent by the costliest pass.
+    pub spent: u64,
+    /// That pass's budget.
+    pub limit: u64,
+    /// The budget ran out.
+    pub exhausted: bool,
+}
+
+/// Something in a compiled schema that can make validation slow, found at
+/// compile time (a warning: the schema compiles).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerformanceWarning {
+    /// JSON pointer inside the schema.
+    pub pointer: String,
+    /// `backtracking pattern` or `reference fan-out`.
+    pub rule: &'static str,
+    /// A sentence in rcip's own words.
+    pub message: String,
+}
+
+impl fmt::Display for PerformanceWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "the root".to_string()
+        } else {
+            format!("\"{}\"", self.pointer)
+        };
+        write!(f, "{} at {}: {}", self.rule, at, self.message)
+    }
+}
+
+/// For the regex-equivalence fuzz target (`fuzz/fuzz_targets/regex_equiv.rs`)
+/// and tests: compiles `pattern` as the schema compiler does and, when it
+/// runs on the linear-time engine, answers JavaScript's
+/// `new RegExp(pattern, "u").test(text)` twice: `(translation, regress)`.
+/// `None` when the pattern is refused, stays on the backtracking engine,
+/// or regress runs out of its `steps` (then it has no answer).
+#[doc(hidden)]
+pub fn compare_pattern_engines(pattern: &str, text: &str, steps: u64) -> Option<(bool, bool)> {
+    let re = regex::JsRegex::new(pattern).ok()?;
+    if re.backtracking().is_some() {
+        return None;
+    }
+    let mut budget = u64::MAX;
+    let ours = re.search(text, &mut budget)?;
+    let reference = ::regress::Regex::with_flags(pattern, "u").ok()?;
+    let before = ::regress::set_step_budget(steps);
+    let found = reference.find(text).is_some();
+    let left = ::regress::set_step_budget(before);
+    (left > 0).then_some((ours, found))
 }
 
 /// Runs a schema corpus (the layout of the shared Ajv corpus files) and

@@ -1,9 +1,15 @@
 //! The compiled form of a schema: an arena of nodes, one per compiled
 //! (sub)schema, with references resolved to node indices.
 
-use super::regex::JsRegex;
+pub(crate) use super::keywords::arrays::ArrayKw;
+pub(crate) use super::keywords::logic::LogicKw;
+pub(crate) use super::keywords::numbers::NumberKw;
+pub(crate) use super::keywords::objects::ObjectKw;
+pub(crate) use super::keywords::refs::RefKw;
+pub(crate) use super::keywords::strings::StringKw;
+pub(crate) use super::keywords::unevaluated::UnevaluatedKw;
+pub(crate) use super::keywords::values::ValueKw;
 use super::value::JType;
-use serde_json::Value;
 
 pub(crate) type NodeId = usize;
 
@@ -30,87 +36,17 @@ pub(crate) struct Lose {
 /// A subschema that may be trivially valid (`None`: never compiled).
 pub(crate) type Sub = Option<NodeId>;
 
+/// One compiled keyword: a closed enum of the families in
+/// [`super::keywords`], each with its own closed enum (no `dyn` dispatch).
 pub(crate) enum Kw {
-    /// Sets the dynamic anchor `name` to the function `target` unless set.
-    DynamicAnchor {
-        name: String,
-        target: NodeId,
-    },
-    /// Calls the dynamic anchor `anchor` if the compile saw it, else `fallback`
-    /// (the function the keyword belongs to).
-    DynamicRef {
-        anchor: String,
-        registered: bool,
-        fallback: NodeId,
-    },
-    Ref(NodeId),
-    Const(Value),
-    Enum(Vec<Value>),
-    /// `None`: the subschema is trivially valid, so `not` always fails.
-    Not(Sub),
-    AnyOf(Vec<(NodeId, Lose)>),
-    OneOf(Vec<(Sub, Lose)>),
-    AllOf(Vec<NodeId>),
-    If {
-        cond: NodeId,
-        then: Sub,
-        els: Sub,
-        then_lose: Lose,
-        els_lose: Lose,
-    },
-    Maximum(f64),
-    Minimum(f64),
-    ExclusiveMaximum(f64),
-    ExclusiveMinimum(f64),
-    MultipleOf(f64),
-    MaxLength(f64),
-    MinLength(f64),
-    Pattern(JsRegex),
-    MaxItems(f64),
-    MinItems(f64),
-    UniqueItems,
-    PrefixItems {
-        subs: Vec<Sub>,
-    },
-    /// `items`; `after`: the length of `prefixItems` when present.
-    Items {
-        sub: Sub,
-        is_false: bool,
-        after: Option<usize>,
-    },
-    Contains {
-        sub: Sub,
-        min: f64,
-        max: Option<f64>,
-        always_fail: bool,
-    },
-    MaxProperties(f64),
-    MinProperties(f64),
-    Required(Vec<String>),
-    PropertyNames(NodeId),
-    AdditionalProperties {
-        sub: Sub,
-        is_false: bool,
-        props: Vec<String>,
-        patterns: Vec<JsRegex>,
-    },
-    /// `dependencies`, `dependentRequired` (property lists) and
-    /// `dependentSchemas` (schemas); `keyword` names the issues.
-    PropertyDeps {
-        keyword: &'static str,
-        deps: Vec<(String, Vec<String>)>,
-    },
-    SchemaDeps(Vec<(String, NodeId, Lose)>),
-    Properties(Vec<(String, Sub)>),
-    PatternProperties(Vec<(JsRegex, Sub)>),
-    UnevaluatedProperties {
-        sub: Sub,
-        is_false: bool,
-    },
-    UnevaluatedItems {
-        sub: Sub,
-        is_false: bool,
-    },
+    Ref(RefKw),
+    Value(ValueKw),
+    Logic(LogicKw),
+    Number(NumberKw),
+    String(StringKw),
+    Array(ArrayKw),
+    Object(ObjectKw),
+    Unevaluated(UnevaluatedKw),
 }
 
 /// A compiled schema.
@@ -121,4 +57,9 @@ pub(crate) struct Program {
     pub track: bool,
     /// Some `$dynamicAnchor` is evaluated: validity depends on evaluation order.
     pub dynamic: bool,
+    /// Nodes plus keywords: the schema's size in the validation budget.
+    pub size: u64,
+    /// What the compile found that can make validation slow, for
+    /// `rcip check` (see [`super::PerformanceWarning`]).
+    pub warnings: Vec<super::PerformanceWarning>,
 }

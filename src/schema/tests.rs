@@ -631,7 +631,10 @@ fn valid_path_speed() {
         .build(&schema)
         .unwrap();
     assert!(ours.validate(&data).is_empty() && crate_validator.is_valid(&data));
-    let n = 200_000;
+    let n: u32 = std::env::var("RCIP_SPEED_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
     let t = std::time::Instant::now();
     for _ in 0..n {
         assert!(ours.validate(std::hint::black_box(&data)).is_empty());
@@ -677,4 +680,100 @@ fn evaluated_properties_forgotten_by_a_failing_conditional_merge() {
         issues(&any, json!({"a": 1, "c": "x"})),
         pairs(&[("", "unevaluatedProperties")])
     );
+}
+
+/// `$defs` where each level names the next twice (the shape of issue 17).
+pub(super) fn fan_out_schema(levels: usize, applicator: &str) -> Value {
+    let mut defs = serde_json::Map::new();
+    for i in 0..levels {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(format!("d{i}"), json!({applicator: [{"$ref": next}, {"$ref": next}]}));
+    }
+    defs.insert(format!("d{levels}"), json!({"type": "string"}));
+    json!({"$ref": "#/$defs/d0", "$defs": defs})
+}
+
+#[test]
+fn references_that_fan_out_are_evaluated_once_per_location() {
+    let s = compile(fan_out_schema(30, "allOf"));
+    assert!(s.is_valid(&json!("x")));
+    // Ajv reports the leaf's issue 2^30 times; rcip once per use in the
+    // last level (the leaf has no reference, so each use is its own copy,
+    // as in the reference): twice (**rcip**).
+    assert_eq!(issues(&s, json!(1)), pairs(&[("", "type"), ("", "type")]));
+    let any = compile(fan_out_schema(30, "anyOf"));
+    assert!(any.is_valid(&json!("x")));
+    let got = issues(&any, json!(1));
+    assert_eq!(got.iter().filter(|(_, k)| k == "anyOf").count(), 30);
+    assert_eq!(got.iter().filter(|(_, k)| k == "type").count(), 2);
+    // Inside items: each item is its own location.
+    let mut root = fan_out_schema(25, "allOf");
+    root["type"] = json!("array");
+    root["items"] = json!({"$ref": "#/$defs/d0"});
+    root.as_object_mut().unwrap().remove("$ref");
+    let items = compile(root);
+    assert_eq!(
+        issues(&items, json!(["a", 1, 2])),
+        pairs(&[("/1", "type"), ("/1", "type"), ("/2", "type"), ("/2", "type")])
+    );
+    // The cost stays far below the budget.
+    let cost = s.validation_cost(&json!(1), Budget::default());
+    assert!(!cost.exhausted && cost.spent < 1000, "{cost:?}");
+    // And `rcip check` hears about it.
+    let w = s.performance_warnings();
+    assert!(
+        w.iter()
+            .any(|w| w.rule == "reference fan-out" && w.pointer == "/$defs/d1"),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_memoised_result_reports_its_issues_where_they_were_dropped() {
+    // The first use of #/$defs/n fails inside an anyOf whose other branch
+    // passes, so its issues are dropped; the second use must report them.
+    let s = compile(json!({
+        "$defs": {"n": {"type": "string"}},
+        "anyOf": [{"$ref": "#/$defs/n"}, {"type": "number"}],
+        "allOf": [{"$ref": "#/$defs/n"}]
+    }));
+    assert_eq!(issues(&s, json!(1)), pairs(&[("", "type")]));
+    // Evaluated first under `not` (no issues kept), then for real.
+    let s = compile(json!({
+        "$defs": {"n": {"type": "string"}},
+        "not": {"$ref": "#/$defs/n"},
+        "allOf": [{"$ref": "#/$defs/n"}]
+    }));
+    assert_eq!(issues(&s, json!(1)), pairs(&[("", "type")]));
+}
+
+#[test]
+fn the_budget_ends_a_validation_with_one_issue() {
+    let s = compile(json!({"type": "array", "items": {"type": "string", "pattern": "^(a+)+$(?<=a)"}}));
+    assert!(s
+        .performance_warnings()
+        .iter()
+        .any(|w| w.rule == "backtracking pattern" && w.pointer == "/items/pattern"));
+    let hostile = json!([format!("{}!", "a".repeat(64))]);
+    let small = Budget {
+        floor: 100_000,
+        per_pair: 1,
+    };
+    let got = s.validate_within(&hostile, small);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].instance_path.as_str(), got[0].keyword.as_str()), ("", "budget"));
+    assert!(!s.validate_within(&hostile, small).is_empty());
+    // A cheap value passes under the same budget.
+    assert!(s.validate_within(&json!(["aaa"]), small).is_empty());
+    let cost = s.validation_cost(&hostile, small);
+    assert!(cost.exhausted && cost.limit == 100_000, "{cost:?}");
+    // The budget grows with the instance: 10^5 items of a cheap schema.
+    let many = compile(json!({"type": "array", "items": {"type": "integer"}}));
+    let big = Value::Array((0..100_000).map(|i| json!(i)).collect());
+    let tight = Budget {
+        floor: 1000,
+        per_pair: 1,
+    };
+    let cost = many.validation_cost(&big, tight);
+    assert!(!cost.exhausted && cost.limit > 100_000, "{cost:?}");
 }

@@ -75,6 +75,41 @@ pub(crate) fn js_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// A hash consistent with [`js_equal`]: values that are equal hash alike
+/// (numbers by value, so `1`, `1.0` are one and `0`, `-0` are one; object
+/// members in any order). Keyed by `state`, so an instance cannot choose
+/// collisions. Used by `uniqueItems` to compare items in linear time.
+pub(crate) fn js_hash(v: &Value, state: &ahash::RandomState) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = state.build_hasher();
+    match v {
+        Value::Null => 0u8.hash(&mut h),
+        Value::Bool(b) => (1u8, *b).hash(&mut h),
+        Value::Number(n) => {
+            // -0 and 0 are one number; doubles from JSON are never NaN.
+            let x = as_f64(n) + 0.0;
+            (2u8, x.to_bits()).hash(&mut h)
+        }
+        Value::String(s) => (3u8, s.as_str()).hash(&mut h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(&mut h);
+            for item in a {
+                js_hash(item, state).hash(&mut h);
+            }
+        }
+        Value::Object(o) => {
+            // Independent of member order: a commutative sum of keyed
+            // member hashes.
+            let mut sum = 0u64;
+            for (k, item) in o {
+                sum = sum.wrapping_add(state.hash_one((k.as_str(), js_hash(item, state))));
+            }
+            (5u8, o.len(), sum).hash(&mut h)
+        }
+    }
+    h.finish()
+}
+
 /// `multipleOf` as the reference computes it: `data / m` must be an
 /// integer in double arithmetic, read back through `parseInt` (so a
 /// quotient of 1e21 or more, written with an exponent, never is).
@@ -118,6 +153,18 @@ mod tests {
         assert!(!is_multiple_of(1e22, 1.0));
         assert!(js_equal(&json!([1, {"a": 2.5}]), &json!([1.0, {"a": 2.5}])));
         assert!(!js_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        let s = ahash::RandomState::new();
+        let pairs = [
+            (json!(1), json!(1.0)),
+            (json!(0.0), json!(-0.0)),
+            (json!({"a": 1, "b": [1, {}]}), json!({"b": [1.0, {}], "a": 1})),
+        ];
+        for (a, b) in pairs {
+            assert!(js_equal(&a, &b));
+            assert_eq!(js_hash(&a, &s), js_hash(&b, &s), "{a} and {b}");
+        }
+        assert_ne!(js_hash(&json!([]), &s), js_hash(&json!({}), &s));
+        assert_ne!(js_hash(&json!({"a": null}), &s), js_hash(&json!({"b": null}), &s));
         assert!(JType::Integer.matches(&json!(1e300)));
         assert!(!JType::Integer.matches(&json!(1.5)));
         assert_eq!(js_length("a😀"), 2);

@@ -1,0 +1,62 @@
+//! Numbers: `maximum`, `minimum`, `exclusiveMaximum`, `exclusiveMinimum`
+//! and `multipleOf`, in double arithmetic as the reference computes them.
+
+use crate::schema::compile::Compiler;
+use crate::schema::eval::{num, Evaluator, Path};
+use crate::schema::node::Kw;
+use crate::schema::value::{as_f64, is_multiple_of};
+use serde_json::{Map, Value};
+
+pub(crate) enum NumberKw {
+    Maximum(f64),
+    Minimum(f64),
+    ExclusiveMaximum(f64),
+    ExclusiveMinimum(f64),
+    MultipleOf(f64),
+}
+
+/// Builds a keyword from its limit.
+type Make = fn(f64) -> NumberKw;
+
+impl Compiler<'_> {
+    pub(in crate::schema) fn compile_numbers(&mut self, m: &Map<String, Value>, kws: &mut Vec<Kw>) {
+        let num = |k: &str| m.get(k).and_then(|v| v.as_f64());
+        let table: [(&str, Make); 5] = [
+            ("maximum", NumberKw::Maximum),
+            ("minimum", NumberKw::Minimum),
+            ("exclusiveMaximum", NumberKw::ExclusiveMaximum),
+            ("exclusiveMinimum", NumberKw::ExclusiveMinimum),
+            ("multipleOf", NumberKw::MultipleOf),
+        ];
+        for (name, make) in table {
+            if let Some(x) = num(name) {
+                kws.push(Kw::Number(make(x)));
+            }
+        }
+    }
+}
+
+impl Evaluator<'_> {
+    pub(in crate::schema) fn eval_number(&mut self, k: &NumberKw, inst: &Value, path: &Path<'_>) -> bool {
+        let Value::Number(n) = inst else { return true };
+        let x = as_f64(n);
+        let ok = match *k {
+            NumberKw::Maximum(m) => x <= m,
+            NumberKw::Minimum(m) => x >= m,
+            NumberKw::ExclusiveMaximum(m) => x < m,
+            NumberKw::ExclusiveMinimum(m) => x > m,
+            NumberKw::MultipleOf(m) => is_multiple_of(x, m),
+        };
+        if !ok {
+            let (keyword, message) = match *k {
+                NumberKw::Maximum(m) => ("maximum", format!("must be <= {}", num(m))),
+                NumberKw::Minimum(m) => ("minimum", format!("must be >= {}", num(m))),
+                NumberKw::ExclusiveMaximum(m) => ("exclusiveMaximum", format!("must be < {}", num(m))),
+                NumberKw::ExclusiveMinimum(m) => ("exclusiveMinimum", format!("must be > {}", num(m))),
+                NumberKw::MultipleOf(m) => ("multipleOf", format!("must be a multiple of {}", num(m))),
+            };
+            self.issue(path, keyword, message);
+        }
+        ok
+    }
+}
