@@ -5,6 +5,7 @@ standard output carries nothing but protocol messages."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 
@@ -105,6 +106,14 @@ def test_duplicate_in_flight_ids_are_refused_and_cancelled_calls_get_no_response
     assert "archive" in first["result"]["structuredContent"]
     # A cancelled call: the worker aborts and the request gets no response.
     desk.send({"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": slow})
+    # The call runs on a session worker: wait until its handler has handed
+    # the search to the desk's worker thread, so the cancellation reaches a
+    # running handler (cancelled earlier, the runtime aborts it before the
+    # handler runs: the same outcome, without the worker's log line).
+    deadline = time.monotonic() + 10
+    while desk.transcript().count("archive search handed to a worker thread") < 2:
+        assert time.monotonic() < deadline, desk.transcript()
+        time.sleep(0.01)
     desk.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "b", "reason": "user"}})
     desk.expect_silence(1.5)
     assert desk.request("b", "ping") == {"jsonrpc": "2.0", "id": "b", "result": {}}, "the id is free again"
