@@ -859,7 +859,10 @@ fn run_server(rt: &tokio::runtime::Runtime, server: Server, args: &Args, desk: b
     eprintln!("rcip-mcp-load: {}: {} sessions x {} calls ...", server.name, args.sessions, args.calls);
     let load = rt.block_on(load(&target, pid, args.sessions, args.calls, deadline));
     let (_, rss_peak) = rss_kib(pid);
-    std::thread::sleep(Duration::from_millis(1000));
+    // rcip keeps an ended session's runtime for 5 s (SESSION_RETIRE_MS:
+    // callbacks still running when it ended may reach it), so "after all
+    // sessions ended" is read once that has passed.
+    std::thread::sleep(Duration::from_millis(6000));
     let (rss_after, _) = rss_kib(pid);
     // Further rounds in the same process: RSS that keeps growing round
     // after round is a leak; RSS that stays where the first round left it is

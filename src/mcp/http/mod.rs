@@ -405,6 +405,21 @@ impl<O: SessionRuntime> std::fmt::Debug for McpHttpServer<O> {
     }
 }
 
+/// Asks the C allocator to give the pages that ended sessions freed back
+/// to the operating system. A server's sessions are spread over several
+/// threads, and glibc keeps what each thread's arena freed for reuse, so
+/// without this the resident size after a burst of sessions stays near its
+/// peak (about 10 MiB above the start after 64 sessions of the desk). Only
+/// free memory is released; nothing else changes.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // Safety: malloc_trim only returns unused pages of the allocator's own
+    // heaps to the system; it may be called at any time from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 fn loopback_hosts() -> Vec<String> {
     vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]
 }
@@ -659,7 +674,11 @@ impl<O: SessionRuntime> ServerInner<O> {
             *r = keep;
             old
         };
+        if old.is_empty() {
+            return;
+        }
         drop(old);
+        release_free_memory();
     }
 
     fn shutdown(&self, deadline: Duration) {
