@@ -4,7 +4,7 @@
 //!
 //! The runtime stores these values on its fast paths (an invocation's
 //! outcome callback kept inline, a binding's availability callback called
-//! without a trait object); [`crate::ffi`] builds them from the exported
+//! without a trait object); the C ABI module (`src/ffi`) builds them from the exported
 //! callback types, which are the same function-pointer types under their C
 //! names. This module names no other module of the crate.
 //!
