@@ -65,14 +65,18 @@ pub struct SchemaError {
     pub message: String,
 }
 
+/// `<rule> at <where>: <message>`, where is "the root" or the quoted pointer.
+fn write_located(f: &mut fmt::Formatter<'_>, rule: &str, pointer: &str, message: &str) -> fmt::Result {
+    if pointer.is_empty() {
+        write!(f, "{rule} at the root: {message}")
+    } else {
+        write!(f, "{rule} at \"{pointer}\": {message}")
+    }
+}
+
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "the root".to_string()
-        } else {
-            format!("\"{}\"", self.pointer)
-        };
-        write!(f, "{} at {}: {}", self.rule, at, self.message)
+        write_located(f, self.rule, &self.pointer, &self.message)
     }
 }
 
@@ -249,12 +253,7 @@ pub struct PerformanceWarning {
 
 impl fmt::Display for PerformanceWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "the root".to_string()
-        } else {
-            format!("\"{}\"", self.pointer)
-        };
-        write!(f, "{} at {}: {}", self.rule, at, self.message)
+        write_located(f, self.rule, &self.pointer, &self.message)
     }
 }
 
