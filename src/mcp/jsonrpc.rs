@@ -39,7 +39,7 @@ pub(crate) enum Incoming {
 }
 
 /// A request id MCP accepts: a string or an integer.
-pub(crate) fn valid_id(id: &Value) -> bool {
+fn valid_id(id: &Value) -> bool {
     match id {
         Value::String(_) => true,
         // Integers within 64 bits, exactly as sent (parse_bytes_exact);

@@ -181,22 +181,12 @@ impl McpSession {
         Self::build(runtime, options, output, pool, control, true)
     }
 
-    /// As [`new`](Self::new), with the worker pool given (shared with other
+    /// As [`new`](Self::new), with the pools given (shared with other
     /// sessions, as a Streamable HTTP server does) or none (everything runs
     /// on the calling thread); [`McpOptions::workers`] is not read.
-    pub fn with_pool(
-        runtime: &Runtime,
-        options: McpOptions,
-        output: Arc<dyn McpOutput>,
-        pool: Option<WorkerPool>,
-    ) -> Result<McpSession, HostError> {
-        Self::build(runtime, options, output, pool, None, false)
-    }
-
-    /// As [`with_pool`](Self::with_pool), with a second pool for the work
-    /// that must never wait behind a slow handler: cancellations (a
-    /// cancellation queued behind the handler it should stop could not
-    /// stop it).
+    /// `control` runs what must never wait behind a slow handler:
+    /// cancellations (a cancellation queued behind the handler it should
+    /// stop could not stop it); without it they go to `pool`.
     pub fn with_pools(
         runtime: &Runtime,
         options: McpOptions,
@@ -332,9 +322,9 @@ impl McpSession {
     }
 
     /// As [`receive`](Self::receive), for a message a transport already
-    /// parsed (with exact integers, as `crate::json::parse_bytes_exact`).
-    pub(crate) fn receive_value(&self, message: Value) {
-        self.inner.receive_incoming(jsonrpc::classify_value(message));
+    /// parsed and classified (`jsonrpc::classify_value`).
+    pub(crate) fn receive_incoming(&self, message: Incoming) {
+        self.inner.receive_incoming(message);
     }
 
     /// Reads newline-delimited messages from `input` until it ends, passing

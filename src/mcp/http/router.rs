@@ -332,6 +332,15 @@ impl Router {
         Router::retire(&mut st, id);
     }
 
+    /// One response of stream `id` is no longer due (answered, or its
+    /// request abandoned): with none left, the stream is finished.
+    fn answered(st: &mut State, id: u64) {
+        if let Some(s) = st.streams.get_mut(&id) {
+            s.due = s.due.saturating_sub(1);
+            s.finished = s.due == 0;
+        }
+    }
+
     /// Once a request stream has all its answers and no connection, it
     /// joins the finished streams kept for resumption (the oldest beyond
     /// [`FINISHED_KEPT`] go).
@@ -374,10 +383,7 @@ impl McpOutput for Router {
                         return;
                     }
                     Some(Route::Stream(sid)) => {
-                        if let Some(s) = st.streams.get_mut(&sid) {
-                            s.due = s.due.saturating_sub(1);
-                            s.finished = s.due == 0;
-                        }
+                        Router::answered(&mut st, sid);
                         let waker = st
                             .streams
                             .get_mut(&sid)
@@ -394,10 +400,7 @@ impl McpOutput for Router {
                         return;
                     }
                     Some(Route::Stream(sid)) => {
-                        if let Some(s) = st.streams.get_mut(&sid) {
-                            s.due = s.due.saturating_sub(1);
-                            s.finished = s.due == 0;
-                        }
+                        Router::answered(&mut st, sid);
                         let waker = self.push(&mut st, sid, message, true, false);
                         Router::retire(&mut st, sid);
                         waker

@@ -7,6 +7,7 @@
 use super::router::{parse_event_id, Router, SseBody, STANDALONE};
 use super::{ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::json::Limits;
+use crate::mcp::jsonrpc;
 use crate::mcp::McpSession;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -369,18 +370,27 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
             "Invalid Request: POST one JSON-RPC message (an object); batches are not part of MCP",
         );
     }
-    let method = message.get("method").and_then(Value::as_str).map(str::to_string);
-    let id = message.get("id").cloned();
-    let has_method = message.get("method").is_some();
-    // What the session would refuse is refused here, with an HTTP error
-    // (MCP: input the server cannot accept is an HTTP error): nothing is
-    // routed, kept or created for it.
-    if let Some(why) = refusal(&message, has_method, id.as_ref()) {
-        return http_error(StatusCode::BAD_REQUEST, -32600, &format!("Invalid Request: {why}"));
-    }
-    let is_request = has_method && id.is_some();
+    // Classified once, as the session classifies: what it would refuse
+    // is refused here with an HTTP error (MCP: input the server cannot
+    // accept is an HTTP error), and nothing is routed, kept or created.
+    let incoming = jsonrpc::classify_value(message);
+    let (id, method) = match &incoming {
+        jsonrpc::Incoming::Invalid { code, message, .. } => {
+            return http_error(StatusCode::BAD_REQUEST, *code, message);
+        }
+        jsonrpc::Incoming::Ignored => {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: a response needs an id and a result or an error object",
+            );
+        }
+        jsonrpc::Incoming::Request { id, method, .. } => (Some(id.clone()), Some(method.clone())),
+        jsonrpc::Incoming::Notification { .. } | jsonrpc::Incoming::Response { .. } => (None, None),
+    };
+    let is_request = id.is_some();
     if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
-        return initialize(server, &headers, message).await;
+        return initialize(server, &headers, incoming).await;
     }
     let session = match find_session(&server, &headers) {
         Found::Session(s) => s,
@@ -389,9 +399,8 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
     session.touch();
     if !is_request {
         // A notification or a response (to our elicitation): nothing
-        // comes back on this POST (an error about it goes to the GET
-        // stream).
-        session.mcp.receive_value(message);
+        // comes back on this POST.
+        session.mcp.receive_incoming(incoming);
         return response(StatusCode::ACCEPTED, None, empty());
     }
     if session.mcp.in_flight() >= session.mcp.max_in_flight() {
@@ -425,7 +434,7 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         let Some(body) = session.router.attach(sid, Some(0)) else {
             return ended();
         };
-        session.mcp.receive_value(message);
+        session.mcp.receive_incoming(incoming);
         if let Some(ms) = server.options.poll_after_ms {
             let router = session.router.clone();
             tokio::spawn(async move {
@@ -438,43 +447,13 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
     let Some(rx) = session.router.route_json(key.clone()) else {
         return in_flight();
     };
-    session.mcp.receive_value(message);
+    session.mcp.receive_incoming(incoming);
     match rx.await {
         Ok(Some(text)) => json_response(text),
         // Cancelled (notifications/cancelled): no response is due.
         Ok(None) => response(StatusCode::ACCEPTED, None, empty()),
         Err(_) => ended(),
     }
-}
-
-/// Why the session would refuse this message as an invalid request (so
-/// the HTTP layer answers 400 and routes nothing), or None.
-fn refusal(message: &Value, has_method: bool, id: Option<&Value>) -> Option<&'static str> {
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some("\"jsonrpc\" must be \"2.0\"");
-    }
-    if let Some(id) = id {
-        if !crate::mcp::jsonrpc::valid_id(id) {
-            return Some("\"id\" must be a string or an integer within 64 bits (MCP: never null)");
-        }
-    }
-    if has_method {
-        if !message["method"].is_string() {
-            return Some("\"method\" must be a string");
-        }
-        if message.get("params").is_some_and(|p| !p.is_object()) {
-            return Some("\"params\" must be an object");
-        }
-        return None;
-    }
-    // A response to the session's own request: an id and a result or an
-    // error object.
-    let result = message.get("result").is_some();
-    let error = message.get("error").is_some_and(Value::is_object);
-    if id.is_none() || result == error {
-        return Some("neither a request (\"method\") nor a response (\"id\" and \"result\" or \"error\")");
-    }
-    None
 }
 
 fn ended() -> Response<Body> {
@@ -485,7 +464,11 @@ fn ended() -> Response<Body> {
     )
 }
 
-async fn initialize<O: SessionRuntime>(server: Arc<ServerInner<O>>, headers: &HeaderMap, message: Value) -> Response<Body> {
+async fn initialize<O: SessionRuntime>(
+    server: Arc<ServerInner<O>>,
+    headers: &HeaderMap,
+    message: jsonrpc::Incoming,
+) -> Response<Body> {
     let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
     let live = server.sessions.lock().len();
     if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
@@ -530,16 +513,19 @@ async fn initialize<O: SessionRuntime>(server: Arc<ServerInner<O>>, headers: &He
 /// answer's route. `Err` is a JSON-RPC error response for the client.
 fn create_session<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
-    message: Value,
+    message: jsonrpc::Incoming,
     forwarded: &[(String, String)],
 ) -> Result<(String, String), String> {
-    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let jsonrpc::Incoming::Request { id, params, .. } = &message else {
+        return Err(http_text_internal("initialize is a request"));
+    };
+    let id = id.clone();
     let fail = |why: &str| {
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": format!("Internal error: {why}")}})
             .to_string()
     };
     let session_id = new_session_id().map_err(|e| fail(&format!("no session id could be drawn: {e}")))?;
-    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let params = params.clone().unwrap_or(Value::Null);
     let request = SessionRequest {
         session_id: &session_id,
         initialize_params: &params,
@@ -593,7 +579,7 @@ fn create_session<O: SessionRuntime>(
         return Err(fail("the session could not route its initialize"));
     };
     // initialize is answered inline (it runs no host code).
-    session.mcp.receive_value(message);
+    session.mcp.receive_incoming(message);
     let answer = match rx.try_recv() {
         Ok(Some(text)) => text,
         _ => {
@@ -616,6 +602,12 @@ fn create_session<O: SessionRuntime>(
         sessions.insert(session_id.clone(), session.clone());
     }
     Ok((session_id, answer))
+}
+
+/// A JSON-RPC internal error with id `null`.
+fn http_text_internal(why: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603, "message": format!("Internal error: {why}")}})
+        .to_string()
 }
 
 /// 128 bits from the operating system's CSPRNG, as 32 hex digits.
