@@ -153,7 +153,7 @@ def test_serve_answers_an_mcp_client_over_stdio(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_ctrl_c_stops_serving_within_a_second(tmp_path, mode):
+def test_ctrl_c_stops_serving_without_waiting_for_input(tmp_path, mode):
     module = tmp_path / "served_app.py"
     module.write_text(APP_MODULE)
     proc = subprocess.Popen([sys.executable, str(module), mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
@@ -172,7 +172,11 @@ def test_ctrl_c_stops_serving_within_a_second(tmp_path, mode):
             proc.wait()
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     assert rc == 130, stderr
-    assert elapsed < 1.0, elapsed
+    # Standard input stays open: without the interrupt ending the loop the
+    # process would block reading it until the 10 s wait above gives up.
+    # The bound is loose on purpose (a loaded CI machine once took 1.03 s
+    # for the whole interpreter exit); how fast is not a unit test's call.
+    assert elapsed < 5.0, elapsed
     assert "session closed: True" in stderr
     assert proc.stdout.read() == b""  # nothing more was sent
 
