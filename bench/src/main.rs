@@ -1,7 +1,7 @@
 //! rcip-bench: speed and memory of librcip through its C ABI.
 //!
 //!   rcip-bench [--json] [--runs N] [--quick]
-//!   rcip-bench --profile a|b|c|e|h2      (RCIP_PROFILE_N operations, untimed,
+//!   rcip-bench --profile a|b|c|e|h2|v|vj (RCIP_PROFILE_N operations, untimed,
 //!                                      for callgrind or perf)
 //!
 //! Each workload is timed over at least 31 runs (`--runs`, never fewer); a
@@ -119,6 +119,41 @@ fn catalog_json(n: usize, distinct: bool) -> String {
            "scopes": [{"id": "main", "title": "Main", "description": "Main view."}],
            "capabilities": caps})
     .to_string()
+}
+
+/// The dispatch desk's catalog (the project's main job): its input schemas
+/// with valid inputs are the second validator figure (issue 20, item 1).
+const DESK_CATALOG: &str = include_str!("../../examples-c/dispatch/catalog.json");
+
+/// Valid inputs per desk capability: its usage examples, and one of its own
+/// for a capability without examples.
+fn desk_cases() -> Vec<(String, Value, Vec<Value>)> {
+    let doc: Value = serde_json::from_str(DESK_CATALOG).expect("desk catalog");
+    let mut cases = Vec::new();
+    for cap in doc["capabilities"].as_array().expect("capabilities") {
+        let id = cap["id"].as_str().expect("id").to_string();
+        let mut inputs: Vec<Value> = cap["usage"]["examples"]
+            .as_array()
+            .map(|l| l.iter().map(|e| e["input"].clone()).collect())
+            .unwrap_or_default();
+        if inputs.is_empty() {
+            inputs.push(match id.as_str() {
+                "visits.addNote" => json!({"visitId": "V-1042", "text": "Customer asked for a call before arrival."}),
+                other => panic!("no valid input for {other}"),
+            });
+        }
+        cases.push((id, cap["inputSchema"].clone(), inputs));
+    }
+    cases
+}
+
+/// The jsonschema crate's validator for `schema` as rcip's dialect reads it
+/// (2020-12, no format assertions).
+fn crate_validator(schema: &Value) -> jsonschema::Validator {
+    jsonschema::draft202012::options()
+        .should_validate_formats(false)
+        .build(schema)
+        .expect("the crate compiles the schema")
 }
 
 fn cs(s: &str) -> CString {
@@ -550,6 +585,31 @@ unsafe fn run_all(b: &mut Bench) {
     drop((rt_a, rt_b, rt_h, rt_h2));
     let _ = RcipError::new;
 
+    // The validator (issue 20, item 1): a valid instance through rcip's
+    // validator as the runtime calls it (`validate_within` with the default
+    // budget), against the jsonschema crate's `is_valid` on the same
+    // schema, in interleaved rounds.
+    let (rcip_v, crate_v) = validator_pair(
+        b,
+        "bench schema",
+        &def.input,
+        &crate_validator(&serde_json::from_str(SCHEMA).unwrap()),
+        &[serde_json::from_str(INPUT).unwrap()],
+    );
+    let desk = Catalog::from_bytes(DESK_CATALOG.as_bytes()).expect("desk catalog");
+    let mut log_ratio = 0.0;
+    let cases = desk_cases();
+    for (id, schema, inputs) in &cases {
+        let cap = desk.capability(id).expect("desk capability");
+        let (x, y) = validator_pair(b, id, &cap.input, &crate_validator(schema), inputs);
+        log_ratio += (x / y).ln();
+    }
+    let desk_geomean = (log_ratio / cases.len() as f64).exp();
+    b.figures.push((
+        "validator: desk input schemas, geometric mean of rcip / jsonschema is_valid".into(),
+        desk_geomean,
+    ));
+
     // (d) refresh + snapshot JSON at 10, 100, 1000 bound capabilities.
     let mut d1000 = 0.0;
     let mut serde1000 = 0.0;
@@ -754,11 +814,70 @@ unsafe fn run_all(b: &mut Bench) {
     b.ratio_at_least("(g) one shared runtime >= 1.2 x one thread", shared, one, 1.2);
     b.ratio_at_most("(h) <= 2 x (a)", h, a, 2.0);
     b.ratio_at_most("(h2) <= 8 x (a)", h2, a, 8.0);
+    b.ratio_at_most(
+        "validator: bench schema, rcip <= 1.0 x jsonschema is_valid",
+        rcip_v,
+        crate_v,
+        1.0,
+    );
+    b.target(
+        "validator: desk input schemas, geometric mean rcip <= 1.0 x jsonschema is_valid",
+        desk_geomean <= 1.0,
+        format!("geometric mean of {} ratios = {}", cases.len(), ratio(desk_geomean)),
+    );
     b.target(
         "live heap per runtime (100 bound) <= 64 KiB",
         per_runtime <= 64 * 1024,
         format!("{per_runtime} bytes"),
     );
+}
+
+/// Times validating `inputs` (all valid) with rcip's validator, as the
+/// runtime calls it, and with the crate's `is_valid`, in interleaved
+/// rounds; returns both minima (ns per instance).
+fn validator_pair(
+    b: &mut Bench,
+    name: &str,
+    ours: &rcip::schema::Schema,
+    theirs: &jsonschema::Validator,
+    inputs: &[Value],
+) -> (f64, f64) {
+    let budget = rcip::schema::Budget::default();
+    for v in inputs {
+        assert!(
+            ours.validate_within(v, budget).is_empty(),
+            "{name}: rcip finds {v} valid"
+        );
+        assert!(theirs.is_valid(v), "{name}: the crate finds {v} valid");
+    }
+    let batch = b.n(1000).div_ceil(inputs.len());
+    let mut op_r = || {
+        for v in inputs {
+            assert!(ours.validate_within(std::hint::black_box(v), budget).is_empty());
+        }
+    };
+    let mut op_j = || {
+        for v in inputs {
+            assert!(theirs.is_valid(std::hint::black_box(v)));
+        }
+    };
+    let rcip_name = format!("validate, {name}: rcip validate_within");
+    let crate_name = format!("validate, {name}: jsonschema is_valid");
+    let stats = time_interleaved(
+        b.runs * 2,
+        &mut [
+            (rcip_name.as_str(), batch, &mut op_r),
+            (crate_name.as_str(), batch, &mut op_j),
+        ],
+    );
+    let per = inputs.len() as f64;
+    let (x, y) = (stats[0].min / per, stats[1].min / per);
+    b.stats.extend(stats.into_iter().map(|mut s| {
+        s.min /= per;
+        s.median /= per;
+        s
+    }));
+    (x, y)
 }
 
 /// Invocations per second (all threads together) of one run of
@@ -864,6 +983,22 @@ unsafe fn profile(what: &str, n: usize) {
                     made.push(rt);
                 }
                 made.clear();
+            }
+        }
+        "v" | "vj" => {
+            // One valid bench input through rcip's validator (v) or the
+            // crate's is_valid (vj).
+            let catalog = Catalog::from_bytes(catalog_json(2, false).as_bytes()).unwrap();
+            let def = catalog.capability("bench.read").unwrap();
+            let theirs = crate_validator(&serde_json::from_str(SCHEMA).unwrap());
+            let v: Value = serde_json::from_str(INPUT).unwrap();
+            let budget = rcip::schema::Budget::default();
+            for _ in 0..n {
+                if what == "v" {
+                    assert!(def.input.validate_within(std::hint::black_box(&v), budget).is_empty());
+                } else {
+                    assert!(theirs.is_valid(std::hint::black_box(&v)));
+                }
             }
         }
         other => eprintln!("unknown workload {other}"),

@@ -367,7 +367,9 @@ impl<'a> Compiler<'a> {
                     _ => 1,
                 })
                 .sum();
+            let closed = super::eval::Closed::plan(&c.nodes);
             Ok(Program {
+                closed,
                 nodes: c.nodes,
                 root: id,
                 track: c.track,

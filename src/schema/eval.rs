@@ -2,12 +2,22 @@
 //! reporting: which issues each keyword keeps or drops, at which instance
 //! path, and how evaluated properties and items flow to `unevaluated*`.
 
+use super::keywords::arrays::ArrayKw;
+use super::keywords::objects::ObjectKw;
+use super::keywords::strings::StringKw;
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::regex::JsRegex;
 use super::value::escape_token;
 use super::ValidationIssue;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// The evaluator's maps: keyed by node indices, instance addresses and the
+/// schema's anchor names (nothing a consumer chooses), so a fixed-key hasher
+/// does; unlike the default one it costs nothing to set up for a pass that
+/// never uses them.
+type PassMap<K, V> = HashMap<K, V, BuildHasherDefault<ahash::AHasher>>;
 
 /// A location in the instance, built lazily (only issues turn it into text).
 #[derive(Clone, Copy)]
@@ -101,7 +111,7 @@ pub(crate) struct Evaluator<'p> {
     /// evaluating everything).
     pub(super) short: bool,
     pub(super) issues: Vec<ValidationIssue>,
-    pub(super) dyn_anchors: HashMap<String, NodeId>,
+    pub(super) dyn_anchors: PassMap<String, NodeId>,
     /// References being followed, with the instance each one applies to: the
     /// same pair twice means a loop that consumes no data.
     pub(super) following: Vec<(NodeId, *const Value)>,
@@ -117,12 +127,21 @@ pub(crate) struct Evaluator<'p> {
     budget: Budget,
     root: &'p Value,
     /// Memoised reference results (see [`super::keywords::refs`]).
-    pub(super) memo: HashMap<MemoKey, Memo>,
+    pub(super) memo: PassMap<MemoKey, Memo>,
     /// Tells apart the property-name strings `propertyNames` evaluates:
     /// each is a temporary value, so its address alone is no location.
     pub(super) name_epoch: u32,
     pub(super) epochs: u32,
+    /// Nesting of [`Evaluator::check`] calls: the stack is checked (and
+    /// grown) every [`CHECK_STACK_EVERY`] levels instead of at every node.
+    depth: u32,
 }
+
+/// [`Evaluator::check`] asks for more stack every this many levels, with a
+/// red zone ([`CHECK_RED_ZONE`]) far larger than what this many levels of
+/// its frames take (well under 4 KiB a level).
+const CHECK_STACK_EVERY: u32 = 8;
+const CHECK_RED_ZONE: usize = 256 * 1024;
 
 /// (target node, instance value address, name epoch).
 pub(super) type MemoKey = (NodeId, usize, u32);
@@ -225,23 +244,34 @@ impl<'p> Evaluator<'p> {
             collect,
             short: !collect && !prog.track && !prog.dynamic,
             issues: Vec::new(),
-            dyn_anchors: HashMap::new(),
+            dyn_anchors: PassMap::default(),
             following: Vec::new(),
             left: budget.floor,
             raised: false,
             exhausted: false,
             budget,
             root: instance,
-            memo: HashMap::new(),
+            memo: PassMap::default(),
             name_epoch: 0,
             epochs: 0,
+            depth: 0,
         }
     }
 
     /// One pass over `instance`: validity only, or every issue.
     pub fn run(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget) -> Pass {
+        Evaluator::run_with(prog, instance, collect, budget, true)
+    }
+
+    /// [`Evaluator::run`]; `fast: false` keeps the validity pass on the
+    /// general evaluator (for the test that compares the two).
+    pub(super) fn run_with(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget, fast: bool) -> Pass {
         let mut ev = Evaluator::new(prog, instance, collect, budget);
-        let valid = ev.node(prog.root, instance, &Path::Root).0;
+        let valid = if ev.short && fast {
+            ev.check(prog.root, instance)
+        } else {
+            ev.node(prog.root, instance, &Path::Root).0
+        };
         let limit = if ev.raised {
             budget.limit(prog, instance)
         } else {
@@ -400,6 +430,168 @@ impl<'p> Evaluator<'p> {
         }
     }
 
+    /// The validity-only pass (no issues, nothing depends on evaluating
+    /// every keyword: no `unevaluated*`, no `$dynamicAnchor`): a yes/no
+    /// answer without instance paths or annotations. The same keywords in
+    /// the same order as [`Evaluator::node`], charged the same units, and
+    /// stopping at the same first failure; keywords this path does not
+    /// handle itself go through the general evaluator.
+    pub(super) fn check(&mut self, id: NodeId, inst: &Value) -> bool {
+        debug_assert!(self.short && !self.collect);
+        self.depth += 1;
+        let ok = if self.depth % CHECK_STACK_EVERY == 0 {
+            stacker::maybe_grow(CHECK_RED_ZONE, 4 * CHECK_RED_ZONE, || self.check_node(id, inst))
+        } else {
+            self.check_node(id, inst)
+        };
+        self.depth -= 1;
+        ok
+    }
+
+    fn check_node(&mut self, id: NodeId, inst: &Value) -> bool {
+        let prog = self.prog;
+        let Node::Obj { types, kws } = &prog.nodes[id] else {
+            return self.node_inner(id, inst, &Path::Root).0;
+        };
+        if !self.charge(1 + kws.len() as u64) {
+            return false;
+        }
+        if !types.is_empty() && !types.iter().any(|t| t.matches(inst)) {
+            return false;
+        }
+        if let Some(plan) = &prog.closed[id] {
+            match inst {
+                // Larger objects: each declared name is looked up instead.
+                Value::Object(o) if o.len() <= SMALL => return self.check_closed(plan, o),
+                Value::Object(_) => {}
+                _ => return true,
+            }
+        }
+        for kw in kws {
+            let ok = match kw {
+                Kw::Number(k) => match inst {
+                    Value::Number(n) => k.holds(super::value::as_f64(n)),
+                    _ => true,
+                },
+                Kw::Value(k) => self.eval_value(k, inst, &Path::Root),
+                Kw::String(k) => match (k, inst) {
+                    (StringKw::Pattern(re), Value::String(s)) => self.regex_match(re, s),
+                    // As `eval_string`: code points are at most the bytes.
+                    (StringKw::MaxLength(m), Value::String(s)) if (s.len() as f64) <= *m => true,
+                    _ => self.eval_string(k, inst, &Path::Root),
+                },
+                Kw::Object(k) => match inst {
+                    Value::Object(o) => self.check_object(k, o, inst),
+                    _ => true,
+                },
+                Kw::Array(ArrayKw::Items {
+                    sub: Some(item),
+                    is_false: false,
+                    after,
+                }) => match inst {
+                    Value::Array(a) => a.iter().skip(after.unwrap_or(0)).all(|v| self.check(*item, v)),
+                    _ => true,
+                },
+                other => self.check_other(other, inst),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A keyword [`Evaluator::check`] leaves to the general evaluator.
+    #[inline(never)]
+    fn check_other(&mut self, kw: &Kw, inst: &Value) -> bool {
+        self.keyword(kw, inst, &Path::Root, &mut Ann::default())
+    }
+
+    /// [`Closed`]: the fused check of a plain object schema on an object.
+    #[inline(never)]
+    fn check_closed(&mut self, plan: &Closed, o: &serde_json::Map<String, Value>) -> bool {
+        let n = o.len() as f64;
+        if plan.max.is_some_and(|m| n > m) || plan.min.is_some_and(|m| n < m) {
+            return false;
+        }
+        let mut seen = 0u64;
+        for (key, value) in o {
+            match plan.props.iter().position(|(name, _)| same(name, key)) {
+                Some(i) => {
+                    seen |= 1 << i;
+                    if let Some(sub) = plan.props[i].1 {
+                        if !self.check(sub, value) {
+                            return false;
+                        }
+                    }
+                }
+                None if plan.closed => return false,
+                None => {}
+            }
+        }
+        seen & plan.required == plan.required
+    }
+
+    /// [`Evaluator::check`] of one object keyword on an object.
+    #[inline(never)]
+    fn check_object(&mut self, k: &ObjectKw, o: &serde_json::Map<String, Value>, inst: &Value) -> bool {
+        match k {
+            ObjectKw::Properties(list) => {
+                if o.len() <= SMALL {
+                    for (key, value) in o {
+                        if let Some((_, Some(sub))) = list.iter().find(|(n, _)| same(n, key)) {
+                            if !self.check(*sub, value) {
+                                return false;
+                            }
+                        }
+                    }
+                } else {
+                    for (name, sub) in list {
+                        if let (Some(sub), Some(value)) = (sub, o.get(name)) {
+                            if !self.check(*sub, value) {
+                                return false;
+                            }
+                        }
+                    }
+                }
+                true
+            }
+            ObjectKw::AdditionalProperties {
+                sub,
+                is_false,
+                props,
+                patterns,
+            } => {
+                if sub.is_none() && !is_false {
+                    return true;
+                }
+                for (key, value) in o {
+                    if props.iter().any(|p| same(p, key)) || patterns.iter().any(|re| self.regex_match(re, key)) {
+                        continue;
+                    }
+                    match sub {
+                        _ if *is_false => return false,
+                        Some(id) => {
+                            if !self.check(*id, value) {
+                                return false;
+                            }
+                        }
+                        None => {}
+                    }
+                }
+                true
+            }
+            ObjectKw::Required(names) => names.iter().all(|n| {
+                if o.len() <= SMALL {
+                    o.keys().any(|k| same(k, n))
+                } else {
+                    o.contains_key(n.as_str())
+                }
+            }),
+            other => self.eval_object(other, inst, &Path::Root, &mut Ann::default()),
+        }
+    }
+
     fn meta(&mut self, inst: &Value, path: &Path<'_>) -> bool {
         let validator = jsonschema::draft202012::meta::validator();
         if validator.is_valid(inst) {
@@ -464,6 +656,117 @@ fn reshape_crate_error(e: &jsonschema::ValidationError<'_>, base: &str, out: &mu
         keyword: keyword.to_string(),
         message: format!("not a valid JSON Schema 2020-12: {e}"),
     });
+}
+
+/// The fused validity check of a plain object schema: one whose keywords
+/// are only `properties` (at most 64 names), `required` naming only those
+/// properties, `additionalProperties: false` (no `patternProperties`), and
+/// `minProperties`/`maxProperties`. One walk over the instance's members
+/// answers all of them: each member is looked up once among the declared
+/// names (an undeclared one fails `additionalProperties`), its subschema
+/// checked, and the required ones ticked off in a bit set.
+///
+/// Only the validity pass uses it. Its answer is the keywords' answer; only
+/// the order in which an invalid instance's failures are met differs, and
+/// that pass then reports nothing: the issue pass evaluates every keyword as
+/// before. The units charged are the same (the node's units up front, each
+/// subschema its own), so a valid instance spends exactly what the
+/// keyword-by-keyword pass spends; an invalid one that exhausts the budget
+/// in either order exhausts it in the issue pass too, which charges at
+/// least every unit of either order.
+pub(crate) struct Closed {
+    props: Vec<(String, Sub)>,
+    /// Bit i: the property `props[i]` is required.
+    required: u64,
+    /// `additionalProperties: false`.
+    closed: bool,
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+impl Closed {
+    /// The plan of every node (`None`: the node is not such a schema).
+    pub(super) fn plan(nodes: &[Node]) -> Vec<Option<Closed>> {
+        nodes.iter().map(Closed::of).collect()
+    }
+
+    fn of(node: &Node) -> Option<Closed> {
+        let Node::Obj { types, kws } = node else { return None };
+        if !types.is_empty() && !types.contains(&super::value::JType::Object) {
+            return None;
+        }
+        let mut plan = Closed {
+            props: Vec::new(),
+            required: 0,
+            closed: false,
+            min: None,
+            max: None,
+        };
+        let mut names: Option<&[String]> = None;
+        let mut has_props = false;
+        for kw in kws {
+            match kw {
+                Kw::Object(ObjectKw::Properties(list)) if !has_props && list.len() <= 64 => {
+                    plan.props = list.clone();
+                    has_props = true;
+                }
+                Kw::Object(ObjectKw::Required(list)) if names.is_none() => names = Some(list),
+                Kw::Object(ObjectKw::AdditionalProperties {
+                    sub: None,
+                    is_false: true,
+                    props,
+                    patterns,
+                }) if !plan.closed && patterns.is_empty() => {
+                    // The names it allows must be `properties`' (checked below).
+                    let _ = props;
+                    plan.closed = true;
+                }
+                Kw::Object(ObjectKw::MinProperties(m)) if plan.min.is_none() => plan.min = Some(*m),
+                Kw::Object(ObjectKw::MaxProperties(m)) if plan.max.is_none() => plan.max = Some(*m),
+                _ => return None,
+            }
+        }
+        if !has_props {
+            return None;
+        }
+        for kw in kws {
+            if let Kw::Object(ObjectKw::AdditionalProperties { props, .. }) = kw {
+                if props.len() != plan.props.len() || props.iter().zip(&plan.props).any(|(a, (b, _))| a != b) {
+                    return None;
+                }
+            }
+        }
+        for name in names.unwrap_or(&[]) {
+            let i = plan.props.iter().position(|(n, _)| n == name)?;
+            plan.required |= 1 << i;
+        }
+        Some(plan)
+    }
+}
+
+/// String equality for the short names of properties, without a call to
+/// `memcmp`: the lengths, then two overlapping words that together cover
+/// every byte (or three bytes of a name shorter than four).
+#[inline]
+pub(super) fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    fn w4(s: &[u8], at: usize) -> u32 {
+        u32::from_ne_bytes(s[at..at + 4].try_into().expect("4 bytes"))
+    }
+    fn w8(s: &[u8], at: usize) -> u64 {
+        u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"))
+    }
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=8 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        9..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
 }
 
 /// Objects up to this many properties are searched without hashing.

@@ -62,4 +62,7 @@ pub(crate) struct Program {
     /// What the compile found that can make validation slow, for
     /// `rcip check` (see [`super::PerformanceWarning`]).
     pub warnings: Vec<super::PerformanceWarning>,
+    /// Per node: its fused validity check when it is a plain object
+    /// schema (see [`super::eval::Closed`]).
+    pub closed: Vec<Option<super::eval::Closed>>,
 }

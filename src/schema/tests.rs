@@ -777,3 +777,95 @@ fn the_budget_ends_a_validation_with_one_issue() {
     let cost = many.validation_cost(&big, tight);
     assert!(!cost.exhausted && cost.limit > 100_000, "{cost:?}");
 }
+
+/// The validity-only pass (`Evaluator::check`, with the fused plain-object
+/// check) answers exactly what the keyword-by-keyword evaluator answers, on
+/// every instance of every schema corpus, and spends the same units on a
+/// valid one.
+#[test]
+fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema-corpus");
+    let mut checked = 0;
+    for name in [
+        "ajv2020-strict-suite.json",
+        "ajv2020-strict-probes.json",
+        "ajv2020-rcip-probes.json",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).expect("corpus file");
+        let corpus: Value = serde_json::from_str(&text).expect("corpus JSON");
+        for entry in corpus["entries"].as_array().expect("entries") {
+            let Ok(schema) = Schema::compile(&entry["schema"]) else {
+                continue;
+            };
+            for t in entry["tests"].as_array().expect("tests") {
+                let data = &t["data"];
+                let budget = Budget::default();
+                let fast = Evaluator::run(&schema.program, data, false, budget);
+                let general = Evaluator::run_with(&schema.program, data, false, budget, false);
+                assert_eq!(fast.valid, general.valid, "{name} {}: {data}", entry["id"]);
+                if fast.valid {
+                    assert_eq!(fast.spent, general.spent, "{name} {}: units for {data}", entry["id"]);
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 500, "only {checked} instances");
+}
+
+#[test]
+fn fused_object_check_keeps_every_keyword() {
+    let s = compile(json!({"type": "object",
+        "properties": {"a": {"type": "integer", "maximum": 3}, "b": {"type": "string", "maxLength": 2}},
+        "required": ["a"], "additionalProperties": false, "minProperties": 1, "maxProperties": 2}));
+    assert!(
+        s.program.closed[s.program.root].is_some(),
+        "the root is a plain object schema"
+    );
+    assert!(s.is_valid(&json!({"a": 1})));
+    assert!(s.is_valid(&json!({"a": 3, "b": "xy"})));
+    assert!(!s.is_valid(&json!("not an object: type fails")));
+    assert!(!s.is_valid(&json!({"b": "x"})), "required");
+    assert!(!s.is_valid(&json!({"a": 1, "c": 1})), "additionalProperties");
+    assert!(!s.is_valid(&json!({"a": 4})), "maximum below");
+    assert!(!s.is_valid(&json!({"a": 1, "b": "xyz"})), "maxLength below");
+    assert!(!s.is_valid(&json!({"a": 1.5})), "integer below");
+    assert!(!s.is_valid(&json!({})), "minProperties (and required)");
+    // Code points, not bytes: two code points in six bytes.
+    assert!(s.is_valid(&json!({"a": 1, "b": "\u{20ac}\u{20ac}"})));
+    assert!(!s.is_valid(&json!({"a": 1, "b": "\u{20ac}\u{20ac}\u{20ac}"})));
+    let open = compile(json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}));
+    assert!(open.program.closed[open.program.root].is_some());
+    assert!(open.is_valid(&json!({"a": 1, "other": true})));
+    assert!(!open.is_valid(&json!({"a": "1"})));
+    assert!(!open.is_valid(&json!({"other": 1})));
+}
+
+#[test]
+fn property_name_equality_covers_every_byte() {
+    use super::eval::same;
+    let names = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abcd",
+        "abcde",
+        "abcdefgh",
+        "abcdefghi",
+        "abcdefghijklmnop",
+        "abcdefghijklmnopq",
+    ];
+    for a in names {
+        for b in names {
+            assert_eq!(same(a, b), a == b, "{a} {b}");
+        }
+        // One byte changed anywhere.
+        for i in 0..a.len() {
+            let mut c = a.as_bytes().to_vec();
+            c[i] = b'Z';
+            let c = String::from_utf8(c).unwrap();
+            assert!(!same(a, &c), "{a} {c}");
+        }
+    }
+}

@@ -36,17 +36,24 @@ impl Compiler<'_> {
     }
 }
 
-impl Evaluator<'_> {
-    pub(in crate::schema) fn eval_number(&mut self, k: &NumberKw, inst: &Value, path: &Path<'_>) -> bool {
-        let Value::Number(n) = inst else { return true };
-        let x = as_f64(n);
-        let ok = match *k {
+impl NumberKw {
+    /// Whether the number `x` satisfies the keyword.
+    #[inline]
+    pub(crate) fn holds(&self, x: f64) -> bool {
+        match *self {
             NumberKw::Maximum(m) => x <= m,
             NumberKw::Minimum(m) => x >= m,
             NumberKw::ExclusiveMaximum(m) => x < m,
             NumberKw::ExclusiveMinimum(m) => x > m,
             NumberKw::MultipleOf(m) => is_multiple_of(x, m),
-        };
+        }
+    }
+}
+
+impl Evaluator<'_> {
+    pub(in crate::schema) fn eval_number(&mut self, k: &NumberKw, inst: &Value, path: &Path<'_>) -> bool {
+        let Value::Number(n) = inst else { return true };
+        let ok = k.holds(as_f64(n));
         if !ok {
             let (keyword, message) = match *k {
                 NumberKw::Maximum(m) => ("maximum", format!("must be <= {}", num(m))),

@@ -46,7 +46,9 @@ impl Evaluator<'_> {
         let Value::String(s) = inst else { return true };
         match k {
             StringKw::MaxLength(m) => {
-                let ok = (js_length(s) as f64) <= *m;
+                // A string has at most as many code points as bytes, so a
+                // short one needs no counting.
+                let ok = (s.len() as f64) <= *m || (js_length(s) as f64) <= *m;
                 if !ok {
                     self.issue(
                         path,
@@ -57,7 +59,8 @@ impl Evaluator<'_> {
                 ok
             }
             StringKw::MinLength(m) => {
-                let ok = (js_length(s) as f64) >= *m;
+                // And at least a quarter as many code points as bytes.
+                let ok = (s.len() as f64) >= 4.0 * *m || (js_length(s) as f64) >= *m;
                 if !ok {
                     self.issue(
                         path,
