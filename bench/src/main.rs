@@ -1,6 +1,8 @@
 //! rcip-bench: speed and memory of librcip through its C ABI.
 //!
 //!   rcip-bench [--json] [--runs N] [--quick]
+//!   rcip-bench --load N shared|distinct  (one catalog load, measured in
+//!                                      this process; run_all spawns it)
 //!   rcip-bench --profile a|b|c|e|h2|v|vj (RCIP_PROFILE_N operations, untimed,
 //!                                      for callgrind or perf)
 //!
@@ -154,6 +156,31 @@ fn crate_validator(schema: &Value) -> jsonschema::Validator {
         .should_validate_formats(false)
         .build(schema)
         .expect("the crate compiles the schema")
+}
+
+/// The catalog of the growth figures (issue 20, item 4), sized like the
+/// issue's (100,000 capabilities in about 23 MB of JSON, about 230 bytes
+/// each): short texts, no tags or usage, and two small schema texts every
+/// capability shares, or with `distinct`, schemas of its own (a bound that
+/// differs per capability).
+fn growth_catalog_json(n: usize, distinct: bool) -> String {
+    let mut text = String::with_capacity(n * 240 + 256);
+    text.push_str(r#"{"protocolVersion":"1.0","application":{"id":"grow","name":"Grow","description":"Growth catalog."},"scopes":[{"id":"main","title":"Main","description":"Main view."}],"capabilities":["#);
+    for i in 0..n {
+        if i > 0 {
+            text.push(',');
+        }
+        let (a, b) = if distinct {
+            (100 + 2 * i, 101 + 2 * i)
+        } else {
+            (100, 100)
+        };
+        text.push_str(&format!(
+            r#"{{"id":"grow.cap{i}","title":"Item {i}","description":"Reads {i}.","scopeIds":["main"],"effect":"read","inputSchema":{{"type":"object","properties":{{"q":{{"type":"string","maxLength":{a}}}}},"required":["q"],"additionalProperties":false}},"outputSchema":{{"type":"object","properties":{{"n":{{"type":"integer","maximum":{b}}}}}}}}}"#
+        ));
+    }
+    text.push_str("]}");
+    text
 }
 
 fn cs(s: &str) -> CString {
@@ -470,6 +497,16 @@ fn main() {
             "{:.1} allocations (incl. reallocs) per op",
             (ALLOCS.load(Ordering::SeqCst) - before) as f64 / n as f64
         );
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--load") {
+        // A child process of the catalog-size figures: one load, measured alone.
+        let n: usize = args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .expect("--load N shared|distinct");
+        let distinct = args.get(i + 2).map(String::as_str) == Some("distinct");
+        unsafe { load_child(n, distinct) };
         return;
     }
     let mut b = Bench {
@@ -805,6 +842,65 @@ unsafe fn run_all(b: &mut Bench) {
     rcip_catalog_free(cat100);
     rcip_catalog_free(small);
 
+    // Catalogs that grow (issue 20, item 4): one load per child process,
+    // 10,000 and 100,000 capabilities, every capability with the same two
+    // schema texts (shared) or with its own (distinct).
+    let sizes: &[usize] = if b.scale > 1 { &[10_000] } else { &[10_000, 100_000] };
+    let mut loads = Vec::new();
+    for &n in sizes {
+        for distinct in [false, true] {
+            let r = load_in_child(n, distinct);
+            let kind = if distinct { "distinct" } else { "shared" };
+            let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+            b.figures.push((
+                format!("catalog load, {n} capabilities, {kind} schemas: CPU seconds"),
+                f("cpuSeconds"),
+            ));
+            b.figures.push((
+                format!("catalog load, {n} capabilities, {kind} schemas: resident bytes per capability"),
+                f("rssBytes") / n as f64,
+            ));
+            b.figures.push((
+                format!("catalog load, {n} capabilities, {kind} schemas: live heap bytes per capability"),
+                f("liveHeapBytes") / n as f64,
+            ));
+            b.figures.push((
+                format!("catalog load, {n} capabilities, {kind} schemas: peak bytes above start per capability"),
+                f("peakAboveStartBytes") / n as f64,
+            ));
+            loads.push((n, distinct, f("cpuSeconds"), f("rssBytes"), f("liveHeapBytes")));
+        }
+    }
+    for &(n, distinct, cpu, rss_bytes, live) in &loads {
+        if distinct {
+            // Memory per compiled schema: what the distinct catalog holds
+            // beyond the shared one, over its 2n - 1 extra schemas.
+            if let Some(&(_, _, _, shared_rss, shared_live)) = loads.iter().find(|l| l.0 == n && !l.1) {
+                let extra = (2 * n - 1) as f64;
+                b.figures.push((
+                    format!("catalog load, {n} capabilities: resident bytes per distinct compiled schema"),
+                    (rss_bytes - shared_rss) / extra,
+                ));
+                b.figures.push((
+                    format!("catalog load, {n} capabilities: live heap bytes per distinct compiled schema"),
+                    (live - shared_live) / extra,
+                ));
+            }
+        } else if n == 100_000 {
+            let per = rss_bytes / n as f64;
+            b.target(
+                "catalog of 100000 capabilities, shared schemas: resident <= 1.5 KB per capability",
+                per <= 1536.0,
+                format!("{per:.0} bytes per capability ({:.1} MB)", rss_bytes / 1e6),
+            );
+            b.target(
+                "catalog of 100000 capabilities, shared schemas: load <= 1 s of CPU",
+                cpu <= 1.0,
+                format!("{cpu:.3} s"),
+            );
+        }
+    }
+
     b.ratio_at_most("(a) <= 1.5 x (c)", a, c, 1.5);
     b.ratio_at_most("(b) <= 1.25 x (a)", bb, a, 1.25);
     b.ratio_at_most("unchanged snapshot read <= 0.05 x (a)", unchanged, a, 0.05);
@@ -878,6 +974,75 @@ fn validator_pair(
         s
     }));
     (x, y)
+}
+
+/// Resident and peak memory of this process (VmRSS, VmHWM), in bytes.
+fn rss() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn cpu_seconds() -> f64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // Safety: a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// `rcip-bench --load N shared|distinct`: builds the catalog text of N
+/// capabilities, then loads it once with `rcip_catalog_new` and prints one
+/// JSON line: CPU and wall seconds of the load, resident memory it added
+/// (VmRSS after the load and `malloc_trim`, minus before), the peak above
+/// the start (VmHWM), and the live heap the catalog holds (the counting
+/// allocator). The text is built before the "before" reading, so it is
+/// not counted; the parsed document freed after the load is returned to
+/// the system by `malloc_trim` before the "after" reading.
+unsafe fn load_child(n: usize, distinct: bool) {
+    let text = cs(&growth_catalog_json(n, distinct));
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    libc::malloc_trim(0);
+    let (before, _) = rss();
+    let live0 = LIVE.load(Ordering::SeqCst);
+    counting(true);
+    let (cpu, wall) = (cpu_seconds(), Instant::now());
+    let mut c = ptr::null_mut();
+    check(rcip_catalog_new(text.as_ptr(), &mut c), "catalog");
+    let (cpu, wall) = (cpu_seconds() - cpu, wall.elapsed().as_secs_f64());
+    counting(false);
+    let live = LIVE.load(Ordering::SeqCst) - live0;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    libc::malloc_trim(0);
+    let (after, peak) = rss();
+    println!(
+        "{}",
+        json!({"capabilities": n, "distinct": distinct, "textBytes": text.as_bytes().len(),
+               "cpuSeconds": cpu, "wallSeconds": wall,
+               "rssBytes": after.saturating_sub(before), "peakAboveStartBytes": peak.saturating_sub(before),
+               "liveHeapBytes": live})
+    );
+    rcip_catalog_free(c);
+}
+
+/// Runs [`load_child`] in a fresh process of this program.
+fn load_in_child(n: usize, distinct: bool) -> Value {
+    let exe = std::env::current_exe().expect("own path");
+    let out = std::process::Command::new(exe)
+        .args(["--load", &n.to_string(), if distinct { "distinct" } else { "shared" }])
+        .output()
+        .expect("load child");
+    assert!(
+        out.status.success(),
+        "load child: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("load child JSON")
 }
 
 /// Invocations per second (all threads together) of one run of

@@ -7,6 +7,7 @@ use super::{CapabilityDef, CatalogInner, CatalogProblem, Effect, ScopeDef, PROTO
 use crate::schema::Schema;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// True when `s` matches `[a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*`
 /// (PIPELINE.md section 1, identifiers).
@@ -59,6 +60,18 @@ fn token(t: &str) -> String {
 /// Collects problems while walking the document.
 struct Ctx<'p> {
     problems: &'p mut Vec<CatalogProblem>,
+    /// Every schema compiled so far, by its canonical text (serde_json's
+    /// compact text of the parsed value): identical schema texts compile
+    /// once and share one compiled schema and one value (**rcip**, issue 20).
+    schemas: HashMap<String, Interned, ahash::RandomState>,
+}
+
+/// One distinct schema text of the catalog: its value, and its compiled
+/// form or why it does not compile (reported again for each capability
+/// that declares it, at that capability's pointer).
+struct Interned {
+    value: Arc<Value>,
+    compiled: Result<Arc<Schema>, Vec<crate::schema::SchemaError>>,
 }
 
 impl Ctx<'_> {
@@ -149,6 +162,10 @@ impl Ctx<'_> {
         key: &str,
     ) -> Option<&'v str> {
         let v = self.required(map, pointer, id, what, key)?;
+        if let Value::String(s) = v {
+            // The common case, without formatting the problem's texts.
+            return Some(s);
+        }
         self.string(v, &format!("{pointer}/{key}"), id, &format!("{what} field \"{key}\""))
     }
 
@@ -162,6 +179,7 @@ impl Ctx<'_> {
     ) -> Result<Option<&'v str>, ()> {
         match map.get(key) {
             None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
             Some(v) => self
                 .string(v, &format!("{pointer}/{key}"), id, &format!("{what} field \"{key}\""))
                 .map(Some)
@@ -229,7 +247,10 @@ fn kind(v: &Value) -> &'static str {
 /// Checks the whole catalog; returns the compiled catalog when no problem
 /// was found.
 pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<CatalogInner> {
-    let mut cx = Ctx { problems };
+    let mut cx = Ctx {
+        problems,
+        schemas: HashMap::default(),
+    };
     let map = cx.object(
         root,
         "",
@@ -463,6 +484,8 @@ fn check_capability(
 
     // Schemas are compiled at load (rcip decision, PIPELINE.md section 1).
     let mut compiled = [None, None];
+    // The schemas' canonical texts, for the snapshot entry too.
+    let mut texts = [String::new(), String::new()];
     for (slot, key) in ["inputSchema", "outputSchema"].into_iter().enumerate() {
         let Some(schema) = cx.required(m, &p, id, &what, key) else {
             continue;
@@ -479,10 +502,16 @@ fn check_capability(
             );
             continue;
         }
-        match Schema::compile(schema) {
-            Ok(s) => compiled[slot] = Some(s),
+        let text = serde_json::to_string(schema).unwrap_or_default();
+        texts[slot] = text.clone();
+        let interned = cx.schemas.entry(text).or_insert_with(|| Interned {
+            value: Arc::new(schema.clone()),
+            compiled: Schema::compile(schema).map(Arc::new),
+        });
+        match &interned.compiled {
+            Ok(s) => compiled[slot] = Some((Arc::clone(s), Arc::clone(&interned.value))),
             Err(errors) => {
-                for e in errors {
+                for e in errors.clone() {
                     cx.problem(
                         &format!("{p}/{key}{}", e.pointer),
                         id,
@@ -543,7 +572,7 @@ fn check_capability(
                                 match cx.required(em, &ep, id, &ewhat, "input") {
                                     None => usage_ok = false,
                                     Some(input_value) => {
-                                        if let Some(schema) = &input {
+                                        if let Some((schema, _)) = &input {
                                             let issues = schema.validate(input_value);
                                             if !issues.is_empty() {
                                                 usage_ok = false;
@@ -594,8 +623,8 @@ fn check_capability(
         return None;
     }
     capability_index.insert(id.to_string(), capability_index.len());
-    let input_schema = m.get("inputSchema")?.clone();
-    let output_schema = m.get("outputSchema")?.clone();
+    let (input, input_schema) = input;
+    let (output, output_schema) = output;
     let usage = usage.cloned();
 
     // The static part of the snapshot entry (PIPELINE.md section 2).
@@ -611,9 +640,9 @@ fn check_capability(
     prefix.push_str(",\"effect\":\"");
     prefix.push_str(effect.as_str());
     prefix.push_str("\",\"inputSchema\":");
-    prefix.push_str(&serde_json::to_string(&input_schema).ok()?);
+    prefix.push_str(&texts[0]);
     prefix.push_str(",\"outputSchema\":");
-    prefix.push_str(&serde_json::to_string(&output_schema).ok()?);
+    prefix.push_str(&texts[1]);
     prefix.push_str(",\"tags\":");
     prefix.push_str(&serde_json::to_string(&tags).ok()?);
     if let Some(u) = &usage {
@@ -621,6 +650,8 @@ fn check_capability(
         prefix.push_str(&serde_json::to_string(u).ok()?);
     }
 
+    // Exactly its length: a catalog holds one per capability.
+    prefix.shrink_to_fit();
     Some(CapabilityDef {
         id: id.to_string(),
         title: title.to_string(),
@@ -641,6 +672,56 @@ fn check_capability(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caps(schemas: &[(&str, &str)]) -> String {
+        let caps: Vec<String> = schemas
+            .iter()
+            .enumerate()
+            .map(|(i, (input, output))| {
+                format!(
+                    r#"{{"id":"c.cap{i}","title":"T","description":"D","scopeIds":["main"],"effect":"read","inputSchema":{input},"outputSchema":{output}}}"#
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"protocolVersion":"1.0","application":{{"id":"app","name":"A","description":"D"}},"scopes":[{{"id":"main","title":"M","description":"D"}}],"capabilities":[{}]}}"#,
+            caps.join(",")
+        )
+    }
+
+    #[test]
+    fn identical_schema_texts_compile_once_and_are_shared() {
+        let a = r#"{"type":"object","properties":{"q":{"type":"string"}},"additionalProperties":false}"#;
+        // The same schema with other whitespace: the same canonical text.
+        let a2 = r#"{ "type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false }"#;
+        let b = r#"{"type":"object","properties":{"q":{"type":"integer"}},"additionalProperties":false}"#;
+        let catalog = crate::catalog::Catalog::from_bytes(caps(&[(a, b), (a2, a), (b, b)]).as_bytes()).expect("valid");
+        let c = catalog.capabilities();
+        assert!(Arc::ptr_eq(&c[0].input, &c[1].input) && Arc::ptr_eq(&c[0].input, &c[1].output));
+        assert!(Arc::ptr_eq(&c[0].input_schema, &c[1].input_schema));
+        assert!(Arc::ptr_eq(&c[0].output, &c[2].input) && Arc::ptr_eq(&c[2].input, &c[2].output));
+        assert!(!Arc::ptr_eq(&c[0].input, &c[0].output));
+        // Each capability still validates with its own schema.
+        assert!(c[0].input.is_valid(&serde_json::json!({"q": "x"})));
+        assert!(!c[2].input.is_valid(&serde_json::json!({"q": "x"})));
+    }
+
+    #[test]
+    fn a_shared_schema_that_does_not_compile_is_reported_for_each_capability() {
+        let bad = r#"{"type":"object","properties":{"q":{"type":"string","format":"email"}}}"#;
+        let ok = r#"{"type":"object"}"#;
+        let problems = crate::catalog::Catalog::check_bytes(caps(&[(bad, ok), (ok, bad)]).as_bytes());
+        let at: Vec<&str> = problems.iter().map(|p| p.pointer.as_str()).collect();
+        assert_eq!(
+            at,
+            [
+                "/capabilities/0/inputSchema/properties/q/format",
+                "/capabilities/1/outputSchema/properties/q/format"
+            ]
+        );
+        assert_eq!(problems[0].id.as_deref(), Some("c.cap0"));
+        assert_eq!(problems[1].id.as_deref(), Some("c.cap1"));
+    }
 
     #[test]
     fn identifiers() {

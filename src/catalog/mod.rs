@@ -64,16 +64,18 @@ pub struct CapabilityDef {
     pub description: String,
     pub scope_ids: Vec<String>,
     pub effect: Effect,
-    pub input_schema: Value,
-    pub output_schema: Value,
+    /// The schemas as declared. Shared (**rcip**): capabilities whose
+    /// schema texts are identical hold one value (and one compiled schema).
+    pub input_schema: Arc<Value>,
+    pub output_schema: Arc<Value>,
     pub tags: Vec<String>,
     /// `usage` exactly as declared (`whenToUse`, `examples` only when given).
     pub usage: Option<Value>,
     pub usage_when_to_use: Option<String>,
-    /// Compiled input schema.
-    pub input: Schema,
+    /// Compiled input schema (shared as [`CapabilityDef::input_schema`] is).
+    pub input: Arc<Schema>,
     /// Compiled output schema.
-    pub output: Schema,
+    pub output: Arc<Schema>,
     /// The capability's snapshot entry up to (not including) `bound`, as
     /// JSON text without the closing brace: built once, reused by every
     /// snapshot of every runtime.
