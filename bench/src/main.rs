@@ -445,11 +445,6 @@ impl Bench {
         self.target(name, x <= limit * y, format!("{x:.0} / {y:.0} = {}", ratio(x / y)));
     }
 
-    /// Target `x / y >= limit`.
-    fn ratio_at_least(&mut self, name: &str, x: f64, y: f64, limit: f64) {
-        self.target(name, x >= limit * y, format!("{x:.0} / {y:.0} = {}", ratio(x / y)));
-    }
-
     fn n(&self, base: usize) -> usize {
         (base / self.scale).max(1)
     }
@@ -739,8 +734,13 @@ unsafe fn run_all(b: &mut Bench) {
         "(e) rcip_catalog_new, 100 capabilities (200 schemas)",
         compile_samples,
     ));
-    let create = b.add(stat("(e) runtime from it + bind all 100", create_samples));
-    b.add(stat("(e) freeing that runtime and its 100 bindings", free_samples));
+    let create = b.add(stat("(e) runtime from it + bind all 100", create_samples.clone()));
+    b.add(stat("(e) freeing that runtime and its 100 bindings", free_samples.clone()));
+    // Creating plus freeing, round by round (the issue-20 target).
+    let create_free = b.add(stat(
+        "(e) runtime + bind all 100, then freeing it",
+        create_samples.iter().zip(&free_samples).map(|(c, f)| c + f).collect(),
+    ));
     // Memory: live heap per runtime with every capability bound, before
     // any snapshot is read.
     // (Blocks allocated before counting starts and freed while it runs
@@ -765,7 +765,7 @@ unsafe fn run_all(b: &mut Bench) {
     let mut slot: Vec<u8> = Vec::with_capacity(64);
     let slot_ptr = &mut slot as *mut Vec<u8> as *mut c_void;
     let empty = cs("{\"title\":\"x\",\"priority\":1}");
-    b.add(time(
+    let f = b.add(time(
         "(f) destructive: confirmation_required + host approval",
         runs,
         b.n(1000),
@@ -905,9 +905,34 @@ unsafe fn run_all(b: &mut Bench) {
     b.ratio_at_most("(b) <= 1.25 x (a)", bb, a, 1.25);
     b.ratio_at_most("unchanged snapshot read <= 0.05 x (a)", unchanged, a, 0.05);
     b.ratio_at_most("(d) at 1000 <= 0.3 x serde_json serialising it", d1000, serde1000, 0.3);
-    b.ratio_at_most("(e) <= 1/1000 of compiling", create, compile, 0.001);
-    b.ratio_at_least("(g) two runtimes >= 1.7 x one thread", two_runtimes, one, 1.7);
-    b.ratio_at_least("(g) one shared runtime >= 1.2 x one thread", shared, one, 1.2);
+    // Issue 20 replaced issue 6's (e) (against compiling, which is fast
+    // here) and (g) (against a fixed speed-up this VM does not give even
+    // to the floor): (e) is absolute, (g) is read against the machine's
+    // ceiling measured in the same run.
+    let _ = compile;
+    b.target(
+        "(e) runtime from the 100-capability catalog + bind all 100 <= 8 us",
+        create <= 8_000.0,
+        format!("{create:.0} ns ({:.0} ns per capability)", create / 100.0),
+    );
+    b.target(
+        "(e) creating + freeing it <= 12 us",
+        create_free <= 12_000.0,
+        format!("{create_free:.0} ns"),
+    );
+    let ceiling = floor_two / floor_one;
+    b.target(
+        "(g) two runtimes on two threads >= 0.9 x the machine ceiling",
+        two_runtimes / one >= 0.9 * ceiling,
+        format!("{} against ceiling {} (x {})", ratio(two_runtimes / one), ratio(ceiling), ratio(two_runtimes / one / ceiling)),
+    );
+    b.target(
+        "(g) one shared runtime on two threads >= 0.75 x the machine ceiling",
+        shared / one >= 0.75 * ceiling,
+        format!("{} against ceiling {} (x {})", ratio(shared / one), ratio(ceiling), ratio(shared / one / ceiling)),
+    );
+    b.ratio_at_most("(a) <= 1.25 x (c)", a, c, 1.25);
+    b.ratio_at_most("(f) <= 2.2 x (a)", f, a, 2.2);
     b.ratio_at_most("(h) <= 2 x (a)", h, a, 2.0);
     b.ratio_at_most("(h2) <= 8 x (a)", h2, a, 8.0);
     b.ratio_at_most(
