@@ -735,7 +735,10 @@ unsafe fn run_all(b: &mut Bench) {
         compile_samples,
     ));
     let create = b.add(stat("(e) runtime from it + bind all 100", create_samples.clone()));
-    b.add(stat("(e) freeing that runtime and its 100 bindings", free_samples.clone()));
+    b.add(stat(
+        "(e) freeing that runtime and its 100 bindings",
+        free_samples.clone(),
+    ));
     // Creating plus freeing, round by round (the issue-20 target).
     let create_free = b.add(stat(
         "(e) runtime + bind all 100, then freeing it",
@@ -924,12 +927,22 @@ unsafe fn run_all(b: &mut Bench) {
     b.target(
         "(g) two runtimes on two threads >= 0.9 x the machine ceiling",
         two_runtimes / one >= 0.9 * ceiling,
-        format!("{} against ceiling {} (x {})", ratio(two_runtimes / one), ratio(ceiling), ratio(two_runtimes / one / ceiling)),
+        format!(
+            "{} against ceiling {} (x {})",
+            ratio(two_runtimes / one),
+            ratio(ceiling),
+            ratio(two_runtimes / one / ceiling)
+        ),
     );
     b.target(
         "(g) one shared runtime on two threads >= 0.75 x the machine ceiling",
         shared / one >= 0.75 * ceiling,
-        format!("{} against ceiling {} (x {})", ratio(shared / one), ratio(ceiling), ratio(shared / one / ceiling)),
+        format!(
+            "{} against ceiling {} (x {})",
+            ratio(shared / one),
+            ratio(ceiling),
+            ratio(shared / one / ceiling)
+        ),
     );
     b.ratio_at_most("(a) <= 1.25 x (c)", a, c, 1.25);
     b.ratio_at_most("(f) <= 2.2 x (a)", f, a, 2.2);

@@ -26,6 +26,70 @@ use std::fmt;
 pub(crate) struct JsRegex {
     source: String,
     engine: Engine,
+    /// A whole-text pattern of fixed ASCII atoms ([`Anchored`]), tested
+    /// without the engine (the engine's answer, at the engine's cost).
+    anchored: Option<Anchored>,
+}
+
+/// A pattern `^a₁…aₙ$` whose atoms each match one ASCII byte (a literal
+/// letter, digit, `-`, `_`, `:`, `@`, `,` or space; `[0-9]` or `\d`), each
+/// optionally repeated an exact number of times (`{n}`). Without the `m`
+/// flag, `^` and `$` are the start and end of the text in JavaScript, so
+/// such a pattern matches exactly the texts of n bytes where byte i is
+/// accepted by atom i.
+#[derive(Clone)]
+struct Anchored {
+    /// Per byte: `Some(b)` that byte, `None` an ASCII digit.
+    bytes: Box<[Option<u8>]>,
+}
+
+impl Anchored {
+    fn parse(pattern: &str) -> Option<Anchored> {
+        let body = pattern.strip_prefix('^')?.strip_suffix('$')?;
+        let b = body.as_bytes();
+        let mut bytes = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            let atom = match b[i] {
+                b'[' if body[i..].starts_with("[0-9]") => {
+                    i += 5;
+                    None
+                }
+                b'\\' if b.get(i + 1) == Some(&b'd') => {
+                    i += 2;
+                    None
+                }
+                c if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b':' | b'@' | b',' | b' ') => {
+                    i += 1;
+                    Some(c)
+                }
+                _ => return None,
+            };
+            let mut count = 1;
+            if b.get(i) == Some(&b'{') {
+                let end = i + body[i..].find('}')?;
+                count = body[i + 1..end].parse::<usize>().ok()?;
+                if count > 256 || body[i + 1..end].starts_with('0') && count != 0 {
+                    return None;
+                }
+                i = end + 1;
+            }
+            bytes.extend(std::iter::repeat_n(atom, count));
+        }
+        Some(Anchored {
+            bytes: bytes.into_boxed_slice(),
+        })
+    }
+
+    #[inline]
+    fn test(&self, text: &str) -> bool {
+        let t = text.as_bytes();
+        t.len() == self.bytes.len()
+            && t.iter().zip(self.bytes.iter()).all(|(&c, want)| match want {
+                Some(w) => c == *w,
+                None => c.is_ascii_digit(),
+            })
+    }
 }
 
 #[derive(Clone)]
@@ -65,9 +129,14 @@ impl JsRegex {
             },
             Err(why) => Engine::Backtracking(checked, why),
         };
+        let anchored = match engine {
+            Engine::Linear(_) => Anchored::parse(pattern),
+            _ => None,
+        };
         Ok(JsRegex {
             source: pattern.to_string(),
             engine,
+            anchored,
         })
     }
 
@@ -100,6 +169,9 @@ impl JsRegex {
         match &self.engine {
             Engine::Linear(re) => {
                 spend(budget, SEARCH_COST + (text.len() / TEXT_UNIT) as u64)?;
+                if let Some(a) = &self.anchored {
+                    return Some(a.test(text));
+                }
                 Some(re.is_match(text))
             }
             Engine::All(parts) => {
@@ -715,5 +787,76 @@ mod tests {
             linear > 400 && compared > 2500,
             "{linear} patterns, {compared} comparisons"
         );
+    }
+
+    #[test]
+    fn anchored_patterns_answer_as_the_engine_does() {
+        let patterns = [
+            "^V-[0-9]{4}$",
+            "^T-[0-9]{2}$",
+            "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+            "^\\d{3}$",
+            "^ab_c:d@e,f g$",
+            "^x{0}y$",
+            "^$",
+            "^a$",
+        ];
+        // Not this shape: these stay on the engine.
+        for other in [
+            "V-[0-9]{4}$",
+            "^V-[0-9]{4}",
+            "^a+$",
+            "^[0-8]$",
+            "^a{2,3}$",
+            "^a{02}$",
+            "^.$",
+            "^a|b$",
+        ] {
+            assert!(JsRegex::new(other).unwrap().anchored.is_none(), "{other}");
+        }
+        let alphabet: Vec<char> = "V-T0123456789ab_c:d@e,f gxy\n\u{e9}\u{660}".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for p in patterns {
+            let re = JsRegex::new(p).unwrap();
+            assert!(re.anchored.is_some(), "{p}");
+            let Engine::Linear(engine) = &re.engine else {
+                panic!("{p} is linear")
+            };
+            let mut texts: Vec<String> = vec![
+                "V-1234".into(),
+                "V-123".into(),
+                "V-12345".into(),
+                "T-07".into(),
+                "2026-12-01".into(),
+                "123".into(),
+                "12\n".into(),
+                "ab_c:d@e,f g".into(),
+                "y".into(),
+                "".into(),
+                "a".into(),
+                "V-\u{660}234".into(),
+            ];
+            for _ in 0..3000 {
+                let len = (next() % 12) as usize;
+                texts.push(
+                    (0..len)
+                        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                        .collect(),
+                );
+            }
+            for t in &texts {
+                let mut budget = 10;
+                let fast = re.search(t, &mut budget);
+                assert_eq!(fast, Some(engine.is_match(t)), "{p} on {t:?}");
+                // The engine's cost: one search, one unit per 64 bytes.
+                assert_eq!(budget, 10 - 1 - (t.len() / 64) as u64);
+            }
+        }
     }
 }
