@@ -440,12 +440,20 @@ impl<'p> Evaluator<'p> {
         debug_assert!(self.short && !self.collect);
         self.depth += 1;
         let ok = if self.depth % CHECK_STACK_EVERY == 0 {
-            stacker::maybe_grow(CHECK_RED_ZONE, 4 * CHECK_RED_ZONE, || self.check_node(id, inst))
+            self.check_on_enough_stack(id, inst)
         } else {
             self.check_node(id, inst)
         };
         self.depth -= 1;
         ok
+    }
+
+    /// [`Evaluator::check_node`] after making sure the stack has room (kept
+    /// out of line: most levels do not ask).
+    #[cold]
+    #[inline(never)]
+    fn check_on_enough_stack(&mut self, id: NodeId, inst: &Value) -> bool {
+        stacker::maybe_grow(CHECK_RED_ZONE, 4 * CHECK_RED_ZONE, || self.check_node(id, inst))
     }
 
     fn check_node(&mut self, id: NodeId, inst: &Value) -> bool {

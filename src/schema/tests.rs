@@ -869,3 +869,25 @@ fn property_name_equality_covers_every_byte() {
         }
     }
 }
+
+/// The validity pass checks the stack every few levels: a schema nested 900
+/// levels deep (no references, so no level goes through the general
+/// evaluator) validates on a thread with a small stack.
+#[test]
+fn fast_validity_pass_grows_the_stack_for_deep_schemas() {
+    let mut schema = json!({"type": "integer"});
+    let mut data = json!(1);
+    for _ in 0..900 {
+        schema =
+            json!({"type": "object", "properties": {"a": schema}, "required": ["a"], "additionalProperties": false});
+        data = json!({ "a": data });
+    }
+    let compiled = compile(schema);
+    let ok = std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(move || (compiled.validate(&data).is_empty(), compiled.is_valid(&json!({"a": 1}))))
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    assert_eq!(ok, (true, false));
+}
