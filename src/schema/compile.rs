@@ -368,8 +368,10 @@ impl<'a> Compiler<'a> {
                 })
                 .sum();
             let closed = super::eval::Closed::plan(&c.nodes);
+            let leaves = super::eval::Leaf::plan(&c.nodes);
             Ok(Program {
                 closed,
+                leaves,
                 nodes: c.nodes,
                 root: id,
                 track: c.track,

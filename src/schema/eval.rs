@@ -467,6 +467,9 @@ impl<'p> Evaluator<'p> {
         if !types.is_empty() && !types.iter().any(|t| t.matches(inst)) {
             return false;
         }
+        if let Some(leaf) = &prog.leaves[id] {
+            return leaf.holds(inst);
+        }
         if let Some(plan) = &prog.closed[id] {
             match inst {
                 // Larger objects: each declared name is looked up instead.
@@ -749,6 +752,78 @@ impl Closed {
             plan.required |= 1 << i;
         }
         Some(plan)
+    }
+}
+
+/// The validity check of a leaf schema: one whose keywords are only number
+/// bounds (`maximum`, `minimum`, `exclusiveMaximum`, `exclusiveMinimum`)
+/// and string lengths (`maxLength`, `minLength`), each at most once, or
+/// none at all. Checked as one record instead of through the keyword list;
+/// leaf keywords charge nothing of their own, so the units are the node's.
+pub(crate) struct Leaf {
+    max: Option<f64>,
+    min: Option<f64>,
+    exclusive_max: Option<f64>,
+    exclusive_min: Option<f64>,
+    max_length: Option<f64>,
+    min_length: Option<f64>,
+}
+
+impl Leaf {
+    pub(super) fn plan(nodes: &[Node]) -> Vec<Option<Leaf>> {
+        nodes.iter().map(Leaf::of).collect()
+    }
+
+    fn of(node: &Node) -> Option<Leaf> {
+        use super::keywords::numbers::NumberKw as N;
+        let Node::Obj { kws, .. } = node else { return None };
+        let mut leaf = Leaf {
+            max: None,
+            min: None,
+            exclusive_max: None,
+            exclusive_min: None,
+            max_length: None,
+            min_length: None,
+        };
+        for kw in kws {
+            let (slot, x) = match kw {
+                Kw::Number(N::Maximum(x)) => (&mut leaf.max, *x),
+                Kw::Number(N::Minimum(x)) => (&mut leaf.min, *x),
+                Kw::Number(N::ExclusiveMaximum(x)) => (&mut leaf.exclusive_max, *x),
+                Kw::Number(N::ExclusiveMinimum(x)) => (&mut leaf.exclusive_min, *x),
+                Kw::String(StringKw::MaxLength(x)) => (&mut leaf.max_length, *x),
+                Kw::String(StringKw::MinLength(x)) => (&mut leaf.min_length, *x),
+                _ => return None,
+            };
+            if slot.replace(x).is_some() {
+                return None;
+            }
+        }
+        Some(leaf)
+    }
+
+    /// The keywords' answer (the node's type was checked already).
+    #[inline]
+    fn holds(&self, inst: &Value) -> bool {
+        match inst {
+            Value::Number(n) => {
+                let x = super::value::as_f64(n);
+                self.max.is_none_or(|m| x <= m)
+                    && self.min.is_none_or(|m| x >= m)
+                    && self.exclusive_max.is_none_or(|m| x < m)
+                    && self.exclusive_min.is_none_or(|m| x > m)
+            }
+            Value::String(s) => {
+                // As `eval_string`, with the same byte-length shortcuts.
+                let bytes = s.len() as f64;
+                self.max_length
+                    .is_none_or(|m| bytes <= m || (super::value::js_length(s) as f64) <= m)
+                    && self
+                        .min_length
+                        .is_none_or(|m| bytes >= 4.0 * m || (super::value::js_length(s) as f64) >= m)
+            }
+            _ => true,
+        }
     }
 }
 

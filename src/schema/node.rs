@@ -65,4 +65,7 @@ pub(crate) struct Program {
     /// Per node: its fused validity check when it is a plain object
     /// schema (see [`super::eval::Closed`]).
     pub closed: Vec<Option<super::eval::Closed>>,
+    /// Per node: its validity check as one record when it is a leaf schema
+    /// (see [`super::eval::Leaf`]).
+    pub leaves: Vec<Option<super::eval::Leaf>>,
 }
