@@ -305,13 +305,7 @@ pub(crate) fn tool_name_for<'a>(naming: &'a ToolNames, capability_id: &'a str) -
         ToolNames::Ids => capability_id.into(),
         ToolNames::Safe => capability_id
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
             .collect::<String>()
             .into(),
         ToolNames::Map(map) => map

@@ -172,8 +172,7 @@ impl McpSession {
     /// worker threads cannot be started.
     pub fn new(runtime: &Runtime, options: McpOptions, output: Arc<dyn McpOutput>) -> Result<McpSession, HostError> {
         let start = |n: usize| {
-            WorkerPool::new(n)
-                .map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))
+            WorkerPool::new(n).map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))
         };
         let (pool, control) = match options.workers.unwrap_or(DEFAULT_WORKERS) {
             0 => (None, None),
@@ -922,10 +921,7 @@ impl Inner {
                 inner.on_outcome(context, outcome);
             }
         };
-        if let Err(e) = self
-            .host
-            .resolve_confirmation(confirmation_id, approved, Box::new(sink))
-        {
+        if let Err(e) = self.host.resolve_confirmation(confirmation_id, approved, Box::new(sink)) {
             self.finish(key, Err(internal(e)));
         }
     }
@@ -933,12 +929,7 @@ impl Inner {
     /// Sends `elicitation/create` for the confirmation of `outcome`; the
     /// answer resolves it. `Err` (with a note for the result) when the
     /// client cannot be asked.
-    fn ask_user(
-        self: &Arc<Self>,
-        context: &CallContext,
-        outcome: &Value,
-        confirmation_id: &str,
-    ) -> Result<(), &'static str> {
+    fn ask_user(self: &Arc<Self>, context: &CallContext, outcome: &Value, confirmation_id: &str) -> Result<(), &'static str> {
         let (request, request_key) = {
             let mut st = self.state.lock();
             if st.closed {
@@ -976,10 +967,7 @@ impl Inner {
         self.send(request, Kind::Request(Some(context.key.clone())));
         // At expiry the question is withdrawn and the call answered with
         // the runtime's CONFIRMATION_EXPIRED.
-        let expires_at = outcome
-            .pointer("/confirmation/expiresAt")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
+        let expires_at = outcome.pointer("/confirmation/expiresAt").and_then(Value::as_i64).unwrap_or(0);
         self.watch_expiry(request_key, instant_of(expires_at));
         Ok(())
     }
@@ -1009,9 +997,7 @@ impl Inner {
         }
         let elicitation = {
             let mut st = self.state.lock();
-            let Some(e) = st.elicitations.remove(&request_key) else {
-                return;
-            };
+            let Some(e) = st.elicitations.remove(&request_key) else { return };
             match st.calls.get_mut(&e.call) {
                 Some(call) if !call.cancelled => call.elicitation = None,
                 _ => return,
@@ -1158,11 +1144,7 @@ impl Inner {
                 return;
             }
             // Another thread may have compared a newer revision meanwhile.
-            if st
-                .tools_seen
-                .as_ref()
-                .is_some_and(|(s, _)| s.revision() >= snapshot.revision())
-            {
+            if st.tools_seen.as_ref().is_some_and(|(s, _)| s.revision() >= snapshot.revision()) {
                 return;
             }
             st.tools_seen = Some((snapshot, Some(new)));
@@ -1213,9 +1195,7 @@ fn tool_names(
     }
     if let ToolNames::Map(map) = naming {
         if let Some((id, _)) = map.iter().find(|(id, _)| catalog.capability(id).is_none()) {
-            return Err(format!(
-                "toolNames maps \"{id}\", which is not a capability of the catalog"
-            ));
+            return Err(format!("toolNames maps \"{id}\", which is not a capability of the catalog"));
         }
     }
     let mut to_tool = HashMap::new();

@@ -405,10 +405,7 @@ fn malformed_messages_get_the_standard_codes() {
         error_code(&h.request(json!(10), "initialize", json!([]))),
         INVALID_REQUEST
     );
-    assert_eq!(
-        error_code(&h.request(json!(11), "ping", json!([1, 2]))),
-        INVALID_REQUEST
-    );
+    assert_eq!(error_code(&h.request(json!(11), "ping", json!([1, 2]))), INVALID_REQUEST);
     // Responses that match nothing, malformed responses and unknown
     // notifications are never answered.
     for text in [
@@ -1296,22 +1293,17 @@ fn an_elicitation_whose_confirmation_expires_is_withdrawn_and_the_call_answered(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let sent = sent.lock().clone();
-    let question = sent
-        .iter()
-        .find(|m| m["method"] == "elicitation/create")
-        .expect("asked");
+    let question = sent.iter().find(|m| m["method"] == "elicitation/create").expect("asked");
     let withdrawn = sent
         .iter()
         .find(|m| m["method"] == "notifications/cancelled")
         .expect("the question is withdrawn");
     assert_eq!(withdrawn["params"]["requestId"], question["id"]);
-    let answer = sent
-        .iter()
-        .find(|m| m.get("id") == Some(&json!(1)))
-        .expect("the call is answered");
+    let answer = sent.iter().find(|m| m.get("id") == Some(&json!(1))).expect("the call is answered");
     assert_eq!(answer["result"]["isError"], true);
     assert_eq!(
-        answer["result"]["_meta"]["rcip/outcome"]["error"]["code"], "CONFIRMATION_EXPIRED",
+        answer["result"]["_meta"]["rcip/outcome"]["error"]["code"],
+        "CONFIRMATION_EXPIRED",
         "{answer}"
     );
     // A late accept approves nothing.
@@ -1344,30 +1336,22 @@ fn tool_names_safe_or_mapped_call_back_exactly() {
     h.init(json!({}));
     let tools = h.tools();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(names
-        .iter()
-        .all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
+    assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
     assert_eq!(tool(&tools, "notes_list")["_meta"]["rcip/capabilityId"], "notes.list");
     assert_eq!(h.call(1, "notes_list", json!({}))["result"]["isError"], false);
     assert_eq!(error_code(&h.call(2, "notes.list", json!({}))), INVALID_PARAMS);
 
-    let mapped =
-        harness(McpOptions::from_value(&json!({"toolNames": {"notes.list": "json_schema_2020_12_tool"}})).unwrap());
+    let mapped = harness(McpOptions::from_value(&json!({"toolNames": {"notes.list": "json_schema_2020_12_tool"}})).unwrap());
     mapped.init(json!({}));
     let tools = mapped.tools();
     assert!(tools.iter().any(|t| t["name"] == "json_schema_2020_12_tool"));
     assert!(tools.iter().any(|t| t["name"] == "notes.add"), "unmapped keep their id");
-    assert_eq!(
-        mapped.call(1, "json_schema_2020_12_tool", json!({}))["result"]["isError"],
-        false
-    );
+    assert_eq!(mapped.call(1, "json_schema_2020_12_tool", json!({}))["result"]["isError"], false);
 
     // Collisions and long names are refused when the session is created.
     let runtime = Runtime::new(&catalog());
     let collide = McpOptions::from_value(&json!({"toolNames": {"notes.list": "notes.add"}})).unwrap();
-    let e = McpSession::new(&runtime, collide, Arc::new(|_: &str| {}))
-        .unwrap_err()
-        .to_string();
+    let e = McpSession::new(&runtime, collide, Arc::new(|_: &str| {})).unwrap_err().to_string();
     assert!(e.contains("notes.list") && e.contains("notes.add"), "{e}");
     let long = McpOptions::from_value(&json!({"toolNames": {"notes.list": "x".repeat(65)}})).unwrap();
     assert!(McpSession::new(&runtime, long, Arc::new(|_: &str| {})).is_err());
@@ -1394,37 +1378,22 @@ fn with_workers_a_slow_handler_never_delays_a_ping() {
     let session = McpSession::new(
         &runtime,
         McpOptions::default(), // two workers
-        Arc::new(move |m: &str| {
-            out.lock()
-                .push((std::time::Instant::now(), serde_json::from_str(m).unwrap()))
-        }),
+        Arc::new(move |m: &str| out.lock().push((std::time::Instant::now(), serde_json::from_str(m).unwrap()))),
     )
     .unwrap();
     session.receive(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#);
     let start = std::time::Instant::now();
     session.receive(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes.list"}}"#);
-    assert!(
-        start.elapsed() < std::time::Duration::from_millis(200),
-        "receive returns before the handler ends"
-    );
+    assert!(start.elapsed() < std::time::Duration::from_millis(200), "receive returns before the handler ends");
     session.receive(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
-    let ping_at = sent
-        .lock()
-        .iter()
-        .find(|(_, m)| m["id"] == 2)
-        .map(|(t, _)| *t)
-        .expect("ping answered at once");
+    let ping_at = sent.lock().iter().find(|(_, m)| m["id"] == 2).map(|(t, _)| *t).expect("ping answered at once");
     assert!(ping_at.duration_since(start) < std::time::Duration::from_millis(200));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while sent.lock().iter().all(|(_, m)| m["id"] != 1) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let sent = sent.lock();
-    let call_at = sent
-        .iter()
-        .find(|(_, m)| m["id"] == 1)
-        .map(|(t, _)| *t)
-        .expect("the call is answered");
+    let call_at = sent.iter().find(|(_, m)| m["id"] == 1).map(|(t, _)| *t).expect("the call is answered");
     assert!(call_at > ping_at, "the ping did not wait for the call");
 }
 
@@ -1506,10 +1475,7 @@ fn a_client_that_stops_reading_stops_being_read() {
         let lines = std::io::BufRead::split(numbered, b'\n').map(move |l| {
             n += 1;
             let l = l.unwrap();
-            String::from_utf8(l)
-                .unwrap()
-                .replace("\"id\":7", &format!("\"id\":{n}"))
-                + "\n"
+            String::from_utf8(l).unwrap().replace("\"id\":7", &format!("\"id\":{n}")) + "\n"
         });
         let joined = IterRead {
             lines: Box::new(lines),
@@ -1531,10 +1497,7 @@ fn a_client_that_stops_reading_stops_being_read() {
     // The input's end closes the session (the client is gone): the calls
     // still in flight then get no answer, every other one got its answer.
     let answered = delivered.load(Ordering::SeqCst);
-    assert!(
-        answered + 16 + 32 >= requests + 1 && answered <= requests + 1,
-        "{answered}"
-    );
+    assert!(answered + 16 + 32 >= requests + 1 && answered <= requests + 1, "{answered}");
     assert!(rss_kb() < rss + 64 * 1024, "RSS stays flat");
 }
 

@@ -39,11 +39,7 @@ fn measure(n: usize, calls: usize, runs: usize) -> (f64, f64) {
     let runtime = Runtime::new(&catalog(n));
     let _binding = runtime
         .host()
-        .bind(
-            "tools.t0",
-            Arc::new(|inv: Invocation| inv.complete(json!({"ok": true})).unwrap()),
-            None,
-        )
+        .bind("tools.t0", Arc::new(|inv: Invocation| inv.complete(json!({"ok": true})).unwrap()), None)
         .unwrap();
     let answered = Arc::new(AtomicUsize::new(0));
     let a = answered.clone();
