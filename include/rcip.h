@@ -252,6 +252,14 @@ enum rcip_result
      */
     RCIP_RESULT_IO = 306,
     /**
+     * The consumer of the invocation cannot do what the handler asked
+     * (**rcip**): `rcip_invocation_elicit` without an MCP client request
+     * (an approved re-run, an in-process consumer) or with a client that
+     * did not declare form elicitation. (310, not 307: left apart from
+     * other new state codes.)
+     */
+    RCIP_RESULT_UNSUPPORTED = 310,
+    /**
      * An internal error (a caught panic). The call had no effect, or its
      * effect is reported through the usual outcome. Any function returning
      * `rcip_result` may return it, though no Errors list repeats it; a
@@ -267,6 +275,12 @@ typedef enum rcip_result rcip_result;
 typedef uint32_t rcip_result;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * The level of a log message, in increasing severity (the syslog levels of
+ * RFC 5424, as MCP names them).
+ */
+typedef struct LogLevel LogLevel;
 
 /**
  * Where an availability callback writes its answer. Borrowed: valid only
@@ -354,7 +368,9 @@ typedef struct rcip_host rcip_host;
  * `rcip_invocation_input`, `rcip_invocation_semantic_context`,
  * `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
  * `rcip_invocation_fail`, `rcip_invocation_is_settled`,
- * `rcip_invocation_free`.
+ * `rcip_invocation_free`; while pending (**rcip**, src/ffi/report.rs):
+ * `rcip_invocation_report_progress`, `rcip_invocation_log`,
+ * `rcip_invocation_elicit`.
  */
 typedef struct rcip_invocation rcip_invocation;
 
@@ -610,6 +626,34 @@ typedef int32_t (*rcip_availability_callback)(void *user_data, struct rcip_avail
 typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_json);
 
 /**
+ * Receives the user's answer to `rcip_invocation_elicit`.
+ *
+ * `answer_json` is `{"action": "accept", "content": {...}}` (the object the
+ * client sent, not validated against the requested schema),
+ * `{"action": "decline"}` or `{"action": "cancel"}` (also when the call was
+ * cancelled, the handler settled first, the client answered with an error,
+ * or the session ended), valid during the call only. Called exactly once,
+ * on a session worker thread, never on the thread that called
+ * `rcip_invocation_elicit`, with no rcip lock held; then `user_data_free`
+ * runs. Keep it short (it runs where cancellations run): hand the answer to
+ * the thread that waits for it, or settle the invocation.
+ */
+typedef void (*rcip_elicit_callback)(void *user_data, const char *answer_json);
+
+/**
+ * Receives every progress report of the runtime's handlers
+ * (`rcip_runtime_builder_set_progress_observer`).
+ *
+ * `report_json` is `{"invocationId", "capabilityId", "progress", "total"?,
+ * "message"?}`, valid during the call only. Called on the reporting thread
+ * after the report was queued to the MCP client (if any), with no rcip lock
+ * held; reports of one invocation from several threads at once may arrive
+ * in any order. Also approved re-runs' reports, which reach no MCP client.
+ * Progress is never a lifecycle event.
+ */
+typedef void (*rcip_progress_callback)(void *user_data, const char *report_json);
+
+/**
  * The host policy (`rcip_runtime_builder_set_policy`).
  *
  * Called once per policy question (an invocation, an approved
@@ -706,6 +750,8 @@ typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefi
  * (`rcip_mcp_server_new`).
  */
 typedef int32_t (*rcip_mcp_session_factory_callback)(void *user_data, struct rcip_mcp_session_setup *setup);
+
+
 
 
 
@@ -1439,6 +1485,103 @@ bool rcip_policy_request_is_settled(const struct rcip_policy_request *request);
  * Thread safety: any thread, once no other thread uses the handle.
  */
 void rcip_policy_request_free(struct rcip_policy_request *request);
+
+/**
+ * Reports progress on a pending invocation (**rcip**).
+ *
+ * Units: the handler's own (items, bytes, percent); `progress` must be
+ * finite and greater than the invocation's previous report, `total` (read
+ * only when `has_total`) finite. `message` is optional (NULL: none).
+ * Sent to the MCP client as `notifications/progress` when its `tools/call`
+ * carried `_meta.progressToken` (before the response: a report that
+ * returned OK is queued first), and to the progress observer. An approved
+ * re-run has no request, so its reports reach only the observer. Changes
+ * no outcome; no lifecycle event.
+ * Ownership: `invocation` and `message` are borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation);
+ * `RCIP_RESULT_INVALID_UTF8` (message); `RCIP_RESULT_INVALID_ARGUMENT`
+ * (not finite, not increasing: nothing is sent);
+ * `RCIP_RESULT_ALREADY_COMPLETED` (settled, or the call was answered);
+ * `RCIP_RESULT_CLOSED`; `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending; concurrent
+ * reports are taken one at a time.
+ * Rule: **rcip** (the seed prescribes no progress); MCP 2025-11-25,
+ * basic/utilities/progress.
+ */
+rcip_result rcip_invocation_report_progress(const struct rcip_invocation *invocation, double progress, bool has_total, double total, const char *message);
+
+/**
+ * Sends a log message to the MCP client whose call the invocation serves
+ * (**rcip**): `notifications/message` with `level`, `logger` and `data`,
+ * when `level` is at least the session's level (`info` until the client's
+ * `logging/setLevel`). Without an MCP call (an approved re-run, an
+ * in-process consumer) it goes nowhere.
+ *
+ * Shape: `level` is `"debug"`, `"info"`, `"notice"`, `"warning"`,
+ * `"error"`, `"critical"`, `"alert"` or `"emergency"`; `logger` is
+ * optional (NULL: none); `data_json` is any JSON value as text (a string
+ * `"\"text\""`, an object).
+ * Ownership: the arguments are borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, level, data_json);
+ * `RCIP_RESULT_INVALID_UTF8`; `RCIP_RESULT_INVALID_JSON` (data_json);
+ * `RCIP_RESULT_INVALID_ARGUMENT` (an unknown level);
+ * `RCIP_RESULT_ALREADY_COMPLETED`; `RCIP_RESULT_CLOSED`;
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending.
+ * Rule: **rcip**; MCP 2025-11-25, server/utilities/logging.
+ */
+rcip_result rcip_invocation_log(const struct rcip_invocation *invocation, const char *level, const char *logger, const char *data_json);
+
+/**
+ * Asks the MCP client's user for structured input (**rcip**): sends
+ * `elicitation/create` (form mode) with `message` and the requested schema
+ * to the client whose call the invocation serves; the answer reaches
+ * `on_answer` once, later, on a session worker. Never blocks: return from
+ * the handler without settling (deferred) and settle in `on_answer`, or
+ * wait on another thread. Cancelling the call (or the session ending)
+ * withdraws the question and answers `cancel`.
+ *
+ * Shape: `requested_schema_json` follows MCP's elicitation schema rules
+ * (checked before anything is sent; RCIP's strict mode does not apply):
+ * `{"type": "object", "properties": {name: primitive}, "required"?: [...]}`
+ * with string (`minLength`, `maxLength`, `format`: email, uri, date,
+ * date-time), number / integer (`minimum`, `maximum`), boolean, enum
+ * (`enum`, `oneOf` of `{const, title}`, legacy `enumNames`) and
+ * multi-select (`type: "array"`, `items` with `enum` or `anyOf`)
+ * properties, each with an optional `default`; no nesting, no other
+ * keyword. The answer's shape is at `rcip_elicit_callback`.
+ * Ownership: `message` and `requested_schema_json` are borrowed (copied).
+ * `user_data` is kept until the answer was delivered, then
+ * `user_data_free` runs once; when this call fails, neither callback runs
+ * and the host keeps its data.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, message, schema,
+ * on_answer); `RCIP_RESULT_INVALID_UTF8`; `RCIP_RESULT_INVALID_JSON`;
+ * `RCIP_RESULT_INVALID_ARGUMENT` (the schema breaks the rules; the message
+ * names the place); `RCIP_RESULT_UNSUPPORTED` (no MCP call to ask
+ * through: an approved re-run or an in-process consumer; or a client that
+ * did not declare form elicitation); `RCIP_RESULT_ALREADY_COMPLETED`
+ * (settled, or the call was answered or cancelled); `RCIP_RESULT_CLOSED`;
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending; several
+ * questions may be open at once.
+ * Callbacks: see `rcip_elicit_callback`.
+ * Rule: **rcip**; MCP 2025-11-25, client/elicitation (form mode).
+ */
+rcip_result rcip_invocation_elicit(const struct rcip_invocation *invocation, const char *message, const char *requested_schema_json, rcip_elicit_callback on_answer, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Installs the progress observer (**rcip**): every progress report of the
+ * runtime's handlers, also of approved re-runs (which reach no MCP client).
+ *
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt, or the observer is replaced: the earlier user
+ * data is released at once); then `user_data_free` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
+ * Thread safety: one thread at a time per builder.
+ * Callbacks: see `rcip_progress_callback`.
+ * Rule: **rcip** (progress is never a lifecycle event).
+ */
+rcip_result rcip_runtime_builder_set_progress_observer(struct rcip_runtime_builder *builder, rcip_progress_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * Static text describing a result code.

@@ -9,7 +9,7 @@
 //!   and `P:shape` (JSON of the wrong shape: `[]`) for every `*_json` one;
 //!   arrays of strings get the same cases on their first element (`P[0]:`);
 //! - `P:zero` and `P:max` for `uint64_t` / `size_t`, `P:max` for
-//!   `uint32_t`;
+//!   `uint32_t`, `P:nan` for `double`;
 //! - `settled` when the first parameter is a handle that can be used up:
 //!   a settled completion handle, a cancelled token, or a binding,
 //!   subscription or snapshot whose runtime was freed.
@@ -36,6 +36,7 @@ use rcip::ffi::host::*;
 use rcip::ffi::invocation::*;
 use rcip::ffi::mcp::*;
 use rcip::ffi::policy::*;
+use rcip::ffi::report::*;
 use rcip::ffi::result::*;
 use rcip::ffi::runtime::*;
 use rcip::ffi::schema::*;
@@ -84,6 +85,9 @@ rcip_invocation_complete ok=OK/succeeded invocation:null=NULL_ARGUMENT/EXECUTION
 rcip_invocation_fail ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_invocation_free ok=void/EXECUTION_FAILED invocation:null=void/EXECUTION_FAILED settled=void/succeeded
 rcip_invocation_is_settled ok=false/EXECUTION_FAILED invocation:null=false/EXECUTION_FAILED settled=true/succeeded
+rcip_invocation_report_progress ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED progress:nan=INVALID_ARGUMENT/EXECUTION_FAILED total:nan=INVALID_ARGUMENT/EXECUTION_FAILED message:null=OK/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_log ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED level:null=NULL_ARGUMENT/EXECUTION_FAILED level:utf8=INVALID_UTF8/EXECUTION_FAILED logger:null=OK/EXECUTION_FAILED logger:utf8=INVALID_UTF8/EXECUTION_FAILED data_json:null=NULL_ARGUMENT/EXECUTION_FAILED data_json:utf8=INVALID_JSON/EXECUTION_FAILED data_json:notjson=INVALID_JSON/EXECUTION_FAILED data_json:shape=OK/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_elicit ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED message:null=NULL_ARGUMENT/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED requested_schema_json:null=NULL_ARGUMENT/EXECUTION_FAILED requested_schema_json:utf8=INVALID_JSON/EXECUTION_FAILED requested_schema_json:notjson=INVALID_JSON/EXECUTION_FAILED requested_schema_json:shape=UNSUPPORTED/EXECUTION_FAILED on_answer:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_context ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_invocation_id ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_decide ok=OK/succeeded request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED decision_json:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED decision_json:utf8=INVALID_JSON/POLICY_EVALUATION_FAILED decision_json:notjson=INVALID_JSON/POLICY_EVALUATION_FAILED decision_json:shape=INVALID_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
@@ -120,6 +124,7 @@ rcip_runtime_builder_set_validation_budget ok=OK builder:null=NULL_ARGUMENT floo
 rcip_runtime_builder_set_policy ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_confirmation_callback ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_add_event_observer ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
+rcip_runtime_builder_set_progress_observer ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_clock ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_id_generator ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_manual_timers ok=OK builder:null=NULL_ARGUMENT
@@ -244,6 +249,8 @@ fn cases(f: &Func) -> Vec<String> {
             out.push(format!("{name}:max"));
         } else if ty == "uint32_t" {
             out.push(format!("{name}:max"));
+        } else if ty == "double" {
+            out.push(format!("{name}:nan"));
         } else {
             assert_eq!(ty, "bool", "{}: no cases for parameter type {ty}", f.name);
         }
@@ -547,6 +554,12 @@ impl<'a> Args<'a> {
         match self.targets(name) {
             Some("zero") => 0,
             Some("max") => u64::MAX,
+            _ => good,
+        }
+    }
+    fn real(&self, name: &str, good: f64) -> f64 {
+        match self.targets(name) {
+            Some("nan") => f64::NAN,
             _ => good,
         }
     }
@@ -1080,7 +1093,10 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_invocation_complete"
         | "rcip_invocation_fail"
         | "rcip_invocation_free"
-        | "rcip_invocation_is_settled" => {
+        | "rcip_invocation_is_settled"
+        | "rcip_invocation_report_progress"
+        | "rcip_invocation_log"
+        | "rcip_invocation_elicit" => {
             let inv = fx.invocation();
             if a.settled() {
                 assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
@@ -1098,6 +1114,32 @@ unsafe fn run(f: &str, case: &str) -> String {
                 }
                 "rcip_invocation_fail" => Ok(rcip_invocation_fail(h, false)),
                 "rcip_invocation_is_settled" => Err(rcip_invocation_is_settled(h).to_string()),
+                "rcip_invocation_report_progress" => {
+                    let message = a.text("message", "half way");
+                    let (progress, total) = (a.real("progress", 1.0), a.real("total", 2.0));
+                    Ok(rcip_invocation_report_progress(h, progress, true, total, message))
+                }
+                "rcip_invocation_log" => {
+                    let level = a.text("level", "info");
+                    let logger = a.text("logger", "sweep");
+                    let data = a.text("data_json", r#"{"note": "x"}"#);
+                    Ok(rcip_invocation_log(h, level, logger, data))
+                }
+                "rcip_invocation_elicit" => {
+                    let message = a.text("message", "Your name?");
+                    let schema = a.text(
+                        "requested_schema_json",
+                        r#"{"type": "object", "properties": {"name": {"type": "string"}}}"#,
+                    );
+                    Ok(rcip_invocation_elicit(
+                        h,
+                        message,
+                        schema,
+                        a.cb("on_answer", noop_json as unsafe extern "C" fn(_, _)),
+                        ptr::null_mut(),
+                        Some(release),
+                    ))
+                }
                 _ => {
                     rcip_invocation_free(h);
                     Err("void".into())
@@ -1196,6 +1238,12 @@ unsafe fn run(f: &str, case: &str) -> String {
                     Some(release),
                 )),
                 "rcip_runtime_builder_add_event_observer" => Ok(rcip_runtime_builder_add_event_observer(
+                    bb,
+                    a.cb("callback", noop_json as unsafe extern "C" fn(_, _)),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
+                "rcip_runtime_builder_set_progress_observer" => Ok(rcip_runtime_builder_set_progress_observer(
                     bb,
                     a.cb("callback", noop_json as unsafe extern "C" fn(_, _)),
                     ptr::null_mut(),

@@ -22,6 +22,7 @@ pub mod host;
 pub mod invocation;
 pub mod mcp;
 pub mod policy;
+pub mod report;
 pub mod result;
 pub mod runtime;
 pub mod schema;

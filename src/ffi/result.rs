@@ -61,6 +61,12 @@ pub enum rcip_result {
     /// The operating system refused: an address that cannot be bound (in
     /// use, not local, no permission), or threads that cannot be started.
     Io = 306,
+    /// The consumer of the invocation cannot do what the handler asked
+    /// (**rcip**): `rcip_invocation_elicit` without an MCP client request
+    /// (an approved re-run, an in-process consumer) or with a client that
+    /// did not declare form elicitation. (310, not 307: left apart from
+    /// other new state codes.)
+    Unsupported = 310,
     /// An internal error (a caught panic). The call had no effect, or its
     /// effect is reported through the usual outcome. Any function returning
     /// `rcip_result` may return it, though no Errors list repeats it; a
@@ -107,12 +113,13 @@ impl rcip_result {
             rcip_result::WrongContext => c"runtime calls are not allowed from inside the clock or id generator",
             rcip_result::NotFound => c"no live object has that id",
             rcip_result::Io => c"the operating system refused (address, threads)",
+            rcip_result::Unsupported => c"the invocation's consumer cannot do that (no client that supports it)",
             rcip_result::Panic => c"internal error (a panic was caught)",
         }
     }
 }
 
-const ALL: [rcip_result; 18] = [
+const ALL: [rcip_result; 19] = [
     rcip_result::Ok,
     rcip_result::NullArgument,
     rcip_result::InvalidUtf8,
@@ -130,6 +137,7 @@ const ALL: [rcip_result; 18] = [
     rcip_result::WrongContext,
     rcip_result::NotFound,
     rcip_result::Io,
+    rcip_result::Unsupported,
     rcip_result::Panic,
 ];
 

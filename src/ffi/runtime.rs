@@ -85,7 +85,7 @@ pub struct rcip_host {
 
 handle_kind!(lent rcip_host => Runtime);
 
-unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut Option<RuntimeBuilder>> {
+pub(crate) unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut Option<RuntimeBuilder>> {
     let b = owned_mut(builder).ok_or_else(|| FfiError::null("builder"))?;
     if b.is_none() {
         return Err(FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"));
@@ -93,7 +93,7 @@ unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a m
     Ok(b)
 }
 
-fn settings(b: &mut Option<RuntimeBuilder>) -> &mut RuntimeBuilder {
+pub(crate) fn settings(b: &mut Option<RuntimeBuilder>) -> &mut RuntimeBuilder {
     b.as_mut().expect("checked by builder_mut")
 }
 

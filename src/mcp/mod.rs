@@ -36,6 +36,7 @@
 //!
 //! The mapping is documented in docs/MCP.md.
 
+mod elicit;
 pub mod http;
 mod jsonrpc;
 mod outbox;

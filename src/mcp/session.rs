@@ -16,7 +16,10 @@ use super::{
 };
 use crate::catalog::Catalog;
 use crate::json::Limits;
-use crate::runtime::{CancelToken, Client, Host, HostError, Runtime, Snapshot, Subscriber, Subscription};
+use crate::runtime::{
+    CancelToken, Client, ElicitAnswer, ElicitRefusal, ElicitSink, Host, HostError, InvocationChannel, LogLevel,
+    ProgressReport, Runtime, Snapshot, Subscriber, Subscription,
+};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -105,6 +108,12 @@ struct State {
     calls: HashMap<String, Call>,
     /// Elicitations sent and not answered yet, by [`id_key`] of our id.
     elicitations: HashMap<String, Elicitation>,
+    /// Handlers' questions (`elicitation/create` on behalf of a handler,
+    /// **rcip**) sent and not answered yet, by [`id_key`] of our id.
+    asks: HashMap<String, Ask>,
+    /// The least severe log level sent (`logging/setLevel`); `None` until
+    /// it is called: `info`.
+    log_level: Option<LogLevel>,
     next_request: u64,
     /// The snapshot tools/list was last compared at, with the text of what
     /// it returns (without the revision) once computed.
@@ -124,6 +133,81 @@ struct Call {
     cancelled: bool,
     /// Our elicitation request, while the user is being asked.
     elicitation: Option<Value>,
+    /// Our request keys of the handler's questions still open.
+    asks: Vec<String>,
+}
+
+/// A handler's question to the client's user (**rcip**).
+struct Ask {
+    /// The call (request key) whose handler asked.
+    call: String,
+    /// Our request id (the JSON value), for `notifications/cancelled`.
+    request: Value,
+    answer: ElicitSink,
+}
+
+/// The side channel of one `tools/call`: the handler's progress, log
+/// messages and questions become messages related to that request (on the
+/// Streamable HTTP transport, on the call's SSE stream).
+struct CallChannel {
+    inner: Weak<Inner>,
+    key: String,
+    /// The request's `_meta.progressToken`: without one, progress is not
+    /// sent (MCP progress, "Progress Flow").
+    progress_token: Option<Value>,
+}
+
+impl InvocationChannel for CallChannel {
+    fn progress(&self, report: &ProgressReport) -> bool {
+        let Some(inner) = self.inner.upgrade() else { return false };
+        let message = self.progress_token.as_ref().map(|token| {
+            let mut params = Map::new();
+            params.insert("progressToken".into(), token.clone());
+            params.insert("progress".into(), number(report.progress));
+            if let Some(t) = report.total {
+                params.insert("total".into(), number(t));
+            }
+            if let Some(m) = &report.message {
+                params.insert("message".into(), Value::String(m.clone()));
+            }
+            jsonrpc::notification("notifications/progress", Some(Value::Object(params)))
+        });
+        inner.queue_for_call(&self.key, None, message)
+    }
+
+    fn log(&self, level: LogLevel, logger: Option<&str>, data: &Value) -> bool {
+        let Some(inner) = self.inner.upgrade() else { return false };
+        let mut params = Map::new();
+        params.insert("level".into(), Value::String(level.as_str().into()));
+        if let Some(l) = logger {
+            params.insert("logger".into(), Value::String(l.into()));
+        }
+        params.insert("data".into(), data.clone());
+        let message = jsonrpc::notification("notifications/message", Some(Value::Object(params)));
+        inner.queue_for_call(&self.key, Some(level), Some(message))
+    }
+
+    fn flush(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.outbox.deliver();
+        }
+    }
+
+    fn elicit(&self, message: &str, requested_schema: &Value, answer: ElicitSink) -> Result<(), ElicitRefusal> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(ElicitRefusal::Answered);
+        };
+        inner.ask(&self.key, message, requested_schema, answer)
+    }
+}
+
+/// A progress value as JSON: an integer when it is one (`50`, not `50.0`).
+fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+        Value::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
 }
 
 struct Elicitation {
@@ -474,6 +558,103 @@ impl Inner {
         self.outbox.send(message, kind);
     }
 
+    /// Queues `message` (progress, a log message at `level`) as a
+    /// notification related to the call `key`, while the call is waiting
+    /// for its response: under the state lock, so it is queued before the
+    /// response, which [`finish`](Self::finish) queues after taking the
+    /// call out. False when the call was answered (or the session closed).
+    /// A cancelled call takes nothing more (true: the handler is told by
+    /// its token, not by a failing report); a level below the session's
+    /// is filtered (true). Delivery is the caller's
+    /// ([`Outbox::deliver`]).
+    fn queue_for_call(&self, key: &str, level: Option<LogLevel>, message: Option<String>) -> bool {
+        let st = self.state.lock();
+        if st.closed {
+            return false;
+        }
+        let Some(call) = st.calls.get(key) else { return false };
+        let filtered = level.is_some_and(|l| l < st.log_level.unwrap_or(LogLevel::Info));
+        if let Some(m) = message.filter(|_| !call.cancelled && !filtered) {
+            self.outbox.queue(m, Kind::Notification(Some(key.to_string())));
+        }
+        true
+    }
+
+    /// `logging/setLevel`: `{"level": "debug" | ... | "emergency"}`.
+    fn set_log_level(&self, params: Option<Value>) -> Reply {
+        let p = params_object(params)?;
+        let level = p.get("level").and_then(Value::as_str).and_then(LogLevel::parse).ok_or_else(|| {
+            (
+                INVALID_PARAMS,
+                "Invalid params: logging/setLevel needs \"level\": one of debug, info, notice, warning, error, critical, alert, emergency"
+                    .to_string(),
+            )
+        })?;
+        self.state.lock().log_level = Some(level);
+        Ok(json!({}))
+    }
+
+    /// Sends a handler's question for the call `key` (**rcip**): checked
+    /// against MCP's elicitation schema rules, only to a client that
+    /// declared form elicitation, while the call waits for its response.
+    fn ask(&self, key: &str, message: &str, schema: &Value, answer: ElicitSink) -> Result<(), ElicitRefusal> {
+        super::elicit::check_requested_schema(schema).map_err(ElicitRefusal::Invalid)?;
+        {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(ElicitRefusal::Answered);
+            }
+            if !st.elicitation {
+                return Err(ElicitRefusal::Unsupported(
+                    "this MCP client did not declare form elicitation, so its user cannot be asked".into(),
+                ));
+            }
+            st.next_request += 1;
+            let id = Value::String(format!("rcip-elicitation-{}", st.next_request));
+            let request_key = id_key(&id);
+            match st.calls.get_mut(key) {
+                Some(call) if !call.cancelled => call.asks.push(request_key.clone()),
+                _ => return Err(ElicitRefusal::Answered),
+            }
+            let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
+            let request = jsonrpc::request(&id, "elicitation/create", params);
+            st.asks.insert(
+                request_key,
+                Ask {
+                    call: key.to_string(),
+                    request: id,
+                    answer,
+                },
+            );
+            // Queued under the lock: before the call's response.
+            self.outbox.queue(request, Kind::Request(Some(key.to_string())));
+        }
+        self.outbox.deliver();
+        Ok(())
+    }
+
+    /// Withdraws handlers' questions: `notifications/cancelled` to the
+    /// client for each, and `cancel` to each handler (on a worker).
+    fn withdraw(&self, asks: Vec<Ask>, reason: &str) {
+        if asks.is_empty() {
+            return;
+        }
+        let mut answers = Vec::with_capacity(asks.len());
+        for a in asks {
+            let params = json!({"requestId": a.request, "reason": reason});
+            self.send(
+                jsonrpc::notification("notifications/cancelled", Some(params)),
+                Kind::Notification(Some(a.call.clone())),
+            );
+            answers.push(a.answer);
+        }
+        self.dispatch_control(move || {
+            for answer in answers {
+                answer(ElicitAnswer::Cancel);
+            }
+        });
+    }
+
     /// Runs `job` on the worker pool, or here when the session has none.
     fn dispatch(&self, job: impl FnOnce() + Send + 'static) {
         match &self.pool {
@@ -523,15 +704,24 @@ impl Inner {
     }
 
     fn close(&self) {
-        let tokens: Vec<CancelToken> = {
+        let (tokens, asks): (Vec<CancelToken>, Vec<Ask>) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
             st.closed = true;
             st.elicitations.clear();
-            st.calls.drain().filter_map(|(_, c)| c.token).collect()
+            let asks = st.asks.drain().map(|(_, a)| a).collect();
+            (st.calls.drain().filter_map(|(_, c)| c.token).collect(), asks)
         };
+        if !asks.is_empty() {
+            // The handlers' questions: answered `cancel` on a worker.
+            self.dispatch_control(move || {
+                for a in asks {
+                    (a.answer)(ElicitAnswer::Cancel);
+                }
+            });
+        }
         self.answered.notify_all();
         self.outbox.close();
         let subscription = self.subscription.lock().take();
@@ -599,12 +789,14 @@ impl Inner {
                     token: None,
                     cancelled: false,
                     elicitation: None,
+                    asks: Vec::new(),
                 },
             );
         }
         let reply = match method {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
+            "logging/setLevel" => self.require_initialized().and_then(|()| self.set_log_level(params)),
             "tools/list" => self.require_initialized().and_then(|()| self.tools_list(params)),
             "tools/call" => match self.require_initialized().and_then(|()| params_object(params)) {
                 Ok(p) => {
@@ -623,7 +815,7 @@ impl Inner {
     /// Answers request `key` unless it was cancelled (then it gets no
     /// response) or already answered.
     fn finish(&self, key: &str, reply: Reply) {
-        let call = {
+        let (call, asks) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
@@ -632,8 +824,11 @@ impl Inner {
             if call.as_ref().is_some_and(|c| !c.cancelled) {
                 st.replying += 1;
             }
-            call
+            let asks = call.as_ref().map(|c| take_asks(&mut st, &c.asks)).unwrap_or_default();
+            (call, asks)
         };
+        // The handler settled with questions still open: withdrawn.
+        self.withdraw(asks, "The tool call ended.");
         let Some(call) = call else {
             self.answered.notify_all();
             return;
@@ -708,7 +903,7 @@ impl Inner {
         // Any proposed revision is answered with the one this session
         // speaks (MCP lifecycle, "Version Negotiation").
         result.insert("protocolVersion".into(), Value::String(MCP_PROTOCOL_REVISION.into()));
-        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}}));
+        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}, "logging": {}}));
         result.insert("serverInfo".into(), self.server_info.clone());
         if let Some(i) = &self.instructions {
             result.insert("instructions".into(), Value::String(i.clone()));
@@ -822,6 +1017,12 @@ impl Inner {
                 )
             }
         };
+        // MCP progress: a string or integer token asks for notifications.
+        let progress_token = p
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
         let Some(capability) = self.capability_of(&name).and_then(|id| self.catalog.capability(id)) else {
             return self.finish(&key, Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
         };
@@ -863,9 +1064,14 @@ impl Inner {
                 inner.on_outcome(context, outcome);
             }
         };
+        let channel = Arc::new(CallChannel {
+            inner: Arc::downgrade(self),
+            key: key.clone(),
+            progress_token,
+        });
         if let Err(e) = self
             .client
-            .invoke(&name, text.as_bytes(), None, Some(&token), Box::new(sink))
+            .invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
         {
             self.finish(&key, Err(internal(e)));
         }
@@ -1018,6 +1224,25 @@ impl Inner {
     }
 
     fn on_response(self: &Arc<Self>, id: &Value, outcome: Result<Value, Value>) {
+        let ask = {
+            let mut st = self.state.lock();
+            let ask = st.asks.remove(&id_key(id));
+            if let Some(a) = &ask {
+                let key = id_key(&a.request);
+                if let Some(call) = st.calls.get_mut(&a.call) {
+                    call.asks.retain(|k| *k != key);
+                }
+            }
+            ask
+        };
+        if let Some(ask) = ask {
+            let answer = elicit_answer(&outcome);
+            // The handler's code: on a worker, never on the transport's
+            // thread; on the control pool, so that handlers blocked waiting
+            // for answers cannot keep their answers from running.
+            let deliver = ask.answer;
+            return self.dispatch_control(move || deliver(answer));
+        }
         let (elicitation, approved) = {
             let mut st = self.state.lock();
             let Some(e) = st.elicitations.remove(&id_key(id)) else {
@@ -1067,7 +1292,7 @@ impl Inner {
                     return;
                 };
                 let key = id_key(request_id);
-                let (token, elicitation) = {
+                let (token, elicitation, asks) = {
                     let mut st = self.state.lock();
                     let Some(call) = st.calls.get_mut(&key) else { return };
                     if call.cancelled {
@@ -1076,15 +1301,19 @@ impl Inner {
                     call.cancelled = true;
                     let token = call.token.clone();
                     let elicitation = call.elicitation.take();
+                    let ask_keys = std::mem::take(&mut call.asks);
+                    let asks = take_asks(&mut st, &ask_keys);
                     if let Some(e) = &elicitation {
                         // No outcome will come: the runtime ends the pending
                         // confirmation itself when the token is cancelled.
                         st.elicitations.remove(&id_key(e));
                         st.calls.remove(&key);
                     }
-                    (token, elicitation)
+                    (token, elicitation, asks)
                 };
                 self.answered.notify_all();
+                // Cancelling the call cancels its handler's questions.
+                self.withdraw(asks, "The tool call was cancelled.");
                 if let Some(e) = elicitation {
                     let params = json!({"requestId": e, "reason": "The tool call was cancelled."});
                     self.send(
@@ -1223,6 +1452,26 @@ fn tool_names(
     // name only: the reverse map decides, and ids renamed away are no
     // tool names.
     Ok(Some((to_tool, to_capability)))
+}
+
+/// Takes the handler questions `keys` out of the session's open ones.
+fn take_asks(st: &mut State, keys: &[String]) -> Vec<Ask> {
+    keys.iter().filter_map(|k| st.asks.remove(k)).collect()
+}
+
+/// The handler's answer from the client's response to `elicitation/create`:
+/// accept (with its `content` object, `{}` when there is none), decline, and
+/// anything else (cancel, an error, a malformed result) as cancel.
+fn elicit_answer(outcome: &Result<Value, Value>) -> ElicitAnswer {
+    let Ok(result) = outcome else { return ElicitAnswer::Cancel };
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => ElicitAnswer::Accept(match result.get("content") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        }),
+        Some("decline") => ElicitAnswer::Decline,
+        _ => ElicitAnswer::Cancel,
+    }
 }
 
 fn internal(e: HostError) -> (i64, String) {

@@ -462,6 +462,8 @@ impl Shared {
             input: Ok(c.payload.clone()),
             token: c.token.clone(),
             confirmed: true,
+            // No request to attach to: progress reaches only the observer.
+            channel: None,
         };
         // The runtime may have closed since the checks above (the `approved`
         // notice may free it, or another thread): then the re-run refuses

@@ -180,6 +180,146 @@ impl Invocation {
     pub fn is_settled(&self) -> bool {
         self.core.settled.load(Ordering::SeqCst)
     }
+
+    /// The runtime while this invocation may still report: not settled,
+    /// runtime open.
+    fn reporting(&self) -> Result<Arc<Shared>, HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        if self.core.settled.load(Ordering::SeqCst) {
+            return Err(HostError::AlreadyCompleted);
+        }
+        match self.core.shared.upgrade() {
+            Some(shared) if !shared.is_closed() => Ok(shared),
+            _ => Err(HostError::Closed),
+        }
+    }
+
+    /// Reports progress (**rcip**, docs/MCP.md "Progress"): to the
+    /// consumer's channel when it gave one (an MCP session sends
+    /// `notifications/progress` when the `tools/call` carried
+    /// `_meta.progressToken`), then to the host's
+    /// [`ProgressObserver`](super::ProgressObserver). An approved re-run has
+    /// no channel: its progress reaches only the observer. Changes no
+    /// outcome and emits no lifecycle event.
+    ///
+    /// `progress` must be finite and greater than this invocation's
+    /// previous report; `total`, when given, finite; units are the
+    /// handler's. A report that returns `Ok` was queued to the consumer
+    /// before the invocation's outcome.
+    ///
+    /// Errors: [`HostError::InvalidArgument`] (not finite, not increasing;
+    /// nothing is sent), [`HostError::AlreadyCompleted`] (the handle
+    /// settled, or the consumer already answered), [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending; reports
+    /// from several threads are taken one at a time.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), HostError> {
+        let shared = self.reporting()?;
+        if !progress.is_finite() {
+            return Err(HostError::InvalidArgument(format!("progress must be a finite number, not {progress}")));
+        }
+        if let Some(t) = total.filter(|t| !t.is_finite()) {
+            return Err(HostError::InvalidArgument(format!("total must be a finite number, not {t}")));
+        }
+        let report = super::ProgressReport {
+            progress,
+            total,
+            message: message.map(str::to_string),
+        };
+        {
+            let mut last = self.core.reports.lock();
+            if self.core.settled.load(Ordering::SeqCst) {
+                return Err(HostError::AlreadyCompleted);
+            }
+            if let Some(previous) = *last {
+                if progress <= previous {
+                    return Err(HostError::InvalidArgument(format!(
+                        "progress must increase: {progress} is not greater than the previous report, {previous}"
+                    )));
+                }
+            }
+            if let Some(channel) = &self.core.channel {
+                if !channel.progress(&report) {
+                    return Err(HostError::AlreadyCompleted);
+                }
+            }
+            *last = Some(progress);
+        }
+        if let Some(channel) = &self.core.channel {
+            channel.flush();
+        }
+        if let Some(observer) = &shared.config.progress_observer {
+            observer.on_progress(&report.observer_json(&self.core.id, &self.core.capability_id));
+        }
+        Ok(())
+    }
+
+    /// Sends a log message at `level` to the consumer's channel (**rcip**,
+    /// docs/MCP.md "Logging"): an MCP session sends `notifications/message`
+    /// to the client whose call this is, when `level` is at least the
+    /// session's level (`info` until the client's `logging/setLevel`).
+    /// Without a channel (an approved re-run, an in-process consumer) the
+    /// message goes nowhere. `data` is any JSON value (a string, an object).
+    ///
+    /// Errors: [`HostError::AlreadyCompleted`] (settled, or the consumer
+    /// already answered), [`HostError::Closed`], [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending.
+    pub fn log(&self, level: super::LogLevel, logger: Option<&str>, data: &Value) -> Result<(), HostError> {
+        self.reporting()?;
+        {
+            let _serial = self.core.reports.lock();
+            if self.core.settled.load(Ordering::SeqCst) {
+                return Err(HostError::AlreadyCompleted);
+            }
+            if let Some(channel) = &self.core.channel {
+                if !channel.log(level, logger, data) {
+                    return Err(HostError::AlreadyCompleted);
+                }
+            }
+        }
+        if let Some(channel) = &self.core.channel {
+            channel.flush();
+        }
+        Ok(())
+    }
+
+    /// Asks the consumer's user for structured input (**rcip**, docs/MCP.md
+    /// "Elicitation"): an MCP session sends `elicitation/create` (form mode)
+    /// with `message` and `requested_schema` to the client whose call this
+    /// is, and `answer` gets the user's answer once, on a session worker.
+    /// Never blocks: wait for the answer from a deferred handler or another
+    /// thread. Cancelling the invocation (or the consumer going away)
+    /// answers [`ElicitAnswer::Cancel`](super::ElicitAnswer::Cancel) and
+    /// withdraws the question.
+    ///
+    /// `requested_schema` must follow MCP's elicitation schema rules (a
+    /// flat object of string, number, integer, boolean and enum
+    /// properties), checked by the consumer before anything is sent; RCIP's
+    /// strict mode does not apply.
+    ///
+    /// Errors (then `answer` is dropped uncalled):
+    /// [`HostError::InvalidArgument`] (the schema breaks those rules),
+    /// [`HostError::Unsupported`] (no channel, or a client without form
+    /// elicitation), [`HostError::AlreadyCompleted`], [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending; several
+    /// questions may be open at once.
+    pub fn elicit(&self, message: &str, requested_schema: &Value, answer: super::ElicitSink) -> Result<(), HostError> {
+        self.reporting()?;
+        let Some(channel) = &self.core.channel else {
+            return Err(HostError::Unsupported(
+                "this invocation has no consumer that can ask its user (an approved re-run, or a consumer without a channel)"
+                    .into(),
+            ));
+        };
+        channel.elicit(message, requested_schema, answer).map_err(|e| match e {
+            super::ElicitRefusal::Answered => HostError::AlreadyCompleted,
+            super::ElicitRefusal::Unsupported(m) => HostError::Unsupported(m),
+            super::ElicitRefusal::Invalid(m) => HostError::InvalidArgument(m),
+        })
+    }
 }
 
 impl Drop for Invocation {

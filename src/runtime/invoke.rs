@@ -7,6 +7,7 @@
 use super::callbacks::{AvailabilityCheck, Handler};
 use super::callbacks::{OutcomeSink, Sink};
 use super::cancel::{CancelToken, Registration};
+use super::channel::InvocationChannel;
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
 use super::shared::{Shared, State};
@@ -129,6 +130,11 @@ pub(crate) struct InvocationCore {
     pub payload: Option<Arc<Payload>>,
     pub token: Option<CancelToken>,
     pub confirmed: bool,
+    /// The consumer's side channel (**rcip**): none for an approved re-run.
+    pub channel: Option<Arc<dyn InvocationChannel>>,
+    /// Serializes the handler's reports and keeps the last progress value
+    /// (reports must increase).
+    pub reports: Mutex<Option<f64>>,
     /// The binding found at step 7 (set before the policy is asked).
     pub binding_id: std::sync::atomic::AtomicU64,
     pub context: OnceCell<Arc<SemanticContext>>,
@@ -251,6 +257,7 @@ pub(crate) struct Start {
     pub input: Result<Arc<Payload>, JsonError>,
     pub token: Option<CancelToken>,
     pub confirmed: bool,
+    pub channel: Option<Arc<dyn InvocationChannel>>,
 }
 
 impl Shared {
@@ -262,6 +269,19 @@ impl Shared {
         input: &[u8],
         invocation_id: Option<&str>,
         token: Option<&CancelToken>,
+        sink: Sink,
+    ) -> Result<Arc<str>, HostError> {
+        self.invoke_channel(capability_id, input, invocation_id, token, None, sink)
+    }
+
+    /// As [`Shared::invoke`], with the consumer's side channel.
+    pub(crate) fn invoke_channel(
+        self: &Arc<Self>,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        channel: Option<Arc<dyn InvocationChannel>>,
         sink: Sink,
     ) -> Result<Arc<str>, HostError> {
         // 1. The supplied id (an empty string is an id), else a generated one.
@@ -289,6 +309,7 @@ impl Shared {
             input,
             token: token.cloned(),
             confirmed: false,
+            channel,
         };
         self.run(start, sink)?;
         Ok(id)
@@ -334,6 +355,8 @@ impl Shared {
                 payload,
                 token: start.token,
                 confirmed: start.confirmed,
+                channel: start.channel,
+                reports: Mutex::new(None),
                 binding_id: std::sync::atomic::AtomicU64::new(0),
                 context: OnceCell::new(),
                 inner: Mutex::new(InvState {

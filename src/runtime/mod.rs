@@ -15,6 +15,7 @@
 mod bindings;
 mod callbacks;
 mod cancel;
+mod channel;
 mod confirm;
 mod handles;
 mod invoke;
@@ -32,6 +33,7 @@ pub use callbacks::{
 };
 pub(crate) use callbacks::{AvailabilitySlot, DirectCheck, Sink};
 pub use cancel::{CancelToken, Registration};
+pub use channel::{ElicitAnswer, ElicitRefusal, ElicitSink, InvocationChannel, LogLevel, ProgressObserver, ProgressReport};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
@@ -74,6 +76,9 @@ pub enum HostError {
     PreflightBatchInvalid(usize),
     /// A runtime call from inside the runtime's clock or id generator.
     WrongContext,
+    /// The consumer of an invocation cannot do what the handler asked: an
+    /// elicitation without a consumer that can ask its user (**rcip**).
+    Unsupported(String),
 }
 
 impl fmt::Display for HostError {
@@ -105,6 +110,7 @@ impl fmt::Display for HostError {
                     "a runtime call from inside the runtime's clock or id generator is not allowed"
                 )
             }
+            HostError::Unsupported(m) => write!(f, "not supported: {m}"),
         }
     }
 }
@@ -137,6 +143,7 @@ impl RuntimeBuilder {
                 observers: Vec::new(),
                 clock: None,
                 id_generator: None,
+                progress_observer: None,
                 validation_budget: crate::schema::Budget::default(),
             },
         }
@@ -196,6 +203,15 @@ impl RuntimeBuilder {
     /// Adds a lifecycle event observer (called in registration order).
     pub fn event_observer(&mut self, observer: Arc<dyn EventObserver>) -> &mut RuntimeBuilder {
         self.config.observers.push(observer);
+        self
+    }
+
+    /// The progress observer (**rcip**): every progress report of the
+    /// runtime's handlers, also of approved re-runs, which have no
+    /// consumer's channel (see [`ProgressObserver`]). Replaces an earlier
+    /// one.
+    pub fn progress_observer(&mut self, observer: Arc<dyn ProgressObserver>) -> &mut RuntimeBuilder {
+        self.config.progress_observer = Some(observer);
         self
     }
 
@@ -484,6 +500,24 @@ impl Client {
     ) -> Result<Arc<str>, HostError> {
         self.shared
             .invoke(capability_id, input, invocation_id, token, sink.into())
+    }
+
+    /// As [`invoke`](Self::invoke), with `channel` as the invocation's side
+    /// channel (**rcip**): the handler's progress reports, log messages and
+    /// elicitations reach the consumer through it (an MCP session passes
+    /// one per `tools/call`). An approved re-run of a confirmation the
+    /// invocation opens has no channel.
+    pub fn invoke_with_channel(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        channel: Arc<dyn InvocationChannel>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<Arc<str>, HostError> {
+        self.shared
+            .invoke_channel(capability_id, input, invocation_id, token, Some(channel), sink.into())
     }
 
     /// As [`invoke`](Self::invoke), with the sink kept inline.

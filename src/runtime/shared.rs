@@ -44,6 +44,8 @@ pub(crate) struct Config {
     pub observers: Vec<Arc<dyn EventObserver>>,
     pub clock: Option<Arc<dyn Clock>>,
     pub id_generator: Option<Arc<dyn IdGenerator>>,
+    /// Receives every progress report (**rcip**, `channel.rs`).
+    pub progress_observer: Option<Arc<dyn super::channel::ProgressObserver>>,
     /// The work budget of each schema validation.
     pub validation_budget: crate::schema::Budget,
 }

@@ -22,6 +22,7 @@ from ctypes import (
     CFUNCTYPE,
     POINTER,
     c_bool,
+    c_double,
     c_char_p,
     c_int32,
     c_int64,
@@ -83,6 +84,8 @@ AVAILABILITY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
 POLICY_CALLBACK = CFUNCTYPE(None, c_void_p, c_void_p)
 CONFIRMATION_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 EVENT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+PROGRESS_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+ELICIT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 MCP_MESSAGE_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
@@ -145,6 +148,9 @@ _PROTOTYPES = {
     "rcip_invocation_cancel_token": (_P, [_P]),
     "rcip_invocation_complete": (_R, [_P, c_char_p]),
     "rcip_invocation_fail": (_R, [_P, c_bool]),
+    "rcip_invocation_report_progress": (_R, [_P, c_double, c_bool, c_double, c_char_p]),
+    "rcip_invocation_log": (_R, [_P, c_char_p, c_char_p, c_char_p]),
+    "rcip_invocation_elicit": (_R, [_P, c_char_p, c_char_p, ELICIT_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_invocation_is_settled": (c_bool, [_P]),
     "rcip_invocation_free": (None, [_P]),
     # MCP session (the bridge to Model Context Protocol clients)
@@ -194,6 +200,7 @@ _PROTOTYPES = {
         [_P, CONFIRMATION_CALLBACK, _P, USER_DATA_FREE_CALLBACK],
     ),
     "rcip_runtime_builder_add_event_observer": (_R, [_P, EVENT_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_runtime_builder_set_progress_observer": (_R, [_P, PROGRESS_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_clock": (_R, [_P, CLOCK_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_id_generator": (_R, [_P, ID_GENERATOR_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_manual_timers": (_R, [_P, c_bool]),

@@ -31,6 +31,7 @@ class Result(enum.IntEnum):
     WRONG_CONTEXT = 304
     NOT_FOUND = 305
     IO = 306
+    UNSUPPORTED = 310
     PANIC = 900
 
 
@@ -116,6 +117,12 @@ class IoError(RcipError):
     pass
 
 
+class UnsupportedError(RcipError):
+    """The invocation's consumer cannot do what the handler asked: an
+    elicitation without an MCP client that supports form elicitation
+    (**rcip**)."""
+
+
 class PanicError(RcipError):
     pass
 
@@ -137,6 +144,7 @@ _BY_CODE: Dict[int, Type[RcipError]] = {
     Result.WRONG_CONTEXT: WrongContextError,
     Result.NOT_FOUND: NotFoundError,
     Result.IO: IoError,
+    Result.UNSUPPORTED: UnsupportedError,
     Result.PANIC: PanicError,
 }
 
