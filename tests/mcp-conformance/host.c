@@ -22,6 +22,14 @@
  *                             host thread; with "pollAfterMs" the server closes
  *                             the call's SSE stream first and answers on the
  *                             client's GET with Last-Event-ID
+ *   test_tool_with_progress   tools-call-with-progress: a host thread reports 0, 50
+ *                             and 100 of 100, 50 ms apart, then completes
+ *   test_tool_with_logging    tools-call-with-logging: a host thread sends three
+ *                             info log messages, 50 ms apart, then completes
+ *   test_elicitation          tools-call-elicitation, elicitation-sep1034-defaults,
+ *   test_elicitation_sep1034_defaults  elicitation-sep1330-enums: the handler asks
+ *   test_elicitation_sep1330_enums     the client's user (rcip_invocation_elicit)
+ *                             and completes with the answer when it arrives
  *   json_schema_2020_12_tool  json-schema-2020-12: the capability json_schema_tool
  *                             under the name the suite needs ("toolNames"; an RCIP
  *                             id segment cannot start with a digit)
@@ -140,6 +148,143 @@ static void json_schema_tool(void *user_data, rcip_invocation *invocation) {
     free(output);
 }
 
+/* ----- progress, logging and elicitation (issue 16) ------------------- */
+
+static void sleep_ms(long ms) {
+    struct timespec delay = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&delay, NULL);
+}
+
+static void report_or_log(rcip_result rc, const char *what) {
+    if (rc != RCIP_RESULT_OK) fprintf(stderr, "mcp_conformance_host: %s: %s\n", what, rcip_last_error_message());
+}
+
+static void *progress_later(void *arg) {
+    rcip_invocation *invocation = arg;
+    for (int step = 0; step <= 2; step++) {
+        if (step > 0) sleep_ms(50);
+        /* notifications/progress when the call carried a progressToken */
+        report_or_log(rcip_invocation_report_progress(invocation, step * 50.0, true, 100.0, NULL), "progress");
+    }
+    complete_or_log(invocation, "{\"text\": \"Progress reported: 0, 50 and 100 of 100.\"}");
+    return NULL;
+}
+
+static void *logging_later(void *arg) {
+    static const char *const MESSAGES[] = {"\"Tool execution started\"", "\"Tool processing data\"",
+                                           "\"Tool execution completed\""};
+    rcip_invocation *invocation = arg;
+    for (int i = 0; i < 3; i++) {
+        if (i > 0) sleep_ms(50);
+        report_or_log(rcip_invocation_log(invocation, "info", "mcp_conformance_host", MESSAGES[i]), "log");
+    }
+    complete_or_log(invocation, "{\"text\": \"Logged three messages.\"}");
+    return NULL;
+}
+
+/* Runs `body` on a detached host thread with the invocation (deferred). */
+static void on_thread(rcip_invocation *invocation, void *(*body)(void *)) {
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attr, body, invocation) != 0) {
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void tool_with_progress(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    on_thread(invocation, progress_later);
+}
+
+static void tool_with_logging(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    on_thread(invocation, logging_later);
+}
+
+/* The answer, `{"action", "content"?}`, is the capability's output as it is
+ * (its output schema has exactly that shape). */
+static void answered(void *user_data, const char *answer_json) {
+    complete_or_log(user_data, answer_json);
+}
+
+/* Asks; the handler returns at once and `answered` settles the invocation.
+ * A client that cannot be asked gets a failed call (isError: true). */
+static void ask(rcip_invocation *invocation, const char *message, const char *schema) {
+    if (rcip_invocation_elicit(invocation, message, schema, answered, invocation, NULL) != RCIP_RESULT_OK) {
+        fprintf(stderr, "mcp_conformance_host: elicit: %s\n", rcip_last_error_message());
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+}
+
+/* The "message" string of the input {"message": "..."} (canonical compact
+ * JSON), unescaped for the simple escapes; \uXXXX is kept as written. */
+static char *input_message(const char *input) {
+    const char *key = strstr(input, "\"message\":\"");
+    if (!key) return NULL;
+    const char *p = key + strlen("\"message\":\"");
+    char *out = malloc(strlen(p) + 1);
+    if (!out) return NULL;
+    size_t n = 0;
+    for (; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            switch (*p) {
+            case 'n': out[n++] = '\n'; break;
+            case 't': out[n++] = '\t'; break;
+            case 'u': out[n++] = '\\'; out[n++] = 'u'; break;
+            default: out[n++] = *p; break;
+            }
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static void elicitation(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    char *message = input_message(rcip_invocation_input(invocation));
+    ask(invocation, message ? message : "Please provide your information",
+        "{\"type\": \"object\", \"properties\": {"
+        "\"username\": {\"type\": \"string\", \"description\": \"User's response\"},"
+        "\"email\": {\"type\": \"string\", \"description\": \"User's email address\"}},"
+        " \"required\": [\"username\", \"email\"]}");
+    free(message);
+}
+
+static void elicitation_defaults(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    ask(invocation, "Please review and update the form fields with defaults",
+        "{\"type\": \"object\", \"properties\": {"
+        "\"name\": {\"type\": \"string\", \"description\": \"User name\", \"default\": \"John Doe\"},"
+        "\"age\": {\"type\": \"integer\", \"description\": \"User age\", \"default\": 30},"
+        "\"score\": {\"type\": \"number\", \"description\": \"User score\", \"default\": 95.5},"
+        "\"status\": {\"type\": \"string\", \"description\": \"User status\","
+        " \"enum\": [\"active\", \"inactive\", \"pending\"], \"default\": \"active\"},"
+        "\"verified\": {\"type\": \"boolean\", \"description\": \"Verification status\", \"default\": true}}}");
+}
+
+static void elicitation_enums(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    ask(invocation, "Please select options from the enum fields",
+        "{\"type\": \"object\", \"properties\": {"
+        "\"untitledSingle\": {\"type\": \"string\", \"enum\": [\"option1\", \"option2\", \"option3\"]},"
+        "\"titledSingle\": {\"type\": \"string\", \"oneOf\": [{\"const\": \"value1\", \"title\": \"First Option\"},"
+        " {\"const\": \"value2\", \"title\": \"Second Option\"}, {\"const\": \"value3\", \"title\": \"Third Option\"}]},"
+        "\"legacyEnum\": {\"type\": \"string\", \"enum\": [\"opt1\", \"opt2\", \"opt3\"],"
+        " \"enumNames\": [\"Option One\", \"Option Two\", \"Option Three\"]},"
+        "\"untitledMulti\": {\"type\": \"array\", \"items\": {\"type\": \"string\","
+        " \"enum\": [\"option1\", \"option2\", \"option3\"]}},"
+        "\"titledMulti\": {\"type\": \"array\", \"items\": {\"anyOf\": [{\"const\": \"value1\", \"title\": \"First Choice\"},"
+        " {\"const\": \"value2\", \"title\": \"Second Choice\"}, {\"const\": \"value3\", \"title\": \"Third Choice\"}]}}}}");
+}
+
 /* ----- the session factory (runs on a library worker thread) ---------- */
 
 static const struct {
@@ -150,6 +295,11 @@ static const struct {
     {"test_error_handling", error_handling},
     {"test_reconnection", reconnection},
     {"json_schema_tool", json_schema_tool},
+    {"test_tool_with_progress", tool_with_progress},
+    {"test_tool_with_logging", tool_with_logging},
+    {"test_elicitation", elicitation},
+    {"test_elicitation_sep1034_defaults", elicitation_defaults},
+    {"test_elicitation_sep1330_enums", elicitation_enums},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 
