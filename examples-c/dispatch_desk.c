@@ -91,6 +91,8 @@
 /* The archive search's simulated duration, and how often it polls its token. */
 #define ARCHIVE_SCAN_MS 800
 #define ARCHIVE_POLL_MS 10
+/* How often the archive search reports progress (rcip_invocation_report_progress). */
+#define ARCHIVE_PROGRESS_MS 100
 /* Most worker threads one run starts (archive searches). */
 #define MAX_WORKERS 64
 /* Confirmation lifetime when serving MCP: a person answers, so rcip's own
@@ -530,6 +532,13 @@ static void *archive_worker(void *arg)
     }
     bool cancelled = false;
     for (long waited = 0; waited < ARCHIVE_SCAN_MS; waited += ARCHIVE_POLL_MS) {
+        /* Progress in milliseconds scanned of ARCHIVE_SCAN_MS (rcip): an MCP
+         * client that sent a progressToken gets notifications/progress, and
+         * the value only increases. A refusal (the call was answered or the
+         * runtime closed) changes nothing here: the token tells us to stop. */
+        if (waited % ARCHIVE_PROGRESS_MS == 0)
+            (void)rcip_invocation_report_progress(job->invocation, (double)waited, true, (double)ARCHIVE_SCAN_MS,
+                                                  "Searching the archive");
         if (rcip_cancel_token_is_cancelled(token)) {
             cancelled = true;
             host_log("worker", "archive search cancelled after about %ld ms: failing as aborted",
