@@ -531,6 +531,9 @@ static void *archive_worker(void *arg)
         host_log("worker", "the invocation has no token (it cannot be cancelled)");
     }
     bool cancelled = false;
+    /* A log message to the MCP client whose call this is (rcip; info passes
+     * the session's default level). Elsewhere it goes nowhere. */
+    (void)rcip_invocation_log(job->invocation, "info", "dispatch_desk", "\"Searching the archive\"");
     for (long waited = 0; waited < ARCHIVE_SCAN_MS; waited += ARCHIVE_POLL_MS) {
         /* Progress in milliseconds scanned of ARCHIVE_SCAN_MS (rcip): an MCP
          * client that sent a progressToken gets notifications/progress, and
@@ -553,6 +556,9 @@ static void *archive_worker(void *arg)
     } else {
         char *output = desk_search(job->desk, job->query, job->status, job->limit, true);
         host_log("worker", "archive search done: completing from the worker thread");
+        (void)rcip_invocation_report_progress(job->invocation, (double)ARCHIVE_SCAN_MS, true, (double)ARCHIVE_SCAN_MS,
+                                              "Archive searched");
+        (void)rcip_invocation_log(job->invocation, "info", "dispatch_desk", "\"Archive search done\"");
         /* The outcome callback runs on this thread, before this returns. */
         rcip_ok(rcip_invocation_complete(job->invocation, output), "rcip_invocation_complete");
         free(output);

@@ -29,6 +29,7 @@ settles them; bindings are kept by the runtime until closed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -48,6 +49,7 @@ DEFAULT_TTL_MS = 1500
 OUTCOME_TIMEOUT_S = 30.0
 ARCHIVE_SCAN_MS = 800
 ARCHIVE_POLL_MS = 10
+ARCHIVE_PROGRESS_MS = 100  # how often the archive search reports progress
 
 # ======================================================================
 # 1. Transcript printing (callbacks arrive on other threads)
@@ -569,8 +571,16 @@ class Host:
 
     def archive_worker(self, inv: rcip.Invocation, query: str, status: Any, limit: int) -> None:
         try:
+            # To the MCP client whose call this is (rcip): a log message,
+            # and progress in milliseconds scanned (increasing); refusals
+            # (the call was answered, the runtime closed) change nothing here.
+            with contextlib.suppress(rcip.RcipError):
+                inv.log("info", "Searching the archive", logger="dispatch_desk")
             waited = 0
             while waited < ARCHIVE_SCAN_MS:
+                if waited % ARCHIVE_PROGRESS_MS == 0:
+                    with contextlib.suppress(rcip.RcipError):
+                        inv.report_progress(waited, ARCHIVE_SCAN_MS, "Searching the archive")
                 if inv.cancelled:
                     host_log("worker", "archive search cancelled after about %d ms: failing as aborted" % waited)
                     inv.fail(aborted=True)  # the outcome is failed EXECUTION_ABORTED
@@ -579,6 +589,9 @@ class Host:
                 waited += ARCHIVE_POLL_MS
             output = self.desk.search(query, status, limit, True)
             host_log("worker", "archive search done: completing from the worker thread")
+            with contextlib.suppress(rcip.RcipError):
+                inv.report_progress(ARCHIVE_SCAN_MS, ARCHIVE_SCAN_MS, "Archive searched")
+                inv.log("info", "Archive search done", logger="dispatch_desk")
             inv.complete(output)  # a dataclass: written with the declared JSON names
         finally:
             inv.close()
