@@ -3,13 +3,13 @@
 //! messages, questions to the MCP client's user; and the host's progress
 //! observer.
 
+use super::callback::UserData;
 use super::callback::{c_json, once_text, rcip_user_data_free_callback, CEvents};
 use super::guard::{bytes_arg, ffi_guard, opt_str_arg, str_arg, FfiError};
 use super::handle::counted_arg;
 use super::invocation::rcip_invocation;
 use super::result::rcip_result;
 use super::runtime::{builder_mut, rcip_runtime_builder, settings};
-use super::callback::UserData;
 use crate::runtime::{ElicitAnswer, LogLevel, ProgressObserver};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_void};

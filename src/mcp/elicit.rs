@@ -33,7 +33,11 @@ pub(crate) fn check_requested_schema(schema: &Value) -> Result<(), String> {
     let Value::Object(top) = schema else {
         return Err("the requested schema must be an object".into());
     };
-    only(top, "", &["type", "properties", "required", "$schema", "title", "description"])?;
+    only(
+        top,
+        "",
+        &["type", "properties", "required", "$schema", "title", "description"],
+    )?;
     if top.get("type").and_then(Value::as_str) != Some("object") {
         return Err("/type of the requested schema must be \"object\"".into());
     }
@@ -133,7 +137,10 @@ fn titled<'a>(v: Option<&'a Value>, at: &str) -> Result<Vec<&'a str>, String> {
             return Err(format!("{at}/{i} must be an object {{\"const\", \"title\"}}"));
         };
         only(o, &format!("{at}/{i}"), &["const", "title"])?;
-        match (o.get("const").and_then(Value::as_str), o.get("title").and_then(Value::as_str)) {
+        match (
+            o.get("const").and_then(Value::as_str),
+            o.get("title").and_then(Value::as_str),
+        ) {
             (Some(c), Some(_)) if !out.contains(&c) => out.push(c),
             (Some(c), Some(_)) => return Err(format!("{at}/{i}: \"{c}\" appears twice")),
             _ => return Err(format!("{at}/{i} needs \"const\" and \"title\" (strings)")),
@@ -275,15 +282,42 @@ mod tests {
             (json!([]), "must be an object"),
             (json!({"type": "array", "properties": {}}), "/type"),
             (json!({"type": "object"}), "needs \"properties\""),
-            (json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}), "/properties/a/type"),
-            (json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}), "/properties/a/pattern"),
-            (json!({"type": "object", "properties": {"a": {"type": "string", "format": "ipv4"}}}), "/properties/a/format"),
-            (json!({"type": "object", "properties": {"a": {"type": "integer", "default": 1.5}}}), "/properties/a/default"),
-            (json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}), "/properties/a/default"),
-            (json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x", "y"], "enumNames": ["X"]}}}), "/properties/a/enumNames"),
-            (json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number"}}}}), "/properties/a/items"),
-            (json!({"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["b"]}), "/required/0"),
-            (json!({"type": "object", "properties": {}, "additionalProperties": false}), "/additionalProperties"),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}),
+                "/properties/a/type",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}),
+                "/properties/a/pattern",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string", "format": "ipv4"}}}),
+                "/properties/a/format",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "integer", "default": 1.5}}}),
+                "/properties/a/default",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}),
+                "/properties/a/default",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string", "enum": ["x", "y"], "enumNames": ["X"]}}}),
+                "/properties/a/enumNames",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number"}}}}),
+                "/properties/a/items",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["b"]}),
+                "/required/0",
+            ),
+            (
+                json!({"type": "object", "properties": {}, "additionalProperties": false}),
+                "/additionalProperties",
+            ),
         ];
         for (schema, place) in cases {
             let e = check(&schema).expect_err(&schema.to_string());

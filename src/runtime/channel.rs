@@ -183,3 +183,9 @@ pub trait InvocationChannel: Send + Sync {
 pub trait ProgressObserver: Send + Sync {
     fn on_progress(&self, report_json: &str);
 }
+
+impl<F: Fn(&str) + Send + Sync> ProgressObserver for F {
+    fn on_progress(&self, report_json: &str) {
+        self(report_json)
+    }
+}
