@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -411,6 +412,38 @@ void test_misuse_is_refused() {
 
 }  // namespace
 
+// The side channel (rcip) without an MCP client: progress reaches the
+// observer, logs go nowhere, elicitation is unsupported; the rules hold.
+void test_progress_logging_and_elicitation_in_process() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<rcip::Progress> seen;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .on_progress([&](const rcip::Progress &p) { seen.push_back(p); })
+                                .build();
+    rcip::Binding b = runtime.host().bind("greeting.say", [](rcip::Invocation &inv) {
+        inv.report_progress(1, 4.0, "a quarter");
+        inv.report_progress(2.5);
+        CHECK_THROWS_CODE(inv.report_progress(2.5), RCIP_RESULT_INVALID_ARGUMENT);
+        CHECK_THROWS_CODE(inv.report_progress(std::nan("")), RCIP_RESULT_INVALID_ARGUMENT);
+        inv.log("info", R"("no MCP client: nowhere")", "greeter");
+        CHECK_THROWS_CODE(inv.log("loud", "1"), RCIP_RESULT_INVALID_ARGUMENT);
+        bool answered = false;
+        CHECK_THROWS_CODE(inv.elicit("?", R"({"type": "object", "properties": {}})",
+                                     [&](const rcip::ElicitResult &) { answered = true; }),
+                          RCIP_RESULT_UNSUPPORTED);
+        CHECK(!answered);
+        inv.complete(R"({"text": "hi"})");
+        CHECK_THROWS_CODE(inv.report_progress(3), RCIP_RESULT_ALREADY_COMPLETED);
+    });
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "Ada"})").get().ok());
+    CHECK(seen.size() == 2);
+    CHECK(seen[0].capability_id == "greeting.say" && seen[0].progress == 1 && seen[0].total.value_or(0) == 4 &&
+          seen[0].message == "a quarter");
+    CHECK(seen[1].progress == 2.5 && !seen[1].total && seen[1].message.empty());
+    rcip::ElicitResult r = rcip::ElicitResult::parse(R"({"action":"accept","content":{"n":1}})");
+    CHECK(r.accepted() && r.content == R"({"n":1})");
+}
+
 int main() {
     test_catalog_and_errors();
     test_invoke_sync_handler();
@@ -426,6 +459,7 @@ int main() {
     test_throwing_clock_ids_and_observers_are_contained();
     test_json_helpers();
     test_misuse_is_refused();
+    test_progress_logging_and_elicitation_in_process();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

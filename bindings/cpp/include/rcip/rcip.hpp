@@ -445,6 +445,48 @@ struct Event {
     }
 };
 
+/// A handler's progress report, as the progress observer gets it
+/// (**rcip**; never a lifecycle event).
+struct Progress {
+    std::string json;  ///< {"invocationId", "capabilityId", "progress", "total"?, "message"?}
+    std::string invocation_id;
+    std::string capability_id;
+    double progress = 0;
+    std::optional<double> total;
+    std::string message;  ///< empty when absent
+
+    static Progress parse(std::string text) {
+        Progress p;
+        p.json = std::move(text);
+        std::string_view j = p.json;
+        p.invocation_id = json::string_member(j, "invocationId");
+        p.capability_id = json::string_member(j, "capabilityId");
+        if (auto v = json::member(j, "progress")) p.progress = std::stod(std::string(*v));
+        if (auto v = json::member(j, "total")) p.total = std::stod(std::string(*v));
+        p.message = json::string_member(j, "message");
+        return p;
+    }
+};
+
+/// The user's answer to Invocation::elicit (**rcip**): action "accept"
+/// (with `content`, the object the client sent, as JSON text), "decline"
+/// or "cancel" (also when the call was cancelled or the session ended).
+struct ElicitResult {
+    std::string json;  ///< {"action", "content"?}
+    std::string action;
+    std::string content;  ///< JSON object text; empty unless accepted
+
+    bool accepted() const noexcept { return action == "accept"; }
+
+    static ElicitResult parse(std::string text) {
+        ElicitResult r;
+        r.json = std::move(text);
+        r.action = json::string_member(r.json, "action");
+        if (auto c = json::member(r.json, "content")) r.content = std::string(*c);
+        return r;
+    }
+};
+
 /// What the confirmation callback is told: event "opened" (with the
 /// captured input, for the dialog) or "closed" (with a reason).
 struct ConfirmationNotice {
@@ -668,6 +710,57 @@ public:
     /// True once settled (by this object, or by the library: see
     /// rcip_invocation_is_settled).
     bool settled() const noexcept { return ptr_ && rcip_invocation_is_settled(ptr_.get()); }
+
+    // The side channel (**rcip**, docs/MCP.md "Progress, logging and
+    // elicitation"): any thread, while the invocation is pending.
+
+    /// Reports progress: notifications/progress to an MCP client whose call
+    /// carried a progressToken (before the response), and the progress
+    /// observer. Throws Error: INVALID_ARGUMENT (not finite, not greater
+    /// than the last report), ALREADY_COMPLETED (settled).
+    void report_progress(double progress, std::optional<double> total = std::nullopt,
+                         std::optional<std::string_view> message = std::nullopt) {
+        std::string m = message ? detail::z(*message) : std::string();
+        detail::check(rcip_invocation_report_progress(ptr_.get(), progress, total.has_value(), total.value_or(0.0),
+                                                      message ? m.c_str() : nullptr));
+    }
+    /// A log message to the MCP client whose call this is, at `level`
+    /// ("debug" ... "emergency"), filtered by its logging/setLevel;
+    /// `data_json` is any JSON value as text.
+    void log(std::string_view level, std::string_view data_json, std::optional<std::string_view> logger = std::nullopt) {
+        std::string l = logger ? detail::z(*logger) : std::string();
+        detail::check(rcip_invocation_log(ptr_.get(), detail::z(level).c_str(), logger ? l.c_str() : nullptr,
+                                          detail::z(data_json).c_str()));
+    }
+    /// Asks the MCP client's user (elicitation/create, form mode) and
+    /// returns at once; `on_answer` runs once on a session worker (keep it
+    /// short: settle, or hand the answer over). `requested_schema_json`
+    /// follows MCP's elicitation rules. Throws Error: INVALID_ARGUMENT (the
+    /// schema), UNSUPPORTED (no client that can be asked),
+    /// ALREADY_COMPLETED; then `on_answer` never runs.
+    void elicit(std::string_view message, std::string_view requested_schema_json,
+                std::function<void(const ElicitResult &)> on_answer) {
+        using Box = std::function<void(const ElicitResult &)>;
+        auto box = std::make_unique<Box>(std::move(on_answer));
+        detail::check(rcip_invocation_elicit(
+            ptr_.get(), detail::z(message).c_str(), detail::z(requested_schema_json).c_str(),
+            [](void *user_data, const char *answer) noexcept {
+                try {
+                    (*static_cast<Box *>(user_data))(ElicitResult::parse(answer ? answer : ""));
+                } catch (...) {
+                }
+            },
+            box.get(), &detail::delete_box<Box>));
+        box.release();
+    }
+    /// As elicit(message, schema, callback), the answer as a future: wait
+    /// on it from another thread than the session's workers.
+    std::future<ElicitResult> elicit(std::string_view message, std::string_view requested_schema_json) {
+        auto promise = std::make_shared<std::promise<ElicitResult>>();
+        auto future = promise->get_future();
+        elicit(message, requested_schema_json, [promise](const ElicitResult &r) { promise->set_value(r); });
+        return future;
+    }
     explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
 
     rcip_invocation *raw() const noexcept { return ptr_.get(); }
@@ -1226,6 +1319,15 @@ public:
         using Box = detail::FnBox<Event>;
         auto box = std::make_unique<Box>(Box{std::move(observer), shared_, "event observer"});
         detail::check(rcip_runtime_builder_add_event_observer(live(), &Box::call, box.get(), &detail::delete_box<Box>));
+        box.release();
+        return *this;
+    }
+    /// Every progress report of the runtime's handlers (**rcip**), also of
+    /// approved re-runs, which reach no MCP client.
+    Builder &on_progress(std::function<void(const Progress &)> observer) {
+        using Box = detail::FnBox<Progress>;
+        auto box = std::make_unique<Box>(Box{std::move(observer), shared_, "progress observer"});
+        detail::check(rcip_runtime_builder_set_progress_observer(live(), &Box::call, box.get(), &detail::delete_box<Box>));
         box.release();
         return *this;
     }
