@@ -10,8 +10,9 @@
 //! messages). It implements MCP revision 2025-11-25:
 //!
 //! - lifecycle: `initialize` (any proposed revision is answered with
-//!   2025-11-25; capabilities `{"tools": {"listChanged": true}}`),
-//!   `notifications/initialized`, `ping`; any other method, such as a newer
+//!   2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
+//!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
+//!   other method, such as a newer
 //!   client's `server/discover`, is `-32601`, so such clients fall back;
 //! - `tools/list` from the current snapshot (one tool per capability: name
 //!   = capability id, annotations by effect, `_meta` with the RCIP effect,
@@ -22,6 +23,13 @@
 //!   cancels it); an unknown tool is `-32602`;
 //! - `notifications/tools/list_changed` only when what `tools/list` returns
 //!   changes, not on every revision;
+//! - a handler's side channel (**rcip**, docs/MCP.md "Progress, logging and
+//!   elicitation"): its progress reports become `notifications/progress`
+//!   (when the call carried `_meta.progressToken`), its log messages
+//!   `notifications/message` (filtered by `logging/setLevel`, `info` by
+//!   default), its questions `elicitation/create` (clients that declared
+//!   form elicitation; schemas checked against MCP's rules), each related to
+//!   the call and queued before its response;
 //! - duplicate in-flight request ids are refused, malformed JSON-RPC gets
 //!   the standard error codes.
 //!
