@@ -253,9 +253,10 @@ enum rcip_result
     RCIP_RESULT_IO = 306,
     /**
      * The consumer of the invocation cannot do what the handler asked
-     * (**rcip**): `rcip_invocation_elicit` without an MCP client request
-     * (an approved re-run, an in-process consumer) or with a client that
-     * did not declare form elicitation. (310, not 307: left apart from
+     * (**rcip**): `rcip_invocation_elicit` / `rcip_invocation_create_message`
+     * without an MCP client request (an approved re-run, an in-process
+     * consumer) or with a client that did not declare form elicitation /
+     * sampling. (310, not 307: left apart from
      * other new state codes.)
      */
     RCIP_RESULT_UNSUPPORTED = 310,
@@ -370,7 +371,7 @@ typedef struct rcip_host rcip_host;
  * `rcip_invocation_fail`, `rcip_invocation_is_settled`,
  * `rcip_invocation_free`; while pending (**rcip**, src/ffi/report.rs):
  * `rcip_invocation_report_progress`, `rcip_invocation_log`,
- * `rcip_invocation_elicit`.
+ * `rcip_invocation_elicit`, `rcip_invocation_create_message`.
  */
 typedef struct rcip_invocation rcip_invocation;
 
@@ -639,6 +640,20 @@ typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_j
  * the thread that waits for it, or settle the invocation.
  */
 typedef void (*rcip_elicit_callback)(void *user_data, const char *answer_json);
+
+/**
+ * Receives the MCP client's reply to `rcip_invocation_create_message`.
+ *
+ * `reply_json` is `{"result": <CreateMessageResult: {"role", "content",
+ * "model", "stopReason"?}>}` as the client sent it, `{"error": {"code",
+ * "message", "data"?}}` (the client's JSON-RPC error, e.g. the user
+ * rejected the request), or `{"cancelled": true}` (the call was cancelled,
+ * the handler settled first, or the session ended); valid during the call
+ * only. Called exactly once, on a session worker thread, with no rcip lock
+ * held; then `user_data_free` runs. Keep it short, as
+ * `rcip_elicit_callback`.
+ */
+typedef void (*rcip_sampling_callback)(void *user_data, const char *reply_json);
 
 /**
  * Receives every progress report of the runtime's handlers
@@ -1568,6 +1583,35 @@ rcip_result rcip_invocation_log(const struct rcip_invocation *invocation, const 
  * Rule: **rcip**; MCP 2025-11-25, client/elicitation (form mode).
  */
 rcip_result rcip_invocation_elicit(const struct rcip_invocation *invocation, const char *message, const char *requested_schema_json, rcip_elicit_callback on_answer, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Asks the MCP client whose call the invocation serves to sample its
+ * language model (**rcip**): sends `sampling/createMessage` with
+ * `params_json`; the reply reaches `on_reply` once, later, on a session
+ * worker. Never blocks (as `rcip_invocation_elicit`). Cancelling the call
+ * (or the session ending) withdraws the request and replies
+ * `{"cancelled": true}`.
+ *
+ * Shape: `params_json` is MCP's `CreateMessageRequestParams`: `messages`
+ * (a non-empty array of `{"role": "user" | "assistant", "content"}`, the
+ * content a block or an array of blocks) and `maxTokens` (a positive
+ * integer) are checked; `systemPrompt`, `modelPreferences`, `temperature`,
+ * `stopSequences`, `metadata` ... go to the client as they are. The
+ * reply's shape is at `rcip_sampling_callback`.
+ * Ownership: `params_json` is borrowed (copied). `user_data` is kept until
+ * the reply was delivered, then `user_data_free` runs once; when this call
+ * fails, neither callback runs and the host keeps its data.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, params_json, on_reply);
+ * `RCIP_RESULT_INVALID_JSON`; `RCIP_RESULT_INVALID_ARGUMENT` (the params
+ * lack what is checked; the message names it); `RCIP_RESULT_UNSUPPORTED`
+ * (no MCP call, or a client that did not declare `sampling`);
+ * `RCIP_RESULT_ALREADY_COMPLETED`; `RCIP_RESULT_CLOSED`;
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending.
+ * Callbacks: see `rcip_sampling_callback`.
+ * Rule: **rcip**; MCP 2025-11-25, client/sampling.
+ */
+rcip_result rcip_invocation_create_message(const struct rcip_invocation *invocation, const char *params_json, rcip_sampling_callback on_reply, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * Installs the progress observer (**rcip**): every progress report of the

@@ -19,7 +19,7 @@ use std::ffi::c_char;
 /// `rcip_invocation_fail`, `rcip_invocation_is_settled`,
 /// `rcip_invocation_free`; while pending (**rcip**, src/ffi/report.rs):
 /// `rcip_invocation_report_progress`, `rcip_invocation_log`,
-/// `rcip_invocation_elicit`.
+/// `rcip_invocation_elicit`, `rcip_invocation_create_message`.
 pub struct rcip_invocation {
     // Opaque: a handle is the shared invocation state itself (see
     // `Invocation::into_raw`), so handing one to a handler allocates nothing.

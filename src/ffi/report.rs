@@ -10,7 +10,7 @@ use super::handle::counted_arg;
 use super::invocation::rcip_invocation;
 use super::result::rcip_result;
 use super::runtime::{builder_mut, rcip_runtime_builder, settings};
-use crate::runtime::{ElicitAnswer, LogLevel, ProgressObserver};
+use crate::runtime::{ClientReply, ElicitAnswer, LogLevel, ProgressObserver};
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -27,6 +27,18 @@ use std::sync::Arc;
 /// runs. Keep it short (it runs where cancellations run): hand the answer to
 /// the thread that waits for it, or settle the invocation.
 pub type rcip_elicit_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, answer_json: *const c_char)>;
+
+/// Receives the MCP client's reply to `rcip_invocation_create_message`.
+///
+/// `reply_json` is `{"result": <CreateMessageResult: {"role", "content",
+/// "model", "stopReason"?}>}` as the client sent it, `{"error": {"code",
+/// "message", "data"?}}` (the client's JSON-RPC error, e.g. the user
+/// rejected the request), or `{"cancelled": true}` (the call was cancelled,
+/// the handler settled first, or the session ended); valid during the call
+/// only. Called exactly once, on a session worker thread, with no rcip lock
+/// held; then `user_data_free` runs. Keep it short, as
+/// `rcip_elicit_callback`.
+pub type rcip_sampling_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, reply_json: *const c_char)>;
 
 /// Receives every progress report of the runtime's handlers
 /// (`rcip_runtime_builder_set_progress_observer`).
@@ -187,6 +199,62 @@ pub unsafe extern "C" fn rcip_invocation_elicit(
             }
         });
         if let Err(e) = h.elicit(message, &schema, answer) {
+            if let Some(once) = slot.lock().take() {
+                once.disarm();
+            }
+            return Err(e.into());
+        }
+        Ok(())
+    })
+}
+
+/// Asks the MCP client whose call the invocation serves to sample its
+/// language model (**rcip**): sends `sampling/createMessage` with
+/// `params_json`; the reply reaches `on_reply` once, later, on a session
+/// worker. Never blocks (as `rcip_invocation_elicit`). Cancelling the call
+/// (or the session ending) withdraws the request and replies
+/// `{"cancelled": true}`.
+///
+/// Shape: `params_json` is MCP's `CreateMessageRequestParams`: `messages`
+/// (a non-empty array of `{"role": "user" | "assistant", "content"}`, the
+/// content a block or an array of blocks) and `maxTokens` (a positive
+/// integer) are checked; `systemPrompt`, `modelPreferences`, `temperature`,
+/// `stopSequences`, `metadata` ... go to the client as they are. The
+/// reply's shape is at `rcip_sampling_callback`.
+/// Ownership: `params_json` is borrowed (copied). `user_data` is kept until
+/// the reply was delivered, then `user_data_free` runs once; when this call
+/// fails, neither callback runs and the host keeps its data.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, params_json, on_reply);
+/// `RCIP_RESULT_INVALID_JSON`; `RCIP_RESULT_INVALID_ARGUMENT` (the params
+/// lack what is checked; the message names it); `RCIP_RESULT_UNSUPPORTED`
+/// (no MCP call, or a client that did not declare `sampling`);
+/// `RCIP_RESULT_ALREADY_COMPLETED`; `RCIP_RESULT_CLOSED`;
+/// `RCIP_RESULT_WRONG_CONTEXT`.
+/// Thread safety: any thread while the invocation is pending.
+/// Callbacks: see `rcip_sampling_callback`.
+/// Rule: **rcip**; MCP 2025-11-25, client/sampling.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_create_message(
+    invocation: *const rcip_invocation,
+    params_json: *const c_char,
+    on_reply: rcip_sampling_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let h = counted_arg(invocation, "invocation")?;
+        let params = bytes_arg(params_json, "params_json")?;
+        let cb = on_reply.ok_or_else(|| FfiError::null("on_reply"))?;
+        let params = crate::json::parse_bytes(params, &crate::json::Limits::default())
+            .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("params_json: {e}")))?;
+        let slot = Arc::new(Mutex::new(Some(once_text(cb, user_data, user_data_free))));
+        let reply_slot = slot.clone();
+        let reply = Box::new(move |reply: ClientReply| {
+            if let Some(once) = reply_slot.lock().take() {
+                once.call(&c_json(&reply.to_json()));
+            }
+        });
+        if let Err(e) = h.create_message(&params, reply) {
             if let Some(once) = slot.lock().take() {
                 once.disarm();
             }

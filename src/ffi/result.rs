@@ -62,9 +62,10 @@ pub enum rcip_result {
     /// use, not local, no permission), or threads that cannot be started.
     Io = 306,
     /// The consumer of the invocation cannot do what the handler asked
-    /// (**rcip**): `rcip_invocation_elicit` without an MCP client request
-    /// (an approved re-run, an in-process consumer) or with a client that
-    /// did not declare form elicitation. (310, not 307: left apart from
+    /// (**rcip**): `rcip_invocation_elicit` / `rcip_invocation_create_message`
+    /// without an MCP client request (an approved re-run, an in-process
+    /// consumer) or with a client that did not declare form elicitation /
+    /// sampling. (310, not 307: left apart from
     /// other new state codes.)
     Unsupported = 310,
     /// An internal error (a caught panic). The call had no effect, or its

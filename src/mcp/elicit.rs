@@ -1,4 +1,6 @@
-//! The requested schema of a handler's elicitation, checked against MCP's
+//! What a handler asks the client through its call, checked before it is
+//! sent: the params of `sampling/createMessage` (`check_sampling_params`),
+//! and the requested schema of an elicitation, checked against MCP's
 //! elicitation schema rules (MCP 2025-11-25, client/elicitation,
 //! "Requested Schema": `ElicitRequestFormParams.requestedSchema` and its
 //! `PrimitiveSchemaDefinition`s) before the question is sent. Not RCIP's
@@ -245,9 +247,61 @@ fn check_primitive(property: &Value, at: &str) -> Result<(), String> {
     }
 }
 
+/// Checks a handler's `sampling/createMessage` params against what MCP
+/// 2025-11-25 (client/sampling, `CreateMessageRequestParams`) requires:
+/// an object with `messages`, a non-empty array of `{"role": "user" |
+/// "assistant", "content": object | array of objects}`, and `maxTokens`, a
+/// positive integer. The other fields (`systemPrompt`, `modelPreferences`,
+/// `temperature`, `stopSequences`, `includeContext`, `metadata`, `tools`,
+/// ...) go to the client as they are; the client checks them.
+pub(crate) fn check_sampling_params(params: &Value) -> Result<(), String> {
+    let Value::Object(p) = params else {
+        return Err("the sampling params must be an object".into());
+    };
+    let Some(Value::Array(messages)) = p.get("messages") else {
+        return Err("the sampling params need \"messages\" (an array)".into());
+    };
+    if messages.is_empty() {
+        return Err("/messages must hold at least one message".into());
+    }
+    for (i, m) in messages.iter().enumerate() {
+        match m.get("role").and_then(Value::as_str) {
+            Some("user" | "assistant") => {}
+            _ => return Err(format!("/messages/{i}/role must be \"user\" or \"assistant\"")),
+        }
+        match m.get("content") {
+            Some(Value::Object(_)) => {}
+            Some(Value::Array(blocks)) if !blocks.is_empty() && blocks.iter().all(Value::is_object) => {}
+            _ => return Err(format!("/messages/{i}/content must be a content block or an array of them")),
+        }
+    }
+    match p.get("maxTokens").and_then(Value::as_u64) {
+        Some(n) if n >= 1 => Ok(()),
+        _ => Err("/maxTokens must be a positive integer".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::check_requested_schema as check;
+
+    #[test]
+    fn sampling_params_need_messages_and_max_tokens() {
+        use super::check_sampling_params as sampling;
+        let good = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 100});
+        sampling(&good).unwrap();
+        for (params, place) in [
+            (json!([]), "must be an object"),
+            (json!({"maxTokens": 1}), "\"messages\""),
+            (json!({"messages": [], "maxTokens": 1}), "/messages"),
+            (json!({"messages": [{"role": "system", "content": {}}], "maxTokens": 1}), "/messages/0/role"),
+            (json!({"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1}), "/messages/0/content"),
+            (json!({"messages": [{"role": "user", "content": {}}], "maxTokens": 0}), "/maxTokens"),
+        ] {
+            let e = sampling(&params).expect_err(&params.to_string());
+            assert!(e.contains(place), "{params}: {e}");
+        }
+    }
     use serde_json::json;
 
     #[test]

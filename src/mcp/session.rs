@@ -17,8 +17,8 @@ use super::{
 use crate::catalog::Catalog;
 use crate::json::Limits;
 use crate::runtime::{
-    CancelToken, Client, ElicitAnswer, ElicitRefusal, ElicitSink, Host, HostError, InvocationChannel, LogLevel,
-    ProgressReport, Runtime, Snapshot, Subscriber, Subscription,
+    CancelToken, Client, ClientReply, ElicitAnswer, ElicitRefusal, ElicitSink, Host, HostError, InvocationChannel,
+    LogLevel, ProgressReport, ReplySink, Runtime, Snapshot, Subscriber, Subscription,
 };
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
@@ -104,6 +104,8 @@ struct State {
     ready: bool,
     /// The client declared form-mode elicitation.
     elicitation: bool,
+    /// The client declared sampling.
+    sampling: bool,
     /// Requests received and not answered yet, by [`id_key`].
     calls: HashMap<String, Call>,
     /// Elicitations sent and not answered yet, by [`id_key`] of our id.
@@ -143,7 +145,29 @@ struct Ask {
     call: String,
     /// Our request id (the JSON value), for `notifications/cancelled`.
     request: Value,
-    answer: ElicitSink,
+    answer: AskSink,
+}
+
+/// Who gets the answer to a handler's request.
+enum AskSink {
+    /// `elicitation/create`.
+    Elicit(ElicitSink),
+    /// `sampling/createMessage`.
+    Sample(ReplySink),
+}
+
+impl AskSink {
+    /// Delivers the client's answer (`None`: withdrawn, no answer).
+    fn deliver(self, outcome: Option<&Result<Value, Value>>) {
+        match self {
+            AskSink::Elicit(sink) => sink(outcome.map_or(ElicitAnswer::Cancel, elicit_answer)),
+            AskSink::Sample(sink) => sink(match outcome {
+                Some(Ok(result)) => ClientReply::Result(result.clone()),
+                Some(Err(error)) => ClientReply::Error(error.clone()),
+                None => ClientReply::Cancelled,
+            }),
+        }
+    }
 }
 
 /// The side channel of one `tools/call`: the handler's progress, log
@@ -197,7 +221,17 @@ impl InvocationChannel for CallChannel {
         let Some(inner) = self.inner.upgrade() else {
             return Err(ElicitRefusal::Answered);
         };
-        inner.ask(&self.key, message, requested_schema, answer)
+        super::elicit::check_requested_schema(requested_schema).map_err(ElicitRefusal::Invalid)?;
+        let params = json!({"mode": "form", "message": message, "requestedSchema": requested_schema});
+        inner.ask(&self.key, "elicitation/create", params, AskSink::Elicit(answer))
+    }
+
+    fn create_message(&self, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(ElicitRefusal::Answered);
+        };
+        super::elicit::check_sampling_params(params).map_err(ElicitRefusal::Invalid)?;
+        inner.ask(&self.key, "sampling/createMessage", params.clone(), AskSink::Sample(reply))
     }
 }
 
@@ -594,30 +628,36 @@ impl Inner {
         Ok(json!({}))
     }
 
-    /// Sends a handler's question for the call `key` (**rcip**): checked
-    /// against MCP's elicitation schema rules, only to a client that
-    /// declared form elicitation, while the call waits for its response.
-    fn ask(&self, key: &str, message: &str, schema: &Value, answer: ElicitSink) -> Result<(), ElicitRefusal> {
-        super::elicit::check_requested_schema(schema).map_err(ElicitRefusal::Invalid)?;
+    /// Sends a handler's request `method` (already checked) for the call
+    /// `key` (**rcip**): only to a client that declared the capability it
+    /// needs (form elicitation, sampling), while the call waits for its
+    /// response.
+    fn ask(&self, key: &str, method: &str, params: Value, answer: AskSink) -> Result<(), ElicitRefusal> {
         {
             let mut st = self.state.lock();
             if st.closed {
                 return Err(ElicitRefusal::Answered);
             }
-            if !st.elicitation {
+            let sampling = matches!(answer, AskSink::Sample(_));
+            if sampling && !st.sampling {
+                return Err(ElicitRefusal::Unsupported(
+                    "this MCP client did not declare sampling, so it cannot be asked to sample".into(),
+                ));
+            }
+            if !sampling && !st.elicitation {
                 return Err(ElicitRefusal::Unsupported(
                     "this MCP client did not declare form elicitation, so its user cannot be asked".into(),
                 ));
             }
             st.next_request += 1;
-            let id = Value::String(format!("rcip-elicitation-{}", st.next_request));
+            let prefix = if sampling { "rcip-sampling" } else { "rcip-elicitation" };
+            let id = Value::String(format!("{prefix}-{}", st.next_request));
             let request_key = id_key(&id);
             match st.calls.get_mut(key) {
                 Some(call) if !call.cancelled => call.asks.push(request_key.clone()),
                 _ => return Err(ElicitRefusal::Answered),
             }
-            let params = json!({"mode": "form", "message": message, "requestedSchema": schema});
-            let request = jsonrpc::request(&id, "elicitation/create", params);
+            let request = jsonrpc::request(&id, method, params);
             st.asks.insert(
                 request_key,
                 Ask {
@@ -650,7 +690,7 @@ impl Inner {
         }
         self.dispatch_control(move || {
             for answer in answers {
-                answer(ElicitAnswer::Cancel);
+                answer.deliver(None);
             }
         });
     }
@@ -718,7 +758,7 @@ impl Inner {
             // The handlers' questions: answered `cancel` on a worker.
             self.dispatch_control(move || {
                 for a in asks {
-                    (a.answer)(ElicitAnswer::Cancel);
+                    a.answer.deliver(None);
                 }
             });
         }
@@ -895,6 +935,7 @@ impl Inner {
             }
             st.initialized = true;
             st.elicitation = elicitation;
+            st.sampling = capabilities.get("sampling").is_some_and(Value::is_object);
             if let Some(snapshot) = baseline {
                 st.tools_seen = Some((snapshot, None));
             }
@@ -1236,12 +1277,11 @@ impl Inner {
             ask
         };
         if let Some(ask) = ask {
-            let answer = elicit_answer(&outcome);
             // The handler's code: on a worker, never on the transport's
             // thread; on the control pool, so that handlers blocked waiting
             // for answers cannot keep their answers from running.
             let deliver = ask.answer;
-            return self.dispatch_control(move || deliver(answer));
+            return self.dispatch_control(move || deliver.deliver(Some(&outcome)));
         }
         let (elicitation, approved) = {
             let mut st = self.state.lock();

@@ -131,7 +131,37 @@ impl ElicitAnswer {
 /// consumer's (an MCP session's worker), with no rcip lock held.
 pub type ElicitSink = Box<dyn FnOnce(ElicitAnswer) + Send>;
 
-/// Why a channel refused an elicitation.
+/// The client's reply to a request a handler made through its consumer
+/// (`sampling/createMessage`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientReply {
+    /// The client's result (for sampling, MCP's `CreateMessageResult`:
+    /// `{"role", "content", "model", "stopReason"?}`), as it sent it.
+    Result(Value),
+    /// The client's JSON-RPC error object (`{"code", "message", "data"?}`),
+    /// e.g. the user rejected the request.
+    Error(Value),
+    /// No reply will come: the invocation was cancelled, the handler
+    /// settled first, or the consumer went away.
+    Cancelled,
+}
+
+impl ClientReply {
+    /// `{"result": ...}`, `{"error": ...}` or `{"cancelled": true}`.
+    pub fn to_json(&self) -> String {
+        match self {
+            ClientReply::Result(v) => json!({"result": v}).to_string(),
+            ClientReply::Error(e) => json!({"error": e}).to_string(),
+            ClientReply::Cancelled => r#"{"cancelled":true}"#.to_string(),
+        }
+    }
+}
+
+/// Receives the client's reply to one request, exactly once, as
+/// [`ElicitSink`] does.
+pub type ReplySink = Box<dyn FnOnce(ClientReply) + Send>;
+
+/// Why a channel refused an elicitation (or a sampling request).
 #[derive(Debug)]
 pub enum ElicitRefusal {
     /// The consumer already answered the request (it no longer takes
@@ -170,6 +200,15 @@ pub trait InvocationChannel: Send + Sync {
     /// `Ok` is returned, and dropped uncalled when `Err` is. Called with no
     /// lock held; must not wait for the answer.
     fn elicit(&self, message: &str, requested_schema: &Value, answer: ElicitSink) -> Result<(), ElicitRefusal>;
+
+    /// Asks the consumer's client to sample its language model
+    /// (`sampling/createMessage` with `params`), as
+    /// [`elicit`](Self::elicit) asks its user. The default refuses
+    /// (unsupported).
+    fn create_message(&self, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
+        let _ = (params, reply);
+        Err(ElicitRefusal::Unsupported("this consumer cannot ask its client to sample".into()))
+    }
 }
 
 /// Receives every progress report the runtime's handlers make, also those of

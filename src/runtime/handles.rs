@@ -314,11 +314,42 @@ impl Invocation {
                     .into(),
             ));
         };
-        channel.elicit(message, requested_schema, answer).map_err(|e| match e {
-            super::ElicitRefusal::Answered => HostError::AlreadyCompleted,
-            super::ElicitRefusal::Unsupported(m) => HostError::Unsupported(m),
-            super::ElicitRefusal::Invalid(m) => HostError::InvalidArgument(m),
-        })
+        channel.elicit(message, requested_schema, answer).map_err(refusal)
+    }
+
+    /// Asks the consumer's client to sample its language model (**rcip**,
+    /// docs/MCP.md "Sampling"): an MCP session sends
+    /// `sampling/createMessage` with `params` (MCP's
+    /// `CreateMessageRequestParams`: `messages`, `maxTokens`, ...) to the
+    /// client whose call this is, and `reply` gets its reply once, on a
+    /// session worker. Never blocks; cancelling the invocation withdraws
+    /// the request and replies [`ClientReply::Cancelled`](super::ClientReply::Cancelled).
+    ///
+    /// Errors (then `reply` is dropped uncalled):
+    /// [`HostError::InvalidArgument`] (`params` without non-empty
+    /// `messages` of `{"role": "user" | "assistant", "content"}` and a
+    /// positive integer `maxTokens`), [`HostError::Unsupported`] (no
+    /// channel, or a client that did not declare `sampling`),
+    /// [`HostError::AlreadyCompleted`], [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending.
+    pub fn create_message(&self, params: &Value, reply: super::ReplySink) -> Result<(), HostError> {
+        self.reporting()?;
+        let Some(channel) = &self.core.channel else {
+            return Err(HostError::Unsupported(
+                "this invocation has no consumer that can ask its client to sample (an approved re-run, or a consumer without a channel)"
+                    .into(),
+            ));
+        };
+        channel.create_message(params, reply).map_err(refusal)
+    }
+}
+
+fn refusal(e: super::ElicitRefusal) -> HostError {
+    match e {
+        super::ElicitRefusal::Answered => HostError::AlreadyCompleted,
+        super::ElicitRefusal::Unsupported(m) => HostError::Unsupported(m),
+        super::ElicitRefusal::Invalid(m) => HostError::InvalidArgument(m),
     }
 }
 

@@ -33,7 +33,10 @@ pub use callbacks::{
 };
 pub(crate) use callbacks::{AvailabilitySlot, DirectCheck, Sink};
 pub use cancel::{CancelToken, Registration};
-pub use channel::{ElicitAnswer, ElicitRefusal, ElicitSink, InvocationChannel, LogLevel, ProgressObserver, ProgressReport};
+pub use channel::{
+    ClientReply, ElicitAnswer, ElicitRefusal, ElicitSink, InvocationChannel, LogLevel, ProgressObserver,
+    ProgressReport, ReplySink,
+};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};

@@ -30,6 +30,9 @@
  *   test_elicitation_sep1034_defaults  elicitation-sep1330-enums: the handler asks
  *   test_elicitation_sep1330_enums     the client's user (rcip_invocation_elicit)
  *                             and completes with the answer when it arrives
+ *   test_sampling             tools-call-sampling: the handler asks the client to
+ *                             sample (rcip_invocation_create_message) with the prompt
+ *                             and completes with the client's reply
  *   json_schema_2020_12_tool  json-schema-2020-12: the capability json_schema_tool
  *                             under the name the suite needs ("toolNames"; an RCIP
  *                             id segment cannot start with a digit)
@@ -285,6 +288,46 @@ static void elicitation_enums(void *user_data, rcip_invocation *invocation) {
         " {\"const\": \"value2\", \"title\": \"Second Choice\"}, {\"const\": \"value3\", \"title\": \"Third Choice\"}]}}}}");
 }
 
+/* The prompt's JSON string as the canonical input holds it ("...", escapes
+ * included), so it goes into the request's JSON as it is. */
+static char *input_prompt_json(const char *input) {
+    const char *key = strstr(input, "\"prompt\":\"");
+    if (!key) return NULL;
+    const char *start = key + strlen("\"prompt\":");
+    const char *p = start + 1;
+    while (*p && *p != '"') p += (*p == '\\' && p[1]) ? 2 : 1;
+    if (*p != '"') return NULL;
+    size_t n = (size_t)(p + 1 - start);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, start, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* The reply, {"result": ...} | {"error": ...} | {"cancelled": true}, is
+ * the capability's output as it is. */
+static void sampled(void *user_data, const char *reply_json) {
+    complete_or_log(user_data, reply_json);
+}
+
+static void sampling(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    char *prompt = input_prompt_json(rcip_invocation_input(invocation));
+    const char *format =
+        "{\"messages\": [{\"role\": \"user\", \"content\": {\"type\": \"text\", \"text\": %s}}], \"maxTokens\": 100}";
+    size_t size = strlen(format) + (prompt ? strlen(prompt) : 2) + 1;
+    char *params = malloc(size);
+    if (params) snprintf(params, size, format, prompt ? prompt : "\"\"");
+    if (!params || rcip_invocation_create_message(invocation, params, sampled, invocation, NULL) != RCIP_RESULT_OK) {
+        fprintf(stderr, "mcp_conformance_host: sample: %s\n", rcip_last_error_message());
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+    free(params);
+    free(prompt);
+}
+
 /* ----- the session factory (runs on a library worker thread) ---------- */
 
 static const struct {
@@ -300,6 +343,7 @@ static const struct {
     {"test_elicitation", elicitation},
     {"test_elicitation_sep1034_defaults", elicitation_defaults},
     {"test_elicitation_sep1330_enums", elicitation_enums},
+    {"test_sampling", sampling},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 
