@@ -28,8 +28,9 @@
 //!   (when the call carried `_meta.progressToken`), its log messages
 //!   `notifications/message` (filtered by `logging/setLevel`, `info` by
 //!   default), its questions `elicitation/create` (clients that declared
-//!   form elicitation; schemas checked against MCP's rules), each related to
-//!   the call and queued before its response;
+//!   form elicitation; schemas checked against MCP's rules), its sampling
+//!   requests `sampling/createMessage` (clients that declared sampling),
+//!   each related to the call and queued before its response;
 //! - duplicate in-flight request ids are refused, malformed JSON-RPC gets
 //!   the standard error codes.
 //!

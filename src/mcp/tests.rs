@@ -1811,3 +1811,41 @@ fn handler_elicitation_is_asked_answered_and_withdrawn() {
     h.session.close();
     assert_eq!(answers.lock().pop(), Some(ElicitAnswer::Cancel));
 }
+
+#[test]
+fn handler_sampling_needs_the_capability_and_is_withdrawn_on_cancel() {
+    use crate::runtime::ClientReply;
+    let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5});
+    let replies = Arc::new(Mutex::new(Vec::<ClientReply>::new()));
+    let sink = |r: &Arc<Mutex<Vec<ClientReply>>>| {
+        let r = r.clone();
+        Box::new(move |reply: ClientReply| r.lock().push(reply)) as crate::runtime::ReplySink
+    };
+    // Elicitation declared, sampling not: unsupported.
+    let h = harness(McpOptions::default());
+    h.init(json!({"elicitation": {}}));
+    let inv = slow_call(&h, 1, json!({}));
+    assert!(matches!(inv.create_message(&params, sink(&replies)), Err(HostError::Unsupported(_))));
+    inv.complete(json!({})).unwrap();
+
+    let h = harness(McpOptions::default());
+    h.init(json!({"sampling": {}}));
+    let inv = slow_call(&h, 1, json!({}));
+    assert!(matches!(
+        inv.create_message(&json!({"messages": [], "maxTokens": 5}), sink(&replies)),
+        Err(HostError::InvalidArgument(_))
+    ));
+    inv.create_message(&params, sink(&replies)).unwrap();
+    let ask = h.take().pop().unwrap();
+    assert_eq!((ask["method"].as_str(), &ask["params"]), (Some("sampling/createMessage"), &params));
+    h.send(json!({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": "User rejected"}}));
+    assert_eq!(
+        replies.lock().pop(),
+        Some(ClientReply::Error(json!({"code": -1, "message": "User rejected"})))
+    );
+    inv.create_message(&params, sink(&replies)).unwrap();
+    let ask = h.take().pop().unwrap();
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
+    assert_eq!(replies.lock().pop(), Some(ClientReply::Cancelled));
+    assert!(h.take().iter().any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == ask["id"]));
+}

@@ -432,6 +432,9 @@ void test_progress_logging_and_elicitation_in_process() {
                                      [&](const rcip::ElicitResult &) { answered = true; }),
                           RCIP_RESULT_UNSUPPORTED);
         CHECK(!answered);
+        CHECK_THROWS_CODE(inv.create_message(R"({"messages": [], "maxTokens": 1})", [&](std::string_view) { answered = true; }),
+                          RCIP_RESULT_UNSUPPORTED);
+        CHECK(!answered);
         inv.complete(R"({"text": "hi"})");
         CHECK_THROWS_CODE(inv.report_progress(3), RCIP_RESULT_ALREADY_COMPLETED);
     });

@@ -610,6 +610,14 @@ def _elicit_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         pass
 
 
+@_c_callback(_lib.SAMPLING_CALLBACK)
+def _sampling_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    try:
+        registry.get(key).deliver((text or b"").decode("utf-8"))
+    except BaseException:  # noqa: BLE001
+        pass
+
+
 @_c_callback(_lib.CONFIRMATION_CALLBACK)
 def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
@@ -746,6 +754,7 @@ _keep_forever(
     _event_trampoline,
     _progress_trampoline,
     _elicit_trampoline,
+    _sampling_trampoline,
     _confirmation_trampoline,
     _cancel_trampoline,
     _clock_trampoline,
@@ -1007,6 +1016,23 @@ class Invocation(Owner):
         data = _payload(schema)
         with _registering(_ResultEntry(future, ElicitResult.from_json)) as key, self._handle.use() as ptr:
             check(lib.rcip_invocation_elicit(ptr, message.encode("utf-8"), data, _elicit_trampoline, key, _user_data_free))
+        return future
+
+    def create_message(self, params: Mapping[str, Any]) -> "concurrent.futures.Future[Dict[str, Any]]":
+        """Asks the MCP client whose call this is to sample its language
+        model (``sampling/createMessage`` with ``params``: ``messages`` and
+        ``maxTokens`` are checked, the rest goes as it is) and returns at
+        once; the future gets the reply: ``{"result": CreateMessageResult}``,
+        ``{"error": {"code", "message"}}`` (e.g. the user rejected it) or
+        ``{"cancelled": True}`` (the call was cancelled, the handler settled
+        first, the session ended). Wait for it as for ``elicit``.
+        ``InvalidArgumentError`` for params without what is checked;
+        ``UnsupportedError`` for a client that did not declare sampling or
+        no MCP call at all."""
+        future: "concurrent.futures.Future[Dict[str, Any]]" = concurrent.futures.Future()
+        data = _payload(params)
+        with _registering(_ResultEntry(future, _json.loads)) as key, self._handle.use() as ptr:
+            check(lib.rcip_invocation_create_message(ptr, data, _sampling_trampoline, key, _user_data_free))
         return future
 
     def complete(self, output: Any) -> None:

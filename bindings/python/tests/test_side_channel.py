@@ -162,3 +162,37 @@ def test_elicit_refusals(catalog):
     # Without an MCP call nothing can be asked, whatever the schema.
     assert [type(e) for e in errors] == [rcip.InvalidArgumentError, rcip.UnsupportedError, rcip.UnsupportedError, rcip.UnsupportedError]
     assert "/properties/a/type" in str(errors[0])
+
+
+def test_sampling_from_a_deferred_handler(catalog):
+    replies: List[Dict[str, Any]] = []
+    params = {"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 20}
+
+    def handler(inv: rcip.Invocation) -> None:
+        inv.defer()
+        with pytest.raises(rcip.InvalidArgumentError):
+            inv.create_message({"messages": [], "maxTokens": 20})
+
+        def done(f: Any) -> None:
+            replies.append(f.result())
+            inv.complete({"text": f.result()["result"]["content"]["text"]})
+            inv.close()
+
+        inv.create_message(params).add_done_callback(done)
+
+    wire = Wire()
+    with rcip.Runtime(catalog) as runtime:
+        runtime.host.bind("greeting.say", handler)
+        with rcip.McpSession(runtime, on_message=wire, workers=0) as session:
+            wire.session = session
+            wire.initialize({"sampling": {}})
+            wire.received.clear()
+            session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greeting.say", "arguments": {"name": "Ada"}}})
+            (ask,) = wire.received
+            assert ask["method"] == "sampling/createMessage" and ask["params"] == params
+            wire.received.clear()
+            result = {"role": "assistant", "content": {"type": "text", "text": "hi!"}, "model": "m", "stopReason": "endTurn"}
+            session.receive({"jsonrpc": "2.0", "id": ask["id"], "result": result})
+            (response,) = wire.received
+            assert response["result"]["structuredContent"] == {"text": "hi!"}
+    assert replies == [{"result": result}]

@@ -753,6 +753,25 @@ public:
             box.get(), &detail::delete_box<Box>));
         box.release();
     }
+    /// Asks the MCP client to sample its language model
+    /// (sampling/createMessage with `params_json`: `messages` and
+    /// `maxTokens` are checked); `on_reply` gets `{"result": ...}`,
+    /// `{"error": ...}` or `{"cancelled": true}` once, on a session worker.
+    /// Throws Error as elicit (UNSUPPORTED: a client without sampling).
+    void create_message(std::string_view params_json, std::function<void(std::string_view reply_json)> on_reply) {
+        using Box = std::function<void(std::string_view)>;
+        auto box = std::make_unique<Box>(std::move(on_reply));
+        detail::check(rcip_invocation_create_message(
+            ptr_.get(), detail::z(params_json).c_str(),
+            [](void *user_data, const char *reply) noexcept {
+                try {
+                    (*static_cast<Box *>(user_data))(reply ? std::string_view(reply) : std::string_view());
+                } catch (...) {
+                }
+            },
+            box.get(), &detail::delete_box<Box>));
+        box.release();
+    }
     /// As elicit(message, schema, callback), the answer as a future: wait
     /// on it from another thread than the session's workers.
     std::future<ElicitResult> elicit(std::string_view message, std::string_view requested_schema_json) {
