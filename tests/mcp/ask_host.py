@@ -8,9 +8,10 @@
 
 `profile.ask` asks for a name (a string with a default, SEP-1034) and a tone
 (a titled single-select enum, SEP-1330) from a deferred handler: the answer
-completes the invocation on the session worker that delivers it. A client
-that did not declare elicitation gets a failed call (isError), with the
-reason on standard error."""
+completes the invocation on the session worker that delivers it.
+`reply.draft` asks the client to sample (`Invocation.create_message`) the
+same way. A client that did not declare elicitation (sampling) gets a
+failed call (isError), with the reason on standard error."""
 
 from __future__ import annotations
 
@@ -43,7 +44,20 @@ CATALOG = {
                 "required": ["action"],
                 "additionalProperties": False,
             },
-        }
+        },
+        {
+            "id": "reply.draft",
+            "title": "Draft a reply",
+            "description": "Asks the client's model to draft a reply to the prompt and answers with the client's reply.",
+            "scopeIds": [],
+            "effect": "read",
+            "inputSchema": {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"], "additionalProperties": False},
+            "outputSchema": {
+                "type": "object",
+                "properties": {"result": {"type": "object"}, "error": {"type": "object"}, "cancelled": {"const": True}},
+                "additionalProperties": False,
+            },
+        },
     ],
 }
 
@@ -78,9 +92,30 @@ def ask(inv: rcip.Invocation) -> None:
     future.add_done_callback(answered)
 
 
+def draft(inv: rcip.Invocation) -> None:
+    """Asks the client to sample (`Invocation.create_message`); the reply
+    completes the invocation."""
+    inv.defer()
+    params = {"messages": [{"role": "user", "content": {"type": "text", "text": inv.input["prompt"]}}], "maxTokens": 50}
+    try:
+        future = inv.create_message(params)
+    except rcip.RcipError as e:
+        print("ask_host: cannot sample: %s" % e, file=sys.stderr, flush=True)
+        inv.fail()
+        inv.close()
+        return
+
+    def replied(f: Any) -> None:
+        inv.complete(f.result())
+        inv.close()
+
+    future.add_done_callback(replied)
+
+
 def runtime(catalog: Any) -> rcip.Runtime:
     r = rcip.Runtime(catalog)
     r.host.bind("profile.ask", ask)
+    r.host.bind("reply.draft", draft)
     return r
 
 

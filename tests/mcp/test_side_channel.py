@@ -2,7 +2,8 @@
 elicitation") against the real `mcp` client package, over stdio and
 Streamable HTTP: the desk's archive search (`includeArchive: true`) reports
 progress and sends log messages; tests/mcp/ask_host.py's handler asks the
-client's user (`Invocation.elicit` in the Python binding)."""
+client's user (`Invocation.elicit` in the Python binding) and its model
+(`Invocation.create_message`)."""
 
 from __future__ import annotations
 
@@ -182,3 +183,22 @@ async def test_handler_elicitation_over_http() -> None:
     finally:
         assert server.stop() == 0
         print(server.stderr.text())
+
+
+async def test_handler_sampling_over_stdio() -> None:
+    asked: list[Any] = []
+
+    async def sample(context: Any, params: Any) -> types.CreateMessageResult:
+        asked.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Dear customer"), model="test-model"
+        )
+
+    async with ask_stdio(sampling_callback=sample) as host:
+        result = await host.client.call_tool("reply.draft", {"prompt": "Draft a reply"})
+        assert result.is_error is False
+        reply = result.structured_content["result"]
+        assert reply["content"] == {"type": "text", "text": "Dear customer"} and reply["model"] == "test-model"
+    assert len(asked) == 1
+    assert asked[0].max_tokens == 50
+    assert asked[0].messages[0].content.text == "Draft a reply"
