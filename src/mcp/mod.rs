@@ -48,6 +48,8 @@ mod tools;
 #[cfg(test)]
 mod content_tests;
 #[cfg(test)]
+mod naming_tests;
+#[cfg(test)]
 mod tests;
 
 #[cfg(test)]
