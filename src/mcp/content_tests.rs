@@ -248,3 +248,17 @@ fn unmapped_capabilities_and_failures_keep_the_json_text() {
     let r = s.render(output.clone());
     assert_eq!(r["content"], json!([{"type": "text", "text": output.to_string()}]));
 }
+
+#[test]
+fn a_server_checks_the_mapping_before_it_listens() {
+    let options =
+        http::HttpOptions::from_value(&json!({"content": {"media.render": [{"type": "audio", "property": "poster"}]}}))
+            .unwrap();
+    let e = http::McpHttpServer::bind(&catalog(), "127.0.0.1:0", options, |_: &http::SessionRequest<'_>| {
+        Ok::<Runtime, String>(Runtime::new(&catalog()))
+    })
+    .err()
+    .expect("refused");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("\"poster\""), "{e}");
+}
