@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 from agents import Agent, RunContextWrapper
-from agents.mcp import MCPServerStdio, MCPUtil
+from agents import FunctionTool
+from agents.mcp import MCPServerStdio
 from agents.tool_context import ToolContext
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,10 +59,10 @@ def desk(options: dict[str, Any], outcomes: list[dict[str, Any]] | None = None) 
 
 
 async def function_tools(server: MCPServerStdio) -> list[Any]:
+    """The agent's tools as a run collects them for the model (its MCP
+    servers' tools converted to function tools)."""
     agent = Agent(name="dispatcher", mcp_servers=[server])
-    return await MCPUtil.get_function_tools(
-        server, convert_schemas_to_strict=False, run_context=RunContextWrapper(context=None), agent=agent
-    )
+    return await agent.get_all_tools(RunContextWrapper(context=None))
 
 
 def run(coro: Any) -> Any:
@@ -75,6 +76,7 @@ def test_safe_names_convert_to_valid_function_tools_and_call_the_right_capabilit
         async with desk({"toolNames": "safe"}, outcomes) as server:
             listed = await server.list_tools()
             tools = await function_tools(server)
+            assert all(isinstance(t, FunctionTool) for t in tools)
             names = [t.name for t in tools]
             # Each listed tool names its capability (a renamed one in _meta).
             by_capability = {(t.meta or {}).get("rcip/capabilityId", t.name): t.name for t in listed}
