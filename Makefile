@@ -367,7 +367,8 @@ test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 # ----- client-safe tool names against the OpenAI Agents SDK's MCP client (tests/agents)
 # openai-agents (pinned in tests/agents/requirements.txt) in a venv of its own,
 # build/agents-venv: MCPServerStdio starts the desk, the SDK converts its tools
-# to function tools and one is invoked directly (no model call).
+# to function tools and one is invoked directly (no model call); its Streamable
+# HTTP client reads the conformance host's content blocks.
 
 AGENTS_VENV := $(BUILD)/agents-venv
 
@@ -378,7 +379,7 @@ $(AGENTS_VENV)/.installed: tests/agents/requirements.txt | $(BUILD)
 	$(AGENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/agents/requirements.txt
 	touch $@
 
-test-agents: $(BUILD)/dispatch_desk $(AGENTS_VENV)/.installed
+test-agents: $(BUILD)/dispatch_desk $(BUILD)/mcp_conformance_host $(AGENTS_VENV)/.installed
 	$(AGENTS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/agents
 
 # ----- the official MCP conformance suite over Streamable HTTP (tests/mcp-conformance)

@@ -6,6 +6,10 @@ is called: the function tool is invoked directly.
 
 OpenAI's function calling (and several other clients) accept only names
 matching ^[a-zA-Z0-9_-]{1,64}$; the desk's capability ids are dotted.
+
+The last test reads content blocks (docs/MCP.md "Content blocks") from the
+conformance host (build/mcp_conformance_host) through the SDK's Streamable
+HTTP client.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 import pytest
 from agents import Agent, RunContextWrapper
 from agents import FunctionTool
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServerStdio, MCPServerStreamableHttp
 from agents.tool_context import ToolContext
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,3 +150,43 @@ def test_a_naming_that_collides_or_is_too_long_is_refused_when_the_desk_starts(
 
     with pytest.raises(Exception):
         run(connect())
+
+
+HOST = Path(os.environ.get("RCIP_MCP_CONFORMANCE_HOST", REPO / "build" / "mcp_conformance_host"))
+HOST_CATALOG = REPO / "tests" / "mcp-conformance" / "catalog.json"
+
+
+def test_content_blocks_reach_the_sdk_as_image_and_text_outputs() -> None:
+    """Content blocks (docs/MCP.md "Content blocks") through the SDK's
+    Streamable HTTP client: the conformance host maps output properties to
+    blocks; the SDK turns an image block into an image tool output (a data
+    URL) and a text block into text, as it would hand them to the model."""
+    if not HOST.exists():
+        pytest.fail(f"{HOST} is missing: run `make build/mcp_conformance_host` (make test-agents does)")
+    host = subprocess.Popen([str(HOST), str(HOST_CATALOG)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = host.stdout.readline() if host.stdout else ""
+        assert line.startswith("rcip: serving MCP on "), line
+        url = line.split(" on ", 1)[1].strip()
+
+        async def scenario() -> tuple[Any, Any]:
+            async with MCPServerStreamableHttp(params={"url": url}, name="conformance-host") as server:
+                tools = {t.name: t for t in await function_tools(server)}
+
+                async def call(name: str) -> Any:
+                    context = ToolContext(context=None, tool_name=name, tool_call_id="call-" + name, tool_arguments="{}")
+                    return await tools[name].on_invoke_tool(context, "{}")
+
+                return await call("test_image_content"), await call("test_multiple_content_types")
+
+        image, mixed = run(scenario())
+        assert image["type"] == "image", image
+        assert image["image_url"].startswith("data:image/png;base64,iVBORw0KGgo"), image
+        # text, image, resource: the SDK keeps the order; a resource it
+        # passes on as the block's JSON text.
+        assert [item["type"] for item in mixed] == ["text", "image", "text"], mixed
+        assert mixed[0]["text"] == "Multiple content types test:"
+        assert json.loads(mixed[2]["text"])["resource"]["uri"] == "test://mixed-content-resource"
+    finally:
+        host.terminate()
+        assert host.wait(timeout=15) == 0
