@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-mcp-conformance install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance install-cpp-header valgrind install clean
 
 all: lib
 
@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp test-mcp-conformance
+test: test-rust test-conformance test-c test-hardening test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
 
 test-rust:
 	$(CARGO) test --workspace
@@ -363,6 +363,24 @@ $(MCP_VENV)/.installed: tests/mcp/requirements.txt | $(BUILD)
 
 test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp
+
+# ----- client-safe tool names against the OpenAI Agents SDK's MCP client (tests/agents)
+# openai-agents (pinned in tests/agents/requirements.txt) in a venv of its own,
+# build/agents-venv: MCPServerStdio starts the desk, the SDK converts its tools
+# to function tools and one is invoked directly (no model call); its Streamable
+# HTTP client reads the conformance host's content blocks.
+
+AGENTS_VENV := $(BUILD)/agents-venv
+
+# Reinstalled when the pins change.
+$(AGENTS_VENV)/.installed: tests/agents/requirements.txt | $(BUILD)
+	rm -rf $(AGENTS_VENV)
+	$(PYTHON) -m venv $(AGENTS_VENV)
+	$(AGENTS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/agents/requirements.txt
+	touch $@
+
+test-agents: $(BUILD)/dispatch_desk $(BUILD)/mcp_conformance_host $(AGENTS_VENV)/.installed
+	$(AGENTS_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/agents
 
 # ----- the official MCP conformance suite over Streamable HTTP (tests/mcp-conformance)
 # `npm ci` installs @modelcontextprotocol/conformance and Node 22 (the npm

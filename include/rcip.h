@@ -1263,8 +1263,11 @@ void rcip_invocation_free(struct rcip_invocation *invocation);
  * "ids" (default) | "safe" | {capability id: tool name}, "workers"?:
  * 0..64 (threads that run tool calls; default 2; 0: none),
  * "maxInFlight"?: 1..65536 (default 64), "maxQueuedMessages"?: 1..1048576
- * (default 256), "maxPendingConfirmations"?: 1..65536 (default 16)}`
- * (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
+ * (default 256), "maxPendingConfirmations"?: 1..65536 (default 16),
+ * "content"?: {capability id: [{"type": "json" | "text" | "image" |
+ * "audio" | "resource", "property"?: output property}]} (**rcip**: which
+ * output properties become the content blocks of a succeeded result;
+ * docs/MCP.md, "Content blocks")}` (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
  * Ownership: `runtime` is borrowed (the session keeps its own reference to
  * the runtime's core); `options_json` is borrowed for the call;
  * `user_data` is kept until the session is freed and its last message
@@ -1274,7 +1277,10 @@ void rcip_invocation_free(struct rcip_invocation *invocation);
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (runtime, session_out),
  * `RCIP_RESULT_INVALID_JSON` (options not JSON),
  * `RCIP_RESULT_INVALID_ARGUMENT` (options of the wrong shape or an unknown
- * key), `RCIP_RESULT_CLOSED` (the runtime is closed),
+ * key; a tool naming under which two capabilities share a name, naming
+ * both ids, or a name is longer than 64 characters; a content mapping
+ * that names a capability or output property the catalog does not
+ * have), `RCIP_RESULT_CLOSED` (the runtime is closed),
  * `RCIP_RESULT_WRONG_CONTEXT`. On failure neither `on_message` nor
  * `user_data_free` is ever called.
  * Thread safety: any thread, also inside callbacks.
@@ -1340,6 +1346,23 @@ rcip_result rcip_mcp_session_receive(const struct rcip_mcp_session *session, con
  * Rule: MCP 2025-11-25, transports, "stdio".
  */
 rcip_result rcip_mcp_session_serve_stdio(const struct rcip_mcp_session *session);
+
+/**
+ * The session's counters as JSON, for a host that watches its MCP
+ * clients (**rcip**).
+ *
+ * Shape: `{"inFlight": requests received and not answered yet,
+ * "droppedNotifications": notifications dropped because the outgoing
+ * queue was full, "contentReplaced": content blocks replaced by a text
+ * note because an output property the `content` option names was not
+ * valid content (docs/MCP.md, "Content blocks"; those results stay
+ * `succeeded`)}`; counts since the session was created.
+ * Ownership: `session` is borrowed; `*json_out` is new, freed with
+ * `rcip_string_free`; NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (session, json_out).
+ * Thread safety: any thread, also inside callbacks.
+ */
+rcip_result rcip_mcp_session_stats(const struct rcip_mcp_session *session, char **json_out);
 
 /**
  * Closes and frees the session: calls in flight are cancelled and get no
@@ -1984,9 +2007,11 @@ rcip_result rcip_mcp_server_shutdown(const struct rcip_mcp_server *server, uint6
  * The live sessions as JSON.
  *
  * Shape: `[{"sessionId", "clientInfo", "protocolVersion",
- * "droppedNotifications"}]`, ordered by session id
+ * "droppedNotifications", "contentReplaced"}]`, ordered by session id
  * (`droppedNotifications`: progress and log notifications dropped for a
- * client that did not keep up).
+ * client that did not keep up; `contentReplaced`: content blocks replaced
+ * by a text note because an output property the `content` option names
+ * was not valid content, **rcip**).
  * Ownership: `*json_out` is new, freed with `rcip_string_free`; NULL on
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`.

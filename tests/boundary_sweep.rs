@@ -93,6 +93,7 @@ rcip_policy_request_is_settled ok=false/POLICY_EVALUATION_FAILED request:null=fa
 rcip_mcp_session_new ok=OK runtime:null=NULL_ARGUMENT options_json:null=OK options_json:utf8=INVALID_JSON options_json:notjson=INVALID_JSON options_json:shape=INVALID_ARGUMENT on_message:null=OK session_out:null=NULL_ARGUMENT
 rcip_mcp_session_receive ok=OK session:null=NULL_ARGUMENT message_json:null=NULL_ARGUMENT message_json:utf8=OK message_json:notjson=OK message_json:shape=OK
 rcip_mcp_session_serve_stdio ok=OK session:null=NULL_ARGUMENT
+rcip_mcp_session_stats ok=OK session:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
 rcip_mcp_session_free ok=void session:null=void
 rcip_mcp_session_setup_session_id ok=nonnull setup:null=null
 rcip_mcp_session_setup_initialize_params ok=nonnull setup:null=null
@@ -1275,7 +1276,10 @@ unsafe fn run(f: &str, case: &str) -> String {
             }
             Ok(rc)
         }
-        "rcip_mcp_session_receive" | "rcip_mcp_session_serve_stdio" | "rcip_mcp_session_free" => {
+        "rcip_mcp_session_receive"
+        | "rcip_mcp_session_serve_stdio"
+        | "rcip_mcp_session_stats"
+        | "rcip_mcp_session_free" => {
             let mut session = ptr::null_mut();
             assert_eq!(
                 rcip_mcp_session_new(
@@ -1295,6 +1299,18 @@ unsafe fn run(f: &str, case: &str) -> String {
                     Ok(rcip_mcp_session_receive(target, message))
                 }
                 "rcip_mcp_session_serve_stdio" => Ok(with_stdin_at_end(|| rcip_mcp_session_serve_stdio(target))),
+                "rcip_mcp_session_stats" => {
+                    let out = a.out::<c_char>("json_out");
+                    let rc = rcip_mcp_session_stats(target, out);
+                    if rc == rcip_result::Ok {
+                        assert_eq!(
+                            CStr::from_ptr(*out).to_str().unwrap(),
+                            r#"{"inFlight":0,"droppedNotifications":0,"contentReplaced":0}"#
+                        );
+                        rcip_string_free(*out);
+                    }
+                    Ok(rc)
+                }
                 _ => {
                     rcip_mcp_session_free(target.cast_mut());
                     Err("void".into())

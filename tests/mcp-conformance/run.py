@@ -48,6 +48,11 @@ REQUIRED_SCENARIOS = [
     "dns-rebinding-protection",
     "server-sse-polling",
     "server-sse-multiple-streams",
+    # issue 16: content blocks from output properties (the "content" option)
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
 ]
 REQUIRED_SUCCESS = [
     "server-sse-priming-event",

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -411,6 +412,56 @@ void test_misuse_is_refused() {
 
 }  // namespace
 
+// The MCP session's rcip options from C++: the safe tool naming, a naming
+// refused with both ids, and content blocks with the replaced count.
+void test_mcp_session_naming_and_content() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    auto binding = runtime.host().bind("greeting.say", [](rcip::Invocation &inv) { return hello(inv); });
+    std::vector<std::string> sent;
+    std::mutex lock;
+    auto keep = [&](std::string_view m) {
+        std::lock_guard<std::mutex> g(lock);
+        sent.emplace_back(m);
+    };
+    const char *init = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})";
+    {
+        rcip::McpSession session(runtime, R"({"workers": 0, "toolNames": "safe"})", keep);
+        session.receive(init);
+        session.receive(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greeting_say","arguments":{"name":"Ada"}}})");
+        session.receive(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greeting.say","arguments":{"name":"Ada"}}})");
+        std::lock_guard<std::mutex> g(lock);
+        CHECK(sent.size() == 3);
+        CHECK(sent.size() == 3 && sent[1].find(R"("structuredContent":{"text":"hello Ada"})") != std::string::npos);
+        CHECK(sent.size() == 3 && sent[2].find("Unknown tool: greeting.say") != std::string::npos);
+    }
+    ++g_checks;
+    try {
+        rcip::McpSession clash(runtime, R"({"toolNames": {"tickets.create": "greeting.say"}})", keep);
+        ++g_failed;
+        std::fprintf(stderr, "%s:%d: a colliding naming was accepted\n", __FILE__, __LINE__);
+    } catch (const rcip::Error &e) {
+        std::string what = e.what();
+        if (e.code() != RCIP_RESULT_INVALID_ARGUMENT || what.find("\"greeting.say\"") == std::string::npos ||
+            what.find("\"tickets.create\"") == std::string::npos) {
+            ++g_failed;
+            std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, e.what());
+        }
+    }
+    sent.clear();
+    {
+        rcip::McpSession session(runtime, R"({"workers": 0, "content": {"greeting.say": [{"type": "text", "property": "text"}]}})",
+                                 keep);
+        session.receive(init);
+        session.receive(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greeting.say","arguments":{"name":"Ada"}}})");
+        std::lock_guard<std::mutex> g(lock);
+        CHECK(sent.size() == 2 && sent[1].find(R"("content":[{"type":"text","text":"hello Ada"}])") != std::string::npos);
+        CHECK(session.stats() == R"({"inFlight":0,"droppedNotifications":0,"contentReplaced":0})");
+    }
+    CHECK_THROWS_CODE(rcip::McpSession(runtime, R"({"content": {"greeting.say": [{"type": "image", "property": "poster"}]}})"),
+                      RCIP_RESULT_INVALID_ARGUMENT);
+}
+
 int main() {
     test_catalog_and_errors();
     test_invoke_sync_handler();
@@ -426,6 +477,7 @@ int main() {
     test_throwing_clock_ids_and_observers_are_contained();
     test_json_helpers();
     test_misuse_is_refused();
+    test_mcp_session_naming_and_content();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

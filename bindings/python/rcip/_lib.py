@@ -151,6 +151,7 @@ _PROTOTYPES = {
     "rcip_mcp_session_new": (_R, [_P, c_char_p, MCP_MESSAGE_CALLBACK, _P, USER_DATA_FREE_CALLBACK, _PP]),
     "rcip_mcp_session_receive": (_R, [_P, c_char_p]),
     "rcip_mcp_session_serve_stdio": (_R, [_P]),
+    "rcip_mcp_session_stats": (_R, [_P, _PP]),
     "rcip_mcp_session_free": (None, [_P]),
     # MCP Streamable HTTP server (one runtime per MCP session)
     "rcip_mcp_session_setup_session_id": (c_char_p, [_P]),

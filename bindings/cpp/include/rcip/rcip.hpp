@@ -2,7 +2,7 @@
 //
 // Ownership follows the C ABI one to one:
 //   - owners (Catalog, Schema, Runtime, Binding, Subscription, Snapshot,
-//     Invocation, PolicyRequest, CancelToken) hold a std::unique_ptr whose deleter calls
+//     Invocation, PolicyRequest, CancelToken, McpSession) hold a std::unique_ptr whose deleter calls
 //     the C `_free`; they are move-only, except CancelToken, whose copy is a
 //     clone (the C ABI has rcip_cancel_token_clone);
 //   - views (Client, Host) own nothing and must not outlive their Runtime;
@@ -1283,6 +1283,87 @@ private:
 };
 
 inline Runtime::Runtime(const Catalog &catalog) : Runtime(Builder(catalog).build()) {}
+
+// ----- MCP server session (rcip_mcp_session_*; docs/MCP.md) ----------------------------------
+
+/// An MCP server session (MCP 2025-11-25) over a runtime's consumer
+/// surface: messages in through receive(), messages out through the
+/// message callback, or the stdio transport with serve_stdio().
+///
+/// `options_json` is the session options object of rcip_mcp_session_new
+/// (empty: defaults), e.g. the **rcip** tool naming and content blocks:
+///
+///     rcip::McpSession session(runtime, R"({
+///         "toolNames": "safe",
+///         "content": {"charts.render": [{"type": "text", "property": "caption"},
+///                                       {"type": "image", "property": "chart"}]}})");
+///
+/// A naming under which two capabilities share a tool name (the message
+/// names both ids) or a name is longer than 64 characters, and a content
+/// mapping naming a property the output schema does not declare, throw
+/// Error (RCIP_RESULT_INVALID_ARGUMENT) here.
+///
+/// Destroying the session closes it (calls in flight cancelled, no more
+/// messages). It keeps the runtime's core alive; do not destroy it from
+/// inside its own message callback. Move-only.
+class McpSession {
+public:
+    using MessageCallback = std::function<void(std::string_view message_json)>;
+
+    /// Messages to standard output, one line each (the stdio transport,
+    /// with serve_stdio()): write nothing else to standard output.
+    explicit McpSession(const Runtime &runtime, std::string_view options_json = {}) {
+        create(runtime, options_json, nullptr, nullptr, nullptr);
+    }
+
+    /// Each message (one JSON-RPC message, no newline) to `on_message`, in
+    /// order, one at a time, on whichever thread produced it. An exception
+    /// it throws is swallowed (nothing unwinds into the library).
+    McpSession(const Runtime &runtime, std::string_view options_json, MessageCallback on_message) {
+        auto box = std::make_unique<MessageCallback>(std::move(on_message));
+        create(runtime, options_json, &McpSession::deliver, box.get(), &detail::delete_box<MessageCallback>);
+        box.release();  // the session owns it now
+    }
+
+    /// Passes one message from the client; replies go to the callback.
+    void receive(std::string_view message_json) const {
+        std::string text = detail::z(message_json);
+        detail::check(rcip_mcp_session_receive(ptr_.get(), text.c_str()));
+    }
+
+    /// Serves standard input until it ends, then closes the session.
+    void serve_stdio() const { detail::check(rcip_mcp_session_serve_stdio(ptr_.get())); }
+
+    /// {"inFlight", "droppedNotifications", "contentReplaced"} (**rcip**:
+    /// content blocks replaced by a text note because an output property
+    /// the "content" option names was not valid content).
+    [[nodiscard]] std::string stats() const {
+        char *out = nullptr;
+        detail::check(rcip_mcp_session_stats(ptr_.get(), &out));
+        return detail::take(out);
+    }
+
+    rcip_mcp_session *raw() const noexcept { return ptr_.get(); }
+
+private:
+    void create(const Runtime &runtime, std::string_view options_json, rcip_mcp_message_callback on_message,
+                void *user_data, rcip_user_data_free_callback user_data_free) {
+        std::string options = detail::z(options_json);
+        rcip_mcp_session *out = nullptr;
+        detail::check(rcip_mcp_session_new(runtime.raw(), options.empty() ? nullptr : options.c_str(), on_message,
+                                           user_data, user_data_free, &out));
+        ptr_.reset(out);
+    }
+
+    static void deliver(void *user_data, const char *message_json) noexcept {
+        try {
+            (*static_cast<MessageCallback *>(user_data))(message_json ? message_json : "");
+        } catch (...) {
+        }
+    }
+
+    std::unique_ptr<rcip_mcp_session, detail::Deleter<rcip_mcp_session, rcip_mcp_session_free>> ptr_;
+};
 
 /// rcip_abi_version() equals the header's RCIP_ABI_VERSION.
 inline bool abi_matches() noexcept { return rcip_abi_version() == RCIP_ABI_VERSION; }
