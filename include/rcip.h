@@ -634,11 +634,20 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * Order: `opened` comes after the consumer's `confirmation_required`
  * outcome; `closed` comes after the confirmation's event and the resolving
  * call's outcome, except for `approved`, which comes first and is followed
- * by the approved re-run (its events and its outcome). A `closed` notice
- * never comes before its `opened` one: when the confirmation ends (on
- * another thread, or from inside the consumer's outcome callback) before
- * `opened` was delivered, `closed` is held back and delivered right after
- * it, on the thread that delivered `opened`.
+ * by the approved re-run (its events and its outcome).
+ * One rule for an ending that starts before `opened` returned (resolved or
+ * cancelled inline from the `opened` notice, from the consumer's outcome
+ * callback, or on another thread): nothing of the ending reaches this
+ * callback while `opened` runs. Its `closed` notice is held back and
+ * delivered right after `opened` returns, on the thread that delivered
+ * `opened`; an approval's re-run (policy, handler, events, outcome) waits
+ * with it and runs there right after that `closed` notice, so the resolving
+ * call returns OK before the approved outcome exists (do not block on that
+ * outcome inside `opened`). A decline's event and outcome come inside the
+ * resolving call, as usual; a token cancelled inside `opened` ends the
+ * confirmation once `opened` returned. If the runtime closes before the
+ * held re-run starts, the re-run ends `failed EXECUTION_ABORTED` (after its
+ * `failed` event), the resolving call's one outcome.
  * Called on the thread where it happens (the timer thread for real-time
  * expiry), with no rcip lock held; it may resolve the confirmation inline.
  */
@@ -721,7 +730,8 @@ extern "C" {
  * automatically cancel an already-running handler").
  *
  * Ownership: `binding` stays valid; free it with `rcip_binding_free`. The
- * binding's user data is released once its running callbacks return.
+ * binding's user data is released once its running callbacks return and
+ * every invocation handed to its handler was freed (`rcip_host_bind`).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED` (runtime
  * freed), `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks (a handler may unbind
@@ -1039,8 +1049,10 @@ rcip_result rcip_client_preflight(const struct rcip_client *client, const char *
  * Ownership: `capability_id` is copied; `user_data` is shared by both
  * callbacks and kept until the binding is released: after it is unbound
  * (`rcip_binding_unbind`, `rcip_binding_free`) or the runtime is freed,
- * once its running callbacks returned, `user_data_free(user_data)` runs
- * once. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
+ * once its running callbacks returned and every `rcip_invocation` handed
+ * to its handler was freed (a worker may settle after the unbind and still
+ * use `user_data`), `user_data_free(user_data)` runs once, on the thread
+ * that released the last of them. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, capability_id, handler,
  * binding_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG`
@@ -1121,7 +1133,9 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * the confirmation callback's `approved` notice: the confirmation is gone),
  * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
  * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
- * this returns.
+ * this returns; an approval made before the confirmation's `opened` notice
+ * returned runs (and delivers) once it has, on the thread that delivered
+ * `opened` (the order rule at `rcip_confirmation_callback`).
  * Thread safety: any thread, also inside callbacks (the confirmation
  * callback may resolve inline). Only the host surface can approve.
  * Rule: seed, "Approval is single-use and rechecks policy and
@@ -1240,7 +1254,9 @@ bool rcip_invocation_is_settled(const struct rcip_invocation *invocation);
  * (as `rcip_invocation_fail(invocation, false)`).
  *
  * Ownership: consumes `invocation`; strings and the token borrowed from it
- * become invalid. NULL does nothing; freeing twice is undefined.
+ * become invalid. NULL does nothing; freeing twice is undefined. When its
+ * binding was released meanwhile and this was the binding's last handle,
+ * the binding's `user_data_free` runs here (`rcip_host_bind`).
  * Thread safety: any thread, once no other thread uses the handle.
  */
 void rcip_invocation_free(struct rcip_invocation *invocation);

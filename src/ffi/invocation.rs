@@ -207,7 +207,9 @@ pub unsafe extern "C" fn rcip_invocation_is_settled(invocation: *const rcip_invo
 /// (as `rcip_invocation_fail(invocation, false)`).
 ///
 /// Ownership: consumes `invocation`; strings and the token borrowed from it
-/// become invalid. NULL does nothing; freeing twice is undefined.
+/// become invalid. NULL does nothing; freeing twice is undefined. When its
+/// binding was released meanwhile and this was the binding's last handle,
+/// the binding's `user_data_free` runs here (`rcip_host_bind`).
 /// Thread safety: any thread, once no other thread uses the handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_free(invocation: *mut rcip_invocation) {

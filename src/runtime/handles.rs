@@ -190,6 +190,10 @@ impl Drop for Invocation {
                 shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
             }
         }
+        // The binding's handler and user data were kept for this handle
+        // (its user data may be released here, with no lock held).
+        let held = self.core.held_handler.lock().take();
+        drop(held);
     }
 }
 
