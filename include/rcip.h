@@ -22,6 +22,41 @@
  *   stop calling into rcip first: close the runtimes (`rcip_runtime_close`)
  *   before it does.
  * - No function is async-signal-safe.
+ * - A handle handed to another thread belongs to that thread: once you
+ *   pass a completion handle (`rcip_invocation`, `rcip_policy_request`) or
+ *   any owned handle to a worker, do not touch it on the handing thread
+ *   again (not even to read its id or free it), unless your own lock orders
+ *   the two threads. Read what you need before handing it over.
+ * - Under valgrind, pass the suppression file `make install` installs:
+ *   `valgrind --leak-check=full --error-exitcode=1
+ *   --suppressions=PREFIX/share/rcip/rcip.supp ./host` (it hides only the
+ *   "possibly lost" process-lifetime data inside librcip; README.md,
+ *   "Checking for leaks").
+ *
+ * Callbacks at a glance (each typedef below has the details). No callback
+ * runs under an rcip lock. "Itself": whether two calls of the same
+ * registration can overlap (on different threads). "Released": when its
+ * `user_data_free` runs, always after its last call returned.
+ *
+ *   callback (registered by)      thread                        itself  may call            released
+ *   handler (host_bind)           driving the invocation: the   yes     any rcip function   unbound/binding freed/runtime
+ *                                 invoke, a deferred policy                                 freed, and every invocation
+ *                                 answer, an approval                                       handed to it freed
+ *   availability (host_bind)      any refreshing or invoking    yes     any (its refresh    with the handler (shared
+ *                                 thread                                is queued)          user data)
+ *   policy (builder_set_policy)   driving the invocation,       yes     any                 runtime freed
+ *                                 re-run or preflight
+ *   outcome, report (invoke,      the settling thread, maybe    no,     any                 right after its one call
+ *   resolve, preflight)           before the call returns       once
+ *   event observer                where the event happens       yes     any                 runtime freed
+ *   confirmation callback         where it happens (the timer   yes     any; may resolve    runtime freed
+ *                                 thread for real-time expiry)          inline
+ *   subscriber (subscribe)        the refreshing thread         yes     any                 unsubscribed/runtime freed
+ *   clock, id generator           any thread                    yes     nothing on this     runtime freed
+ *                                                                       runtime (WRONG_CONTEXT)
+ *   on_cancel (token_on_cancel)   the cancelling thread, or     no,     any                 after its call, or with
+ *                                 the registering one if the    once                        the token's last reference
+ *                                 token is cancelled already
  *
  * Each item documents its JSON shapes, units, ownership, thread safety and
  * errors. Its "Rule:" line names where the behaviour comes from: "seed"
@@ -452,7 +487,7 @@ typedef struct rcip_policy_request rcip_policy_request;
  * its own callbacks except its clock and id generator).
  * Functions: `rcip_runtime_client`, `rcip_runtime_host`,
  * `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
- * `rcip_runtime_stats`, `rcip_runtime_free`.
+ * `rcip_runtime_stats`, `rcip_runtime_close`, `rcip_runtime_free`.
  */
 typedef struct rcip_runtime rcip_runtime;
 
@@ -1217,7 +1252,10 @@ const struct rcip_cancel_token *rcip_invocation_cancel_token(const struct rcip_i
  * second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
  * clock or id generator. Completing after the runtime stopped waiting
  * (freed) returns OK and changes nothing. A payload problem is an outcome,
- * not an error code.
+ * not an error code. After the consumer cancelled the invocation's token
+ * the runtime still waits for its handler (cancellation is cooperative):
+ * completing then returns OK and the outcome is `succeeded` as usual;
+ * `rcip_invocation_fail` then gives `failed EXECUTION_ABORTED`.
  * Thread safety: any thread; the outcome is delivered on this thread
  * before the call returns (called on the handler callback's own thread
  * while that callback runs: after it returns).
@@ -2109,6 +2147,21 @@ rcip_result rcip_string_sink_set(struct rcip_string_sink *sink, const char *valu
  * "availability"? (only when bound), "relevance": "current" | "other"}]}`,
  * capabilities in catalog order. Built on first request, then cached: the
  * same bytes for every reader.
+ * `availability` is `{"available": bool, "reasonCode"?: string, "reason"?:
+ * string}`: the binding's availability check's answer as it was given to
+ * `rcip_availability_set` at the latest refresh (NULL fields left out);
+ * `{"available": true}` for a binding without a check; `{"available":
+ * false, "reasonCode": "AVAILABILITY_CHECK_FAILED", "reason": <rcip's
+ * text>}` when the check failed or gave no answer. Absent when unbound
+ * (`"bound": false, "available": false`). `available` at the entry's top
+ * level is `bound` and `availability.available`.
+ * `relevance` is `"current"` when the capability's `scopeIds` is empty or
+ * shares an id with the context's `activeScopeIds`, else `"other"`. Only
+ * the ids listed in `activeScopeIds` count: a scope's `parentId` does not
+ * make its child scopes (or its parent) current; activate every scope
+ * that should count. `primaryScopeId` does not change relevance.
+ * Relevance orders discovery; it is not authorization (any bound
+ * capability can be invoked).
  * Ownership: owned by `snapshot`; valid until its last reference is freed.
  * Errors: NULL `snapshot` gives NULL.
  * Thread safety: any thread.

@@ -155,7 +155,10 @@ pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_in
 /// second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
 /// clock or id generator. Completing after the runtime stopped waiting
 /// (freed) returns OK and changes nothing. A payload problem is an outcome,
-/// not an error code.
+/// not an error code. After the consumer cancelled the invocation's token
+/// the runtime still waits for its handler (cancellation is cooperative):
+/// completing then returns OK and the outcome is `succeeded` as usual;
+/// `rcip_invocation_fail` then gives `failed EXECUTION_ABORTED`.
 /// Thread safety: any thread; the outcome is delivered on this thread
 /// before the call returns (called on the handler callback's own thread
 /// while that callback runs: after it returns).

@@ -48,7 +48,7 @@ handle_kind!(owned rcip_runtime_builder => Option<RuntimeBuilder>);
 /// its own callbacks except its clock and id generator).
 /// Functions: `rcip_runtime_client`, `rcip_runtime_host`,
 /// `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
-/// `rcip_runtime_stats`, `rcip_runtime_free`.
+/// `rcip_runtime_stats`, `rcip_runtime_close`, `rcip_runtime_free`.
 pub struct rcip_runtime {
     _opaque: [u8; 0],
 }
