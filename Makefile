@@ -100,6 +100,10 @@ install: lib cli install-cpp-header
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' rcip.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rcip.pc
 	install -d $(DESTDIR)$(PREFIX)/share/rcip
 	install -m 0644 share/rcip/rcip.supp $(DESTDIR)$(PREFIX)/share/rcip/rcip.supp
+	install -d $(DESTDIR)$(PREFIX)/lib/cmake/rcip
+	for f in rcipConfig rcipConfigVersion; do \
+	  sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@ABI_MAJOR@|$(ABI_MAJOR)|g' cmake/$$f.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/rcip/$$f.cmake || exit 1; \
+	done
 
 # The GNU install-strip: as install, without debug information. The release
 # build keeps line tables for profiling and backtraces (Cargo.toml); they
@@ -350,6 +354,7 @@ test-cpp: $(BUILD)/test_rcip_cpp $(BUILD)/quickstart_cpp
 
 test-install:
 	RCIP_MAKE='$(BINDINGS_SUBMAKE)' CC='$(CC)' CXX='$(CXX)' sh tests/install/native.sh
+	RCIP_MAKE='$(BINDINGS_SUBMAKE)' CC='$(CC)' CXX='$(CXX)' sh tests/install/cmake.sh
 	PYTHON='$(PYTHON)' sh tests/install/python.sh
 
 install-cpp-header:
