@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-readme test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-mcp-conformance install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-readme test-desk-timing test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-mcp-conformance install-cpp-header valgrind install clean
 
 all: lib
 
@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-readme test-hardening test-python test-cpp test-install test-mcp test-mcp-conformance
+test: test-rust test-conformance test-c test-readme test-desk-timing test-hardening test-python test-cpp test-install test-mcp test-mcp-conformance
 
 test-rust:
 	$(CARGO) test --workspace
@@ -72,6 +72,14 @@ test-c: $(C_EXAMPLES)
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -Iinclude $(BUILD)/header_only.c -o $(BUILD)/header_only_c $(LINK_RCIP)
 	$(CXX) -std=c++17 -Wall -Wextra -Wpedantic -Werror -Iinclude -x c++ $(BUILD)/header_only.c -o $(BUILD)/header_only_cxx $(LINK_RCIP)
 	$(BUILD)/header_only_c && $(BUILD)/header_only_cxx
+
+# The desk's timed plan steps give the planned outcomes however slow or
+# serialised the machine is: a plan whose agent cancels later than the scan
+# would take, then DESK_LOADED_RUNS runs under valgrind with every core busy.
+DESK_LOADED_RUNS ?= 3
+test-desk-timing: $(BUILD)/dispatch_desk
+	$(BUILD)/dispatch_desk --catalog $(CATALOG) --plan tests/desk/slow-agent.jsonl > $(BUILD)/desk-timing.log || { cat $(BUILD)/desk-timing.log; exit 1; }
+	sh tests/desk/loaded.sh $(BUILD)/dispatch_desk $(CATALOG) $(PLAN) $(DESK_LOADED_RUNS)
 
 # The README's C example, extracted and compiled as printed (-Werror), then run.
 test-readme: lib
