@@ -88,10 +88,16 @@ fn reads_and_prints_outcomes_at_the_default_depth_limit() {
 
 #[test]
 fn reads_deeper_payloads_when_the_scenario_raises_the_limit() {
-    let (outcome, stdout) = run("d20000.json", &scenario(&nested(20_000), Some(json!({"maxDepth": 20_000}))));
+    let (outcome, stdout) = run(
+        "d20000.json",
+        &scenario(&nested(20_000), Some(json!({"maxDepth": 20_000}))),
+    );
     assert_eq!(outcome["status"], "succeeded");
     assert_eq!(output_depth(&stdout), 20_000);
-    let (outcome, _) = run("d20001.json", &scenario(&nested(20_001), Some(json!({"maxDepth": 20_000}))));
+    let (outcome, _) = run(
+        "d20001.json",
+        &scenario(&nested(20_001), Some(json!({"maxDepth": 20_000}))),
+    );
     assert_eq!(outcome["error"]["code"], "INPUT_INVALID");
 }
 
@@ -101,7 +107,11 @@ fn check_compares_deep_transcripts() {
     // read both files and find them equal.
     let text = scenario(&nested(1000), None);
     let (_, stdout) = run("c1000.json", &text);
-    let with_expected = format!("{},\"expected\":{}}}", text.trim_end().strip_suffix('}').unwrap(), stdout.trim());
+    let with_expected = format!(
+        "{},\"expected\":{}}}",
+        text.trim_end().strip_suffix('}').unwrap(),
+        stdout.trim()
+    );
     let path = write("c1000-expected.json", &with_expected);
     let out = Command::new(RUNNER).arg("check").arg(&path).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
