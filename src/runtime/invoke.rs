@@ -630,7 +630,8 @@ impl Shared {
             context,
             core.confirmed,
             "invoke",
-        )));
+        )))
+        .holding(policy.clone());
         if self.is_closed() {
             // Teardown ends the invocation; no callback starts after close.
             return;

@@ -8,7 +8,8 @@
  *    binding; the worker then reads the user data and settles. The user
  *    data is released only when that invocation is freed (a release at the
  *    unbind is a use-after-free under ASan and valgrind, and fails the
- *    checks below in a plain run).
+ *    checks below in a plain run). The same for the policy's user data and
+ *    a policy request a worker holds while the runtime is freed.
  * 2. A confirmation resolved before its `opened` notice returned (inline
  *    from `opened`, from the consumer's outcome callback, from another
  *    thread, by cancelling its token, and with the runtime closed
@@ -162,6 +163,91 @@ static void user_data_outlives_deferred_work(void) {
           "outcome %s", box.json);
     rcip_runtime_free(rt);
     CHECK(atomic_load(&g_desk_released) == 1, "released twice");
+}
+
+/* The same for the policy's user data: a worker holds a policy request
+ * while the runtime is freed, then reads the policy's data and decides. */
+static atomic_int g_policy_released;
+
+static void policy_data_free(void *ud) {
+    desk *d = ud;
+    d->magic = 0;
+    free(d);
+    atomic_fetch_add(&g_policy_released, 1);
+}
+
+typedef struct policy_work {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rcip_policy_request *req;
+    void *user_data;
+    bool runtime_freed;
+    int released_before;
+    int read_ok;
+    rcip_result decide_rc;
+} policy_work;
+
+static policy_work g_pw = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, false, -1, 0, 0};
+
+static void deferring_policy(void *ud, rcip_policy_request *req) {
+    pthread_mutex_lock(&g_pw.mu);
+    g_pw.req = req;
+    g_pw.user_data = ud;
+    pthread_cond_broadcast(&g_pw.cv);
+    pthread_mutex_unlock(&g_pw.mu);
+}
+
+static void *policy_worker(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g_pw.mu);
+    while (!g_pw.req || !g_pw.runtime_freed) pthread_cond_wait(&g_pw.cv, &g_pw.mu);
+    rcip_policy_request *req = g_pw.req;
+    desk *d = g_pw.user_data;
+    pthread_mutex_unlock(&g_pw.mu);
+    g_pw.released_before = atomic_load(&g_policy_released);
+    g_pw.read_ok = d->magic == MAGIC && strcmp(d->name, "policy desk") == 0;
+    /* The runtime is gone: the decision is accepted and ignored. */
+    g_pw.decide_rc = rcip_policy_request_decide(req, "{\"decision\":\"allow\"}");
+    CHECK(atomic_load(&g_policy_released) == 0, "policy data released before its request was freed");
+    rcip_policy_request_free(req);
+    return NULL;
+}
+
+static void handler_ok(void *ud, rcip_invocation *inv) {
+    (void)ud;
+    OK(rcip_invocation_complete(inv, "{}"));
+    rcip_invocation_free(inv);
+}
+
+static void policy_data_outlives_a_held_request(void) {
+    g_scenario = "policy user data outlives a held request";
+    rcip_runtime_builder *b = NULL;
+    rcip_runtime *rt = NULL;
+    desk *d = malloc(sizeof *d);
+    d->magic = MAGIC;
+    snprintf(d->name, sizeof d->name, "policy desk");
+    OK(rcip_runtime_builder_new(g_catalog, &b));
+    OK(rcip_runtime_builder_set_policy(b, deferring_policy, d, policy_data_free));
+    OK(rcip_runtime_builder_build(b, &rt));
+    rcip_binding *binding = NULL;
+    OK(rcip_host_bind(rcip_runtime_host(rt), "job.run", handler_ok, NULL, NULL, NULL, &binding));
+    pthread_t t;
+    pthread_create(&t, NULL, policy_worker, NULL);
+    static outcome_box box;
+    OK(rcip_client_invoke(rcip_runtime_client(rt), "job.run", "{}", NULL, NULL, box_outcome, &box, NULL, NULL));
+    rcip_binding_free(binding);
+    rcip_runtime_free(rt);
+    CHECK(atomic_load(&box.count) == 1 && strstr(box.json, "EXECUTION_ABORTED"), "outcome %s", box.json);
+    CHECK(atomic_load(&g_policy_released) == 0, "policy data released by the free while a request is held");
+    pthread_mutex_lock(&g_pw.mu);
+    g_pw.runtime_freed = true;
+    pthread_cond_broadcast(&g_pw.cv);
+    pthread_mutex_unlock(&g_pw.mu);
+    pthread_join(t, NULL);
+    CHECK(g_pw.released_before == 0, "the worker found the policy data released");
+    CHECK(g_pw.read_ok, "the worker read freed or changed policy data");
+    CHECK(g_pw.decide_rc == RCIP_RESULT_OK, "a late decision answered %d", (int)g_pw.decide_rc);
+    CHECK(atomic_load(&g_policy_released) == 1, "policy data released %d times", atomic_load(&g_policy_released));
 }
 
 /* ------------------------------------------------------------------ */
@@ -431,6 +517,7 @@ int main(void) {
         return 1;
     }
     user_data_outlives_deferred_work();
+    policy_data_outlives_a_held_request();
     confirmation_orders();
     rcip_catalog_free(g_catalog);
     if (g_failures) {
