@@ -602,7 +602,8 @@ _notice_tls = threading.local()
 def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     opened = text is not None and text.startswith(b'{"event":"opened"')
     if opened:
-        _notice_tls.depth = getattr(_notice_tls, "depth", 0) + 1
+        depth: int = getattr(_notice_tls, "depth", 0)
+        _notice_tls.depth = depth + 1
     try:
         registry.get(key).fire_parsed(ConfirmationNotice.from_json, text)
     except BaseException:  # noqa: BLE001
@@ -1622,7 +1623,8 @@ class Host:
         ``opened`` notice an approval raises ``DeadlockError``: its run
         starts when the notice returns; use ``submit_confirmation`` there."""
         self._runtime._check_blocking("resolve_confirmation")
-        if approved and getattr(_notice_tls, "depth", 0):
+        depth: int = getattr(_notice_tls, "depth", 0)
+        if approved and depth > 0:
             raise DeadlockError(
                 "rcip: a blocking approval inside the confirmation callback's opened notice would wait forever "
                 "(the approved run starts when the notice returns); use submit_confirmation there"
