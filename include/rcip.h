@@ -22,6 +22,41 @@
  *   stop calling into rcip first: close the runtimes (`rcip_runtime_close`)
  *   before it does.
  * - No function is async-signal-safe.
+ * - A handle handed to another thread belongs to that thread: once you
+ *   pass a completion handle (`rcip_invocation`, `rcip_policy_request`) or
+ *   any owned handle to a worker, do not touch it on the handing thread
+ *   again (not even to read its id or free it), unless your own lock orders
+ *   the two threads. Read what you need before handing it over.
+ * - Under valgrind, pass the suppression file `make install` installs:
+ *   `valgrind --leak-check=full --error-exitcode=1
+ *   --suppressions=PREFIX/share/rcip/rcip.supp ./host` (it hides only the
+ *   "possibly lost" process-lifetime data inside librcip; README.md,
+ *   "Checking for leaks").
+ *
+ * Callbacks at a glance (each typedef below has the details). No callback
+ * runs under an rcip lock. "Itself": whether two calls of the same
+ * registration can overlap (on different threads). "Released": when its
+ * `user_data_free` runs, always after its last call returned.
+ *
+ *   callback (registered by)      thread                        itself  may call            released
+ *   handler (host_bind)           driving the invocation: the   yes     any rcip function   unbound/binding freed/runtime
+ *                                 invoke, a deferred policy                                 freed, and every invocation
+ *                                 answer, an approval                                       handed to it freed
+ *   availability (host_bind)      any refreshing or invoking    yes     any (its refresh    with the handler (shared
+ *                                 thread                                is queued)          user data)
+ *   policy (builder_set_policy)   driving the invocation,       yes     any                 runtime freed
+ *                                 re-run or preflight
+ *   outcome, report (invoke,      the settling thread, maybe    no,     any                 right after its one call
+ *   resolve, preflight)           before the call returns       once
+ *   event observer                where the event happens       yes     any                 runtime freed
+ *   confirmation callback         where it happens (the timer   yes     any; may resolve    runtime freed
+ *                                 thread for real-time expiry)          inline
+ *   subscriber (subscribe)        the refreshing thread         yes     any                 unsubscribed/runtime freed
+ *   clock, id generator           any thread                    yes     nothing on this     runtime freed
+ *                                                                       runtime (WRONG_CONTEXT)
+ *   on_cancel (token_on_cancel)   the cancelling thread, or     no,     any                 after its call, or with
+ *                                 the registering one if the    once                        the token's last reference
+ *                                 token is cancelled already
  *
  * Each item documents its JSON shapes, units, ownership, thread safety and
  * errors. Its "Rule:" line names where the behaviour comes from: "seed"
@@ -452,7 +487,7 @@ typedef struct rcip_policy_request rcip_policy_request;
  * its own callbacks except its clock and id generator).
  * Functions: `rcip_runtime_client`, `rcip_runtime_host`,
  * `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
- * `rcip_runtime_stats`, `rcip_runtime_free`.
+ * `rcip_runtime_stats`, `rcip_runtime_close`, `rcip_runtime_free`.
  */
 typedef struct rcip_runtime rcip_runtime;
 
@@ -634,11 +669,20 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * Order: `opened` comes after the consumer's `confirmation_required`
  * outcome; `closed` comes after the confirmation's event and the resolving
  * call's outcome, except for `approved`, which comes first and is followed
- * by the approved re-run (its events and its outcome). A `closed` notice
- * never comes before its `opened` one: when the confirmation ends (on
- * another thread, or from inside the consumer's outcome callback) before
- * `opened` was delivered, `closed` is held back and delivered right after
- * it, on the thread that delivered `opened`.
+ * by the approved re-run (its events and its outcome).
+ * One rule for an ending that starts before `opened` returned (resolved or
+ * cancelled inline from the `opened` notice, from the consumer's outcome
+ * callback, or on another thread): nothing of the ending reaches this
+ * callback while `opened` runs. Its `closed` notice is held back and
+ * delivered right after `opened` returns, on the thread that delivered
+ * `opened`; an approval's re-run (policy, handler, events, outcome) waits
+ * with it and runs there right after that `closed` notice, so the resolving
+ * call returns OK before the approved outcome exists (do not block on that
+ * outcome inside `opened`). A decline's event and outcome come inside the
+ * resolving call, as usual; a token cancelled inside `opened` ends the
+ * confirmation once `opened` returned. If the runtime closes before the
+ * held re-run starts, the re-run ends `failed EXECUTION_ABORTED` (after its
+ * `failed` event), the resolving call's one outcome.
  * Called on the thread where it happens (the timer thread for real-time
  * expiry), with no rcip lock held; it may resolve the confirmation inline.
  */
@@ -721,7 +765,8 @@ extern "C" {
  * automatically cancel an already-running handler").
  *
  * Ownership: `binding` stays valid; free it with `rcip_binding_free`. The
- * binding's user data is released once its running callbacks return.
+ * binding's user data is released once its running callbacks return and
+ * every invocation handed to its handler was freed (`rcip_host_bind`).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED` (runtime
  * freed), `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks (a handler may unbind
@@ -1039,8 +1084,10 @@ rcip_result rcip_client_preflight(const struct rcip_client *client, const char *
  * Ownership: `capability_id` is copied; `user_data` is shared by both
  * callbacks and kept until the binding is released: after it is unbound
  * (`rcip_binding_unbind`, `rcip_binding_free`) or the runtime is freed,
- * once its running callbacks returned, `user_data_free(user_data)` runs
- * once. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
+ * once its running callbacks returned and every `rcip_invocation` handed
+ * to its handler was freed (a worker may settle after the unbind and still
+ * use `user_data`), `user_data_free(user_data)` runs once, on the thread
+ * that released the last of them. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, capability_id, handler,
  * binding_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG`
@@ -1121,7 +1168,9 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * the confirmation callback's `approved` notice: the confirmation is gone),
  * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
  * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
- * this returns.
+ * this returns; an approval made before the confirmation's `opened` notice
+ * returned runs (and delivers) once it has, on the thread that delivered
+ * `opened` (the order rule at `rcip_confirmation_callback`).
  * Thread safety: any thread, also inside callbacks (the confirmation
  * callback may resolve inline). Only the host surface can approve.
  * Rule: seed, "Approval is single-use and rechecks policy and
@@ -1203,7 +1252,10 @@ const struct rcip_cancel_token *rcip_invocation_cancel_token(const struct rcip_i
  * second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
  * clock or id generator. Completing after the runtime stopped waiting
  * (freed) returns OK and changes nothing. A payload problem is an outcome,
- * not an error code.
+ * not an error code. After the consumer cancelled the invocation's token
+ * the runtime still waits for its handler (cancellation is cooperative):
+ * completing then returns OK and the outcome is `succeeded` as usual;
+ * `rcip_invocation_fail` then gives `failed EXECUTION_ABORTED`.
  * Thread safety: any thread; the outcome is delivered on this thread
  * before the call returns (called on the handler callback's own thread
  * while that callback runs: after it returns).
@@ -1240,7 +1292,9 @@ bool rcip_invocation_is_settled(const struct rcip_invocation *invocation);
  * (as `rcip_invocation_fail(invocation, false)`).
  *
  * Ownership: consumes `invocation`; strings and the token borrowed from it
- * become invalid. NULL does nothing; freeing twice is undefined.
+ * become invalid. NULL does nothing; freeing twice is undefined. When its
+ * binding was released meanwhile and this was the binding's last handle,
+ * the binding's `user_data_free` runs here (`rcip_host_bind`).
  * Thread safety: any thread, once no other thread uses the handle.
  */
 void rcip_invocation_free(struct rcip_invocation *invocation);
@@ -1558,8 +1612,11 @@ rcip_result rcip_runtime_builder_set_validation_budget(struct rcip_runtime_build
  * confirmed → allow; destructive → confirm; write, external → deny.
  *
  * Ownership: `user_data` is kept until the runtime is freed (or the
- * builder is freed unbuilt, or the policy is replaced); then
- * `user_data_free(user_data)` runs once.
+ * builder is freed unbuilt, or the policy is replaced) and every
+ * `rcip_policy_request` handed to the policy was freed (a worker may
+ * decide after the runtime was freed and still use `user_data`); then
+ * `user_data_free(user_data)` runs once, on the thread that released the
+ * last of them.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback). On failure
  * neither function is ever called.
  * Callbacks: see `rcip_policy_callback`.
@@ -1780,7 +1837,9 @@ rcip_result rcip_runtime_close(const struct rcip_runtime *runtime);
  * except while something else still uses the runtime's core: a call
  * running on another thread (released when it returns), the callback this
  * free is called from (when it returns), an MCP session (when it is
- * freed).
+ * freed). The policy's user data also waits for every policy request
+ * still held (released when the last one is freed), and a binding's for
+ * every invocation handed to its handler (`rcip_host_bind`).
  *
  * After `rcip_runtime_close` the close has happened already: the free then
  * only releases the runtime's own user data and the handle.
@@ -2118,6 +2177,21 @@ rcip_result rcip_string_sink_set(struct rcip_string_sink *sink, const char *valu
  * "availability"? (only when bound), "relevance": "current" | "other"}]}`,
  * capabilities in catalog order. Built on first request, then cached: the
  * same bytes for every reader.
+ * `availability` is `{"available": bool, "reasonCode"?: string, "reason"?:
+ * string}`: the binding's availability check's answer as it was given to
+ * `rcip_availability_set` at the latest refresh (NULL fields left out);
+ * `{"available": true}` for a binding without a check; `{"available":
+ * false, "reasonCode": "AVAILABILITY_CHECK_FAILED", "reason": <rcip's
+ * text>}` when the check failed or gave no answer. Absent when unbound
+ * (`"bound": false, "available": false`). `available` at the entry's top
+ * level is `bound` and `availability.available`.
+ * `relevance` is `"current"` when the capability's `scopeIds` is empty or
+ * shares an id with the context's `activeScopeIds`, else `"other"`. Only
+ * the ids listed in `activeScopeIds` count: a scope's `parentId` does not
+ * make its child scopes (or its parent) current; activate every scope
+ * that should count. `primaryScopeId` does not change relevance.
+ * Relevance orders discovery; it is not authorization (any bound
+ * capability can be invoked).
  * Ownership: owned by `snapshot`; valid until its last reference is freed.
  * Errors: NULL `snapshot` gives NULL.
  * Thread safety: any thread.

@@ -105,11 +105,20 @@ pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_voi
 /// Order: `opened` comes after the consumer's `confirmation_required`
 /// outcome; `closed` comes after the confirmation's event and the resolving
 /// call's outcome, except for `approved`, which comes first and is followed
-/// by the approved re-run (its events and its outcome). A `closed` notice
-/// never comes before its `opened` one: when the confirmation ends (on
-/// another thread, or from inside the consumer's outcome callback) before
-/// `opened` was delivered, `closed` is held back and delivered right after
-/// it, on the thread that delivered `opened`.
+/// by the approved re-run (its events and its outcome).
+/// One rule for an ending that starts before `opened` returned (resolved or
+/// cancelled inline from the `opened` notice, from the consumer's outcome
+/// callback, or on another thread): nothing of the ending reaches this
+/// callback while `opened` runs. Its `closed` notice is held back and
+/// delivered right after `opened` returns, on the thread that delivered
+/// `opened`; an approval's re-run (policy, handler, events, outcome) waits
+/// with it and runs there right after that `closed` notice, so the resolving
+/// call returns OK before the approved outcome exists (do not block on that
+/// outcome inside `opened`). A decline's event and outcome come inside the
+/// resolving call, as usual; a token cancelled inside `opened` ends the
+/// confirmation once `opened` returned. If the runtime closes before the
+/// held re-run starts, the re-run ends `failed EXECUTION_ABORTED` (after its
+/// `failed` event), the resolving call's one outcome.
 /// Called on the thread where it happens (the timer thread for real-time
 /// expiry), with no rcip lock held; it may resolve the confirmation inline.
 pub type rcip_confirmation_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, notice_json: *const c_char)>;

@@ -190,6 +190,10 @@ impl Drop for Invocation {
                 shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
             }
         }
+        // The binding's handler and user data were kept for this handle
+        // (its user data may be released here, with no lock held).
+        let held = self.core.held_handler.lock().take();
+        drop(held);
     }
 }
 
@@ -202,6 +206,11 @@ impl Drop for Invocation {
 pub struct PolicyRequest {
     core: Arc<PolicyCore>,
     settled: AtomicBool,
+    /// The policy this request was handed to, kept (with its user data)
+    /// until the request is dropped: a policy deciding on another thread
+    /// after the runtime was freed still finds its data alive. Dropped
+    /// after [`Drop::drop`] settled the request.
+    _held_policy: Option<Arc<dyn super::callbacks::Policy>>,
 }
 
 impl std::fmt::Debug for PolicyRequest {
@@ -217,7 +226,14 @@ impl PolicyRequest {
         PolicyRequest {
             core,
             settled: AtomicBool::new(false),
+            _held_policy: None,
         }
+    }
+
+    /// This request keeps `policy` (and its user data) alive until dropped.
+    pub(crate) fn holding(mut self, policy: Arc<dyn super::callbacks::Policy>) -> PolicyRequest {
+        self._held_policy = Some(policy);
+        self
     }
 
     /// The `RcipPolicyContext` as JSON text: `{"capability", "input",

@@ -138,6 +138,12 @@ pub(crate) struct InvocationCore {
     /// What a foreign handle of the handler lends out (the handle is this
     /// state).
     pub lent: super::handles::Lent,
+    /// The handler this invocation was handed to, kept (with its user
+    /// data) until the handler's handle is dropped, so that a handler that
+    /// settles on another thread after an unbind still finds its binding's
+    /// data alive (issue 18, item 4). Taken by the handle's drop, never
+    /// released under a lock.
+    pub held_handler: Mutex<Option<Arc<dyn Handler>>>,
 }
 
 impl InvocationCore {
@@ -344,6 +350,7 @@ impl Shared {
                 }),
                 settled: AtomicBool::new(false),
                 lent: Default::default(),
+                held_handler: Mutex::new(None),
             });
             st.invocations.active.insert(key, core.clone());
             let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
@@ -623,7 +630,8 @@ impl Shared {
             context,
             core.confirmed,
             "invoke",
-        )));
+        )))
+        .holding(policy.clone());
         if self.is_closed() {
             // Teardown ends the invocation; no callback starts after close.
             return;
@@ -798,9 +806,10 @@ impl Shared {
         if self.is_closed() {
             return;
         }
+        // The handle keeps the handler (and its user data) alive until the
+        // host drops it; this reference goes when the callback returns.
+        *core.held_handler.lock() = Some(handler.clone());
         handler.call(Invocation::new(core.clone()));
-        // The handler (and its user data) may be released now that its
-        // callback returned.
         drop(handler);
         let result = {
             let mut inner = core.inner.lock();

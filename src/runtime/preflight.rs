@@ -244,7 +244,8 @@ impl Shared {
             context,
             false,
             "preflight",
-        )));
+        )))
+        .holding(policy.clone());
         policy.evaluate(request);
     }
 

@@ -170,4 +170,7 @@ class DeadlockError(RuntimeError):
     """A blocking call (``invoke``, ``preflight``, ``resolve_confirmation``)
     was made on the thread running the runtime's asyncio loop while coroutine
     callbacks are registered: the outcome would need that loop, which the call
-    blocks. Use the ``*_async`` variant there."""
+    blocks. Use the ``*_async`` variant there. Also a blocking approval
+    (``approve``, ``resolve_confirmation(id, True)``) inside the confirmation
+    callback's ``opened`` notice: the approved run starts only when that
+    notice returns. Use ``submit_confirmation`` there."""

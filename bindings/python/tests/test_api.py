@@ -441,6 +441,33 @@ def test_confirmation_resolved_inline_by_the_notice_callback(catalog):
     runtime.close()
 
 
+def test_a_blocking_approval_inside_the_opened_notice_raises_instead_of_hanging(catalog):
+    # The approved run starts once the opened notice returned (include/rcip.h):
+    # waiting for it there would never end. A decline is delivered inline.
+    seen = []
+
+    def on_confirmation(notice: rcip.ConfirmationNotice):
+        seen.append((notice.event, notice.reason))
+        if notice.event == "opened" and len(seen) == 1:
+            try:
+                runtime.host.approve(notice.confirmation_id, timeout=5)
+            except rcip.DeadlockError as e:
+                seen.append(("raised", "submit_confirmation" in str(e)))
+            runtime.host.submit_confirmation(notice.confirmation_id, True).add_done_callback(lambda f: seen.append(("outcome", f.result().status)))
+        elif notice.event == "opened":
+            seen.append(("declined", runtime.host.decline(notice.confirmation_id, timeout=5).code))
+
+    runtime = rcip.Runtime(catalog, on_confirmation=on_confirmation)
+    runtime.host.bind("tickets.purge", lambda inv: {"purged": 1})
+    runtime.client.invoke("tickets.purge", {})
+    assert seen == [("opened", None), ("raised", True), ("closed", "approved"), ("outcome", "succeeded")]
+    seen.clear()
+    seen.append(("second", None))
+    runtime.client.invoke("tickets.purge", {})
+    assert seen[1:] == [("opened", None), ("declined", "CONFIRMATION_DECLINED"), ("closed", "declined")]
+    runtime.close()
+
+
 def test_confirmation_expiry_with_a_manual_clock(catalog, clock):
     events = []
     notices = []

@@ -1112,6 +1112,9 @@ public:
     void refresh() const { detail::check(rcip_host_refresh(ptr_)); }
 
     /// Approves or declines a pending confirmation; the future holds the outcome.
+    /// Inside the confirmation callback's `opened` notice an approval's run
+    /// starts only when that notice returns (rcip.h): do not wait on the
+    /// future there; use the callback overload.
     std::future<Outcome> resolve_confirmation(std::string_view confirmation_id, bool approved) const {
         auto box = std::make_unique<detail::PromiseBox<Outcome>>();
         std::future<Outcome> future = box->promise.get_future();
