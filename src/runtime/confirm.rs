@@ -379,6 +379,7 @@ impl Shared {
                     capability_id: r.capability_id,
                     error: RcipError::new(r.code),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -388,6 +389,7 @@ impl Shared {
                     capability_id: Arc::from("unknown"),
                     error: RcipError::new(ErrorCode::ConfirmationNotFound),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -449,7 +451,10 @@ impl Shared {
                 }
             };
             self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
-            sink.deliver(&outcome.to_json_text());
+            {
+                let _scope = super::shared::CallbackScope::enter(self);
+                sink.deliver(&outcome.to_json_text());
+            }
             self.notify_closed(&c, reason);
             return Ok(());
         }

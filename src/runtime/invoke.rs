@@ -320,6 +320,7 @@ impl Shared {
                     capability_id: start.capability_id,
                     error: RcipError::new(ErrorCode::InvocationAlreadyActive),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -628,7 +629,10 @@ impl Shared {
             // Teardown ends the invocation; no callback starts after close.
             return;
         }
-        policy.evaluate(request);
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            policy.evaluate(request);
+        }
         let answer = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
@@ -798,7 +802,10 @@ impl Shared {
         if self.is_closed() {
             return;
         }
-        handler.call(Invocation::new(core.clone()));
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            handler.call(Invocation::new(core.clone()));
+        }
         // The handler (and its user data) may be released now that its
         // callback returned.
         drop(handler);
@@ -1018,6 +1025,7 @@ impl Shared {
             self.state.lock().invocations.reserved.remove(&*core.id);
         }
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             match &ending.rendered {
                 Some(text) => sink.deliver(text),
                 None => sink.deliver(&ending.outcome.to_json_text()),

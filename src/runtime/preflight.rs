@@ -245,6 +245,7 @@ impl Shared {
             false,
             "preflight",
         )));
+        let _scope = super::shared::CallbackScope::enter(self);
         policy.evaluate(request);
     }
 
@@ -415,6 +416,7 @@ impl Shared {
         }
         out.push_str("]}");
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             sink.deliver(&JsonText::from_json(out));
         }
     }
