@@ -637,7 +637,9 @@ unsafe extern "C" fn run_setup_job(_: *mut c_void, setup: *mut rcip_mcp_session_
     i32::from(rc != rcip_result::Ok)
 }
 
-unsafe fn new_server(factory: unsafe extern "C" fn(*mut c_void, *mut rcip_mcp_session_setup) -> i32) -> *mut rcip_mcp_server {
+unsafe fn new_server(
+    factory: unsafe extern "C" fn(*mut c_void, *mut rcip_mcp_session_setup) -> i32,
+) -> *mut rcip_mcp_server {
     let mut server = ptr::null_mut();
     assert_eq!(
         rcip_mcp_server_new(
@@ -661,7 +663,10 @@ unsafe fn initialize(server: *mut rcip_mcp_server) -> Option<String> {
     assert_eq!(rcip_mcp_server_url(server, &mut url), rcip_result::Ok);
     let url_text = CStr::from_ptr(url).to_str().unwrap().to_string();
     rcip_string_free(url);
-    let addr = url_text.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let addr = url_text
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"sweep","version":"1"}}}"#;
     let mut stream = std::net::TcpStream::connect(&addr).unwrap();
     write!(
@@ -701,7 +706,10 @@ unsafe fn live_session() -> (*mut rcip_mcp_server, *mut rcip_mcp_server_session)
     assert_eq!(rcip_mcp_server_start(server), rcip_result::Ok);
     let id = CString::new(initialize(server).expect("a session")).unwrap();
     let mut session = ptr::null_mut();
-    assert_eq!(rcip_mcp_server_session_find(server, id.as_ptr(), &mut session), rcip_result::Ok);
+    assert_eq!(
+        rcip_mcp_server_session_find(server, id.as_ptr(), &mut session),
+        rcip_result::Ok
+    );
     (server, session)
 }
 
@@ -1608,7 +1616,11 @@ unsafe fn run(f: &str, case: &str) -> String {
                         (text(rcip_mcp_session_setup_header(setup, name as *const c_char)), false)
                     }
                     _ => {
-                        let runtime = if runtime_null { ptr::null_mut() } else { Fx::new().runtime_only() };
+                        let runtime = if runtime_null {
+                            ptr::null_mut()
+                        } else {
+                            Fx::new().runtime_only()
+                        };
                         let rc = rcip_mcp_session_setup_accept(setup, runtime, ptr::null_mut(), None);
                         (Ok(rc), rc == rcip_result::Ok)
                     }
@@ -1643,7 +1655,11 @@ unsafe fn run(f: &str, case: &str) -> String {
             );
             if rc == rcip_result::Ok {
                 rcip_mcp_server_free(*out);
-                assert_eq!(RELEASED.with(|r| r.get()), 1, "the factory's data released with the server");
+                assert_eq!(
+                    RELEASED.with(|r| r.get()),
+                    1,
+                    "the factory's data released with the server"
+                );
                 RELEASED.with(|r| r.set(0));
             }
             Ok(rc)

@@ -51,7 +51,10 @@ unsafe fn take(p: *mut c_char) -> String {
 }
 
 unsafe extern "C" fn complete(_: *mut c_void, inv: *mut rcip_invocation) {
-    assert_eq!(rcip_invocation_complete(inv, c"{\"ok\": true}".as_ptr()), rcip_result::Ok);
+    assert_eq!(
+        rcip_invocation_complete(inv, c"{\"ok\": true}".as_ptr()),
+        rcip_result::Ok
+    );
     rcip_invocation_free(inv);
 }
 
@@ -87,18 +90,39 @@ impl Rt {
             held: Box::new(Mutex::new(Vec::new())),
         };
         let ud = &*rt.held as *const _ as *mut c_void;
-        for cap in ["patients.list", "patients.edit", "patients.notify", "patients.discharge"] {
+        for cap in [
+            "patients.list",
+            "patients.edit",
+            "patients.notify",
+            "patients.discharge",
+        ] {
             let mut out = ptr::null_mut();
             let cap = c(cap);
             assert_eq!(
-                rcip_host_bind(rt.host(), cap.as_ptr(), Some(complete), None, ptr::null_mut(), None, &mut out),
+                rcip_host_bind(
+                    rt.host(),
+                    cap.as_ptr(),
+                    Some(complete),
+                    None,
+                    ptr::null_mut(),
+                    None,
+                    &mut out
+                ),
                 rcip_result::Ok
             );
             rt.bindings.push(out);
         }
         let mut out = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(rt.host(), c"patients.scan".as_ptr(), Some(hold), None, ud, None, &mut out),
+            rcip_host_bind(
+                rt.host(),
+                c"patients.scan".as_ptr(),
+                Some(hold),
+                None,
+                ud,
+                None,
+                &mut out
+            ),
             rcip_result::Ok
         );
         rt.bindings.push(out);
@@ -114,7 +138,14 @@ impl Rt {
         let mut p = ptr::null_mut();
         let (cap, input) = (c(cap), c(input));
         assert_eq!(
-            rcip_client_invoke_pending(self.client(), cap.as_ptr(), input.as_ptr(), ptr::null(), ptr::null(), &mut p),
+            rcip_client_invoke_pending(
+                self.client(),
+                cap.as_ptr(),
+                input.as_ptr(),
+                ptr::null(),
+                ptr::null(),
+                &mut p
+            ),
             rcip_result::Ok
         );
         p
@@ -143,7 +174,11 @@ unsafe fn outcome(p: *mut rcip_pending) -> (String, *mut rcip_record) {
     rcip_pending_free(p);
     let json = take(json);
     let mut rec = ptr::null_mut();
-    assert_eq!(rcip_record_parse(c(&json).as_ptr(), &mut rec), rcip_result::Ok, "{json}");
+    assert_eq!(
+        rcip_record_parse(c(&json).as_ptr(), &mut rec),
+        rcip_result::Ok,
+        "{json}"
+    );
     (json, rec)
 }
 
@@ -279,7 +314,10 @@ fn a_policy_reads_its_request_and_answers_with_plain_calls() {
         );
         let (_, rec) = outcome(p);
         assert_eq!(rcip_record_entry_count(rec), 1);
-        assert_eq!(text(rcip_record_status(rcip_record_entry(rec, 0))).as_deref(), Some("ready"));
+        assert_eq!(
+            text(rcip_record_status(rcip_record_entry(rec, 0))).as_deref(),
+            Some("ready")
+        );
         rcip_record_free(rec);
         let seen = SEEN.lock().unwrap().pop().unwrap();
         assert_eq!(seen.phase.as_deref(), Some("preflight"));
@@ -308,7 +346,12 @@ fn delegating_to_the_default_policy_matches_the_runtime_without_a_policy() {
         let mut answers = Vec::new();
         for rt in [&delegating, &plain] {
             let mut row = Vec::new();
-            for cap in ["patients.list", "patients.edit", "patients.notify", "patients.discharge"] {
+            for cap in [
+                "patients.list",
+                "patients.edit",
+                "patients.notify",
+                "patients.discharge",
+            ] {
                 let (_, rec) = outcome(rt.invoke(cap, "{}"));
                 let status = text(rcip_record_status(rec)).unwrap();
                 let code = text(rcip_record_error_code(rec));
@@ -349,13 +392,22 @@ fn a_bad_reason_leaves_the_request_undecided() {
             HELD_REQ.lock().unwrap().push(req as usize);
         }
         let rt = Rt::new(|b| {
-            assert_eq!(rcip_runtime_builder_set_policy(b, Some(keep), ptr::null_mut(), None), rcip_result::Ok);
+            assert_eq!(
+                rcip_runtime_builder_set_policy(b, Some(keep), ptr::null_mut(), None),
+                rcip_result::Ok
+            );
         });
         let p = rt.invoke("patients.edit", "{}");
         let req = HELD_REQ.lock().unwrap().pop().unwrap() as *mut rcip_policy_request;
         let bad = b"no\xff\0";
-        assert_eq!(rcip_policy_request_deny(req, bad.as_ptr().cast()), rcip_result::InvalidUtf8);
-        assert_eq!(rcip_policy_request_confirm(req, bad.as_ptr().cast()), rcip_result::InvalidUtf8);
+        assert_eq!(
+            rcip_policy_request_deny(req, bad.as_ptr().cast()),
+            rcip_result::InvalidUtf8
+        );
+        assert_eq!(
+            rcip_policy_request_confirm(req, bad.as_ptr().cast()),
+            rcip_result::InvalidUtf8
+        );
         assert!(!rcip_policy_request_is_settled(req));
         assert!(!rcip_pending_is_ready(p));
         // No reason: rcip's own message.
@@ -410,16 +462,31 @@ fn records_give_the_fields_every_host_reads() {
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(text(rcip_record_status(rec)).as_deref(), Some("failed"));
         assert_eq!(text(rcip_record_error_code(rec)).as_deref(), Some("INPUT_INVALID"));
-        assert_eq!(text(rcip_record_error_message(rec)).as_deref(), v["error"]["message"].as_str());
-        assert_eq!(text(rcip_record_invocation_id(rec)).as_deref(), v["invocationId"].as_str());
+        assert_eq!(
+            text(rcip_record_error_message(rec)).as_deref(),
+            v["error"]["message"].as_str()
+        );
+        assert_eq!(
+            text(rcip_record_invocation_id(rec)).as_deref(),
+            v["invocationId"].as_str()
+        );
         assert_eq!(text(rcip_record_capability_id(rec)).as_deref(), Some("patients.list"));
         let issues = v["error"]["validationIssues"].as_array().unwrap();
         assert_eq!(issues.len(), 2);
         assert_eq!(rcip_record_issue_count(rec), 2);
         for (i, issue) in issues.iter().enumerate() {
-            assert_eq!(text(rcip_record_issue_path(rec, i)).as_deref(), issue["instancePath"].as_str());
-            assert_eq!(text(rcip_record_issue_keyword(rec, i)).as_deref(), issue["keyword"].as_str());
-            assert_eq!(text(rcip_record_issue_message(rec, i)).as_deref(), issue["message"].as_str());
+            assert_eq!(
+                text(rcip_record_issue_path(rec, i)).as_deref(),
+                issue["instancePath"].as_str()
+            );
+            assert_eq!(
+                text(rcip_record_issue_keyword(rec, i)).as_deref(),
+                issue["keyword"].as_str()
+            );
+            assert_eq!(
+                text(rcip_record_issue_message(rec, i)).as_deref(),
+                issue["message"].as_str()
+            );
         }
         assert!(rcip_record_issue_path(rec, 2).is_null());
         assert!(rcip_record_output(rec).is_null());
@@ -436,7 +503,10 @@ fn records_give_the_fields_every_host_reads() {
         // confirmation_required: id and expiry.
         let (json, rec) = outcome(rt.invoke("patients.discharge", "{}"));
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(text(rcip_record_confirmation_id(rec)).as_deref(), v["confirmation"]["id"].as_str());
+        assert_eq!(
+            text(rcip_record_confirmation_id(rec)).as_deref(),
+            v["confirmation"]["id"].as_str()
+        );
         let mut at = 0i64;
         assert!(rcip_record_expires_at(rec, &mut at));
         assert_eq!(at, v["confirmation"]["expiresAt"].as_i64().unwrap());
@@ -448,7 +518,10 @@ fn records_give_the_fields_every_host_reads() {
             rcip_result::Ok
         );
         let (_, rec) = outcome(p);
-        assert_eq!(text(rcip_record_error_code(rec)).as_deref(), Some("CONFIRMATION_DECLINED"));
+        assert_eq!(
+            text(rcip_record_error_code(rec)).as_deref(),
+            Some("CONFIRMATION_DECLINED")
+        );
         rcip_record_free(rec);
 
         // Notices: opened (kind, confirmation id, expiry), closed (reason).
@@ -458,7 +531,10 @@ fn records_give_the_fields_every_host_reads() {
         assert_eq!(text(rcip_record_notice_kind(opened)).as_deref(), Some("opened"));
         assert_eq!(text(rcip_record_confirmation_id(opened)).as_deref(), Some(cid.as_str()));
         assert!(rcip_record_expires_at(opened, &mut at));
-        assert_eq!(text(rcip_record_capability_id(opened)).as_deref(), Some("patients.discharge"));
+        assert_eq!(
+            text(rcip_record_capability_id(opened)).as_deref(),
+            Some("patients.discharge")
+        );
         rcip_record_free(opened);
         let closed = parse(&notices[1]);
         assert_eq!(text(rcip_record_notice_kind(closed)).as_deref(), Some("closed"));
@@ -475,16 +551,26 @@ fn records_give_the_fields_every_host_reads() {
             let rec = parse(e);
             assert_eq!(text(rcip_record_phase(rec)).as_deref(), v["phase"].as_str());
             assert_eq!(text(rcip_record_error_code(rec)).as_deref(), v["errorCode"].as_str());
-            assert_eq!(text(rcip_record_invocation_id(rec)).as_deref(), v["invocationId"].as_str());
+            assert_eq!(
+                text(rcip_record_invocation_id(rec)).as_deref(),
+                v["invocationId"].as_str()
+            );
             phases.push((text(rcip_record_phase(rec)).unwrap(), text(rcip_record_error_code(rec))));
             rcip_record_free(rec);
         }
         assert_eq!(phases[1], ("failed".to_string(), Some("INPUT_INVALID".to_string())));
-        assert!(phases.contains(&("confirmation_declined".to_string(), Some("CONFIRMATION_DECLINED".to_string()))));
+        assert!(phases.contains(&(
+            "confirmation_declined".to_string(),
+            Some("CONFIRMATION_DECLINED".to_string())
+        )));
 
         // A preflight report's entries, each a record of its own, valid
         // until the report is freed.
-        let ids = [c"patients.list".as_ptr(), c"patients.discharge".as_ptr(), c"patients.list".as_ptr()];
+        let ids = [
+            c"patients.list".as_ptr(),
+            c"patients.discharge".as_ptr(),
+            c"patients.list".as_ptr(),
+        ];
         let inputs = [c"{}".as_ptr(), c"{}".as_ptr(), c"{\"n\": 1.5}".as_ptr()];
         let mut p = ptr::null_mut();
         assert_eq!(
@@ -510,9 +596,15 @@ fn records_give_the_fields_every_host_reads() {
 fn a_record_copies_its_text_and_refuses_what_is_not_a_record() {
     unsafe {
         let mut rec = ptr::null_mut();
-        assert_eq!(rcip_record_parse(c"[1]".as_ptr(), &mut rec), rcip_result::InvalidArgument);
+        assert_eq!(
+            rcip_record_parse(c"[1]".as_ptr(), &mut rec),
+            rcip_result::InvalidArgument
+        );
         assert!(rec.is_null());
-        assert_eq!(rcip_record_parse(c"{\"a\"".as_ptr(), &mut rec), rcip_result::InvalidJson);
+        assert_eq!(
+            rcip_record_parse(c"{\"a\"".as_ptr(), &mut rec),
+            rcip_result::InvalidJson
+        );
         // The text may go away at once.
         let owned = c(r#"{"status": "denied", "error": {"code": "POLICY_DENIED", "message": "x\u0041"}}"#);
         assert_eq!(rcip_record_parse(owned.as_ptr(), &mut rec), rcip_result::Ok);
@@ -523,7 +615,11 @@ fn a_record_copies_its_text_and_refuses_what_is_not_a_record() {
         rcip_record_free(rec);
         // Depth beyond the payload default still reads (a runtime may raise
         // its limits).
-        let deep = format!(r#"{{"status": "succeeded", "output": {}1{}}}"#, "[".repeat(1500), "]".repeat(1500));
+        let deep = format!(
+            r#"{{"status": "succeeded", "output": {}1{}}}"#,
+            "[".repeat(1500),
+            "]".repeat(1500)
+        );
         let rec = parse(&deep);
         assert_eq!(text(rcip_record_output(rec)).unwrap().len(), 3001);
         rcip_record_free(rec);
@@ -570,7 +666,10 @@ static READY: Mutex<Vec<(String, std::thread::ThreadId)>> = Mutex::new(Vec::new(
 static READY_FREED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 unsafe extern "C" fn ready(_: *mut c_void, json: *const c_char) {
-    READY.lock().unwrap().push((text(json).unwrap(), std::thread::current().id()));
+    READY
+        .lock()
+        .unwrap()
+        .push((text(json).unwrap(), std::thread::current().id()));
 }
 
 unsafe extern "C" fn ready_freed(_: *mut c_void) {
@@ -588,7 +687,10 @@ fn a_ready_callback_receives_the_outcome_once_and_outlives_the_handle() {
         // Already there: runs before on_ready returns, on this thread.
         let p = rt.invoke("patients.list", "{}");
         assert!(rcip_pending_is_ready(p));
-        assert_eq!(rcip_pending_on_ready(p, Some(ready), ptr::null_mut(), Some(ready_freed)), rcip_result::Ok);
+        assert_eq!(
+            rcip_pending_on_ready(p, Some(ready), ptr::null_mut(), Some(ready_freed)),
+            rcip_result::Ok
+        );
         assert_eq!(READY.lock().unwrap().len(), 1);
         assert_eq!(READY_FREED.load(std::sync::atomic::Ordering::SeqCst), 1);
         let mut json = ptr::null_mut();
@@ -602,7 +704,10 @@ fn a_ready_callback_receives_the_outcome_once_and_outlives_the_handle() {
 
         // Not there yet: runs on the worker that settles, after the free.
         let p = rt.invoke("patients.scan", "{}");
-        assert_eq!(rcip_pending_on_ready(p, Some(ready), ptr::null_mut(), Some(ready_freed)), rcip_result::Ok);
+        assert_eq!(
+            rcip_pending_on_ready(p, Some(ready), ptr::null_mut(), Some(ready_freed)),
+            rcip_result::Ok
+        );
         assert_eq!(rcip_pending_wait(p, 0, &mut json), rcip_result::AlreadyUsed);
         rcip_pending_free(p);
         let inv = rt.held_invocation() as usize;
@@ -699,11 +804,19 @@ fn waiting_inside_a_callback_of_the_same_runtime_is_wrong_context() {
         let target = rt.invoke("patients.scan", "{}");
         *TARGET.lock().unwrap() = target as usize;
         INSIDE.lock().unwrap().clear(); // the target's own policy call
-        // A handler of `rt` waits on it; an outcome callback of `rt` too.
+                                        // A handler of `rt` waits on it; an outcome callback of `rt` too.
         assert_eq!(rcip_binding_unbind(rt.bindings[0]), rcip_result::Ok);
         let mut b = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(rt.host(), c"patients.list".as_ptr(), Some(handler_that_waits), None, ptr::null_mut(), None, &mut b),
+            rcip_host_bind(
+                rt.host(),
+                c"patients.list".as_ptr(),
+                Some(handler_that_waits),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut b
+            ),
             rcip_result::Ok
         );
         let t0 = Instant::now();
@@ -723,7 +836,11 @@ fn waiting_inside_a_callback_of_the_same_runtime_is_wrong_context() {
         );
         assert!(t0.elapsed() < Duration::from_millis(50), "no wait blocked");
         let wrong = (rcip_result::WrongContext, rcip_result::TimedOut);
-        assert_eq!(*INSIDE.lock().unwrap(), vec![wrong, wrong, wrong], "policy, handler, outcome");
+        assert_eq!(
+            *INSIDE.lock().unwrap(),
+            vec![wrong, wrong, wrong],
+            "policy, handler, outcome"
+        );
 
         // Another runtime's callbacks may wait on it.
         INSIDE.lock().unwrap().clear();
@@ -731,12 +848,23 @@ fn waiting_inside_a_callback_of_the_same_runtime_is_wrong_context() {
         assert_eq!(rcip_binding_unbind(other.bindings[0]), rcip_result::Ok);
         let mut b2 = ptr::null_mut();
         assert_eq!(
-            rcip_host_bind(other.host(), c"patients.list".as_ptr(), Some(handler_that_waits), None, ptr::null_mut(), None, &mut b2),
+            rcip_host_bind(
+                other.host(),
+                c"patients.list".as_ptr(),
+                Some(handler_that_waits),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut b2
+            ),
             rcip_result::Ok
         );
         let (_, rec) = outcome(other.invoke("patients.list", "{}"));
         rcip_record_free(rec);
-        assert_eq!(*INSIDE.lock().unwrap(), vec![(rcip_result::TimedOut, rcip_result::TimedOut)]);
+        assert_eq!(
+            *INSIDE.lock().unwrap(),
+            vec![(rcip_result::TimedOut, rcip_result::TimedOut)]
+        );
 
         // Outside any callback, the ready target is taken.
         let inv = rt.held_invocation();
@@ -794,7 +922,10 @@ unsafe extern "C" fn defer(_: *mut c_void, req: *mut rcip_policy_request) {
 fn a_preflight_report_is_waited_for_while_a_worker_decides() {
     unsafe {
         let rt = Rt::new(|b| {
-            assert_eq!(rcip_runtime_builder_set_policy(b, Some(defer), ptr::null_mut(), None), rcip_result::Ok);
+            assert_eq!(
+                rcip_runtime_builder_set_policy(b, Some(defer), ptr::null_mut(), None),
+                rcip_result::Ok
+            );
         });
         let ids = [c"patients.list".as_ptr(), c"patients.edit".as_ptr()];
         let inputs = [c"{}".as_ptr(), c"{}".as_ptr()];
@@ -817,8 +948,14 @@ fn a_preflight_report_is_waited_for_while_a_worker_decides() {
         assert_eq!(rcip_pending_wait(p, 10_000, &mut json), rcip_result::Ok);
         worker.join().unwrap();
         let rep = parse(&take(json));
-        assert_eq!(text(rcip_record_status(rcip_record_entry(rep, 0))).as_deref(), Some("ready"));
-        assert_eq!(text(rcip_record_error_code(rcip_record_entry(rep, 1))).as_deref(), Some("POLICY_DENIED"));
+        assert_eq!(
+            text(rcip_record_status(rcip_record_entry(rep, 0))).as_deref(),
+            Some("ready")
+        );
+        assert_eq!(
+            text(rcip_record_error_code(rcip_record_entry(rep, 1))).as_deref(),
+            Some("POLICY_DENIED")
+        );
         rcip_record_free(rep);
         rcip_pending_free(p);
     }

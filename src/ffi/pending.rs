@@ -240,12 +240,10 @@ pub unsafe extern "C" fn rcip_pending_on_ready(
         // A refused registration disarms the sink: the host keeps its data.
         match pending.on_ready(boxed_once_text(cb, user_data, user_data_free)) {
             Ok(()) => Ok(()),
-            Err(_) => {
-                Err(FfiError::new(
-                    rcip_result::AlreadyUsed,
-                    "the outcome was already handed over (a wait took it, or a callback is attached)",
-                ))
-            }
+            Err(_) => Err(FfiError::new(
+                rcip_result::AlreadyUsed,
+                "the outcome was already handed over (a wait took it, or a callback is attached)",
+            )),
         }
     })
 }

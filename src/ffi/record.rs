@@ -66,14 +66,21 @@ fn lend(text: Option<&NulText>) -> *const c_char {
 /// Rule: **rcip**; the fields are those of conformance/FORMAT.md's outcome
 /// record and PIPELINE.md sections 4 to 6.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rcip_record_parse(record_json: *const c_char, record_out: *mut *mut rcip_record) -> rcip_result {
+pub unsafe extern "C" fn rcip_record_parse(
+    record_json: *const c_char,
+    record_out: *mut *mut rcip_record,
+) -> rcip_result {
     ffi_guard!({
         let out = out_arg(record_out, "record_out")?;
         *out = std::ptr::null_mut();
         let text = bytes_arg(record_json, "record_json")?;
         let record = Record::parse(text).map_err(|(not_json, m)| {
             FfiError::new(
-                if not_json { rcip_result::InvalidJson } else { rcip_result::InvalidArgument },
+                if not_json {
+                    rcip_result::InvalidJson
+                } else {
+                    rcip_result::InvalidArgument
+                },
                 format!("record_json: {m}"),
             )
         })?;
@@ -92,7 +99,9 @@ pub unsafe extern "C" fn rcip_record_parse(record_json: *const c_char, record_ou
 /// Rule: PIPELINE.md sections 4 and 6 (outcome and entry statuses).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_status(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.status.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.status.as_ref()))
+    })
 }
 
 /// The invocation id (`invocationId`) of an outcome, event or notice.
@@ -103,7 +112,9 @@ pub unsafe extern "C" fn rcip_record_status(record: *const rcip_record) -> *cons
 /// Rule: PIPELINE.md section 4 step 1.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_invocation_id(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.invocation_id.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.invocation_id.as_ref()))
+    })
 }
 
 /// The capability id (`capabilityId`) of an outcome, preflight entry,
@@ -115,7 +126,9 @@ pub unsafe extern "C" fn rcip_record_invocation_id(record: *const rcip_record) -
 /// Rule: PIPELINE.md section 4.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_capability_id(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.capability_id.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.capability_id.as_ref()))
+    })
 }
 
 /// The RCIP error code: `error.code` of a failed or denied outcome or a
@@ -128,7 +141,9 @@ pub unsafe extern "C" fn rcip_record_capability_id(record: *const rcip_record) -
 /// Rule: PIPELINE.md section 8 (error codes); section 4 (events).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_error_code(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.error_code.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.error_code.as_ref()))
+    })
 }
 
 /// The error message (`error.message`) of a failed or denied outcome or
@@ -141,7 +156,9 @@ pub unsafe extern "C" fn rcip_record_error_code(record: *const rcip_record) -> *
 /// Rule: PIPELINE.md section 4 steps 8 and 13.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_error_message(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.error_message.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.error_message.as_ref()))
+    })
 }
 
 /// The confirmation id: `confirmation.id` of a `confirmation_required`
@@ -153,7 +170,9 @@ pub unsafe extern "C" fn rcip_record_error_message(record: *const rcip_record) -
 /// Rule: PIPELINE.md section 5.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_confirmation_id(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.confirmation_id.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.confirmation_id.as_ref()))
+    })
 }
 
 /// The output of a `succeeded` outcome, as compact JSON text.
@@ -164,7 +183,9 @@ pub unsafe extern "C" fn rcip_record_confirmation_id(record: *const rcip_record)
 /// Rule: PIPELINE.md section 4 step 19.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_output(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.output.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.output.as_ref()))
+    })
 }
 
 /// The phase of a lifecycle event: `"requested"`, `"started"`,
@@ -177,7 +198,9 @@ pub unsafe extern "C" fn rcip_record_output(record: *const rcip_record) -> *cons
 /// Rule: PIPELINE.md sections 4 and 5 (events).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_phase(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.phase.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.phase.as_ref()))
+    })
 }
 
 /// The kind of a confirmation notice: `"opened"` or `"closed"` (its
@@ -189,7 +212,9 @@ pub unsafe extern "C" fn rcip_record_phase(record: *const rcip_record) -> *const
 /// Rule: PIPELINE.md section 5 (**rcip** notices).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_notice_kind(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.notice_kind.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.notice_kind.as_ref()))
+    })
 }
 
 /// The reason: a `closed` notice's `"approved"`, `"declined"`,
@@ -203,7 +228,9 @@ pub unsafe extern "C" fn rcip_record_notice_kind(record: *const rcip_record) -> 
 /// Rule: PIPELINE.md sections 5 and 6.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_record_reason(record: *const rcip_record) -> *const c_char {
-    ffi_guard_or!(std::ptr::null(), { owned(record).map_or(std::ptr::null(), |r| lend(r.reason.as_ref())) })
+    ffi_guard_or!(std::ptr::null(), {
+        owned(record).map_or(std::ptr::null(), |r| lend(r.reason.as_ref()))
+    })
 }
 
 /// The number of validation issues (`error.validationIssues`) of an

@@ -110,7 +110,9 @@ impl rcip_result {
             rcip_result::AlreadyCompleted => c"the completion handle was already settled",
             rcip_result::Closed => c"the runtime is closed",
             rcip_result::PreflightBatchInvalid => c"a preflight batch must hold 1 to 16 proposals",
-            rcip_result::WrongContext => c"not allowed here: a runtime call from the clock or id generator, or a wait that could deadlock",
+            rcip_result::WrongContext => {
+                c"not allowed here: a runtime call from the clock or id generator, or a wait that could deadlock"
+            }
             rcip_result::NotFound => c"no live object has that id",
             rcip_result::Io => c"the operating system refused (address, threads)",
             rcip_result::TimedOut => c"the wait ended at its timeout before the outcome arrived",

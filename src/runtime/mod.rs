@@ -37,8 +37,8 @@ pub use cancel::{CancelToken, Registration};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use pending::{Pending, ReadyCallback, WaitError, WAIT_FOREVER};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
-pub(crate) use record::Record;
 pub(crate) use record::NulText;
+pub(crate) use record::Record;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::{

@@ -38,7 +38,10 @@ impl Record {
         let value =
             crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED).map_err(|e| (true, e.to_string()))?;
         if !value.is_object() {
-            return Err((false, "a record is a JSON object (an outcome, report, event or notice)".into()));
+            return Err((
+                false,
+                "a record is a JSON object (an outcome, report, event or notice)".into(),
+            ));
         }
         Ok(Record::from_value(&value))
     }
