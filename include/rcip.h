@@ -81,6 +81,12 @@
 #define RCIP_MCP_DEFAULT_MAX_MESSAGE_BYTES ((16 * 1024) * 1024)
 
 /**
+ * Wait without a time limit (`rcip_pending_wait`): `UINT64_MAX`
+ * milliseconds.
+ */
+#define RCIP_WAIT_FOREVER UINT64_MAX
+
+/**
  * How long an ended MCP session's runtime memory is kept after the session
  * ended, in milliseconds, at least (so callbacks still running when it
  * ended may use the runtime's views), unless the server is freed first
@@ -155,11 +161,6 @@
  * pointers (the C views). It goes then, on a worker, or with the server.
  */
 #define SESSION_RETIRE_MS 5000
-
-/**
- * A timeout that never ends (`u64::MAX` milliseconds).
- */
-#define WAIT_FOREVER UINT64_MAX
 
 /**
  * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so

@@ -15,7 +15,9 @@ use std::ffi::{c_char, c_void};
 
 /// Wait without a time limit (`rcip_pending_wait`): `UINT64_MAX`
 /// milliseconds.
-pub const RCIP_WAIT_FOREVER: u64 = crate::runtime::WAIT_FOREVER;
+pub const RCIP_WAIT_FOREVER: u64 = u64::MAX;
+
+const _: () = assert!(RCIP_WAIT_FOREVER == crate::runtime::WAIT_FOREVER);
 
 /// The pending outcome of one invoke, confirmation resolution or preflight
 /// (**rcip**): the host waits for it (`rcip_pending_wait`, with a timeout,

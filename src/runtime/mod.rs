@@ -35,7 +35,8 @@ pub use callbacks::{
 pub(crate) use callbacks::{AvailabilitySlot, DirectCheck, Sink};
 pub use cancel::{CancelToken, Registration};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
-pub use pending::{Pending, ReadyCallback, WaitError, WAIT_FOREVER};
+pub(crate) use pending::WAIT_FOREVER;
+pub use pending::{Pending, ReadyCallback, WaitError};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub(crate) use record::NulText;
 pub(crate) use record::Record;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// A timeout that never ends (`u64::MAX` milliseconds).
-pub const WAIT_FOREVER: u64 = u64::MAX;
+pub(crate) const WAIT_FOREVER: u64 = u64::MAX;
 
 /// Where [`Pending::on_ready`] sends the outcome.
 pub type ReadyCallback = Box<dyn OutcomeSink>;
