@@ -30,7 +30,10 @@
  * rcip's own decisions marked. Outcome records and lifecycle events have
  * the shapes given at rcip_client_invoke and rcip_event_callback; the
  * conformance scenarios that pin them are described in
- * tests/conformance/FORMAT.md.
+ * tests/conformance/FORMAT.md. A host reads the fields it needs from any of
+ * them with rcip_record_parse and the rcip_record_* accessors, without a
+ * JSON parser of its own; rcip_pending waits for an outcome instead of a
+ * callback.
  */
 
 #ifndef RCIP_H
@@ -630,7 +633,8 @@ typedef void (*rcip_subscriber_callback)(void *user_data, uint64_t revision);
  * Called exactly once, possibly before the registering call returns, on the
  * thread that settles the invocation, with no rcip lock held; then
  * `user_data_free` runs. `outcome_json` (the outcome record, shapes at
- * `rcip_client_invoke`) is valid during the call only.
+ * `rcip_client_invoke`) is valid during the call only; `rcip_record_parse`
+ * reads its fields into a record that may be kept past the call.
  */
 typedef void (*rcip_outcome_callback)(void *user_data, const char *outcome_json);
 
@@ -696,7 +700,10 @@ typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_j
  * on: decide exactly once (`rcip_policy_request_decide` or
  * `rcip_policy_request_fail`), before returning or later from any thread,
  * and free it with `rcip_policy_request_free` (freeing it undecided
- * settles it as a policy failure).
+ * settles it as a policy failure). The request is read through its
+ * accessors (`rcip_policy_request_capability_id`, `_effect`,
+ * `_scope_is_active`, ...) and answered with `rcip_policy_request_allow`,
+ * `_deny`, `_confirm` or `_decide_default`; no JSON is needed.
  */
 typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request *request);
 
@@ -718,7 +725,10 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * `opened` was delivered, `closed` is held back and delivered right after
  * it, on the thread that delivered `opened`.
  * Called on the thread where it happens (the timer thread for real-time
- * expiry), with no rcip lock held; it may resolve the confirmation inline.
+ * expiry), with no rcip lock held; it may resolve the confirmation inline
+ * (but not block in `rcip_pending_wait` there: `RCIP_RESULT_WRONG_CONTEXT`).
+ * `rcip_record_parse` reads the notice kind, confirmation id, expiry and
+ * reason without a JSON parser.
  */
 typedef void (*rcip_confirmation_callback)(void *user_data, const char *notice_json);
 
@@ -739,7 +749,8 @@ typedef void (*rcip_confirmation_callback)(void *user_data, const char *notice_j
  * re-run of the same invocation id that starts with `requested` again.
  * An invocation rejected before `requested` (id already active, input not
  * JSON) has no events. Count invocations by their last event, not by
- * `requested`.
+ * `requested`. `rcip_record_parse` reads the phase, error code and ids
+ * without a JSON parser.
  * Rule: PIPELINE.md sections 4 and 5.
  */
 typedef void (*rcip_event_callback)(void *user_data, const char *event_json);
@@ -1057,7 +1068,8 @@ void rcip_subscription_free(struct rcip_subscription *subscription);
  * on_outcome), `RCIP_RESULT_INVALID_UTF8` (capability_id, invocation_id),
  * `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`. On failure neither
  * function is ever called and no outcome exists.
- * Callbacks: `on_outcome` per `rcip_outcome_callback`.
+ * Callbacks: `on_outcome` per `rcip_outcome_callback` (to wait for the
+ * outcome instead: `rcip_client_invoke_pending`).
  * Thread safety: any thread, also inside callbacks.
  * Rule: PIPELINE.md sections 4 and 8; seed, "Invocation IDs are reserved
  * before policy begins" (`invocation_id` NULL: a generated id; an empty

@@ -178,7 +178,8 @@ pub unsafe extern "C" fn rcip_subscription_free(subscription: *mut rcip_subscrip
 /// on_outcome), `RCIP_RESULT_INVALID_UTF8` (capability_id, invocation_id),
 /// `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`. On failure neither
 /// function is ever called and no outcome exists.
-/// Callbacks: `on_outcome` per `rcip_outcome_callback`.
+/// Callbacks: `on_outcome` per `rcip_outcome_callback` (to wait for the
+/// outcome instead: `rcip_client_invoke_pending`).
 /// Thread safety: any thread, also inside callbacks.
 /// Rule: PIPELINE.md sections 4 and 8; seed, "Invocation IDs are reserved
 /// before policy begins" (`invocation_id` NULL: a generated id; an empty
