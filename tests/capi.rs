@@ -960,3 +960,89 @@ fn a_preflight_report_is_waited_for_while_a_worker_decides() {
         rcip_pending_free(p);
     }
 }
+
+/// Races between the settling worker, two waiters and a callback: each
+/// outcome goes to exactly one of them, and no waiter is left blocked.
+#[test]
+fn racing_waiters_and_callbacks_share_one_outcome() {
+    unsafe {
+        let rt = Rt::new(|_| {});
+        let mut callback_wins = 0;
+        for round in 0..200 {
+            let p = rt.invoke("patients.scan", "{}") as usize;
+            let inv = rt.held_invocation() as usize;
+            let with_callback = round % 2 == 1;
+            let settle = std::thread::spawn(move || {
+                let inv = inv as *mut rcip_invocation;
+                assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
+                rcip_invocation_free(inv);
+            });
+            let waiters: Vec<_> = (0..2)
+                .map(|i| {
+                    std::thread::spawn(move || {
+                        let p = p as *const rcip_pending;
+                        if with_callback && i == 1 {
+                            return rcip_pending_on_ready(p, Some(ready_count), ptr::null_mut(), None);
+                        }
+                        let mut json = ptr::null_mut();
+                        let rc = rcip_pending_wait(p, RCIP_WAIT_FOREVER, &mut json);
+                        if rc == rcip_result::Ok {
+                            rcip_string_free(json);
+                        }
+                        rc
+                    })
+                })
+                .collect();
+            settle.join().unwrap();
+            let got: Vec<rcip_result> = waiters.into_iter().map(|w| w.join().unwrap()).collect();
+            // One party gets the outcome (a wait's OK, or the callback's
+            // registration OK and then its call), the other is refused.
+            let taken = got.iter().filter(|r| **r == rcip_result::Ok).count();
+            let refused = got.iter().filter(|r| **r == rcip_result::AlreadyUsed).count();
+            assert_eq!((taken, refused), (1, 1), "round {round}: {got:?}");
+            if with_callback && got[1] == rcip_result::Ok {
+                callback_wins += 1;
+            }
+            rcip_pending_free(p as *mut rcip_pending);
+        }
+        // Each callback that won ran exactly once.
+        assert_eq!(READY_COUNT.load(std::sync::atomic::Ordering::SeqCst), callback_wins);
+    }
+}
+
+static READY_COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn ready_count(_: *mut c_void, _: *const c_char) {
+    READY_COUNT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A callback attached while another thread is blocked waiting: the waiter
+/// is told at once (ALREADY_USED), not left waiting for an outcome that
+/// goes to the callback.
+#[test]
+fn attaching_a_callback_releases_a_blocked_waiter() {
+    unsafe {
+        let rt = Rt::new(|_| {});
+        let p = rt.invoke("patients.scan", "{}") as usize;
+        let waiter = std::thread::spawn(move || {
+            let mut json = ptr::null_mut();
+            let t0 = Instant::now();
+            let rc = rcip_pending_wait(p as *const rcip_pending, 5000, &mut json);
+            (rc, t0.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            rcip_pending_on_ready(p as *const rcip_pending, Some(ignore_outcome), ptr::null_mut(), None),
+            rcip_result::Ok
+        );
+        let (rc, waited) = waiter.join().unwrap();
+        assert_eq!(rc, rcip_result::AlreadyUsed);
+        assert!(waited < Duration::from_millis(4000), "{waited:?}");
+        let inv = rt.held_invocation();
+        assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
+        rcip_invocation_free(inv);
+        rcip_pending_free(p as *mut rcip_pending);
+    }
+}
+
+unsafe extern "C" fn ignore_outcome(_: *mut c_void, _: *const c_char) {}

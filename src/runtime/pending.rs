@@ -155,6 +155,9 @@ impl Pending {
         match std::mem::replace(&mut *st, State::Done) {
             State::Waiting => {
                 *st = State::Callback(callback);
+                drop(st);
+                // A wait blocked on another thread now answers AlreadyUsed.
+                self.slot.ready.notify_all();
                 Ok(())
             }
             State::Ready(json) => {
