@@ -53,7 +53,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-readme test-desk-timing test-hardening test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
+test: test-rust test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
 
 test-rust:
 	$(CARGO) test --workspace
@@ -210,6 +210,22 @@ test-asan: $(ASAN_EXAMPLES) $(ASAN_TESTS) $(ASAN_DIR)/dispatch_desk $(ASAN_DIR)/
 	@echo "== asan $(ASAN_DIR)/stress (10 s)"; \
 	  $(ASAN_ENV) $(ASAN_DIR)/stress --seconds 10 --threads 4 --min-per-path 1 --quiet > $(ASAN_DIR)/out.log 2>&1 || { cat $(ASAN_DIR)/out.log; exit 1; }
 	@echo "test-asan: 0 findings"
+
+# ----- the C host without JSON (issue 18): part of `make test` ---------------
+# The clinic example and tests/c/capi.c under ASan and under valgrind (the
+# valgrind run is skipped when valgrind is not installed; CI's `make valgrind
+# valgrind-c` runs them too).
+
+.PHONY: test-capi
+test-capi: $(BUILD)/clinic $(BUILD)/tests/capi $(ASAN_DIR)/clinic $(ASAN_DIR)/capi
+	@for e in $(ASAN_DIR)/clinic $(ASAN_DIR)/capi; do \
+	  echo "== asan $$e"; $(ASAN_ENV) $$e > $(ASAN_DIR)/capi.log 2>&1 || { cat $(ASAN_DIR)/capi.log; exit 1; }; \
+	done
+	@if command -v valgrind >/dev/null; then \
+	  for e in $(BUILD)/clinic $(BUILD)/tests/capi; do \
+	    echo "== valgrind $$e"; $(VALGRIND) $$e > /dev/null || exit 1; \
+	  done; \
+	else echo "valgrind not installed: skipped"; fi
 
 # ----- valgrind -------------------------------------------------------------
 # As `make valgrind`: every leak kind counts; the suppression file hides

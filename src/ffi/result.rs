@@ -53,7 +53,10 @@ pub enum rcip_result {
     Closed = 302,
     /// A preflight batch does not hold 1 to 16 proposals.
     PreflightBatchInvalid = 303,
-    /// A runtime call from inside the runtime's clock or id generator.
+    /// A runtime call from inside the runtime's clock or id generator; or a
+    /// blocking wait for a pending outcome (`rcip_pending_wait`) where it
+    /// could deadlock: inside a callback of the same runtime, or on the
+    /// thread that runs its manual timers.
     WrongContext = 304,
     /// No live object has that id: an MCP server session that ended (or
     /// never existed).
@@ -61,6 +64,9 @@ pub enum rcip_result {
     /// The operating system refused: an address that cannot be bound (in
     /// use, not local, no permission), or threads that cannot be started.
     Io = 306,
+    /// A wait ended at its timeout before the outcome arrived
+    /// (`rcip_pending_wait`); the outcome may still come.
+    TimedOut = 307,
     /// An internal error (a caught panic). The call had no effect, or its
     /// effect is reported through the usual outcome. Any function returning
     /// `rcip_result` may return it, though no Errors list repeats it; a
@@ -104,15 +110,18 @@ impl rcip_result {
             rcip_result::AlreadyCompleted => c"the completion handle was already settled",
             rcip_result::Closed => c"the runtime is closed",
             rcip_result::PreflightBatchInvalid => c"a preflight batch must hold 1 to 16 proposals",
-            rcip_result::WrongContext => c"runtime calls are not allowed from inside the clock or id generator",
+            rcip_result::WrongContext => {
+                c"not allowed here: a runtime call from the clock or id generator, or a wait that could deadlock"
+            }
             rcip_result::NotFound => c"no live object has that id",
             rcip_result::Io => c"the operating system refused (address, threads)",
+            rcip_result::TimedOut => c"the wait ended at its timeout before the outcome arrived",
             rcip_result::Panic => c"internal error (a panic was caught)",
         }
     }
 }
 
-const ALL: [rcip_result; 18] = [
+const ALL: [rcip_result; 19] = [
     rcip_result::Ok,
     rcip_result::NullArgument,
     rcip_result::InvalidUtf8,
@@ -130,6 +139,7 @@ const ALL: [rcip_result; 18] = [
     rcip_result::WrongContext,
     rcip_result::NotFound,
     rcip_result::Io,
+    rcip_result::TimedOut,
     rcip_result::Panic,
 ];
 

@@ -452,6 +452,7 @@ impl Shared {
                     capability_id: r.capability_id,
                     error: RcipError::new(r.code),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -461,6 +462,7 @@ impl Shared {
                     capability_id: Arc::from("unknown"),
                     error: RcipError::new(ErrorCode::ConfirmationNotFound),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -522,7 +524,10 @@ impl Shared {
                 }
             };
             self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
-            sink.deliver(&outcome.to_json_text());
+            {
+                let _scope = super::shared::CallbackScope::enter(self);
+                sink.deliver(&outcome.to_json_text());
+            }
             self.notify_closed(&c, reason);
             return Ok(());
         }

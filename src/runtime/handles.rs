@@ -247,6 +247,51 @@ impl PolicyRequest {
         self.core.nul_context_json().as_c_str()
     }
 
+    /// The capability's declared effect.
+    pub fn effect(&self) -> crate::catalog::Effect {
+        self.core.effect()
+    }
+
+    /// True when this is an approved confirmation's re-run.
+    pub fn is_confirmed(&self) -> bool {
+        self.core.confirmed()
+    }
+
+    /// `"invoke"` (an invocation or a re-run) or `"preflight"`.
+    pub fn phase(&self) -> &'static str {
+        self.core.phase()
+    }
+
+    /// The semantic context captured before the policy was asked.
+    pub fn semantic_context(&self) -> &SemanticContext {
+        self.core.semantic_context()
+    }
+
+    /// The input as compact JSON text.
+    pub fn input_json(&self) -> &str {
+        self.core.nul_input_json().as_str()
+    }
+
+    pub(crate) fn input_c_str(&self) -> &CStr {
+        self.core.nul_input_json().as_c_str()
+    }
+
+    /// The capability's live snapshot entry as JSON text.
+    pub fn capability_json(&self) -> &str {
+        self.core.nul_capability_json().as_str()
+    }
+
+    pub(crate) fn capability_c_str(&self) -> &CStr {
+        self.core.nul_capability_json().as_c_str()
+    }
+
+    /// Settles the request with the default policy's decision (PIPELINE.md
+    /// section 4: read → allow; confirmed → allow; destructive → confirm;
+    /// write and external → deny), with no reason.
+    pub fn decide_default(&self) -> Result<(), HostError> {
+        self.decide(self.core.default_decision())
+    }
+
     /// The invocation id (`None` for a preflight proposal).
     pub fn invocation_id(&self) -> Option<&str> {
         self.core.invocation_id.as_deref()

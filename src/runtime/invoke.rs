@@ -326,6 +326,7 @@ impl Shared {
                     capability_id: start.capability_id,
                     error: RcipError::new(ErrorCode::InvocationAlreadyActive),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -636,7 +637,10 @@ impl Shared {
             // Teardown ends the invocation; no callback starts after close.
             return;
         }
-        policy.evaluate(request);
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            policy.evaluate(request);
+        }
         let answer = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
@@ -809,7 +813,10 @@ impl Shared {
         // The handle keeps the handler (and its user data) alive until the
         // host drops it; this reference goes when the callback returns.
         *core.held_handler.lock() = Some(handler.clone());
-        handler.call(Invocation::new(core.clone()));
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            handler.call(Invocation::new(core.clone()));
+        }
         drop(handler);
         let result = {
             let mut inner = core.inner.lock();
@@ -1027,6 +1034,7 @@ impl Shared {
             self.state.lock().invocations.reserved.remove(&*core.id);
         }
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             match &ending.rendered {
                 Some(text) => sink.deliver(text),
                 None => sink.deliver(&ending.outcome.to_json_text()),

@@ -246,6 +246,7 @@ impl Shared {
             "preflight",
         )))
         .holding(policy.clone());
+        let _scope = super::shared::CallbackScope::enter(self);
         policy.evaluate(request);
     }
 
@@ -416,6 +417,7 @@ impl Shared {
         }
         out.push_str("]}");
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             sink.deliver(&JsonText::from_json(out));
         }
     }

@@ -460,6 +460,41 @@ void test_mcp_session_naming_and_content() {
     }
     CHECK_THROWS_CODE(rcip::McpSession(runtime, R"({"content": {"greeting.say": [{"type": "image", "property": "poster"}]}})"),
                       RCIP_RESULT_INVALID_ARGUMENT);
+
+// Issue 18, item 1: the policy reads its request and answers without JSON
+// on the host side; one capability is handled, the rest delegated.
+void test_policy_accessors_and_default_delegation() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<std::string> seen;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .policy([&](rcip::PolicyRequest &req) {
+                                    seen.push_back(req.capability_id() + " " + req.effect() + " " + req.phase() +
+                                                   (req.scope_active("tickets") ? " tickets" : " -") + " " +
+                                                   req.primary_scope_id().value_or("none") +
+                                                   (req.confirmed() ? " confirmed" : ""));
+                                    if (req.capability_id() == "tickets.create") {
+                                        req.deny("queue \"A\" is frozen\nuntil Monday");
+                                    } else {
+                                        req.decide_default();
+                                    }
+                                })
+                                .build();
+    rcip::Host host = runtime.host();
+    host.set_context({"tickets"}, std::string("tickets"));
+    rcip::Binding a = host.bind("greeting.say", hello);
+    rcip::Binding b = host.bind("tickets.create", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    rcip::Binding c = host.bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "Ada"})").get().ok());
+    rcip::Outcome denied = runtime.client().invoke("tickets.create", "{}").get();
+    CHECK(denied.error_code == "POLICY_DENIED");
+    CHECK(denied.error_message == "queue \"A\" is frozen\nuntil Monday");
+    rcip::Outcome purge = runtime.client().invoke("tickets.purge", "{}").get();
+    CHECK(purge.status == rcip::Status::ConfirmationRequired);
+    CHECK(host.resolve_confirmation(purge.confirmation_id, true).get().ok());
+    CHECK(seen.size() == 4);
+    CHECK(seen[0] == "greeting.say read invoke tickets tickets");
+    CHECK(seen[1] == "tickets.create write invoke tickets tickets");
+    CHECK(seen[3] == "tickets.purge destructive invoke tickets tickets confirmed");
 }
 
 int main() {
@@ -478,6 +513,8 @@ int main() {
     test_json_helpers();
     test_misuse_is_refused();
     test_mcp_session_naming_and_content();
+
+    test_policy_accessors_and_default_delegation();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

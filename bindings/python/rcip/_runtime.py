@@ -1133,6 +1133,16 @@ class PolicyRequest(Owner):
     def confirm(self, reason: Optional[str] = None) -> None:
         self.decide(Decision("confirm", reason))
 
+    def decide_default(self) -> None:
+        """Settles with the default policy's decision (read allow, confirmed
+        allow, destructive confirm, write and external deny), so a policy can
+        handle some capabilities and hand back the rest."""
+        with self._handle.use() as ptr:
+            rc = lib.rcip_policy_request_decide_default(ptr)
+            if rc:
+                raise error_for(rc)
+            self._settled = True
+
     def fail(self) -> None:
         """Settles as a policy failure (``POLICY_EVALUATION_FAILED``)."""
         with self._handle.use() as ptr:

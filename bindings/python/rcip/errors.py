@@ -31,6 +31,7 @@ class Result(enum.IntEnum):
     WRONG_CONTEXT = 304
     NOT_FOUND = 305
     IO = 306
+    TIMED_OUT = 307
     PANIC = 900
 
 
@@ -116,6 +117,10 @@ class IoError(RcipError):
     pass
 
 
+class TimedOutError(RcipError):
+    pass
+
+
 class PanicError(RcipError):
     pass
 
@@ -137,6 +142,7 @@ _BY_CODE: Dict[int, Type[RcipError]] = {
     Result.WRONG_CONTEXT: WrongContextError,
     Result.NOT_FOUND: NotFoundError,
     Result.IO: IoError,
+    Result.TIMED_OUT: TimedOutError,
     Result.PANIC: PanicError,
 }
 

@@ -578,6 +578,24 @@ def test_policy_decides_through_methods_and_defers(catalog):
             held[0].fail() if not held[0].closed else (_ for _ in ()).throw(rcip.AlreadyCompletedError(301, "closed"))
 
 
+def test_policy_hands_back_to_the_default_policy(catalog):
+    def policy(request: rcip.PolicyRequest):
+        if request.capability_id == "mail.send":
+            request.allow()
+        else:
+            request.decide_default()
+        assert request.settled
+
+    with rcip.Runtime(catalog, policy=policy) as runtime:
+        for cap in ("tickets.create", "tickets.purge", "mail.send"):
+            runtime.host.bind(cap, lambda inv: {})
+        assert runtime.client.invoke("mail.send", {}).status == rcip.Status.SUCCEEDED
+        assert runtime.client.invoke("tickets.create", {"title": "x"}).code == "POLICY_DENIED"
+        purge = runtime.client.invoke("tickets.purge", {})
+        assert purge.status == rcip.Status.CONFIRMATION_REQUIRED
+        assert purge.confirmation.description == "Deletes every closed ticket."
+
+
 def test_events_are_redacted_and_ordered(catalog, clock):
     events = []
     with rcip.Runtime(catalog, on_event=events.append, clock=clock) as runtime:

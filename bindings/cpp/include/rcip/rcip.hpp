@@ -695,19 +695,28 @@ public:
         const char *s = rcip_policy_request_invocation_id(ptr_.get());
         return s ? std::optional<std::string_view>(s) : std::nullopt;
     }
-    std::string capability_id() const {
-        auto cap = json::member(context(), "capability");
-        return cap ? json::string_member(*cap, "id") : std::string();
+    /// The capability asked about (rcip_policy_request_capability_id).
+    std::string capability_id() const { return opt(rcip_policy_request_capability_id(ptr_.get())); }
+    /// "read", "write", "external" or "destructive".
+    std::string effect() const { return opt(rcip_policy_request_effect(ptr_.get())); }
+    /// True for an approved confirmation's re-run.
+    bool confirmed() const noexcept { return rcip_policy_request_is_confirmed(ptr_.get()); }
+    /// "invoke" or "preflight".
+    std::string phase() const { return opt(rcip_policy_request_phase(ptr_.get())); }
+    /// True when `scope_id` is an active scope of the captured context
+    /// (exact: a parent is not inherited).
+    bool scope_active(std::string_view scope_id) const {
+        return rcip_policy_request_scope_is_active(ptr_.get(), detail::z(scope_id).c_str());
     }
-    std::string effect() const {
-        auto cap = json::member(context(), "capability");
-        return cap ? json::string_member(*cap, "effect") : std::string();
+    /// The context's primary scope id, if it has one.
+    std::optional<std::string> primary_scope_id() const {
+        const char *s = rcip_policy_request_primary_scope_id(ptr_.get());
+        return s ? std::optional<std::string>(s) : std::nullopt;
     }
-    bool confirmed() const {
-        auto c = json::member(context(), "confirmed");
-        return c && *c == "true";
-    }
-    std::string phase() const { return json::string_member(context(), "phase"); }
+    /// The input as compact JSON text.
+    std::string_view input() const noexcept { return view(rcip_policy_request_input(ptr_.get())); }
+    /// The capability's live snapshot entry as JSON text.
+    std::string_view capability() const noexcept { return view(rcip_policy_request_capability(ptr_.get())); }
 
     void decide(const Decision &d) { decide_json(d.to_json()); }
     /// `{"decision": "allow" | "deny" | "confirm", "reason"?}`; another
@@ -715,9 +724,18 @@ public:
     void decide_json(std::string_view decision_json) {
         detail::check(rcip_policy_request_decide(ptr_.get(), detail::z(decision_json).c_str()));
     }
-    void allow() { decide(Decision::allow()); }
-    void deny(std::optional<std::string> reason = std::nullopt) { decide(Decision::deny(std::move(reason))); }
-    void confirm(std::optional<std::string> reason = std::nullopt) { decide(Decision::confirm(std::move(reason))); }
+    void allow() { detail::check(rcip_policy_request_allow(ptr_.get())); }
+    /// A reason in plain text (rcip escapes it); none: rcip's message.
+    void deny(std::optional<std::string> reason = std::nullopt) {
+        detail::check(rcip_policy_request_deny(ptr_.get(), reason ? detail::z(*reason).c_str() : nullptr));
+    }
+    /// A reason in plain text becomes the confirmation's description.
+    void confirm(std::optional<std::string> reason = std::nullopt) {
+        detail::check(rcip_policy_request_confirm(ptr_.get(), reason ? detail::z(*reason).c_str() : nullptr));
+    }
+    /// Settles with the default policy's decision (read allow, confirmed
+    /// allow, destructive confirm, write and external deny).
+    void decide_default() { detail::check(rcip_policy_request_decide_default(ptr_.get())); }
     void fail() {
         detail::check(rcip_policy_request_fail(ptr_.get()));
     }
@@ -730,6 +748,8 @@ public:
     rcip_policy_request *release() noexcept { return ptr_.release(); }
 
 private:
+    static std::string opt(const char *s) { return s ? std::string(s) : std::string(); }
+    static std::string_view view(const char *s) noexcept { return s ? std::string_view(s) : std::string_view(); }
     std::unique_ptr<rcip_policy_request, detail::Deleter<rcip_policy_request, rcip_policy_request_free>> ptr_;
 };
 
