@@ -460,6 +460,7 @@ void test_mcp_session_naming_and_content() {
     }
     CHECK_THROWS_CODE(rcip::McpSession(runtime, R"({"content": {"greeting.say": [{"type": "image", "property": "poster"}]}})"),
                       RCIP_RESULT_INVALID_ARGUMENT);
+}
 
 // Issue 18, item 1: the policy reads its request and answers without JSON
 // on the host side; one capability is handled, the rest delegated.
@@ -513,7 +514,6 @@ int main() {
     test_json_helpers();
     test_misuse_is_refused();
     test_mcp_session_naming_and_content();
-
     test_policy_accessors_and_default_delegation();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
