@@ -133,74 +133,6 @@
 #define RCIP_MCP_SESSION_RETIRE_MS 5000
 
 /**
- * The longest tool name the `safe` and map namings allow, in characters.
- */
-#define MAX_TOOL_NAME_CHARS 64
-
-/**
- * Default of [`McpOptions::workers`].
- */
-#define DEFAULT_WORKERS 2
-
-/**
- * Default of [`McpOptions::max_in_flight`].
- */
-#define DEFAULT_MAX_IN_FLIGHT 64
-
-/**
- * Default of [`McpOptions::max_queued_messages`].
- */
-#define DEFAULT_MAX_QUEUED_MESSAGES 256
-
-/**
- * Default of [`McpOptions::max_pending_confirmations`].
- */
-#define DEFAULT_MAX_PENDING_CONFIRMATIONS 16
-
-/**
- * Default of [`HttpOptions::max_body_bytes`] (4 MiB).
- */
-#define DEFAULT_MAX_BODY_BYTES ((4 * 1024) * 1024)
-
-/**
- * Default of [`HttpOptions::max_sessions`].
- */
-#define DEFAULT_MAX_SESSIONS 1024
-
-/**
- * Default of [`HttpOptions::idle_timeout_ms`] (ten minutes).
- */
-#define DEFAULT_IDLE_TIMEOUT_MS 600000
-
-/**
- * Default of [`HttpOptions::replay_events`].
- */
-#define DEFAULT_REPLAY_EVENTS 256
-
-/**
- * Default of [`HttpOptions::max_connections`].
- */
-#define DEFAULT_MAX_CONNECTIONS 1024
-
-/**
- * Default of [`HttpOptions::retry_ms`].
- */
-#define DEFAULT_RETRY_MS 1000
-
-/**
- * Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
- */
-#define DEFAULT_SHUTDOWN_MS 5000
-
-/**
- * How long the server keeps an ended session's runtime holder after the
- * session ended, at least, in milliseconds: callbacks of the runtime that
- * were running when it ended may still reach it through the host's own
- * pointers (the C views). It goes then, on a worker, or with the server.
- */
-#define SESSION_RETIRE_MS 5000
-
-/**
  * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
  * `if (rc)` tests for failure. Values are grouped and never renumbered:
  * 1xx argument errors, 2xx host configuration, 3xx state, 9xx internal.
@@ -262,10 +194,12 @@ enum rcip_result
      */
     RCIP_RESULT_PRIMARY_NOT_ACTIVE = 204,
     /**
-     * The object is already in use: an MCP session already serving
-     * standard input (`rcip_mcp_session_serve_stdio` called while another
-     * thread serves it). A built builder is freed, so using it again is
-     * undefined rather than this code.
+     * The object is already in use or used up: an MCP session already
+     * serving standard input (`rcip_mcp_session_serve_stdio` called while
+     * another thread serves it); a pending outcome already handed over, or
+     * with a ready callback attached (`rcip_pending_wait`,
+     * `rcip_pending_on_ready`). A built builder is freed, so using it
+     * again is undefined rather than this code.
      */
     RCIP_RESULT_ALREADY_USED = 300,
     /**
@@ -1603,6 +1537,12 @@ rcip_result rcip_client_preflight_pending(const struct rcip_client *client, cons
  * that settles the outcome may be queued behind that callback), or, with
  * manual timers, on the thread that last called
  * `rcip_runtime_run_due_timers` or `rcip_runtime_next_deadline`.
+ * `RCIP_RESULT_WRONG_CONTEXT` cancels nothing: the work goes on and the
+ * outcome stays in `pending` for a later wait or a ready callback (an
+ * approval made inside `opened` still runs once `opened` returns). A
+ * single-threaded host with manual timers never blocks here: it polls
+ * (`timeout_ms` 0) or attaches a ready callback, and sleeps until
+ * `rcip_runtime_next_deadline` itself before running its due timers.
  * Thread safety: any thread; no rcip lock is held while it blocks.
  * Rule: **rcip** (PIPELINE.md section 7: work runs on the thread that
  * made it runnable, so a thread may not wait for work queued behind it).
@@ -1791,6 +1731,8 @@ rcip_result rcip_policy_request_allow(const struct rcip_policy_request *request)
  * text is fine: quotes, newlines, non-ASCII).
  *
  * Ownership: `reason` (NULL: no reason, rcip's own message) is copied.
+ * An empty reason is a reason: the message is empty, as with
+ * `{"decision": "deny", "reason": ""}` through `rcip_policy_request_decide`.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (request),
  * `RCIP_RESULT_INVALID_UTF8` (reason; the request stays undecided),
  * `RCIP_RESULT_ALREADY_COMPLETED`, `RCIP_RESULT_WRONG_CONTEXT`.
@@ -1898,8 +1840,11 @@ void rcip_policy_request_free(struct rcip_policy_request *request);
  * Ownership: `record_json` is borrowed for the call (copied);
  * `*record_out` is new (free it with `rcip_record_free`), NULL on failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
- * JSON, or not UTF-8); `RCIP_RESULT_INVALID_ARGUMENT` (JSON that is not an
- * object).
+ * JSON, not UTF-8, or nesting deeper than 100,000 levels of arrays and
+ * objects; text rcip handed over nests at most as deep as the runtime's
+ * `max_depth`, 1000 by default, and any depth up to that bound reads on
+ * any thread's stack); `RCIP_RESULT_INVALID_ARGUMENT` (JSON that is not
+ * an object).
  * Thread safety: any thread, also inside callbacks (the usual place: read
  * the text a callback lends, then keep the record past the callback).
  * Rule: **rcip**; the fields are those of conformance/FORMAT.md's outcome
@@ -2075,7 +2020,8 @@ const char *rcip_record_issue_message(const struct rcip_record *record, size_t i
 /**
  * The confirmation's `expiresAt` (of a `confirmation_required` outcome or
  * an `opened` notice): true and `*expires_at_ms_out` set when the record
- * has it; false (nothing written) when it has not, or for NULL.
+ * has it; false (nothing written) when it has not, or when `record` or
+ * `expires_at_ms_out` is NULL.
  *
  * Units: epoch milliseconds.
  * Ownership: `record` is borrowed for the call; `expires_at_ms_out` is

@@ -94,3 +94,23 @@ fn the_header_answers_the_newcomer_questions() {
         "rcip_host_bind does not say the user data outlives held invocations"
     );
 }
+
+/// A header defines only names in rcip's namespace: a macro such as
+/// `DEFAULT_WORKERS` (src/mcp's Rust constant, once emitted by cbindgen)
+/// clashes with the host's own, and its docs point at Rust items.
+#[test]
+fn every_name_the_header_defines_is_prefixed() {
+    let header = include_str!(concat!(env!("OUT_DIR"), "/rcip.h"));
+    let foreign: Vec<&str> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define "))
+        .filter_map(|l| l.split(|c: char| c == ' ' || c == '(').next())
+        .filter(|name| !name.starts_with("RCIP_"))
+        .collect();
+    assert!(foreign.is_empty(), "unprefixed macros in include/rcip.h: {foreign:?}");
+    for kind in ["typedef struct ", "typedef enum "] {
+        for line in header.lines().filter_map(|l| l.strip_prefix(kind)) {
+            assert!(line.starts_with("rcip_"), "unprefixed type in include/rcip.h: {kind}{line}");
+        }
+    }
+}
