@@ -623,6 +623,24 @@ fn a_record_copies_its_text_and_refuses_what_is_not_a_record() {
         let rec = parse(&deep);
         assert_eq!(text(rcip_record_output(rec)).unwrap().len(), 3001);
         rcip_record_free(rec);
+        // Deep text on a host thread with a small stack: read up to 100,000
+        // levels (the stack overflowed when the value was dropped), refused
+        // beyond, never a crash.
+        let nested = |n: usize| c(&format!(r#"{{"status": "succeeded", "output": {}1{}}}"#, "[".repeat(n), "]".repeat(n)));
+        let (ok, too_deep) = (nested(20_000), nested(200_000));
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let mut rec = ptr::null_mut();
+                assert_eq!(rcip_record_parse(ok.as_ptr(), &mut rec), rcip_result::Ok);
+                assert_eq!(text(rcip_record_output(rec)).unwrap().len(), 40_001);
+                rcip_record_free(rec);
+                assert_eq!(rcip_record_parse(too_deep.as_ptr(), &mut rec), rcip_result::InvalidJson);
+                assert!(rec.is_null());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }
 

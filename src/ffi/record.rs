@@ -59,8 +59,11 @@ fn lend(text: Option<&NulText>) -> *const c_char {
 /// Ownership: `record_json` is borrowed for the call (copied);
 /// `*record_out` is new (free it with `rcip_record_free`), NULL on failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
-/// JSON, or not UTF-8); `RCIP_RESULT_INVALID_ARGUMENT` (JSON that is not an
-/// object).
+/// JSON, not UTF-8, or nesting deeper than 100,000 levels of arrays and
+/// objects; text rcip handed over nests at most as deep as the runtime's
+/// `max_depth`, 1000 by default, and any depth up to that bound reads on
+/// any thread's stack); `RCIP_RESULT_INVALID_ARGUMENT` (JSON that is not
+/// an object).
 /// Thread safety: any thread, also inside callbacks (the usual place: read
 /// the text a callback lends, then keep the record past the callback).
 /// Rule: **rcip**; the fields are those of conformance/FORMAT.md's outcome
@@ -302,7 +305,8 @@ pub unsafe extern "C" fn rcip_record_issue_message(record: *const rcip_record, i
 
 /// The confirmation's `expiresAt` (of a `confirmation_required` outcome or
 /// an `opened` notice): true and `*expires_at_ms_out` set when the record
-/// has it; false (nothing written) when it has not, or for NULL.
+/// has it; false (nothing written) when it has not, or when `record` or
+/// `expires_at_ms_out` is NULL.
 ///
 /// Units: epoch milliseconds.
 /// Ownership: `record` is borrowed for the call; `expires_at_ms_out` is

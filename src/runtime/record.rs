@@ -27,6 +27,13 @@ pub struct Record {
     pub(crate) entries: Vec<Record>,
 }
 
+/// The deepest record text [`Record::parse`] reads, in nesting levels of
+/// arrays and objects (the payload default is 1000; a runtime may raise it).
+pub const RECORD_MAX_DEPTH: usize = 100_000;
+
+/// Stack reserved per nesting level when a deep record is read.
+const STACK_PER_LEVEL: usize = 1024;
+
 fn text_at(v: &Value, pointer: &str) -> Option<NulString> {
     v.pointer(pointer).and_then(Value::as_str).map(NulString::copy_of)
 }
@@ -34,16 +41,36 @@ fn text_at(v: &Value, pointer: &str) -> Option<NulString> {
 impl Record {
     /// Reads a record from JSON text: `Err((true, message))` when the text
     /// is not JSON, `Err((false, message))` when it is not an object.
+    ///
+    /// Text nesting deeper than [`RECORD_MAX_DEPTH`] is refused as not
+    /// JSON (hostile text, never an outcome rcip produced). Text nesting
+    /// deeper than the payload default of 1000 levels (a runtime whose
+    /// limits were raised) is read, copied and dropped on a stack grown to
+    /// its depth, so no host thread's stack overflows.
     pub fn parse(text: &[u8]) -> Result<Record, (bool, String)> {
-        let value =
-            crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED).map_err(|e| (true, e.to_string()))?;
-        if !value.is_object() {
-            return Err((
-                false,
-                "a record is a JSON object (an outcome, report, event or notice)".into(),
-            ));
+        let limits = crate::json::Limits {
+            max_bytes: usize::MAX,
+            max_depth: RECORD_MAX_DEPTH,
+        };
+        let read = || {
+            let value = crate::json::parse_bytes(text, &limits).map_err(|e| (true, e.to_string()))?;
+            if !value.is_object() {
+                return Err((
+                    false,
+                    "a record is a JSON object (an outcome, report, event or notice)".into(),
+                ));
+            }
+            Ok(Record::from_value(&value))
+        };
+        let depth = crate::json::nesting_depth(text, RECORD_MAX_DEPTH);
+        if depth <= crate::json::DEFAULT_MAX_DEPTH || depth > RECORD_MAX_DEPTH {
+            read() // shallow, or refused before parsing
+        } else {
+            // Parsing grows its own stack; copying the output text and
+            // dropping the value recurse once per level (well under
+            // STACK_PER_LEVEL bytes each).
+            stacker::grow(depth.saturating_add(64) * STACK_PER_LEVEL, read)
         }
-        Ok(Record::from_value(&value))
     }
 
     fn from_value(v: &Value) -> Record {
