@@ -167,6 +167,12 @@ pub unsafe extern "C" fn rcip_client_preflight_pending(
 /// that settles the outcome may be queued behind that callback), or, with
 /// manual timers, on the thread that last called
 /// `rcip_runtime_run_due_timers` or `rcip_runtime_next_deadline`.
+/// `RCIP_RESULT_WRONG_CONTEXT` cancels nothing: the work goes on and the
+/// outcome stays in `pending` for a later wait or a ready callback (an
+/// approval made inside `opened` still runs once `opened` returns). A
+/// single-threaded host with manual timers never blocks here: it polls
+/// (`timeout_ms` 0) or attaches a ready callback, and sleeps until
+/// `rcip_runtime_next_deadline` itself before running its due timers.
 /// Thread safety: any thread; no rcip lock is held while it blocks.
 /// Rule: **rcip** (PIPELINE.md section 7: work runs on the thread that
 /// made it runnable, so a thread may not wait for work queued behind it).

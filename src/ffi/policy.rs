@@ -272,6 +272,8 @@ pub unsafe extern "C" fn rcip_policy_request_allow(request: *const rcip_policy_r
 /// text is fine: quotes, newlines, non-ASCII).
 ///
 /// Ownership: `reason` (NULL: no reason, rcip's own message) is copied.
+/// An empty reason is a reason: the message is empty, as with
+/// `{"decision": "deny", "reason": ""}` through `rcip_policy_request_decide`.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (request),
 /// `RCIP_RESULT_INVALID_UTF8` (reason; the request stays undecided),
 /// `RCIP_RESULT_ALREADY_COMPLETED`, `RCIP_RESULT_WRONG_CONTEXT`.

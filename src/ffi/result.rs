@@ -41,10 +41,12 @@ pub enum rcip_result {
     UnknownScope = 203,
     /// A context's `primaryScopeId` is not among its `activeScopeIds`.
     PrimaryNotActive = 204,
-    /// The object is already in use: an MCP session already serving
-    /// standard input (`rcip_mcp_session_serve_stdio` called while another
-    /// thread serves it). A built builder is freed, so using it again is
-    /// undefined rather than this code.
+    /// The object is already in use or used up: an MCP session already
+    /// serving standard input (`rcip_mcp_session_serve_stdio` called while
+    /// another thread serves it); a pending outcome already handed over, or
+    /// with a ready callback attached (`rcip_pending_wait`,
+    /// `rcip_pending_on_ready`). A built builder is freed, so using it
+    /// again is undefined rather than this code.
     AlreadyUsed = 300,
     /// The completion handle was settled before.
     AlreadyCompleted = 301,
