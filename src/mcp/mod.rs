@@ -45,6 +45,7 @@
 //!
 //! The mapping is documented in docs/MCP.md.
 
+mod content;
 mod elicit;
 pub mod http;
 mod jsonrpc;
@@ -55,10 +56,15 @@ mod timer;
 mod tools;
 
 #[cfg(test)]
+mod content_tests;
+#[cfg(test)]
+mod naming_tests;
+#[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+pub use content::{ContentMap, ContentSource};
 pub use pool::WorkerPool;
 pub use session::McpSession;
 
@@ -210,6 +216,12 @@ pub struct McpOptions {
     /// more gets it declined through the host at once (`denied`,
     /// `CONFIRMATION_DECLINED`, **rcip**).
     pub max_pending_confirmations: Option<usize>,
+    /// Content blocks from output properties (**rcip**, docs/MCP.md
+    /// "Content blocks"): for each capability named, the blocks of its
+    /// succeeded results in order; the others get the structured content
+    /// as one text block. Checked against the catalog when the session is
+    /// created.
+    pub content: ContentMap,
 }
 
 /// The keys [`McpOptions::from_value`] reads.
@@ -226,6 +238,7 @@ pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
     "maxInFlight",
     "maxQueuedMessages",
     "maxPendingConfirmations",
+    "content",
 ];
 
 impl McpOptions {
@@ -235,7 +248,9 @@ impl McpOptions {
     /// "maxMessageBytes"?: integer >= 1024, "toolNames"?: "ids" | "safe" |
     /// {capability id: tool name}, "workers"?: 0..=64, "maxInFlight"?:
     /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
-    /// "maxPendingConfirmations"?: 1..=65536}`. An unknown key or a value
+    /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
+    /// [{"type": "json" | "text" | "image" | "audio" | "resource",
+    /// "property"?: output property}]}`. An unknown key or a value
     /// of the wrong type is an error message.
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
         let Value::Object(map) = value else {
@@ -295,6 +310,7 @@ impl McpOptions {
                 "maxInFlight" => o.max_in_flight = Some(count(key, v, 1, 65536)?),
                 "maxQueuedMessages" => o.max_queued_messages = Some(count(key, v, 1, 1 << 20)?),
                 "maxPendingConfirmations" => o.max_pending_confirmations = Some(count(key, v, 1, 65536)?),
+                "content" => o.content = content::parse(v)?,
                 other => {
                     return Err(format!(
                         "the MCP options have no field \"{other}\" (allowed: {})",

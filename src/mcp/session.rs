@@ -8,6 +8,7 @@ use super::jsonrpc::{
 };
 use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
+use super::content::{self, ContentSource};
 use super::tools::{self, Unwrapped};
 use super::{
     tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
@@ -24,7 +25,7 @@ use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -94,6 +95,11 @@ struct Inner {
     answered: Condvar,
     subscription: Mutex<Option<Subscription>>,
     serving: AtomicBool,
+    /// Content blocks by capability id ([`McpOptions::content`]), checked.
+    content: HashMap<String, Vec<ContentSource>>,
+    /// Content blocks replaced by a text note because the output property
+    /// was not valid content.
+    content_replaced: AtomicU64,
 }
 
 #[derive(Default)]
@@ -325,6 +331,8 @@ impl McpSession {
     ) -> Result<McpSession, HostError> {
         let catalog = runtime.catalog().clone();
         let names = tool_names(&catalog, &options.tool_names).map_err(HostError::InvalidArgument)?;
+        content::check(&catalog, &options.content).map_err(HostError::InvalidArgument)?;
+        let content_map: HashMap<String, Vec<ContentSource>> = options.content.iter().cloned().collect();
         let app = catalog.application();
         let app_str = |k: &str| app.get(k).and_then(Value::as_str).map(str::to_string);
         let application = app_str("name")
@@ -385,6 +393,8 @@ impl McpSession {
             answered: Condvar::new(),
             subscription: Mutex::new(None),
             serving: AtomicBool::new(false),
+            content: content_map,
+            content_replaced: AtomicU64::new(0),
         });
         let subscription = inner.client.subscribe(Arc::new(Watcher(Arc::downgrade(&inner))))?;
         *inner.subscription.lock() = Some(subscription);
@@ -411,6 +421,13 @@ impl McpSession {
     /// Notifications dropped because the outgoing queue was full.
     pub fn dropped_notifications(&self) -> u64 {
         self.inner.outbox.dropped()
+    }
+
+    /// Content blocks this session replaced by a text note because an
+    /// output property its `content` mapping names was not valid content
+    /// (**rcip**; the results' outcomes stay `succeeded`).
+    pub fn content_replaced(&self) -> u64 {
+        self.inner.content_replaced.load(Ordering::Relaxed)
     }
 
     /// True once the session is closed.
@@ -1139,8 +1156,27 @@ impl Inner {
                 }
             }
         }
-        let result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
+        let mut result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
+        self.map_content(&outcome, &mut result);
         self.finish(&context.key, Ok(result));
+    }
+
+    /// A succeeded result of a capability with a `content` mapping: its
+    /// content is the mapped blocks; invalid values become text notes,
+    /// counted in the session and in `_meta["rcip/contentReplaced"]`.
+    /// `structuredContent` and the outcome are unchanged.
+    fn map_content(&self, outcome: &Value, result: &mut Value) {
+        if self.content.is_empty() || outcome.get("status").and_then(Value::as_str) != Some("succeeded") {
+            return;
+        }
+        let capability = outcome.get("capabilityId").and_then(Value::as_str).unwrap_or_default();
+        let Some(sources) = self.content.get(capability) else { return };
+        let blocks = content::blocks(sources, &result["structuredContent"]);
+        result["content"] = Value::Array(blocks.content);
+        if blocks.replaced > 0 {
+            self.content_replaced.fetch_add(blocks.replaced, Ordering::Relaxed);
+            result["_meta"]["rcip/contentReplaced"] = Value::from(blocks.replaced);
+        }
     }
 
     /// The runtime's pending confirmations (0 if it cannot say).

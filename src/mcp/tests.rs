@@ -1363,40 +1363,47 @@ fn tool_names_safe_or_mapped_call_back_exactly() {
 
 #[test]
 fn with_workers_a_slow_handler_never_delays_a_ping() {
+    // The handler holds its worker until the test lets it go, so "the ping
+    // did not wait" is checked by order, not by a clock.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = Mutex::new(held);
     let runtime = Runtime::new(&catalog());
     let _binding = runtime
         .host()
         .bind(
             "notes.list",
-            Arc::new(|inv: Invocation| {
-                std::thread::sleep(std::time::Duration::from_millis(400));
+            Arc::new(move |inv: Invocation| {
+                let _ = held.lock().recv_timeout(std::time::Duration::from_secs(10));
                 inv.complete(json!({"notes": []})).unwrap()
             }),
             None,
         )
         .unwrap();
-    let sent = Arc::new(Mutex::new(Vec::<(std::time::Instant, Value)>::new()));
+    let sent = Arc::new(Mutex::new(Vec::<Value>::new()));
     let out = sent.clone();
     let session = McpSession::new(
         &runtime,
         McpOptions::default(), // two workers
-        Arc::new(move |m: &str| out.lock().push((std::time::Instant::now(), serde_json::from_str(m).unwrap()))),
+        Arc::new(move |m: &str| out.lock().push(serde_json::from_str(m).unwrap())),
     )
     .unwrap();
     session.receive(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#);
-    let start = std::time::Instant::now();
     session.receive(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes.list"}}"#);
-    assert!(start.elapsed() < std::time::Duration::from_millis(200), "receive returns before the handler ends");
+    // receive returned while the handler is still held.
     session.receive(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
-    let ping_at = sent.lock().iter().find(|(_, m)| m["id"] == 2).map(|(t, _)| *t).expect("ping answered at once");
-    assert!(ping_at.duration_since(start) < std::time::Duration::from_millis(200));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while sent.lock().iter().all(|(_, m)| m["id"] != 1) && std::time::Instant::now() < deadline {
+    {
+        let sent = sent.lock();
+        assert!(sent.iter().any(|m| m["id"] == 2), "ping answered at once: {sent:?}");
+        assert!(sent.iter().all(|m| m["id"] != 1), "the call is still held: {sent:?}");
+    }
+    release.send(()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sent.lock().iter().all(|m| m["id"] != 1) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let sent = sent.lock();
-    let call_at = sent.iter().find(|(_, m)| m["id"] == 1).map(|(t, _)| *t).expect("the call is answered");
-    assert!(call_at > ping_at, "the ping did not wait for the call");
+    let order: Vec<&Value> = sent.iter().map(|m| &m["id"]).collect();
+    assert_eq!(order, [&json!(0), &json!(2), &json!(1)], "the ping did not wait for the call");
 }
 
 /// A reader of `n` tools/call lines that counts how many bytes were read.

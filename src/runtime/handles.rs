@@ -361,6 +361,10 @@ impl Drop for Invocation {
                 shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
             }
         }
+        // The binding's handler and user data were kept for this handle
+        // (its user data may be released here, with no lock held).
+        let held = self.core.held_handler.lock().take();
+        drop(held);
     }
 }
 
@@ -373,6 +377,11 @@ impl Drop for Invocation {
 pub struct PolicyRequest {
     core: Arc<PolicyCore>,
     settled: AtomicBool,
+    /// The policy this request was handed to, kept (with its user data)
+    /// until the request is dropped: a policy deciding on another thread
+    /// after the runtime was freed still finds its data alive. Dropped
+    /// after [`Drop::drop`] settled the request.
+    _held_policy: Option<Arc<dyn super::callbacks::Policy>>,
 }
 
 impl std::fmt::Debug for PolicyRequest {
@@ -388,7 +397,14 @@ impl PolicyRequest {
         PolicyRequest {
             core,
             settled: AtomicBool::new(false),
+            _held_policy: None,
         }
+    }
+
+    /// This request keeps `policy` (and its user data) alive until dropped.
+    pub(crate) fn holding(mut self, policy: Arc<dyn super::callbacks::Policy>) -> PolicyRequest {
+        self._held_policy = Some(policy);
+        self
     }
 
     /// The `RcipPolicyContext` as JSON text: `{"capability", "input",
@@ -400,6 +416,51 @@ impl PolicyRequest {
     /// The context as NUL-terminated JSON text.
     pub(crate) fn context_c_str(&self) -> &CStr {
         self.core.nul_context_json().as_c_str()
+    }
+
+    /// The capability's declared effect.
+    pub fn effect(&self) -> crate::catalog::Effect {
+        self.core.effect()
+    }
+
+    /// True when this is an approved confirmation's re-run.
+    pub fn is_confirmed(&self) -> bool {
+        self.core.confirmed()
+    }
+
+    /// `"invoke"` (an invocation or a re-run) or `"preflight"`.
+    pub fn phase(&self) -> &'static str {
+        self.core.phase()
+    }
+
+    /// The semantic context captured before the policy was asked.
+    pub fn semantic_context(&self) -> &SemanticContext {
+        self.core.semantic_context()
+    }
+
+    /// The input as compact JSON text.
+    pub fn input_json(&self) -> &str {
+        self.core.nul_input_json().as_str()
+    }
+
+    pub(crate) fn input_c_str(&self) -> &CStr {
+        self.core.nul_input_json().as_c_str()
+    }
+
+    /// The capability's live snapshot entry as JSON text.
+    pub fn capability_json(&self) -> &str {
+        self.core.nul_capability_json().as_str()
+    }
+
+    pub(crate) fn capability_c_str(&self) -> &CStr {
+        self.core.nul_capability_json().as_c_str()
+    }
+
+    /// Settles the request with the default policy's decision (PIPELINE.md
+    /// section 4: read → allow; confirmed → allow; destructive → confirm;
+    /// write and external → deny), with no reason.
+    pub fn decide_default(&self) -> Result<(), HostError> {
+        self.decide(self.core.default_decision())
     }
 
     /// The invocation id (`None` for a preflight proposal).

@@ -144,6 +144,12 @@ pub(crate) struct InvocationCore {
     /// What a foreign handle of the handler lends out (the handle is this
     /// state).
     pub lent: super::handles::Lent,
+    /// The handler this invocation was handed to, kept (with its user
+    /// data) until the handler's handle is dropped, so that a handler that
+    /// settles on another thread after an unbind still finds its binding's
+    /// data alive (issue 18, item 4). Taken by the handle's drop, never
+    /// released under a lock.
+    pub held_handler: Mutex<Option<Arc<dyn Handler>>>,
 }
 
 impl InvocationCore {
@@ -341,6 +347,7 @@ impl Shared {
                     capability_id: start.capability_id,
                     error: RcipError::new(ErrorCode::InvocationAlreadyActive),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -367,6 +374,7 @@ impl Shared {
                 }),
                 settled: AtomicBool::new(false),
                 lent: Default::default(),
+                held_handler: Mutex::new(None),
             });
             st.invocations.active.insert(key, core.clone());
             let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
@@ -646,12 +654,16 @@ impl Shared {
             context,
             core.confirmed,
             "invoke",
-        )));
+        )))
+        .holding(policy.clone());
         if self.is_closed() {
             // Teardown ends the invocation; no callback starts after close.
             return;
         }
-        policy.evaluate(request);
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            policy.evaluate(request);
+        }
         let answer = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
@@ -821,9 +833,13 @@ impl Shared {
         if self.is_closed() {
             return;
         }
-        handler.call(Invocation::new(core.clone()));
-        // The handler (and its user data) may be released now that its
-        // callback returned.
+        // The handle keeps the handler (and its user data) alive until the
+        // host drops it; this reference goes when the callback returns.
+        *core.held_handler.lock() = Some(handler.clone());
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            handler.call(Invocation::new(core.clone()));
+        }
         drop(handler);
         let result = {
             let mut inner = core.inner.lock();
@@ -1041,6 +1057,7 @@ impl Shared {
             self.state.lock().invocations.reserved.remove(&*core.id);
         }
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             match &ending.rendered {
                 Some(text) => sink.deliver(text),
                 None => sink.deliver(&ending.outcome.to_json_text()),

@@ -19,8 +19,10 @@ mod channel;
 mod confirm;
 mod handles;
 mod invoke;
+mod pending;
 mod policy;
 mod preflight;
+mod record;
 mod shared;
 mod snapshot;
 mod subscribers;
@@ -38,7 +40,11 @@ pub use channel::{
     ProgressReport, ReplySink,
 };
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
+pub(crate) use pending::WAIT_FOREVER;
+pub use pending::{Pending, ReadyCallback, WaitError};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
+pub(crate) use record::NulText;
+pub(crate) use record::Record;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::{
@@ -286,6 +292,7 @@ impl Runtime {
     pub fn next_deadline(&self) -> Result<Option<i64>, HostError> {
         let shared = self.shared.clone();
         shared.enter()?;
+        shared.note_manual_timer_thread();
         Ok(shared.next_deadline())
     }
 
@@ -295,6 +302,7 @@ impl Runtime {
         // A callback run by an expiry may free the runtime: work on a clone.
         let shared = self.shared.clone();
         shared.enter()?;
+        shared.note_manual_timer_thread();
         let now = shared.now();
         Ok(shared.expire_due(now))
     }
@@ -423,6 +431,14 @@ impl Host {
         self.shared.resolve(confirmation_id, approved, sink)
     }
 
+    /// Resolves a confirmation; its outcome goes to the returned
+    /// [`Pending`].
+    pub fn resolve_confirmation_pending(&self, confirmation_id: &str, approved: bool) -> Result<Pending, HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        self.shared.resolve(confirmation_id, approved, sink)?;
+        Ok(pending)
+    }
+
     /// The runtime's counters, as [`Runtime::stats_json`] (for code that
     /// holds the host view only, such as an MCP server session deciding
     /// whether a session is idle).
@@ -548,6 +564,33 @@ impl Client {
         self.shared
             .invoke(capability_id, input, invocation_id, token, slot.sink().into())?;
         Ok(slot.wait())
+    }
+
+    /// Invokes; the outcome goes to the returned [`Pending`] (with the
+    /// invocation id).
+    pub fn invoke_pending(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+    ) -> Result<(Arc<str>, Pending), HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        let id = self
+            .shared
+            .invoke(capability_id, input, invocation_id, token, sink.into())?;
+        Ok((id, pending))
+    }
+
+    /// Preflights; the report goes to the returned [`Pending`].
+    pub fn preflight_pending(
+        &self,
+        proposals: Vec<(String, Vec<u8>)>,
+        token: Option<&CancelToken>,
+    ) -> Result<Pending, HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        self.shared.preflight(proposals, token, sink)?;
+        Ok(pending)
     }
 
     /// Preflights 1 to 16 proposals (capability id, input text); the report

@@ -36,6 +36,13 @@
  *   json_schema_2020_12_tool  json-schema-2020-12: the capability json_schema_tool
  *                             under the name the suite needs ("toolNames"; an RCIP
  *                             id segment cannot start with a digit)
+ *   test_image_content, test_audio_content, test_embedded_resource,
+ *   test_multiple_content_types
+ *                             tools-call-image, -audio, -embedded-resource,
+ *                             -mixed-content: outputs whose properties the
+ *                             session's "content" mapping (CONTENT_OPTIONS)
+ *                             turns into image, audio, resource and text
+ *                             blocks; structuredContent stays the output
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -47,12 +54,24 @@
 
 #include "rcip.h"
 
+/* Content blocks (rcip, docs/MCP.md "Content blocks"): which output
+ * properties of the content scenarios' capabilities become which blocks. */
+#define CONTENT_OPTIONS \
+    " \"content\": {" \
+    "\"test_image_content\": [{\"type\": \"image\", \"property\": \"image\"}]," \
+    " \"test_audio_content\": [{\"type\": \"audio\", \"property\": \"audio\"}]," \
+    " \"test_embedded_resource\": [{\"type\": \"resource\", \"property\": \"resource\"}]," \
+    " \"test_multiple_content_types\": [{\"type\": \"text\", \"property\": \"caption\"}," \
+    " {\"type\": \"image\", \"property\": \"image\"}, {\"type\": \"resource\", \"property\": \"resource\"}]},"
+
 /* The server options: every request answered as SSE when the client
  * accepts it (server-sse-multiple-streams reads SSE answers to concurrent
  * tools/list), a pending call's stream closed after 100 ms (SEP-1699
- * polling), and the one tool name that is not a capability id. */
+ * polling), the content mapping, and the one tool name that is not a
+ * capability id. */
 static const char *DEFAULT_OPTIONS =
     "{\"responseMode\": \"sse\", \"pollAfterMs\": 100, \"retryMs\": 500,"
+    CONTENT_OPTIONS
     " \"serverName\": \"rcip-mcp-conformance-host\","
     " \"toolNames\": {\"json_schema_tool\": \"json_schema_2020_12_tool\"}}";
 
@@ -328,6 +347,37 @@ static void sampling(void *user_data, rcip_invocation *invocation) {
     free(prompt);
 }
 
+/* ----- content scenarios: outputs whose properties become blocks ------- */
+
+/* A 1x1 red PNG and an 8 kHz mono WAV of one silent sample, base64. */
+#define RED_PIXEL_PNG "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+#define SILENT_WAV "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA"
+
+static void image_content(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"image\": {\"data\": \"" RED_PIXEL_PNG "\", \"mimeType\": \"image/png\"}}");
+}
+
+static void audio_content(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"audio\": {\"data\": \"" SILENT_WAV "\", \"mimeType\": \"audio/wav\"}}");
+}
+
+static void embedded_resource(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"resource\": {\"uri\": \"test://embedded-resource\", \"mimeType\": \"text/plain\","
+                                " \"text\": \"This is an embedded resource content.\"}}");
+}
+
+static void multiple_content_types(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation,
+                    "{\"caption\": \"Multiple content types test:\","
+                    " \"image\": {\"data\": \"" RED_PIXEL_PNG "\", \"mimeType\": \"image/png\"},"
+                    " \"resource\": {\"uri\": \"test://mixed-content-resource\", \"mimeType\": \"application/json\","
+                    " \"text\": \"{\\\"test\\\":\\\"data\\\",\\\"value\\\":123}\"}}");
+}
+
 /* ----- the session factory (runs on a library worker thread) ---------- */
 
 static const struct {
@@ -344,6 +394,10 @@ static const struct {
     {"test_elicitation_sep1034_defaults", elicitation_defaults},
     {"test_elicitation_sep1330_enums", elicitation_enums},
     {"test_sampling", sampling},
+    {"test_image_content", image_content},
+    {"test_audio_content", audio_content},
+    {"test_embedded_resource", embedded_resource},
+    {"test_multiple_content_types", multiple_content_types},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 

@@ -76,6 +76,7 @@ from .errors import (
     Result,
     UnknownScopeError,
     WrongContextError,
+    TimedOutError,
     result_str,
 )
 from ._schema import DeclarationError, Field, JsonValue, named, to_json
@@ -181,6 +182,7 @@ __all__ = [
     "ValidationIssue",
     "ValidationResult",
     "WrongContextError",
+    "TimedOutError",
     "abi_version",
     "allow",
     "confirm",

@@ -616,14 +616,25 @@ def _sampling_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         registry.get(key).deliver((text or b"").decode("utf-8"))
     except BaseException:  # noqa: BLE001
         pass
+# How many `opened` notices this thread is inside: an approval made there
+# runs only once the notice returned (include/rcip.h, the confirmation
+# callback's order), so a blocking approval there would wait forever.
+_notice_tls = threading.local()
 
 
 @_c_callback(_lib.CONFIRMATION_CALLBACK)
 def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    opened = text is not None and text.startswith(b'{"event":"opened"')
+    if opened:
+        depth: int = getattr(_notice_tls, "depth", 0)
+        _notice_tls.depth = depth + 1
     try:
         registry.get(key).fire_parsed(ConfirmationNotice.from_json, text)
     except BaseException:  # noqa: BLE001
         pass
+    finally:
+        if opened:
+            _notice_tls.depth -= 1
 
 
 @_c_callback(_lib.CANCEL_CALLBACK)
@@ -1222,6 +1233,16 @@ class PolicyRequest(Owner):
     def confirm(self, reason: Optional[str] = None) -> None:
         self.decide(Decision("confirm", reason))
 
+    def decide_default(self) -> None:
+        """Settles with the default policy's decision (read allow, confirmed
+        allow, destructive confirm, write and external deny), so a policy can
+        handle some capabilities and hand back the rest."""
+        with self._handle.use() as ptr:
+            rc = lib.rcip_policy_request_decide_default(ptr)
+            if rc:
+                raise error_for(rc)
+            self._settled = True
+
     def fail(self) -> None:
         """Settles as a policy failure (``POLICY_EVALUATION_FAILED``)."""
         with self._handle.use() as ptr:
@@ -1714,7 +1735,16 @@ class Host:
         return future
 
     def resolve_confirmation(self, confirmation_id: str, approved: bool, *, timeout: Optional[float] = None) -> Outcome:
+        """Approves or declines and waits for the outcome. Inside an
+        ``opened`` notice an approval raises ``DeadlockError``: its run
+        starts when the notice returns; use ``submit_confirmation`` there."""
         self._runtime._check_blocking("resolve_confirmation")
+        depth: int = getattr(_notice_tls, "depth", 0)
+        if approved and depth > 0:
+            raise DeadlockError(
+                "rcip: a blocking approval inside the confirmation callback's opened notice would wait forever "
+                "(the approved run starts when the notice returns); use submit_confirmation there"
+            )
         what = "resolving confirmation %s" % confirmation_id
         return _wait(self.submit_confirmation(confirmation_id, approved), timeout, None, what)
 

@@ -2,7 +2,7 @@
 //
 // Ownership follows the C ABI one to one:
 //   - owners (Catalog, Schema, Runtime, Binding, Subscription, Snapshot,
-//     Invocation, PolicyRequest, CancelToken) hold a std::unique_ptr whose deleter calls
+//     Invocation, PolicyRequest, CancelToken, McpSession) hold a std::unique_ptr whose deleter calls
 //     the C `_free`; they are move-only, except CancelToken, whose copy is a
 //     clone (the C ABI has rcip_cancel_token_clone);
 //   - views (Client, Host) own nothing and must not outlive their Runtime;
@@ -807,19 +807,28 @@ public:
         const char *s = rcip_policy_request_invocation_id(ptr_.get());
         return s ? std::optional<std::string_view>(s) : std::nullopt;
     }
-    std::string capability_id() const {
-        auto cap = json::member(context(), "capability");
-        return cap ? json::string_member(*cap, "id") : std::string();
+    /// The capability asked about (rcip_policy_request_capability_id).
+    std::string capability_id() const { return opt(rcip_policy_request_capability_id(ptr_.get())); }
+    /// "read", "write", "external" or "destructive".
+    std::string effect() const { return opt(rcip_policy_request_effect(ptr_.get())); }
+    /// True for an approved confirmation's re-run.
+    bool confirmed() const noexcept { return rcip_policy_request_is_confirmed(ptr_.get()); }
+    /// "invoke" or "preflight".
+    std::string phase() const { return opt(rcip_policy_request_phase(ptr_.get())); }
+    /// True when `scope_id` is an active scope of the captured context
+    /// (exact: a parent is not inherited).
+    bool scope_active(std::string_view scope_id) const {
+        return rcip_policy_request_scope_is_active(ptr_.get(), detail::z(scope_id).c_str());
     }
-    std::string effect() const {
-        auto cap = json::member(context(), "capability");
-        return cap ? json::string_member(*cap, "effect") : std::string();
+    /// The context's primary scope id, if it has one.
+    std::optional<std::string> primary_scope_id() const {
+        const char *s = rcip_policy_request_primary_scope_id(ptr_.get());
+        return s ? std::optional<std::string>(s) : std::nullopt;
     }
-    bool confirmed() const {
-        auto c = json::member(context(), "confirmed");
-        return c && *c == "true";
-    }
-    std::string phase() const { return json::string_member(context(), "phase"); }
+    /// The input as compact JSON text.
+    std::string_view input() const noexcept { return view(rcip_policy_request_input(ptr_.get())); }
+    /// The capability's live snapshot entry as JSON text.
+    std::string_view capability() const noexcept { return view(rcip_policy_request_capability(ptr_.get())); }
 
     void decide(const Decision &d) { decide_json(d.to_json()); }
     /// `{"decision": "allow" | "deny" | "confirm", "reason"?}`; another
@@ -827,9 +836,18 @@ public:
     void decide_json(std::string_view decision_json) {
         detail::check(rcip_policy_request_decide(ptr_.get(), detail::z(decision_json).c_str()));
     }
-    void allow() { decide(Decision::allow()); }
-    void deny(std::optional<std::string> reason = std::nullopt) { decide(Decision::deny(std::move(reason))); }
-    void confirm(std::optional<std::string> reason = std::nullopt) { decide(Decision::confirm(std::move(reason))); }
+    void allow() { detail::check(rcip_policy_request_allow(ptr_.get())); }
+    /// A reason in plain text (rcip escapes it); none: rcip's message.
+    void deny(std::optional<std::string> reason = std::nullopt) {
+        detail::check(rcip_policy_request_deny(ptr_.get(), reason ? detail::z(*reason).c_str() : nullptr));
+    }
+    /// A reason in plain text becomes the confirmation's description.
+    void confirm(std::optional<std::string> reason = std::nullopt) {
+        detail::check(rcip_policy_request_confirm(ptr_.get(), reason ? detail::z(*reason).c_str() : nullptr));
+    }
+    /// Settles with the default policy's decision (read allow, confirmed
+    /// allow, destructive confirm, write and external deny).
+    void decide_default() { detail::check(rcip_policy_request_decide_default(ptr_.get())); }
     void fail() {
         detail::check(rcip_policy_request_fail(ptr_.get()));
     }
@@ -842,6 +860,8 @@ public:
     rcip_policy_request *release() noexcept { return ptr_.release(); }
 
 private:
+    static std::string opt(const char *s) { return s ? std::string(s) : std::string(); }
+    static std::string_view view(const char *s) noexcept { return s ? std::string_view(s) : std::string_view(); }
     std::unique_ptr<rcip_policy_request, detail::Deleter<rcip_policy_request, rcip_policy_request_free>> ptr_;
 };
 
@@ -1224,6 +1244,9 @@ public:
     void refresh() const { detail::check(rcip_host_refresh(ptr_)); }
 
     /// Approves or declines a pending confirmation; the future holds the outcome.
+    /// Inside the confirmation callback's `opened` notice an approval's run
+    /// starts only when that notice returns (rcip.h): do not wait on the
+    /// future there; use the callback overload.
     std::future<Outcome> resolve_confirmation(std::string_view confirmation_id, bool approved) const {
         auto box = std::make_unique<detail::PromiseBox<Outcome>>();
         std::future<Outcome> future = box->promise.get_future();
@@ -1404,6 +1427,87 @@ private:
 };
 
 inline Runtime::Runtime(const Catalog &catalog) : Runtime(Builder(catalog).build()) {}
+
+// ----- MCP server session (rcip_mcp_session_*; docs/MCP.md) ----------------------------------
+
+/// An MCP server session (MCP 2025-11-25) over a runtime's consumer
+/// surface: messages in through receive(), messages out through the
+/// message callback, or the stdio transport with serve_stdio().
+///
+/// `options_json` is the session options object of rcip_mcp_session_new
+/// (empty: defaults), e.g. the **rcip** tool naming and content blocks:
+///
+///     rcip::McpSession session(runtime, R"({
+///         "toolNames": "safe",
+///         "content": {"charts.render": [{"type": "text", "property": "caption"},
+///                                       {"type": "image", "property": "chart"}]}})");
+///
+/// A naming under which two capabilities share a tool name (the message
+/// names both ids) or a name is longer than 64 characters, and a content
+/// mapping naming a property the output schema does not declare, throw
+/// Error (RCIP_RESULT_INVALID_ARGUMENT) here.
+///
+/// Destroying the session closes it (calls in flight cancelled, no more
+/// messages). It keeps the runtime's core alive; do not destroy it from
+/// inside its own message callback. Move-only.
+class McpSession {
+public:
+    using MessageCallback = std::function<void(std::string_view message_json)>;
+
+    /// Messages to standard output, one line each (the stdio transport,
+    /// with serve_stdio()): write nothing else to standard output.
+    explicit McpSession(const Runtime &runtime, std::string_view options_json = {}) {
+        create(runtime, options_json, nullptr, nullptr, nullptr);
+    }
+
+    /// Each message (one JSON-RPC message, no newline) to `on_message`, in
+    /// order, one at a time, on whichever thread produced it. An exception
+    /// it throws is swallowed (nothing unwinds into the library).
+    McpSession(const Runtime &runtime, std::string_view options_json, MessageCallback on_message) {
+        auto box = std::make_unique<MessageCallback>(std::move(on_message));
+        create(runtime, options_json, &McpSession::deliver, box.get(), &detail::delete_box<MessageCallback>);
+        box.release();  // the session owns it now
+    }
+
+    /// Passes one message from the client; replies go to the callback.
+    void receive(std::string_view message_json) const {
+        std::string text = detail::z(message_json);
+        detail::check(rcip_mcp_session_receive(ptr_.get(), text.c_str()));
+    }
+
+    /// Serves standard input until it ends, then closes the session.
+    void serve_stdio() const { detail::check(rcip_mcp_session_serve_stdio(ptr_.get())); }
+
+    /// {"inFlight", "droppedNotifications", "contentReplaced"} (**rcip**:
+    /// content blocks replaced by a text note because an output property
+    /// the "content" option names was not valid content).
+    [[nodiscard]] std::string stats() const {
+        char *out = nullptr;
+        detail::check(rcip_mcp_session_stats(ptr_.get(), &out));
+        return detail::take(out);
+    }
+
+    rcip_mcp_session *raw() const noexcept { return ptr_.get(); }
+
+private:
+    void create(const Runtime &runtime, std::string_view options_json, rcip_mcp_message_callback on_message,
+                void *user_data, rcip_user_data_free_callback user_data_free) {
+        std::string options = detail::z(options_json);
+        rcip_mcp_session *out = nullptr;
+        detail::check(rcip_mcp_session_new(runtime.raw(), options.empty() ? nullptr : options.c_str(), on_message,
+                                           user_data, user_data_free, &out));
+        ptr_.reset(out);
+    }
+
+    static void deliver(void *user_data, const char *message_json) noexcept {
+        try {
+            (*static_cast<MessageCallback *>(user_data))(message_json ? message_json : "");
+        } catch (...) {
+        }
+    }
+
+    std::unique_ptr<rcip_mcp_session, detail::Deleter<rcip_mcp_session, rcip_mcp_session_free>> ptr_;
+};
 
 /// rcip_abi_version() equals the header's RCIP_ABI_VERSION.
 inline bool abi_matches() noexcept { return rcip_abi_version() == RCIP_ABI_VERSION; }
