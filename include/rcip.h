@@ -263,12 +263,6 @@ typedef uint32_t rcip_result;
 #endif // __cplusplus
 
 /**
- * The level of a log message, in increasing severity (the syslog levels of
- * RFC 5424, as MCP names them).
- */
-typedef struct LogLevel LogLevel;
-
-/**
  * Where an availability callback writes its answer. Borrowed: valid only
  * during the `rcip_availability_callback` call that received it; never
  * freed by the host.
