@@ -88,9 +88,13 @@
 #define DEFAULT_TTL_MS 1500
 /* How long a step waits for an outcome before calling it missing. */
 #define OUTCOME_TIMEOUT_MS 30000
-/* The archive search's simulated duration, and how often it polls its token. */
+/* The archive search's simulated duration, and how often it polls its token.
+ * A search the plan cancels scans until it sees the cancellation (at most
+ * OUTCOME_TIMEOUT_MS), however late the agent's cancel comes. */
 #define ARCHIVE_SCAN_MS 800
 #define ARCHIVE_POLL_MS 10
+/* How often the archive search reports progress (rcip_invocation_report_progress). */
+#define ARCHIVE_PROGRESS_MS 100
 /* Most worker threads one run starts (archive searches). */
 #define MAX_WORKERS 64
 /* Confirmation lifetime when serving MCP: a person answers, so rcip's own
@@ -221,6 +225,20 @@ static int64_t now_ms(void)
 static const char *str_or(const char *text)
 {
     return text ? text : "?";
+}
+
+/* The CLOCK_REALTIME time `ms` from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(long ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    return deadline;
 }
 
 static void sleep_ms(long ms)
@@ -430,6 +448,13 @@ typedef struct app {
     /* --mcp-http: archive workers are detached and counted globally (a
      * session's app may go before its workers end; the desk does not). */
     bool detach_workers;
+    /* A plan step that cancels an invocation (cancelAfterMs): the next
+     * archive search the handler defers keeps scanning until it sees the
+     * cancellation (scan_hold_armed, taken by the handler: scan_hold_taken)
+     * and reports when its worker has started (scan_started). The agent
+     * cancels only after that report, so the planned outcome does not
+     * depend on how the threads are scheduled. */
+    bool scan_hold_armed, scan_hold_taken, scan_started;
 } app;
 
 /* --mcp-http: detached archive workers still running, under their lock. */
@@ -513,6 +538,7 @@ static void handle_list_open(void *user_data, rcip_invocation *invocation)
 /* The archive search, running on its own thread with the completion handle. */
 typedef struct archive_job {
     rcip_invocation *invocation; /* owned by this job from now on */
+    app *app;                    /* set when the plan cancels this search (hold) */
     desk *desk;
     char *query;
     char *status;
@@ -529,7 +555,27 @@ static void *archive_worker(void *arg)
         host_log("worker", "the invocation has no token (it cannot be cancelled)");
     }
     bool cancelled = false;
-    for (long waited = 0; waited < ARCHIVE_SCAN_MS; waited += ARCHIVE_POLL_MS) {
+    /* A log message to the MCP client whose call this is (rcip; info passes
+     * the session's default level). Elsewhere it goes nowhere. */
+    (void)rcip_invocation_log(job->invocation, "info", "dispatch_desk", "\"Searching the archive\"");
+    long scan_ms = ARCHIVE_SCAN_MS;
+    if (job->app) {
+        /* Held: report the start, then scan until the agent cancels. */
+        scan_ms = OUTCOME_TIMEOUT_MS;
+        pthread_mutex_lock(&job->app->mutex);
+        job->app->scan_started = true;
+        pthread_cond_broadcast(&job->app->cond);
+        pthread_mutex_unlock(&job->app->mutex);
+    }
+    for (long waited = 0; waited < scan_ms; waited += ARCHIVE_POLL_MS) {
+        /* Progress in milliseconds scanned of ARCHIVE_SCAN_MS (rcip; a held
+         * scan has no known total): an MCP client that sent a progressToken
+         * gets notifications/progress, and the value only increases. A
+         * refusal (the call was answered or the runtime closed) changes
+         * nothing here: the token tells us to stop. */
+        if (waited % ARCHIVE_PROGRESS_MS == 0)
+            (void)rcip_invocation_report_progress(job->invocation, (double)waited, scan_ms == ARCHIVE_SCAN_MS,
+                                                  (double)scan_ms, "Searching the archive");
         if (rcip_cancel_token_is_cancelled(token)) {
             cancelled = true;
             host_log("worker", "archive search cancelled after about %ld ms: failing as aborted",
@@ -544,6 +590,9 @@ static void *archive_worker(void *arg)
     } else {
         char *output = desk_search(job->desk, job->query, job->status, job->limit, true);
         host_log("worker", "archive search done: completing from the worker thread");
+        (void)rcip_invocation_report_progress(job->invocation, (double)ARCHIVE_SCAN_MS, true, (double)ARCHIVE_SCAN_MS,
+                                              "Archive searched");
+        (void)rcip_invocation_log(job->invocation, "info", "dispatch_desk", "\"Archive search done\"");
         /* The outcome callback runs on this thread, before this returns. */
         rcip_ok(rcip_invocation_complete(job->invocation, output), "rcip_invocation_complete");
         free(output);
@@ -613,10 +662,17 @@ static void handle_search(void *user_data, rcip_invocation *invocation)
             started = start_detached(job);
         } else {
             pthread_mutex_lock(&a->mutex);
+            if (a->scan_hold_armed) {
+                job->app = a;
+            }
             started = a->worker_count < MAX_WORKERS &&
                       pthread_create(&a->workers[a->worker_count], NULL, archive_worker, job) == 0;
             if (started) {
                 a->worker_count++;
+                if (job->app) {
+                    a->scan_hold_armed = false;
+                    a->scan_hold_taken = true;
+                }
             }
             pthread_mutex_unlock(&a->mutex);
         }
@@ -1352,6 +1408,13 @@ static void run_invoke(runner *r, size_t index)
     }
     call_slot *slot = slot_new(s->name, "invoke");
     call_slot *dialog_slot = NULL;
+    if (token) {
+        pthread_mutex_lock(&a->mutex);
+        a->scan_hold_armed = true;
+        a->scan_hold_taken = false;
+        a->scan_started = false;
+        pthread_mutex_unlock(&a->mutex);
+    }
     if (s->has_dialog) {
         dialog_slot = slot_new(s->name, "dialog");
         dialog_arm(a, s->dialog_approve ? DIALOG_APPROVE : DIALOG_DECLINE, dialog_slot);
@@ -1368,6 +1431,21 @@ static void run_invoke(runner *r, size_t index)
     } else {
         rcip_string_free(invocation_id); /* new string: ours to free */
         if (token) {
+            /* A deferred archive search: cancel once its worker has started
+             * (it then scans until it sees the cancellation). */
+            pthread_mutex_lock(&a->mutex);
+            a->scan_hold_armed = false;
+            if (a->scan_hold_taken) {
+                struct timespec deadline = deadline_in(OUTCOME_TIMEOUT_MS);
+                while (!a->scan_started &&
+                       pthread_cond_timedwait(&a->cond, &a->mutex, &deadline) != ETIMEDOUT) {
+                }
+                if (!a->scan_started) {
+                    check(r, index, false, "the archive worker to start", "not in time");
+                }
+            }
+            a->scan_hold_taken = false;
+            pthread_mutex_unlock(&a->mutex);
             if (s->cancel_after_ms > 0) {
                 sleep_ms(s->cancel_after_ms);
             }
@@ -1446,16 +1524,16 @@ static void run_wait_expiry(runner *r, size_t index)
     if (!id) {
         return;
     }
+    /* The wait ends with the closed notice; the bound only turns a lost
+     * expiry into a mismatch. It is generous (the library's timer thread
+     * may run late on a loaded or serialised machine, e.g. under
+     * valgrind): at least OUTCOME_TIMEOUT_MS. */
     long timeout = s->timeout_ms > 0 ? s->timeout_ms : r->ttl_ms + 5000;
-    host_log("agent", "waits up to %ld ms for %s to expire", timeout, id);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout / 1000;
-    deadline.tv_nsec += (timeout % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
+    if (s->timeout_ms <= 0 && timeout < OUTCOME_TIMEOUT_MS) {
+        timeout = OUTCOME_TIMEOUT_MS;
     }
+    host_log("agent", "waits up to %ld ms for %s to expire", timeout, id);
+    struct timespec deadline = deadline_in(timeout);
     char reason[32] = "";
     pthread_mutex_lock(&a->mutex);
     for (;;) {

@@ -22,6 +22,41 @@
  *   stop calling into rcip first: close the runtimes (`rcip_runtime_close`)
  *   before it does.
  * - No function is async-signal-safe.
+ * - A handle handed to another thread belongs to that thread: once you
+ *   pass a completion handle (`rcip_invocation`, `rcip_policy_request`) or
+ *   any owned handle to a worker, do not touch it on the handing thread
+ *   again (not even to read its id or free it), unless your own lock orders
+ *   the two threads. Read what you need before handing it over.
+ * - Under valgrind, pass the suppression file `make install` installs:
+ *   `valgrind --leak-check=full --error-exitcode=1
+ *   --suppressions=PREFIX/share/rcip/rcip.supp ./host` (it hides only the
+ *   "possibly lost" process-lifetime data inside librcip; README.md,
+ *   "Checking for leaks").
+ *
+ * Callbacks at a glance (each typedef below has the details). No callback
+ * runs under an rcip lock. "Itself": whether two calls of the same
+ * registration can overlap (on different threads). "Released": when its
+ * `user_data_free` runs, always after its last call returned.
+ *
+ *   callback (registered by)      thread                        itself  may call            released
+ *   handler (host_bind)           driving the invocation: the   yes     any rcip function   unbound/binding freed/runtime
+ *                                 invoke, a deferred policy                                 freed, and every invocation
+ *                                 answer, an approval                                       handed to it freed
+ *   availability (host_bind)      any refreshing or invoking    yes     any (its refresh    with the handler (shared
+ *                                 thread                                is queued)          user data)
+ *   policy (builder_set_policy)   driving the invocation,       yes     any                 runtime freed
+ *                                 re-run or preflight
+ *   outcome, report (invoke,      the settling thread, maybe    no,     any                 right after its one call
+ *   resolve, preflight)           before the call returns       once
+ *   event observer                where the event happens       yes     any                 runtime freed
+ *   confirmation callback         where it happens (the timer   yes     any; may resolve    runtime freed
+ *                                 thread for real-time expiry)          inline
+ *   subscriber (subscribe)        the refreshing thread         yes     any                 unsubscribed/runtime freed
+ *   clock, id generator           any thread                    yes     nothing on this     runtime freed
+ *                                                                       runtime (WRONG_CONTEXT)
+ *   on_cancel (token_on_cancel)   the cancelling thread, or     no,     any                 after its call, or with
+ *                                 the registering one if the    once                        the token's last reference
+ *                                 token is cancelled already
  *
  * Each item documents its JSON shapes, units, ownership, thread safety and
  * errors. Its "Rule:" line names where the behaviour comes from: "seed"
@@ -30,7 +65,10 @@
  * rcip's own decisions marked. Outcome records and lifecycle events have
  * the shapes given at rcip_client_invoke and rcip_event_callback; the
  * conformance scenarios that pin them are described in
- * tests/conformance/FORMAT.md.
+ * tests/conformance/FORMAT.md. A host reads the fields it needs from any of
+ * them with rcip_record_parse and the rcip_record_* accessors, without a
+ * JSON parser of its own; rcip_pending waits for an outcome instead of a
+ * callback.
  */
 
 #ifndef RCIP_H
@@ -81,80 +119,18 @@
 #define RCIP_MCP_DEFAULT_MAX_MESSAGE_BYTES ((16 * 1024) * 1024)
 
 /**
+ * Wait without a time limit (`rcip_pending_wait`): `UINT64_MAX`
+ * milliseconds.
+ */
+#define RCIP_WAIT_FOREVER UINT64_MAX
+
+/**
  * How long an ended MCP session's runtime memory is kept after the session
  * ended, in milliseconds, at least (so callbacks still running when it
  * ended may use the runtime's views), unless the server is freed first
  * (which waits for its worker threads).
  */
 #define RCIP_MCP_SESSION_RETIRE_MS 5000
-
-/**
- * The longest tool name the `safe` and map namings allow, in characters.
- */
-#define MAX_TOOL_NAME_CHARS 64
-
-/**
- * Default of [`McpOptions::workers`].
- */
-#define DEFAULT_WORKERS 2
-
-/**
- * Default of [`McpOptions::max_in_flight`].
- */
-#define DEFAULT_MAX_IN_FLIGHT 64
-
-/**
- * Default of [`McpOptions::max_queued_messages`].
- */
-#define DEFAULT_MAX_QUEUED_MESSAGES 256
-
-/**
- * Default of [`McpOptions::max_pending_confirmations`].
- */
-#define DEFAULT_MAX_PENDING_CONFIRMATIONS 16
-
-/**
- * Default of [`HttpOptions::max_body_bytes`] (4 MiB).
- */
-#define DEFAULT_MAX_BODY_BYTES ((4 * 1024) * 1024)
-
-/**
- * Default of [`HttpOptions::max_sessions`].
- */
-#define DEFAULT_MAX_SESSIONS 1024
-
-/**
- * Default of [`HttpOptions::idle_timeout_ms`] (ten minutes).
- */
-#define DEFAULT_IDLE_TIMEOUT_MS 600000
-
-/**
- * Default of [`HttpOptions::replay_events`].
- */
-#define DEFAULT_REPLAY_EVENTS 256
-
-/**
- * Default of [`HttpOptions::max_connections`].
- */
-#define DEFAULT_MAX_CONNECTIONS 1024
-
-/**
- * Default of [`HttpOptions::retry_ms`].
- */
-#define DEFAULT_RETRY_MS 1000
-
-/**
- * Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
- */
-#define DEFAULT_SHUTDOWN_MS 5000
-
-/**
- * How long the server keeps an ended session's runtime holder after the
- * session ended, at least, in milliseconds: callbacks of the runtime that
- * were running when it ended may still reach it through the host's own
- * pointers (the C views). It goes then, on a worker, or with the server.
- */
-#define SESSION_RETIRE_MS 5000
 
 /**
  * The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
@@ -218,10 +194,12 @@ enum rcip_result
      */
     RCIP_RESULT_PRIMARY_NOT_ACTIVE = 204,
     /**
-     * The object is already in use: an MCP session already serving
-     * standard input (`rcip_mcp_session_serve_stdio` called while another
-     * thread serves it). A built builder is freed, so using it again is
-     * undefined rather than this code.
+     * The object is already in use or used up: an MCP session already
+     * serving standard input (`rcip_mcp_session_serve_stdio` called while
+     * another thread serves it); a pending outcome already handed over, or
+     * with a ready callback attached (`rcip_pending_wait`,
+     * `rcip_pending_on_ready`). A built builder is freed, so using it
+     * again is undefined rather than this code.
      */
     RCIP_RESULT_ALREADY_USED = 300,
     /**
@@ -238,7 +216,10 @@ enum rcip_result
      */
     RCIP_RESULT_PREFLIGHT_BATCH_INVALID = 303,
     /**
-     * A runtime call from inside the runtime's clock or id generator.
+     * A runtime call from inside the runtime's clock or id generator; or a
+     * blocking wait for a pending outcome (`rcip_pending_wait`) where it
+     * could deadlock: inside a callback of the same runtime, or on the
+     * thread that runs its manual timers.
      */
     RCIP_RESULT_WRONG_CONTEXT = 304,
     /**
@@ -251,6 +232,19 @@ enum rcip_result
      * use, not local, no permission), or threads that cannot be started.
      */
     RCIP_RESULT_IO = 306,
+    /**
+     * A wait ended at its timeout before the outcome arrived
+     * (`rcip_pending_wait`); the outcome may still come.
+     */
+    RCIP_RESULT_TIMED_OUT = 307,
+    /**
+     * The consumer of the invocation cannot do what the handler asked
+     * (**rcip**): `rcip_invocation_elicit` / `rcip_invocation_create_message`
+     * without an MCP client request (an approved re-run, an in-process
+     * consumer) or with a client that did not declare form elicitation /
+     * sampling.
+     */
+    RCIP_RESULT_UNSUPPORTED = 310,
     /**
      * An internal error (a caught panic). The call had no effect, or its
      * effect is reported through the usual outcome. Any function returning
@@ -354,7 +348,9 @@ typedef struct rcip_host rcip_host;
  * `rcip_invocation_input`, `rcip_invocation_semantic_context`,
  * `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
  * `rcip_invocation_fail`, `rcip_invocation_is_settled`,
- * `rcip_invocation_free`.
+ * `rcip_invocation_free`; while pending (**rcip**, src/ffi/report.rs):
+ * `rcip_invocation_report_progress`, `rcip_invocation_log`,
+ * `rcip_invocation_elicit`, `rcip_invocation_create_message`.
  */
 typedef struct rcip_invocation rcip_invocation;
 
@@ -427,6 +423,26 @@ typedef struct rcip_mcp_session rcip_mcp_session;
 typedef struct rcip_mcp_session_setup rcip_mcp_session_setup;
 
 /**
+ * The pending outcome of one invoke, confirmation resolution or preflight
+ * (**rcip**): the host waits for it (`rcip_pending_wait`, with a timeout,
+ * from any thread), polls it (`rcip_pending_is_ready`, or a wait with
+ * timeout 0), or attaches a callback (`rcip_pending_on_ready`). The
+ * outcome is handed over exactly once: to one wait or to the callback.
+ *
+ * Ownership: owned by the caller that received it; free it with
+ * `rcip_pending_free` (at any time: freed before the outcome arrived, the
+ * outcome goes to nobody and nothing leaks; an attached callback still
+ * receives it).
+ * Thread safety: synchronized (any thread, concurrently; a second waiter
+ * gets the outcome only if the first timed out).
+ * Functions: `rcip_client_invoke_pending`,
+ * `rcip_host_resolve_confirmation_pending`,
+ * `rcip_client_preflight_pending`, `rcip_pending_wait`,
+ * `rcip_pending_is_ready`, `rcip_pending_on_ready`, `rcip_pending_free`.
+ */
+typedef struct rcip_pending rcip_pending;
+
+/**
  * One question to the host policy: an invocation (`phase` `"invoke"`), an
  * approved confirmation's re-run (`confirmed` true) or a preflight proposal
  * (`phase` `"preflight"`).
@@ -434,12 +450,56 @@ typedef struct rcip_mcp_session_setup rcip_mcp_session_setup;
  * Ownership: owned by the policy callback that received it; free it with
  * `rcip_policy_request_free` after (or instead of) deciding.
  * Thread safety: synchronized (any thread, concurrently).
- * Functions: `rcip_policy_request_context`,
- * `rcip_policy_request_invocation_id`, `rcip_policy_request_decide`,
- * `rcip_policy_request_fail`, `rcip_policy_request_is_settled`,
- * `rcip_policy_request_free`.
+ * Functions: reading the question: `rcip_policy_request_capability_id`,
+ * `rcip_policy_request_effect`, `rcip_policy_request_is_confirmed`,
+ * `rcip_policy_request_phase`, `rcip_policy_request_invocation_id`,
+ * `rcip_policy_request_scope_is_active`,
+ * `rcip_policy_request_primary_scope_id`, `rcip_policy_request_input`,
+ * `rcip_policy_request_capability`, `rcip_policy_request_context` (all of
+ * it as one JSON text); answering it: `rcip_policy_request_allow`,
+ * `rcip_policy_request_deny`, `rcip_policy_request_confirm`,
+ * `rcip_policy_request_decide_default`, `rcip_policy_request_decide`
+ * (JSON), `rcip_policy_request_fail`; then
+ * `rcip_policy_request_is_settled`, `rcip_policy_request_free`. A host
+ * needs no JSON parser to read or answer a request.
  */
 typedef struct rcip_policy_request rcip_policy_request;
+
+/**
+ * A read-only view of one record rcip handed over (**rcip**), made from
+ * its JSON text by `rcip_record_parse`: the fields every host reads, as
+ * small calls, so that a host needs no JSON parser; the JSON stays the
+ * full record (read the rest from it). One type serves every record:
+ * - an invocation outcome (`rcip_outcome_callback`, `rcip_pending_wait`):
+ *   status, invocation id, capability id, error code and message,
+ *   validation issues, confirmation id and expiry, output;
+ * - a preflight report: its entries (`rcip_record_entry_count`,
+ *   `rcip_record_entry`), each with status, capability id, error code and
+ *   message, issues and reason;
+ * - a lifecycle event (`rcip_event_callback`): phase, error code,
+ *   invocation id, capability id;
+ * - a confirmation notice (`rcip_confirmation_callback`): notice kind
+ *   (`"opened"` / `"closed"`), confirmation id, expiry (opened), reason
+ *   (closed), invocation id, capability id.
+ *
+ * A field the record does not have reads as NULL (a count as 0).
+ * Ownership: owned by the caller (free with `rcip_record_free`). Every
+ * string it lends is owned by the record and valid until
+ * `rcip_record_free` of the record (for an entry: of the report it came
+ * from); the record copies the text it was made from, so the callback's
+ * text may go away first.
+ * Thread safety: shared (immutable: any thread, concurrently).
+ * Functions: `rcip_record_parse`, `rcip_record_status`,
+ * `rcip_record_invocation_id`, `rcip_record_capability_id`,
+ * `rcip_record_error_code`, `rcip_record_error_message`,
+ * `rcip_record_issue_count`, `rcip_record_issue_path`,
+ * `rcip_record_issue_keyword`, `rcip_record_issue_message`,
+ * `rcip_record_confirmation_id`, `rcip_record_expires_at`,
+ * `rcip_record_output`, `rcip_record_phase`, `rcip_record_notice_kind`,
+ * `rcip_record_reason`, `rcip_record_entry_count`, `rcip_record_entry`,
+ * `rcip_record_free`.
+ */
+typedef struct rcip_record rcip_record;
 
 /**
  * A runtime: bindings, semantic context, snapshots, invocations,
@@ -452,7 +512,7 @@ typedef struct rcip_policy_request rcip_policy_request;
  * its own callbacks except its clock and id generator).
  * Functions: `rcip_runtime_client`, `rcip_runtime_host`,
  * `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
- * `rcip_runtime_stats`, `rcip_runtime_free`.
+ * `rcip_runtime_stats`, `rcip_runtime_close`, `rcip_runtime_free`.
  */
 typedef struct rcip_runtime rcip_runtime;
 
@@ -552,7 +612,8 @@ typedef void (*rcip_subscriber_callback)(void *user_data, uint64_t revision);
  * Called exactly once, possibly before the registering call returns, on the
  * thread that settles the invocation, with no rcip lock held; then
  * `user_data_free` runs. `outcome_json` (the outcome record, shapes at
- * `rcip_client_invoke`) is valid during the call only.
+ * `rcip_client_invoke`) is valid during the call only; `rcip_record_parse`
+ * reads its fields into a record that may be kept past the call.
  */
 typedef void (*rcip_outcome_callback)(void *user_data, const char *outcome_json);
 
@@ -610,6 +671,48 @@ typedef int32_t (*rcip_availability_callback)(void *user_data, struct rcip_avail
 typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_json);
 
 /**
+ * Receives the user's answer to `rcip_invocation_elicit`.
+ *
+ * `answer_json` is `{"action": "accept", "content": {...}}` (the object the
+ * client sent, not validated against the requested schema),
+ * `{"action": "decline"}` or `{"action": "cancel"}` (also when the call was
+ * cancelled, the handler settled first, the client answered with an error,
+ * or the session ended), valid during the call only. Called exactly once,
+ * on a session worker thread, never on the thread that called
+ * `rcip_invocation_elicit`, with no rcip lock held; then `user_data_free`
+ * runs. Keep it short (it runs where cancellations run): hand the answer to
+ * the thread that waits for it, or settle the invocation.
+ */
+typedef void (*rcip_elicit_callback)(void *user_data, const char *answer_json);
+
+/**
+ * Receives the MCP client's reply to `rcip_invocation_create_message`.
+ *
+ * `reply_json` is `{"result": <CreateMessageResult: {"role", "content",
+ * "model", "stopReason"?}>}` as the client sent it, `{"error": {"code",
+ * "message", "data"?}}` (the client's JSON-RPC error, e.g. the user
+ * rejected the request), or `{"cancelled": true}` (the call was cancelled,
+ * the handler settled first, or the session ended); valid during the call
+ * only. Called exactly once, on a session worker thread, with no rcip lock
+ * held; then `user_data_free` runs. Keep it short, as
+ * `rcip_elicit_callback`.
+ */
+typedef void (*rcip_sampling_callback)(void *user_data, const char *reply_json);
+
+/**
+ * Receives every progress report of the runtime's handlers
+ * (`rcip_runtime_builder_set_progress_observer`).
+ *
+ * `report_json` is `{"invocationId", "capabilityId", "progress", "total"?,
+ * "message"?}`, valid during the call only. Called on the reporting thread
+ * after the report was queued to the MCP client (if any), with no rcip lock
+ * held; reports of one invocation from several threads at once may arrive
+ * in any order. Also approved re-runs' reports, which reach no MCP client.
+ * Progress is never a lifecycle event.
+ */
+typedef void (*rcip_progress_callback)(void *user_data, const char *report_json);
+
+/**
  * The host policy (`rcip_runtime_builder_set_policy`).
  *
  * Called once per policy question (an invocation, an approved
@@ -618,7 +721,10 @@ typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_j
  * on: decide exactly once (`rcip_policy_request_decide` or
  * `rcip_policy_request_fail`), before returning or later from any thread,
  * and free it with `rcip_policy_request_free` (freeing it undecided
- * settles it as a policy failure).
+ * settles it as a policy failure). The request is read through its
+ * accessors (`rcip_policy_request_capability_id`, `_effect`,
+ * `_scope_is_active`, ...) and answered with `rcip_policy_request_allow`,
+ * `_deny`, `_confirm` or `_decide_default`; no JSON is needed.
  */
 typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request *request);
 
@@ -634,13 +740,25 @@ typedef void (*rcip_policy_callback)(void *user_data, struct rcip_policy_request
  * Order: `opened` comes after the consumer's `confirmation_required`
  * outcome; `closed` comes after the confirmation's event and the resolving
  * call's outcome, except for `approved`, which comes first and is followed
- * by the approved re-run (its events and its outcome). A `closed` notice
- * never comes before its `opened` one: when the confirmation ends (on
- * another thread, or from inside the consumer's outcome callback) before
- * `opened` was delivered, `closed` is held back and delivered right after
- * it, on the thread that delivered `opened`.
+ * by the approved re-run (its events and its outcome).
+ * One rule for an ending that starts before `opened` returned (resolved or
+ * cancelled inline from the `opened` notice, from the consumer's outcome
+ * callback, or on another thread): nothing of the ending reaches this
+ * callback while `opened` runs. Its `closed` notice is held back and
+ * delivered right after `opened` returns, on the thread that delivered
+ * `opened`; an approval's re-run (policy, handler, events, outcome) waits
+ * with it and runs there right after that `closed` notice, so the resolving
+ * call returns OK before the approved outcome exists (do not block on that
+ * outcome inside `opened`). A decline's event and outcome come inside the
+ * resolving call, as usual; a token cancelled inside `opened` ends the
+ * confirmation once `opened` returned. If the runtime closes before the
+ * held re-run starts, the re-run ends `failed EXECUTION_ABORTED` (after its
+ * `failed` event), the resolving call's one outcome.
  * Called on the thread where it happens (the timer thread for real-time
- * expiry), with no rcip lock held; it may resolve the confirmation inline.
+ * expiry), with no rcip lock held; it may resolve the confirmation inline
+ * (but not block in `rcip_pending_wait` there: `RCIP_RESULT_WRONG_CONTEXT`).
+ * `rcip_record_parse` reads the notice kind, confirmation id, expiry and
+ * reason without a JSON parser.
  */
 typedef void (*rcip_confirmation_callback)(void *user_data, const char *notice_json);
 
@@ -661,7 +779,8 @@ typedef void (*rcip_confirmation_callback)(void *user_data, const char *notice_j
  * re-run of the same invocation id that starts with `requested` again.
  * An invocation rejected before `requested` (id already active, input not
  * JSON) has no events. Count invocations by their last event, not by
- * `requested`.
+ * `requested`. `rcip_record_parse` reads the phase, error code and ids
+ * without a JSON parser.
  * Rule: PIPELINE.md sections 4 and 5.
  */
 typedef void (*rcip_event_callback)(void *user_data, const char *event_json);
@@ -709,6 +828,8 @@ typedef int32_t (*rcip_mcp_session_factory_callback)(void *user_data, struct rci
 
 
 
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -721,7 +842,8 @@ extern "C" {
  * automatically cancel an already-running handler").
  *
  * Ownership: `binding` stays valid; free it with `rcip_binding_free`. The
- * binding's user data is released once its running callbacks return.
+ * binding's user data is released once its running callbacks return and
+ * every invocation handed to its handler was freed (`rcip_host_bind`).
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED` (runtime
  * freed), `RCIP_RESULT_WRONG_CONTEXT`.
  * Thread safety: any thread, also inside callbacks (a handler may unbind
@@ -979,7 +1101,8 @@ void rcip_subscription_free(struct rcip_subscription *subscription);
  * on_outcome), `RCIP_RESULT_INVALID_UTF8` (capability_id, invocation_id),
  * `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`. On failure neither
  * function is ever called and no outcome exists.
- * Callbacks: `on_outcome` per `rcip_outcome_callback`.
+ * Callbacks: `on_outcome` per `rcip_outcome_callback` (to wait for the
+ * outcome instead: `rcip_client_invoke_pending`).
  * Thread safety: any thread, also inside callbacks.
  * Rule: PIPELINE.md sections 4 and 8; seed, "Invocation IDs are reserved
  * before policy begins" (`invocation_id` NULL: a generated id; an empty
@@ -1039,8 +1162,10 @@ rcip_result rcip_client_preflight(const struct rcip_client *client, const char *
  * Ownership: `capability_id` is copied; `user_data` is shared by both
  * callbacks and kept until the binding is released: after it is unbound
  * (`rcip_binding_unbind`, `rcip_binding_free`) or the runtime is freed,
- * once its running callbacks returned, `user_data_free(user_data)` runs
- * once. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
+ * once its running callbacks returned and every `rcip_invocation` handed
+ * to its handler was freed (a worker may settle after the unbind and still
+ * use `user_data`), `user_data_free(user_data)` runs once, on the thread
+ * that released the last of them. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, capability_id, handler,
  * binding_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG`
@@ -1121,7 +1246,9 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * the confirmation callback's `approved` notice: the confirmation is gone),
  * `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
  * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
- * this returns.
+ * this returns; an approval made before the confirmation's `opened` notice
+ * returned runs (and delivers) once it has, on the thread that delivered
+ * `opened` (the order rule at `rcip_confirmation_callback`).
  * Thread safety: any thread, also inside callbacks (the confirmation
  * callback may resolve inline). Only the host surface can approve.
  * Rule: seed, "Approval is single-use and rechecks policy and
@@ -1203,7 +1330,10 @@ const struct rcip_cancel_token *rcip_invocation_cancel_token(const struct rcip_i
  * second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
  * clock or id generator. Completing after the runtime stopped waiting
  * (freed) returns OK and changes nothing. A payload problem is an outcome,
- * not an error code.
+ * not an error code. After the consumer cancelled the invocation's token
+ * the runtime still waits for its handler (cancellation is cooperative):
+ * completing then returns OK and the outcome is `succeeded` as usual;
+ * `rcip_invocation_fail` then gives `failed EXECUTION_ABORTED`.
  * Thread safety: any thread; the outcome is delivered on this thread
  * before the call returns (called on the handler callback's own thread
  * while that callback runs: after it returns).
@@ -1240,7 +1370,9 @@ bool rcip_invocation_is_settled(const struct rcip_invocation *invocation);
  * (as `rcip_invocation_fail(invocation, false)`).
  *
  * Ownership: consumes `invocation`; strings and the token borrowed from it
- * become invalid. NULL does nothing; freeing twice is undefined.
+ * become invalid. NULL does nothing; freeing twice is undefined. When its
+ * binding was released meanwhile and this was the binding's last handle,
+ * the binding's `user_data_free` runs here (`rcip_host_bind`).
  * Thread safety: any thread, once no other thread uses the handle.
  */
 void rcip_invocation_free(struct rcip_invocation *invocation);
@@ -1263,8 +1395,11 @@ void rcip_invocation_free(struct rcip_invocation *invocation);
  * "ids" (default) | "safe" | {capability id: tool name}, "workers"?:
  * 0..64 (threads that run tool calls; default 2; 0: none),
  * "maxInFlight"?: 1..65536 (default 64), "maxQueuedMessages"?: 1..1048576
- * (default 256), "maxPendingConfirmations"?: 1..65536 (default 16)}`
- * (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
+ * (default 256), "maxPendingConfirmations"?: 1..65536 (default 16),
+ * "content"?: {capability id: [{"type": "json" | "text" | "image" |
+ * "audio" | "resource", "property"?: output property}]} (**rcip**: which
+ * output properties become the content blocks of a succeeded result;
+ * docs/MCP.md, "Content blocks")}` (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
  * Ownership: `runtime` is borrowed (the session keeps its own reference to
  * the runtime's core); `options_json` is borrowed for the call;
  * `user_data` is kept until the session is freed and its last message
@@ -1274,7 +1409,10 @@ void rcip_invocation_free(struct rcip_invocation *invocation);
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (runtime, session_out),
  * `RCIP_RESULT_INVALID_JSON` (options not JSON),
  * `RCIP_RESULT_INVALID_ARGUMENT` (options of the wrong shape or an unknown
- * key), `RCIP_RESULT_CLOSED` (the runtime is closed),
+ * key; a tool naming under which two capabilities share a name, naming
+ * both ids, or a name is longer than 64 characters; a content mapping
+ * that names a capability or output property the catalog does not
+ * have), `RCIP_RESULT_CLOSED` (the runtime is closed),
  * `RCIP_RESULT_WRONG_CONTEXT`. On failure neither `on_message` nor
  * `user_data_free` is ever called.
  * Thread safety: any thread, also inside callbacks.
@@ -1342,6 +1480,23 @@ rcip_result rcip_mcp_session_receive(const struct rcip_mcp_session *session, con
 rcip_result rcip_mcp_session_serve_stdio(const struct rcip_mcp_session *session);
 
 /**
+ * The session's counters as JSON, for a host that watches its MCP
+ * clients (**rcip**).
+ *
+ * Shape: `{"inFlight": requests received and not answered yet,
+ * "droppedNotifications": notifications dropped because the outgoing
+ * queue was full, "contentReplaced": content blocks replaced by a text
+ * note because an output property the `content` option names was not
+ * valid content (docs/MCP.md, "Content blocks"; those results stay
+ * `succeeded`)}`; counts since the session was created.
+ * Ownership: `session` is borrowed; `*json_out` is new, freed with
+ * `rcip_string_free`; NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (session, json_out).
+ * Thread safety: any thread, also inside callbacks.
+ */
+rcip_result rcip_mcp_session_stats(const struct rcip_mcp_session *session, char **json_out);
+
+/**
  * Closes and frees the session: calls in flight are cancelled and get no
  * response, nothing more is sent, the snapshot subscription ends. The
  * session's worker threads finish what is queued (the cancellations) and
@@ -1358,6 +1513,136 @@ rcip_result rcip_mcp_session_serve_stdio(const struct rcip_mcp_session *session)
  * message callback.
  */
 void rcip_mcp_session_free(struct rcip_mcp_session *session);
+
+/**
+ * Invokes a capability, as `rcip_client_invoke`, with the outcome going to
+ * a new pending handle instead of a callback.
+ *
+ * Shape: as `rcip_client_invoke` (the outcome record).
+ * Ownership: `capability_id`, `input_json` and `invocation_id` are copied;
+ * `cancel_token` is retained by the invocation as long as it needs it;
+ * `*pending_out` is new (free it with `rcip_pending_free`), NULL on
+ * failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (client, capability_id, input_json,
+ * pending_out), `RCIP_RESULT_INVALID_UTF8` (capability_id,
+ * invocation_id), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`. On
+ * failure no outcome exists.
+ * Thread safety: any thread, also inside callbacks (but see
+ * `rcip_pending_wait` for where waiting is refused). The outcome may be
+ * ready before this returns (a synchronous handler).
+ * Rule: PIPELINE.md section 4; the waitable form is **rcip**.
+ */
+rcip_result rcip_client_invoke_pending(const struct rcip_client *client, const char *capability_id, const char *input_json, const char *invocation_id, const struct rcip_cancel_token *cancel_token, struct rcip_pending **pending_out);
+
+/**
+ * Resolves a pending confirmation, as `rcip_host_resolve_confirmation`,
+ * with the outcome going to a new pending handle instead of a callback.
+ *
+ * Shape: as `rcip_host_resolve_confirmation` (the outcome record).
+ * Ownership: `confirmation_id` is copied; `*pending_out` is new (free it
+ * with `rcip_pending_free`), NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id,
+ * pending_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`; on failure no outcome exists.
+ * Thread safety: any thread, also inside callbacks (the confirmation
+ * callback may resolve inline; it must not wait there, see
+ * `rcip_pending_wait`).
+ * Rule: PIPELINE.md section 5; the waitable form is **rcip**.
+ */
+rcip_result rcip_host_resolve_confirmation_pending(const struct rcip_host *host, const char *confirmation_id, bool approved, struct rcip_pending **pending_out);
+
+/**
+ * Preflights 1 to 16 proposals, as `rcip_client_preflight`, with the
+ * report going to a new pending handle instead of a callback.
+ *
+ * Shape: as `rcip_client_preflight` (the report).
+ * Units: `count` is a number of proposals.
+ * Ownership: all strings are copied; `cancel_token` is retained while the
+ * preflight runs; `*pending_out` is new (free it with
+ * `rcip_pending_free`), NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (client, pending_out), then
+ * `RCIP_RESULT_PREFLIGHT_BATCH_INVALID` (count 0 or above 16), then
+ * `RCIP_RESULT_NULL_ARGUMENT` (either array, any element),
+ * `RCIP_RESULT_INVALID_UTF8` (a capability id), `RCIP_RESULT_CLOSED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`; on failure no report exists.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: PIPELINE.md section 6; the waitable form is **rcip**.
+ */
+rcip_result rcip_client_preflight_pending(const struct rcip_client *client, const char *const *capability_ids, const char *const *input_jsons, size_t count, const struct rcip_cancel_token *cancel_token, struct rcip_pending **pending_out);
+
+/**
+ * Waits up to `timeout_ms` for the outcome and takes it.
+ *
+ * Shape: `*outcome_json_out` is the outcome record (or the preflight
+ * report) the call that made `pending` documents.
+ * Units: `timeout_ms` in milliseconds; 0 polls (never blocks, never
+ * `RCIP_RESULT_WRONG_CONTEXT`); `RCIP_WAIT_FOREVER` (`UINT64_MAX`) has no
+ * limit.
+ * Ownership: `pending` is borrowed; `*outcome_json_out` is new (free it
+ * with `rcip_string_free`), NULL on failure. The outcome is handed over
+ * once: a later wait answers `RCIP_RESULT_ALREADY_USED`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (pending, outcome_json_out);
+ * `RCIP_RESULT_TIMED_OUT` (the timeout passed first; wait again later);
+ * `RCIP_RESULT_ALREADY_USED` (the outcome was taken by an earlier wait,
+ * or a callback is attached); `RCIP_RESULT_WRONG_CONTEXT` when the
+ * outcome has not arrived and blocking here could deadlock: on a thread
+ * inside a callback of the same runtime (handler, policy, outcome,
+ * report, event, confirmation, subscriber or ready callback: the work
+ * that settles the outcome may be queued behind that callback), or, with
+ * manual timers, on the thread that last called
+ * `rcip_runtime_run_due_timers` or `rcip_runtime_next_deadline`.
+ * `RCIP_RESULT_WRONG_CONTEXT` cancels nothing: the work goes on and the
+ * outcome stays in `pending` for a later wait or a ready callback (an
+ * approval made inside `opened` still runs once `opened` returns). A
+ * single-threaded host with manual timers never blocks here: it polls
+ * (`timeout_ms` 0) or attaches a ready callback, and sleeps until
+ * `rcip_runtime_next_deadline` itself before running its due timers.
+ * Thread safety: any thread; no rcip lock is held while it blocks.
+ * Rule: **rcip** (PIPELINE.md section 7: work runs on the thread that
+ * made it runnable, so a thread may not wait for work queued behind it).
+ */
+rcip_result rcip_pending_wait(const struct rcip_pending *pending, uint64_t timeout_ms, char **outcome_json_out);
+
+/**
+ * True when the outcome has arrived and was not handed over yet; false
+ * for NULL.
+ *
+ * Ownership: `pending` is borrowed for the call.
+ * Thread safety: any thread.
+ */
+bool rcip_pending_is_ready(const struct rcip_pending *pending);
+
+/**
+ * Hands the outcome to `callback` instead of a wait: at once on this
+ * thread when it has arrived, else on the thread that settles it.
+ *
+ * Shape: `callback` receives the outcome record (or report) as
+ * `rcip_outcome_callback` does.
+ * Ownership: `user_data` is kept until the callback ran, then
+ * `user_data_free` runs once. The registration outlives the handle:
+ * freeing `pending` afterwards does not stop the callback. If the
+ * runtime is freed first, the callback still runs during that free (the
+ * ending outcome, as for every pending invocation).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (pending, callback);
+ * `RCIP_RESULT_ALREADY_USED` (the outcome was taken by a wait, or a
+ * callback is attached); on failure neither function is ever called.
+ * Callbacks: `callback` runs exactly once, with no rcip lock held,
+ * possibly before this returns; the text is valid during the call only.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: **rcip**.
+ */
+rcip_result rcip_pending_on_ready(const struct rcip_pending *pending, rcip_outcome_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Frees the handle. An outcome not handed over yet goes to nobody (it is
+ * released, now or when it arrives); an attached callback still receives
+ * it.
+ *
+ * Ownership: consumes `pending`. NULL does nothing; freeing twice is
+ * undefined.
+ * Thread safety: any thread, once no other thread uses the handle.
+ */
+void rcip_pending_free(struct rcip_pending *pending);
 
 /**
  * What the policy is asked (`RcipPolicyContext`).
@@ -1383,6 +1668,164 @@ const char *rcip_policy_request_context(const struct rcip_policy_request *reques
  * Thread safety: any thread.
  */
 const char *rcip_policy_request_invocation_id(const struct rcip_policy_request *request);
+
+/**
+ * The id of the capability the policy is asked about.
+ *
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 11 (`capability.id`).
+ */
+const char *rcip_policy_request_capability_id(const struct rcip_policy_request *request);
+
+/**
+ * The capability's declared effect: `"read"`, `"write"`, `"external"` or
+ * `"destructive"`.
+ *
+ * Ownership: static text; do not free.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 1 (`effect`).
+ */
+const char *rcip_policy_request_effect(const struct rcip_policy_request *request);
+
+/**
+ * True when the question is an approved confirmation's re-run
+ * (`confirmed` of `RcipPolicyContext`); false for a first invocation, a
+ * preflight proposal, or NULL.
+ *
+ * Ownership: `request` is borrowed for the call.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 5, resolve step 5.
+ */
+bool rcip_policy_request_is_confirmed(const struct rcip_policy_request *request);
+
+/**
+ * The phase: `"invoke"` (an invocation or an approved re-run) or
+ * `"preflight"` (a preflight proposal, which has no invocation id).
+ *
+ * Ownership: static text; do not free.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 11, section 6.
+ */
+const char *rcip_policy_request_phase(const struct rcip_policy_request *request);
+
+/**
+ * True when `scope_id` is among the active scope ids of the semantic
+ * context captured for this request (exact match; a parent scope is not
+ * inherited, so a child's parent is not active unless listed).
+ *
+ * Ownership: both arguments are borrowed for the call.
+ * Errors: NULL `request`, NULL `scope_id` or a `scope_id` that is not
+ * UTF-8 gives false.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 2 (relevance: parents are not inherited),
+ * section 4 step 11 (`semanticContext`).
+ */
+bool rcip_policy_request_scope_is_active(const struct rcip_policy_request *request, const char *scope_id);
+
+/**
+ * The primary scope id of the captured semantic context, or NULL when the
+ * context has none (an empty `primaryScopeId` is kept as given: `""`).
+ *
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 3 (an empty `primaryScopeId` passes and is
+ * kept).
+ */
+const char *rcip_policy_request_primary_scope_id(const struct rcip_policy_request *request);
+
+/**
+ * The input the policy is asked about, as compact JSON text.
+ *
+ * Shape: the capability input (valid against its input schema), written
+ * canonically (the last of duplicate keys, numbers as doubles): the
+ * `input` member of `rcip_policy_request_context`.
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 11 (`input`).
+ */
+const char *rcip_policy_request_input(const struct rcip_policy_request *request);
+
+/**
+ * The capability's live snapshot entry, as JSON text.
+ *
+ * Shape: `{"id", "title", "description", "scopeIds", "effect",
+ * "inputSchema", "outputSchema", "tags", "usage"?, "bound", "available",
+ * "availability"?, "relevance"}` sampled when the policy was asked: the
+ * `capability` member of `rcip_policy_request_context`.
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 11 (`capability`), section 2.
+ */
+const char *rcip_policy_request_capability(const struct rcip_policy_request *request);
+
+/**
+ * Decides `allow` (as `rcip_policy_request_decide` with
+ * `{"decision": "allow"}`).
+ *
+ * Ownership: `request` is borrowed for the call (free it separately).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_COMPLETED` on
+ * a second settle, `RCIP_RESULT_WRONG_CONTEXT` (from a clock or id
+ * generator). Deciding after the runtime stopped waiting returns OK and
+ * changes nothing.
+ * Thread safety: any thread; as `rcip_policy_request_decide`.
+ * Rule: PIPELINE.md section 4 steps 11–16.
+ */
+rcip_result rcip_policy_request_allow(const struct rcip_policy_request *request);
+
+/**
+ * Decides `deny`, with an optional reason in plain text: it becomes the
+ * `POLICY_DENIED` outcome's message (rcip writes it into the JSON, so any
+ * text is fine: quotes, newlines, non-ASCII).
+ *
+ * Ownership: `reason` (NULL: no reason, rcip's own message) is copied.
+ * An empty reason is a reason: the message is empty, as with
+ * `{"decision": "deny", "reason": ""}` through `rcip_policy_request_decide`.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (request),
+ * `RCIP_RESULT_INVALID_UTF8` (reason; the request stays undecided),
+ * `RCIP_RESULT_ALREADY_COMPLETED`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread; as `rcip_policy_request_decide`.
+ * Rule: PIPELINE.md section 4 step 13 (message = the policy's reason when
+ * given).
+ */
+rcip_result rcip_policy_request_deny(const struct rcip_policy_request *request, const char *reason);
+
+/**
+ * Decides `confirm`, with an optional reason in plain text: it becomes the
+ * confirmation's `description` (a preflight entry's `reason`), even when
+ * empty; NULL keeps the capability description.
+ *
+ * Ownership: `reason` is copied.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (request),
+ * `RCIP_RESULT_INVALID_UTF8` (reason; the request stays undecided),
+ * `RCIP_RESULT_ALREADY_COMPLETED`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread; as `rcip_policy_request_decide`.
+ * Rule: PIPELINE.md section 5 (opening: the description is the policy's
+ * reason when given, even `""`), section 4 step 15 (a confirm on an
+ * approved re-run is `denied POLICY_DENIED`).
+ */
+rcip_result rcip_policy_request_confirm(const struct rcip_policy_request *request, const char *reason);
+
+/**
+ * Settles the request with the decision the built-in default policy
+ * gives it, so a custom policy can handle some capabilities and hand back
+ * the rest: `read` → allow; an approved re-run (`confirmed`) → allow;
+ * `destructive` → confirm; `write` and `external` → deny (no reason in
+ * each case, as the default policy).
+ *
+ * Ownership: `request` is borrowed for the call (free it separately).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_ALREADY_COMPLETED`,
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread; as `rcip_policy_request_decide`.
+ * Rule: PIPELINE.md section 4, "The default policy".
+ */
+rcip_result rcip_policy_request_decide_default(const struct rcip_policy_request *request);
 
 /**
  * Decides (`RcipPolicyDecision`).
@@ -1439,6 +1882,369 @@ bool rcip_policy_request_is_settled(const struct rcip_policy_request *request);
  * Thread safety: any thread, once no other thread uses the handle.
  */
 void rcip_policy_request_free(struct rcip_policy_request *request);
+
+/**
+ * Reads a record from the JSON text rcip handed over.
+ *
+ * Shape: `record_json` is a JSON object: an outcome record, a preflight
+ * report, a lifecycle event or a confirmation notice (shapes at
+ * `rcip_client_invoke`, `rcip_client_preflight`, `rcip_event_callback`,
+ * `rcip_confirmation_callback`). Any other object reads as a record whose
+ * fields are absent.
+ * Ownership: `record_json` is borrowed for the call (copied);
+ * `*record_out` is new (free it with `rcip_record_free`), NULL on failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
+ * JSON, not UTF-8, or nesting deeper than 100,000 levels of arrays and
+ * objects; text rcip handed over nests at most as deep as the runtime's
+ * `max_depth`, 1000 by default, and any depth up to that bound reads on
+ * any thread's stack); `RCIP_RESULT_INVALID_ARGUMENT` (JSON that is not
+ * an object).
+ * Thread safety: any thread, also inside callbacks (the usual place: read
+ * the text a callback lends, then keep the record past the callback).
+ * Rule: **rcip**; the fields are those of conformance/FORMAT.md's outcome
+ * record and PIPELINE.md sections 4 to 6.
+ */
+rcip_result rcip_record_parse(const char *record_json, struct rcip_record **record_out);
+
+/**
+ * The status: an outcome's `"succeeded"`, `"failed"`, `"denied"` or
+ * `"confirmation_required"`; a preflight entry's `"ready"`,
+ * `"confirmation_required"` or `"blocked"`.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md sections 4 and 6 (outcome and entry statuses).
+ */
+const char *rcip_record_status(const struct rcip_record *record);
+
+/**
+ * The invocation id (`invocationId`) of an outcome, event or notice.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 1.
+ */
+const char *rcip_record_invocation_id(const struct rcip_record *record);
+
+/**
+ * The capability id (`capabilityId`) of an outcome, preflight entry,
+ * event or notice.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4.
+ */
+const char *rcip_record_capability_id(const struct rcip_record *record);
+
+/**
+ * The RCIP error code: `error.code` of a failed or denied outcome or a
+ * blocked preflight entry, `errorCode` of a `failed` / `denied` /
+ * `confirmation_declined` event.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 8 (error codes); section 4 (events).
+ */
+const char *rcip_record_error_code(const struct rcip_record *record);
+
+/**
+ * The error message (`error.message`) of a failed or denied outcome or
+ * a blocked entry: the policy's reason for a `POLICY_DENIED` when it gave
+ * one, the host's reason for `CAPABILITY_UNAVAILABLE`, else rcip's text.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 steps 8 and 13.
+ */
+const char *rcip_record_error_message(const struct rcip_record *record);
+
+/**
+ * The confirmation id: `confirmation.id` of a `confirmation_required`
+ * outcome or an `opened` notice, `confirmationId` of a `closed` notice.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 5.
+ */
+const char *rcip_record_confirmation_id(const struct rcip_record *record);
+
+/**
+ * The output of a `succeeded` outcome, as compact JSON text.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 19.
+ */
+const char *rcip_record_output(const struct rcip_record *record);
+
+/**
+ * The phase of a lifecycle event: `"requested"`, `"started"`,
+ * `"succeeded"`, `"failed"`, `"denied"`, `"confirmation_requested"` or
+ * `"confirmation_declined"`.
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md sections 4 and 5 (events).
+ */
+const char *rcip_record_phase(const struct rcip_record *record);
+
+/**
+ * The kind of a confirmation notice: `"opened"` or `"closed"` (its
+ * `event` member).
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 5 (**rcip** notices).
+ */
+const char *rcip_record_notice_kind(const struct rcip_record *record);
+
+/**
+ * The reason: a `closed` notice's `"approved"`, `"declined"`,
+ * `"expired"`, `"cancelled"`, `"invalidated"` or `"closed"`; a
+ * `confirmation_required` preflight entry's reason (the policy's, else the
+ * capability description).
+ *
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record`, or a record without the field, gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md sections 5 and 6.
+ */
+const char *rcip_record_reason(const struct rcip_record *record);
+
+/**
+ * The number of validation issues (`error.validationIssues`) of an
+ * `INPUT_INVALID` / `OUTPUT_INVALID` outcome or blocked entry; 0 when it
+ * has none, and for NULL.
+ *
+ * Units: a count of issues.
+ * Ownership: `record` is borrowed for the call.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 steps 9 and 18.
+ */
+size_t rcip_record_issue_count(const struct rcip_record *record);
+
+/**
+ * The `instancePath` of validation issue `index`: the JSON pointer into the input or output (`""`: the root).
+ *
+ * Units: `index` counts from 0.
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record` or an `index` at or past
+ * `rcip_record_issue_count` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 9 (Ajv's issues: instancePath,
+ * keyword, message).
+ */
+const char *rcip_record_issue_path(const struct rcip_record *record, size_t index);
+
+/**
+ * The `keyword` of validation issue `index`: the schema keyword that failed (`"type"`, `"required"`, ...).
+ *
+ * Units: `index` counts from 0.
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record` or an `index` at or past
+ * `rcip_record_issue_count` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 9 (Ajv's issues: instancePath,
+ * keyword, message).
+ */
+const char *rcip_record_issue_keyword(const struct rcip_record *record, size_t index);
+
+/**
+ * The `message` of validation issue `index`: the issue's message.
+ *
+ * Units: `index` counts from 0.
+ * Ownership: owned by `record`; valid until `rcip_record_free`.
+ * Errors: NULL `record` or an `index` at or past
+ * `rcip_record_issue_count` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 4 step 9 (Ajv's issues: instancePath,
+ * keyword, message).
+ */
+const char *rcip_record_issue_message(const struct rcip_record *record, size_t index);
+
+/**
+ * The confirmation's `expiresAt` (of a `confirmation_required` outcome or
+ * an `opened` notice): true and `*expires_at_ms_out` set when the record
+ * has it; false (nothing written) when it has not, or when `record` or
+ * `expires_at_ms_out` is NULL.
+ *
+ * Units: epoch milliseconds.
+ * Ownership: `record` is borrowed for the call; `expires_at_ms_out` is
+ * written on success only.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 5 (`expiresAt` = opening time + TTL).
+ */
+bool rcip_record_expires_at(const struct rcip_record *record, int64_t *expires_at_ms_out);
+
+/**
+ * The number of entries (`outcomes`) of a preflight report; 0 for any
+ * other record, and for NULL.
+ *
+ * Units: a count of entries (one per proposal, in proposal order).
+ * Ownership: `record` is borrowed for the call.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 6.
+ */
+size_t rcip_record_entry_count(const struct rcip_record *record);
+
+/**
+ * Entry `index` of a preflight report, as a record of its own (status,
+ * capability id, error code and message, issues, reason).
+ *
+ * Units: `index` counts from 0.
+ * Ownership: borrowed from `record`: valid until `rcip_record_free` of
+ * `record`; never free it.
+ * Errors: NULL `record` or an `index` at or past
+ * `rcip_record_entry_count` gives NULL.
+ * Thread safety: any thread.
+ * Rule: PIPELINE.md section 6.
+ */
+const struct rcip_record *rcip_record_entry(const struct rcip_record *record, size_t index);
+
+/**
+ * Frees a record made by `rcip_record_parse`; strings and entries
+ * borrowed from it become invalid.
+ *
+ * Ownership: consumes `record` (never an entry). NULL does nothing;
+ * freeing twice is undefined.
+ * Thread safety: any thread, once no other thread uses the record.
+ */
+void rcip_record_free(struct rcip_record *record);
+
+/**
+ * Reports progress on a pending invocation (**rcip**).
+ *
+ * Units: the handler's own (items, bytes, percent); `progress` must be
+ * finite and greater than the invocation's previous report, `total` (read
+ * only when `has_total`) finite. `message` is optional (NULL: none).
+ * Sent to the MCP client as `notifications/progress` when its `tools/call`
+ * carried `_meta.progressToken` (before the response: a report that
+ * returned OK is queued first), and to the progress observer. An approved
+ * re-run has no request, so its reports reach only the observer. Changes
+ * no outcome; no lifecycle event.
+ * Ownership: `invocation` and `message` are borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation);
+ * `RCIP_RESULT_INVALID_UTF8` (message); `RCIP_RESULT_INVALID_ARGUMENT`
+ * (not finite, not increasing: nothing is sent);
+ * `RCIP_RESULT_ALREADY_COMPLETED` (settled, or the call was answered);
+ * `RCIP_RESULT_CLOSED`; `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending; concurrent
+ * reports are taken one at a time.
+ * Rule: **rcip** (the seed prescribes no progress); MCP 2025-11-25,
+ * basic/utilities/progress.
+ */
+rcip_result rcip_invocation_report_progress(const struct rcip_invocation *invocation, double progress, bool has_total, double total, const char *message);
+
+/**
+ * Sends a log message to the MCP client whose call the invocation serves
+ * (**rcip**): `notifications/message` with `level`, `logger` and `data`,
+ * when `level` is at least the session's level (`info` until the client's
+ * `logging/setLevel`). Without an MCP call (an approved re-run, an
+ * in-process consumer) it goes nowhere.
+ *
+ * Shape: `level` is `"debug"`, `"info"`, `"notice"`, `"warning"`,
+ * `"error"`, `"critical"`, `"alert"` or `"emergency"`; `logger` is
+ * optional (NULL: none); `data_json` is any JSON value as text (a string
+ * `"\"text\""`, an object).
+ * Ownership: the arguments are borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, level, data_json);
+ * `RCIP_RESULT_INVALID_UTF8`; `RCIP_RESULT_INVALID_JSON` (data_json);
+ * `RCIP_RESULT_INVALID_ARGUMENT` (an unknown level);
+ * `RCIP_RESULT_ALREADY_COMPLETED`; `RCIP_RESULT_CLOSED`;
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending.
+ * Rule: **rcip**; MCP 2025-11-25, server/utilities/logging.
+ */
+rcip_result rcip_invocation_log(const struct rcip_invocation *invocation, const char *level, const char *logger, const char *data_json);
+
+/**
+ * Asks the MCP client's user for structured input (**rcip**): sends
+ * `elicitation/create` (form mode) with `message` and the requested schema
+ * to the client whose call the invocation serves; the answer reaches
+ * `on_answer` once, later, on a session worker. Never blocks: return from
+ * the handler without settling (deferred) and settle in `on_answer`, or
+ * wait on another thread. Cancelling the call (or the session ending)
+ * withdraws the question and answers `cancel`.
+ *
+ * Shape: `requested_schema_json` follows MCP's elicitation schema rules
+ * (checked before anything is sent; RCIP's strict mode does not apply):
+ * `{"type": "object", "properties": {name: primitive}, "required"?: [...]}`
+ * with string (`minLength`, `maxLength`, `format`: email, uri, date,
+ * date-time), number / integer (`minimum`, `maximum`), boolean, enum
+ * (`enum`, `oneOf` of `{const, title}`, legacy `enumNames`) and
+ * multi-select (`type: "array"`, `items` with `enum` or `anyOf`)
+ * properties, each with an optional `default`; no nesting, no other
+ * keyword. The answer's shape is at `rcip_elicit_callback`.
+ * Ownership: `message` and `requested_schema_json` are borrowed (copied).
+ * `user_data` is kept until the answer was delivered, then
+ * `user_data_free` runs once; when this call fails, neither callback runs
+ * and the host keeps its data.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, message, schema,
+ * on_answer); `RCIP_RESULT_INVALID_UTF8`; `RCIP_RESULT_INVALID_JSON`;
+ * `RCIP_RESULT_INVALID_ARGUMENT` (the schema breaks the rules; the message
+ * names the place); `RCIP_RESULT_UNSUPPORTED` (no MCP call to ask
+ * through: an approved re-run or an in-process consumer; or a client that
+ * did not declare form elicitation); `RCIP_RESULT_ALREADY_COMPLETED`
+ * (settled, or the call was answered or cancelled); `RCIP_RESULT_CLOSED`;
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending; several
+ * questions may be open at once.
+ * Callbacks: see `rcip_elicit_callback`.
+ * Rule: **rcip**; MCP 2025-11-25, client/elicitation (form mode).
+ */
+rcip_result rcip_invocation_elicit(const struct rcip_invocation *invocation, const char *message, const char *requested_schema_json, rcip_elicit_callback on_answer, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Asks the MCP client whose call the invocation serves to sample its
+ * language model (**rcip**): sends `sampling/createMessage` with
+ * `params_json`; the reply reaches `on_reply` once, later, on a session
+ * worker. Never blocks (as `rcip_invocation_elicit`). Cancelling the call
+ * (or the session ending) withdraws the request and replies
+ * `{"cancelled": true}`.
+ *
+ * Shape: `params_json` is MCP's `CreateMessageRequestParams`: `messages`
+ * (a non-empty array of `{"role": "user" | "assistant", "content"}`, the
+ * content a block or an array of blocks) and `maxTokens` (a positive
+ * integer) are checked; `systemPrompt`, `modelPreferences`, `temperature`,
+ * `stopSequences`, `metadata` ... go to the client as they are. The
+ * reply's shape is at `rcip_sampling_callback`.
+ * Ownership: `params_json` is borrowed (copied). `user_data` is kept until
+ * the reply was delivered, then `user_data_free` runs once; when this call
+ * fails, neither callback runs and the host keeps its data.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, params_json, on_reply);
+ * `RCIP_RESULT_INVALID_JSON`; `RCIP_RESULT_INVALID_ARGUMENT` (the params
+ * lack what is checked; the message names it); `RCIP_RESULT_UNSUPPORTED`
+ * (no MCP call, or a client that did not declare `sampling`);
+ * `RCIP_RESULT_ALREADY_COMPLETED`; `RCIP_RESULT_CLOSED`;
+ * `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending.
+ * Callbacks: see `rcip_sampling_callback`.
+ * Rule: **rcip**; MCP 2025-11-25, client/sampling.
+ */
+rcip_result rcip_invocation_create_message(const struct rcip_invocation *invocation, const char *params_json, rcip_sampling_callback on_reply, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Installs the progress observer (**rcip**): every progress report of the
+ * runtime's handlers, also of approved re-runs (which reach no MCP client).
+ *
+ * Ownership: `user_data` is kept until the runtime is freed (or the
+ * builder is freed unbuilt, or the observer is replaced: the earlier user
+ * data is released at once); then `user_data_free` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback).
+ * Thread safety: one thread at a time per builder.
+ * Callbacks: see `rcip_progress_callback`.
+ * Rule: **rcip** (progress is never a lifecycle event).
+ */
+rcip_result rcip_runtime_builder_set_progress_observer(struct rcip_runtime_builder *builder, rcip_progress_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * Static text describing a result code.
@@ -1535,8 +2341,11 @@ rcip_result rcip_runtime_builder_set_validation_budget(struct rcip_runtime_build
  * confirmed → allow; destructive → confirm; write, external → deny.
  *
  * Ownership: `user_data` is kept until the runtime is freed (or the
- * builder is freed unbuilt, or the policy is replaced); then
- * `user_data_free(user_data)` runs once.
+ * builder is freed unbuilt, or the policy is replaced) and every
+ * `rcip_policy_request` handed to the policy was freed (a worker may
+ * decide after the runtime was freed and still use `user_data`); then
+ * `user_data_free(user_data)` runs once, on the thread that released the
+ * last of them.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback). On failure
  * neither function is ever called.
  * Callbacks: see `rcip_policy_callback`.
@@ -1757,7 +2566,9 @@ rcip_result rcip_runtime_close(const struct rcip_runtime *runtime);
  * except while something else still uses the runtime's core: a call
  * running on another thread (released when it returns), the callback this
  * free is called from (when it returns), an MCP session (when it is
- * freed).
+ * freed). The policy's user data also waits for every policy request
+ * still held (released when the last one is freed), and a binding's for
+ * every invocation handed to its handler (`rcip_host_bind`).
  *
  * After `rcip_runtime_close` the close has happened already: the free then
  * only releases the runtime's own user data and the handle.
@@ -1984,9 +2795,11 @@ rcip_result rcip_mcp_server_shutdown(const struct rcip_mcp_server *server, uint6
  * The live sessions as JSON.
  *
  * Shape: `[{"sessionId", "clientInfo", "protocolVersion",
- * "droppedNotifications"}]`, ordered by session id
+ * "droppedNotifications", "contentReplaced"}]`, ordered by session id
  * (`droppedNotifications`: progress and log notifications dropped for a
- * client that did not keep up).
+ * client that did not keep up; `contentReplaced`: content blocks replaced
+ * by a text note because an output property the `content` option names
+ * was not valid content, **rcip**).
  * Ownership: `*json_out` is new, freed with `rcip_string_free`; NULL on
  * failure.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
@@ -2093,6 +2906,21 @@ rcip_result rcip_string_sink_set(struct rcip_string_sink *sink, const char *valu
  * "availability"? (only when bound), "relevance": "current" | "other"}]}`,
  * capabilities in catalog order. Built on first request, then cached: the
  * same bytes for every reader.
+ * `availability` is `{"available": bool, "reasonCode"?: string, "reason"?:
+ * string}`: the binding's availability check's answer as it was given to
+ * `rcip_availability_set` at the latest refresh (NULL fields left out);
+ * `{"available": true}` for a binding without a check; `{"available":
+ * false, "reasonCode": "AVAILABILITY_CHECK_FAILED", "reason": <rcip's
+ * text>}` when the check failed or gave no answer. Absent when unbound
+ * (`"bound": false, "available": false`). `available` at the entry's top
+ * level is `bound` and `availability.available`.
+ * `relevance` is `"current"` when the capability's `scopeIds` is empty or
+ * shares an id with the context's `activeScopeIds`, else `"other"`. Only
+ * the ids listed in `activeScopeIds` count: a scope's `parentId` does not
+ * make its child scopes (or its parent) current; activate every scope
+ * that should count. `primaryScopeId` does not change relevance.
+ * Relevance orders discovery; it is not authorization (any bound
+ * capability can be invoked).
  * Ownership: owned by `snapshot`; valid until its last reference is freed.
  * Errors: NULL `snapshot` gives NULL.
  * Thread safety: any thread.

@@ -90,10 +90,20 @@ impl fmt::Display for JsonError {
     }
 }
 
-/// Nesting depth of JSON-like text, stopping as soon as it passes `max`.
-/// Brackets inside strings do not count. Returns `Err` when deeper than `max`.
+/// `TooDeep` when the text nests deeper than `max` ([`nesting_depth`]).
 fn check_depth(bytes: &[u8], max: usize) -> Result<(), JsonError> {
+    if nesting_depth(bytes, max) > max {
+        return Err(JsonError::TooDeep { max });
+    }
+    Ok(())
+}
+
+/// How deep the arrays and objects of `bytes` nest (outside strings), read
+/// without parsing; the scan stops at the first level deeper than `stop`
+/// (so the answer is at most `stop + 1`).
+pub(crate) fn nesting_depth(bytes: &[u8], stop: usize) -> usize {
     let mut depth = 0usize;
+    let mut deepest = 0usize;
     let mut in_string = false;
     let mut escaped = false;
     for &b in bytes {
@@ -111,15 +121,18 @@ fn check_depth(bytes: &[u8], max: usize) -> Result<(), JsonError> {
             b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
-                if depth > max {
-                    return Err(JsonError::TooDeep { max });
+                if depth > deepest {
+                    deepest = depth;
+                    if deepest > stop {
+                        break;
+                    }
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
-    Ok(())
+    deepest
 }
 
 /// `bytes` as UTF-8 text. ASCII is checked first: `is_ascii` reads a word

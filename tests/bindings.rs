@@ -54,6 +54,7 @@ fn c_class(ty: &str, callbacks: &BTreeMap<String, Sig>) -> String {
         (0, "uint64_t") => "u64".into(),
         (0, "int64_t") => "i64".into(),
         (0, "size_t") => "size".into(),
+        (0, "double") => "f64".into(),
         (1, "char") if ty.contains("const") => "str".into(),
         // A string the library gave out and takes back (`rcip_string_free`).
         (1, "char") => "mutstr".into(),
@@ -242,6 +243,7 @@ fn py_class(expr: &str, callbacks: &BTreeMap<String, Sig>) -> String {
         "c_uint64" => "u64".into(),
         "c_int64" => "i64".into(),
         "c_size_t" => "size".into(),
+        "c_double" => "f64".into(),
         "c_char_p" => "str".into(),
         "_P" | "c_void_p" => "ptr".into(),
         "_PP" => "ptrptr".into(),
@@ -386,6 +388,7 @@ fn rust_class(ty: &syn::Type, aliases: &BTreeMap<String, syn::Type>) -> String {
                 "u64" => "u64".into(),
                 "i64" => "i64".into(),
                 "usize" => "size".into(),
+                "f64" => "f64".into(),
                 "bool" => "bool".into(),
                 "Option" => match &last.arguments {
                     syn::PathArguments::AngleBracketed(a) => match a.args.first() {

@@ -9,7 +9,7 @@
 //!   and `P:shape` (JSON of the wrong shape: `[]`) for every `*_json` one;
 //!   arrays of strings get the same cases on their first element (`P[0]:`);
 //! - `P:zero` and `P:max` for `uint64_t` / `size_t`, `P:max` for
-//!   `uint32_t`;
+//!   `uint32_t`, `P:nan` for `double`;
 //! - `settled` when the first parameter is a handle that can be used up:
 //!   a settled completion handle, a cancelled token, or a binding,
 //!   subscription or snapshot whose runtime was freed.
@@ -35,7 +35,10 @@ use rcip::ffi::client::*;
 use rcip::ffi::host::*;
 use rcip::ffi::invocation::*;
 use rcip::ffi::mcp::*;
+use rcip::ffi::pending::*;
 use rcip::ffi::policy::*;
+use rcip::ffi::report::*;
+use rcip::ffi::record::*;
 use rcip::ffi::result::*;
 use rcip::ffi::runtime::*;
 use rcip::ffi::schema::*;
@@ -84,15 +87,58 @@ rcip_invocation_complete ok=OK/succeeded invocation:null=NULL_ARGUMENT/EXECUTION
 rcip_invocation_fail ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_invocation_free ok=void/EXECUTION_FAILED invocation:null=void/EXECUTION_FAILED settled=void/succeeded
 rcip_invocation_is_settled ok=false/EXECUTION_FAILED invocation:null=false/EXECUTION_FAILED settled=true/succeeded
+rcip_invocation_report_progress ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED progress:nan=INVALID_ARGUMENT/EXECUTION_FAILED total:nan=INVALID_ARGUMENT/EXECUTION_FAILED message:null=OK/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_log ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED level:null=NULL_ARGUMENT/EXECUTION_FAILED level:utf8=INVALID_UTF8/EXECUTION_FAILED logger:null=OK/EXECUTION_FAILED logger:utf8=INVALID_UTF8/EXECUTION_FAILED data_json:null=NULL_ARGUMENT/EXECUTION_FAILED data_json:utf8=INVALID_JSON/EXECUTION_FAILED data_json:notjson=INVALID_JSON/EXECUTION_FAILED data_json:shape=OK/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_create_message ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED params_json:null=NULL_ARGUMENT/EXECUTION_FAILED params_json:utf8=INVALID_JSON/EXECUTION_FAILED params_json:notjson=INVALID_JSON/EXECUTION_FAILED params_json:shape=UNSUPPORTED/EXECUTION_FAILED on_reply:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_elicit ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED message:null=NULL_ARGUMENT/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED requested_schema_json:null=NULL_ARGUMENT/EXECUTION_FAILED requested_schema_json:utf8=INVALID_JSON/EXECUTION_FAILED requested_schema_json:notjson=INVALID_JSON/EXECUTION_FAILED requested_schema_json:shape=UNSUPPORTED/EXECUTION_FAILED on_answer:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_context ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_invocation_id ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_decide ok=OK/succeeded request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED decision_json:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED decision_json:utf8=INVALID_JSON/POLICY_EVALUATION_FAILED decision_json:notjson=INVALID_JSON/POLICY_EVALUATION_FAILED decision_json:shape=INVALID_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_fail ok=OK/POLICY_EVALUATION_FAILED request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_free ok=void/POLICY_EVALUATION_FAILED request:null=void/POLICY_EVALUATION_FAILED settled=void/succeeded
+rcip_policy_request_capability_id ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_effect ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_is_confirmed ok=false/POLICY_EVALUATION_FAILED request:null=false/POLICY_EVALUATION_FAILED settled=false/succeeded
+rcip_policy_request_phase ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_scope_is_active ok=true/POLICY_EVALUATION_FAILED request:null=false/POLICY_EVALUATION_FAILED scope_id:null=false/POLICY_EVALUATION_FAILED scope_id:utf8=false/POLICY_EVALUATION_FAILED settled=true/succeeded
+rcip_policy_request_primary_scope_id ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_input ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_capability ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_allow ok=OK/succeeded request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_policy_request_deny ok=OK/POLICY_DENIED request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED reason:null=OK/POLICY_DENIED reason:utf8=INVALID_UTF8/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_policy_request_confirm ok=OK/confirmation_required request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED reason:null=OK/confirmation_required reason:utf8=INVALID_UTF8/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_policy_request_decide_default ok=OK/succeeded request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_client_invoke_pending ok=OK/succeeded client:null=NULL_ARGUMENT capability_id:null=NULL_ARGUMENT capability_id:utf8=INVALID_UTF8 input_json:null=NULL_ARGUMENT input_json:utf8=OK/INPUT_INVALID input_json:notjson=OK/INPUT_INVALID input_json:shape=OK/INPUT_INVALID+issues invocation_id:null=OK/succeeded invocation_id:utf8=INVALID_UTF8 cancel_token:null=OK/succeeded pending_out:null=NULL_ARGUMENT
+rcip_host_resolve_confirmation_pending ok=OK/succeeded host:null=NULL_ARGUMENT confirmation_id:null=NULL_ARGUMENT confirmation_id:utf8=INVALID_UTF8 pending_out:null=NULL_ARGUMENT
+rcip_client_preflight_pending ok=OK/ready client:null=NULL_ARGUMENT capability_ids:null=NULL_ARGUMENT capability_ids[0]:null=NULL_ARGUMENT capability_ids[0]:utf8=INVALID_UTF8 input_jsons:null=NULL_ARGUMENT input_jsons[0]:null=NULL_ARGUMENT input_jsons[0]:utf8=OK/INPUT_INVALID input_jsons[0]:notjson=OK/INPUT_INVALID input_jsons[0]:shape=OK/INPUT_INVALID+issues count:zero=PREFLIGHT_BATCH_INVALID count:max=PREFLIGHT_BATCH_INVALID cancel_token:null=OK/ready pending_out:null=NULL_ARGUMENT
+rcip_pending_wait ok=OK/succeeded pending:null=NULL_ARGUMENT timeout_ms:zero=OK/succeeded timeout_ms:max=OK/succeeded outcome_json_out:null=NULL_ARGUMENT settled=ALREADY_USED
+rcip_pending_is_ready ok=true pending:null=false settled=false
+rcip_pending_on_ready ok=OK/succeeded pending:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT settled=ALREADY_USED
+rcip_pending_free ok=void pending:null=void settled=void
+rcip_record_parse ok=OK record_json:null=NULL_ARGUMENT record_json:utf8=INVALID_JSON record_json:notjson=INVALID_JSON record_json:shape=INVALID_ARGUMENT record_out:null=NULL_ARGUMENT
+rcip_record_status ok=nonnull record:null=null
+rcip_record_invocation_id ok=nonnull record:null=null
+rcip_record_capability_id ok=nonnull record:null=null
+rcip_record_error_code ok=nonnull record:null=null
+rcip_record_error_message ok=nonnull record:null=null
+rcip_record_confirmation_id ok=nonnull record:null=null
+rcip_record_output ok=nonnull record:null=null
+rcip_record_phase ok=nonnull record:null=null
+rcip_record_notice_kind ok=nonnull record:null=null
+rcip_record_reason ok=nonnull record:null=null
+rcip_record_issue_count ok=1 record:null=0
+rcip_record_issue_path ok=nonnull record:null=null index:zero=nonnull index:max=null
+rcip_record_issue_keyword ok=nonnull record:null=null index:zero=nonnull index:max=null
+rcip_record_issue_message ok=nonnull record:null=null index:zero=nonnull index:max=null
+rcip_record_expires_at ok=true record:null=false expires_at_ms_out:null=false
+rcip_record_entry_count ok=1 record:null=0
+rcip_record_entry ok=nonnull record:null=null index:zero=nonnull index:max=null
+rcip_record_free ok=void record:null=void
 rcip_policy_request_is_settled ok=false/POLICY_EVALUATION_FAILED request:null=false/POLICY_EVALUATION_FAILED settled=true/succeeded
 rcip_mcp_session_new ok=OK runtime:null=NULL_ARGUMENT options_json:null=OK options_json:utf8=INVALID_JSON options_json:notjson=INVALID_JSON options_json:shape=INVALID_ARGUMENT on_message:null=OK session_out:null=NULL_ARGUMENT
 rcip_mcp_session_receive ok=OK session:null=NULL_ARGUMENT message_json:null=NULL_ARGUMENT message_json:utf8=OK message_json:notjson=OK message_json:shape=OK
 rcip_mcp_session_serve_stdio ok=OK session:null=NULL_ARGUMENT
+rcip_mcp_session_stats ok=OK session:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
 rcip_mcp_session_free ok=void session:null=void
 rcip_mcp_session_setup_session_id ok=nonnull setup:null=null
 rcip_mcp_session_setup_initialize_params ok=nonnull setup:null=null
@@ -120,6 +166,7 @@ rcip_runtime_builder_set_validation_budget ok=OK builder:null=NULL_ARGUMENT floo
 rcip_runtime_builder_set_policy ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_confirmation_callback ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_add_event_observer ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
+rcip_runtime_builder_set_progress_observer ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_clock ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_id_generator ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_manual_timers ok=OK builder:null=NULL_ARGUMENT
@@ -205,7 +252,8 @@ fn header_functions() -> Vec<Func> {
     out
 }
 
-const USED_UP_HANDLES: [&str; 6] = [
+const USED_UP_HANDLES: [&str; 7] = [
+    "rcip_pending",
     "rcip_binding",
     "rcip_invocation",
     "rcip_policy_request",
@@ -244,6 +292,8 @@ fn cases(f: &Func) -> Vec<String> {
             out.push(format!("{name}:max"));
         } else if ty == "uint32_t" {
             out.push(format!("{name}:max"));
+        } else if ty == "double" {
+            out.push(format!("{name}:nan"));
         } else {
             assert_eq!(ty, "bool", "{}: no cases for parameter type {ty}", f.name);
         }
@@ -550,6 +600,12 @@ impl<'a> Args<'a> {
             _ => good,
         }
     }
+    fn real(&self, name: &str, good: f64) -> f64 {
+        match self.targets(name) {
+            Some("nan") => f64::NAN,
+            _ => good,
+        }
+    }
     fn size(&self, name: &str, good: usize) -> usize {
         match self.targets(name) {
             Some("zero") => 0,
@@ -596,7 +652,9 @@ unsafe extern "C" fn run_setup_job(_: *mut c_void, setup: *mut rcip_mcp_session_
     i32::from(rc != rcip_result::Ok)
 }
 
-unsafe fn new_server(factory: unsafe extern "C" fn(*mut c_void, *mut rcip_mcp_session_setup) -> i32) -> *mut rcip_mcp_server {
+unsafe fn new_server(
+    factory: unsafe extern "C" fn(*mut c_void, *mut rcip_mcp_session_setup) -> i32,
+) -> *mut rcip_mcp_server {
     let mut server = ptr::null_mut();
     assert_eq!(
         rcip_mcp_server_new(
@@ -620,7 +678,10 @@ unsafe fn initialize(server: *mut rcip_mcp_server) -> Option<String> {
     assert_eq!(rcip_mcp_server_url(server, &mut url), rcip_result::Ok);
     let url_text = CStr::from_ptr(url).to_str().unwrap().to_string();
     rcip_string_free(url);
-    let addr = url_text.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let addr = url_text
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"sweep","version":"1"}}}"#;
     let mut stream = std::net::TcpStream::connect(&addr).unwrap();
     write!(
@@ -660,7 +721,10 @@ unsafe fn live_session() -> (*mut rcip_mcp_server, *mut rcip_mcp_server_session)
     assert_eq!(rcip_mcp_server_start(server), rcip_result::Ok);
     let id = CString::new(initialize(server).expect("a session")).unwrap();
     let mut session = ptr::null_mut();
-    assert_eq!(rcip_mcp_server_session_find(server, id.as_ptr(), &mut session), rcip_result::Ok);
+    assert_eq!(
+        rcip_mcp_server_session_find(server, id.as_ptr(), &mut session),
+        rcip_result::Ok
+    );
     (server, session)
 }
 
@@ -695,6 +759,26 @@ fn with_stdin_at_end<T>(f: impl FnOnce() -> T) -> T {
         libc::close(saved);
     }
     r
+}
+
+/// A record with every field the record accessors read.
+const SWEEP_RECORD: &CStr = cr#"{"status":"failed","invocationId":"i1","capabilityId":"items.list",
+"error":{"code":"INPUT_INVALID","message":"m","validationIssues":[{"instancePath":"/a","keyword":"type","message":"x"}]},
+"confirmation":{"id":"k","expiresAt":5},"output":{},"phase":"failed","event":"closed","reason":"approved",
+"outcomes":[{"status":"ready","capabilityId":"items.list","effect":"read"}]}"#;
+
+/// Takes the outcome a pending handle got (polling: the fixture settles
+/// inline), as `delivered` describes it, and frees the handle.
+unsafe fn take_pending(p: *mut rcip_pending) -> Option<String> {
+    let mut json = ptr::null_mut();
+    let rc = rcip_pending_wait(p, 0, &mut json);
+    rcip_pending_free(p);
+    if rc != rcip_result::Ok {
+        return Some(name(rc));
+    }
+    DELIVERED.with(|d| d.borrow_mut().push(CStr::from_ptr(json).to_str().unwrap().into()));
+    rcip_string_free(json);
+    delivered()
 }
 
 unsafe fn ptr_res<T>(p: *const T) -> String {
@@ -1080,7 +1164,11 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_invocation_complete"
         | "rcip_invocation_fail"
         | "rcip_invocation_free"
-        | "rcip_invocation_is_settled" => {
+        | "rcip_invocation_is_settled"
+        | "rcip_invocation_report_progress"
+        | "rcip_invocation_log"
+        | "rcip_invocation_elicit"
+        | "rcip_invocation_create_message" => {
             let inv = fx.invocation();
             if a.settled() {
                 assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
@@ -1098,6 +1186,45 @@ unsafe fn run(f: &str, case: &str) -> String {
                 }
                 "rcip_invocation_fail" => Ok(rcip_invocation_fail(h, false)),
                 "rcip_invocation_is_settled" => Err(rcip_invocation_is_settled(h).to_string()),
+                "rcip_invocation_report_progress" => {
+                    let message = a.text("message", "half way");
+                    let (progress, total) = (a.real("progress", 1.0), a.real("total", 2.0));
+                    Ok(rcip_invocation_report_progress(h, progress, true, total, message))
+                }
+                "rcip_invocation_log" => {
+                    let level = a.text("level", "info");
+                    let logger = a.text("logger", "sweep");
+                    let data = a.text("data_json", r#"{"note": "x"}"#);
+                    Ok(rcip_invocation_log(h, level, logger, data))
+                }
+                "rcip_invocation_elicit" => {
+                    let message = a.text("message", "Your name?");
+                    let schema = a.text(
+                        "requested_schema_json",
+                        r#"{"type": "object", "properties": {"name": {"type": "string"}}}"#,
+                    );
+                    Ok(rcip_invocation_elicit(
+                        h,
+                        message,
+                        schema,
+                        a.cb("on_answer", noop_json as unsafe extern "C" fn(_, _)),
+                        ptr::null_mut(),
+                        Some(release),
+                    ))
+                }
+                "rcip_invocation_create_message" => {
+                    let params = a.text(
+                        "params_json",
+                        r#"{"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}"#,
+                    );
+                    Ok(rcip_invocation_create_message(
+                        h,
+                        params,
+                        a.cb("on_reply", noop_json as unsafe extern "C" fn(_, _)),
+                        ptr::null_mut(),
+                        Some(release),
+                    ))
+                }
                 _ => {
                     rcip_invocation_free(h);
                     Err("void".into())
@@ -1114,7 +1241,22 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_policy_request_decide"
         | "rcip_policy_request_fail"
         | "rcip_policy_request_free"
-        | "rcip_policy_request_is_settled" => {
+        | "rcip_policy_request_is_settled"
+        | "rcip_policy_request_capability_id"
+        | "rcip_policy_request_effect"
+        | "rcip_policy_request_is_confirmed"
+        | "rcip_policy_request_phase"
+        | "rcip_policy_request_scope_is_active"
+        | "rcip_policy_request_primary_scope_id"
+        | "rcip_policy_request_input"
+        | "rcip_policy_request_capability"
+        | "rcip_policy_request_allow"
+        | "rcip_policy_request_deny"
+        | "rcip_policy_request_confirm"
+        | "rcip_policy_request_decide_default" => {
+            // A context with a primary, for the scope accessors.
+            let ctx = cr#"{"activeScopeIds": ["main"], "primaryScopeId": "main"}"#;
+            assert_eq!(rcip_host_set_context(fx.host(), ctx.as_ptr()), rcip_result::Ok);
             let req = fx.policy_request();
             if a.settled() {
                 assert_eq!(
@@ -1132,6 +1274,21 @@ unsafe fn run(f: &str, case: &str) -> String {
                 }
                 "rcip_policy_request_fail" => Ok(rcip_policy_request_fail(h)),
                 "rcip_policy_request_is_settled" => Err(rcip_policy_request_is_settled(h).to_string()),
+                "rcip_policy_request_capability_id" => Err(ptr_res(rcip_policy_request_capability_id(h))),
+                "rcip_policy_request_effect" => Err(ptr_res(rcip_policy_request_effect(h))),
+                "rcip_policy_request_is_confirmed" => Err(rcip_policy_request_is_confirmed(h).to_string()),
+                "rcip_policy_request_phase" => Err(ptr_res(rcip_policy_request_phase(h))),
+                "rcip_policy_request_scope_is_active" => {
+                    let id = a.text("scope_id", "main");
+                    Err(rcip_policy_request_scope_is_active(h, id).to_string())
+                }
+                "rcip_policy_request_primary_scope_id" => Err(ptr_res(rcip_policy_request_primary_scope_id(h))),
+                "rcip_policy_request_input" => Err(ptr_res(rcip_policy_request_input(h))),
+                "rcip_policy_request_capability" => Err(ptr_res(rcip_policy_request_capability(h))),
+                "rcip_policy_request_allow" => Ok(rcip_policy_request_allow(h)),
+                "rcip_policy_request_deny" => Ok(rcip_policy_request_deny(h, a.text("reason", "not now"))),
+                "rcip_policy_request_confirm" => Ok(rcip_policy_request_confirm(h, a.text("reason", "sure?"))),
+                "rcip_policy_request_decide_default" => Ok(rcip_policy_request_decide_default(h)),
                 _ => {
                     rcip_policy_request_free(h);
                     Err("void".into())
@@ -1141,6 +1298,194 @@ unsafe fn run(f: &str, case: &str) -> String {
                 rcip_policy_request_free(req);
             }
             followed = delivered();
+            r
+        }
+        "rcip_client_invoke_pending" => {
+            let cap = if a.targets("capability_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else {
+                a.null("capability_id", c"items.list".as_ptr())
+            };
+            let input = match a.targets("input_json") {
+                Some("utf8") => b"{\"a\": \"\xff\"}\0".as_ptr().cast(),
+                _ => a.text("input_json", "{}"),
+            };
+            let inv = if a.targets("invocation_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else if a.targets("invocation_id") == Some("null") {
+                ptr::null()
+            } else {
+                c"sweep-1".as_ptr()
+            };
+            let mut t = ptr::null_mut();
+            assert_eq!(rcip_cancel_token_new(&mut t), rcip_result::Ok);
+            let out = a.out::<rcip_pending>("pending_out");
+            let rc = rcip_client_invoke_pending(
+                a.null("client", fx.client()),
+                cap,
+                input,
+                inv,
+                a.null("cancel_token", t as *const rcip_cancel_token),
+                out,
+            );
+            if rc == rcip_result::Ok {
+                followed = take_pending(*out);
+            }
+            rcip_cancel_token_free(t);
+            Ok(rc)
+        }
+        "rcip_host_resolve_confirmation_pending" => {
+            let id = fx.pending_confirmation();
+            let idp = if a.targets("confirmation_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else {
+                a.null("confirmation_id", id.as_ptr())
+            };
+            let out = a.out::<rcip_pending>("pending_out");
+            let rc = rcip_host_resolve_confirmation_pending(a.null("host", fx.host()), idp, true, out);
+            if rc == rcip_result::Ok {
+                followed = take_pending(*out);
+            }
+            Ok(rc)
+        }
+        "rcip_client_preflight_pending" => {
+            let first_cap: *const c_char = if a.case == "capability_ids[0]:utf8" {
+                BAD_UTF8.as_ptr().cast()
+            } else if a.case == "capability_ids[0]:null" {
+                ptr::null()
+            } else {
+                c"items.list".as_ptr()
+            };
+            let first_input = match a.case {
+                "input_jsons[0]:null" => None,
+                "input_jsons[0]:utf8" => Some(&b"{\"a\": \"\xff\"}\0"[..]),
+                "input_jsons[0]:notjson" => Some(&b"{not json\0"[..]),
+                "input_jsons[0]:shape" => Some(&b"[]\0"[..]),
+                _ => Some(&b"{}\0"[..]),
+            };
+            let caps = [first_cap, c"items.purge".as_ptr()];
+            let inputs = [first_input.map_or(ptr::null(), |s| s.as_ptr().cast()), c"{}".as_ptr()];
+            let mut t = ptr::null_mut();
+            assert_eq!(rcip_cancel_token_new(&mut t), rcip_result::Ok);
+            let out = a.out::<rcip_pending>("pending_out");
+            let rc = rcip_client_preflight_pending(
+                a.null("client", fx.client()),
+                a.null("capability_ids", caps.as_ptr()),
+                a.null("input_jsons", inputs.as_ptr()),
+                a.size("count", 2),
+                a.null("cancel_token", t as *const rcip_cancel_token),
+                out,
+            );
+            if rc == rcip_result::Ok {
+                followed = take_pending(*out);
+            }
+            rcip_cancel_token_free(t);
+            Ok(rc)
+        }
+        "rcip_pending_wait" | "rcip_pending_is_ready" | "rcip_pending_on_ready" | "rcip_pending_free" => {
+            let mut p = ptr::null_mut();
+            assert_eq!(
+                rcip_client_invoke_pending(
+                    fx.client(),
+                    c"items.list".as_ptr(),
+                    c"{}".as_ptr(),
+                    ptr::null(),
+                    ptr::null(),
+                    &mut p
+                ),
+                rcip_result::Ok
+            );
+            if a.settled() {
+                let mut json = ptr::null_mut();
+                assert_eq!(rcip_pending_wait(p, 0, &mut json), rcip_result::Ok);
+                rcip_string_free(json);
+            }
+            let h = a.null_mut("pending", p);
+            let r = match f {
+                "rcip_pending_wait" => {
+                    let out = a.out::<c_char>("outcome_json_out");
+                    let rc = rcip_pending_wait(h, a.num64("timeout_ms", 1000), out);
+                    if rc == rcip_result::Ok {
+                        DELIVERED.with(|d| d.borrow_mut().push(CStr::from_ptr(*out).to_str().unwrap().into()));
+                        rcip_string_free(*out);
+                        followed = delivered();
+                    }
+                    Ok(rc)
+                }
+                "rcip_pending_is_ready" => Err(rcip_pending_is_ready(h).to_string()),
+                "rcip_pending_on_ready" => {
+                    let rc = rcip_pending_on_ready(
+                        h,
+                        a.cb("callback", deliver as unsafe extern "C" fn(_, _)),
+                        ptr::null_mut(),
+                        Some(release),
+                    );
+                    if rc == rcip_result::Ok {
+                        followed = delivered();
+                        assert_eq!(RELEASED.with(|r| r.get()), 1);
+                        RELEASED.with(|r| r.set(0));
+                    }
+                    Ok(rc)
+                }
+                _ => {
+                    rcip_pending_free(h);
+                    Err("void".into())
+                }
+            };
+            if f != "rcip_pending_free" || h.is_null() {
+                rcip_pending_free(p);
+            }
+            r
+        }
+        f if f.starts_with("rcip_record_") => {
+            let mut rec = ptr::null_mut();
+            assert_eq!(rcip_record_parse(SWEEP_RECORD.as_ptr(), &mut rec), rcip_result::Ok);
+            let h = a.null("record", rec as *const rcip_record);
+            let r = match f {
+                "rcip_record_parse" => {
+                    let out = a.out::<rcip_record>("record_out");
+                    let rc = rcip_record_parse(a.text("record_json", r#"{"status": "succeeded"}"#), out);
+                    if rc == rcip_result::Ok {
+                        rcip_record_free(*out);
+                    }
+                    Ok(rc)
+                }
+                "rcip_record_status" => Err(ptr_res(rcip_record_status(h))),
+                "rcip_record_invocation_id" => Err(ptr_res(rcip_record_invocation_id(h))),
+                "rcip_record_capability_id" => Err(ptr_res(rcip_record_capability_id(h))),
+                "rcip_record_error_code" => Err(ptr_res(rcip_record_error_code(h))),
+                "rcip_record_error_message" => Err(ptr_res(rcip_record_error_message(h))),
+                "rcip_record_confirmation_id" => Err(ptr_res(rcip_record_confirmation_id(h))),
+                "rcip_record_output" => Err(ptr_res(rcip_record_output(h))),
+                "rcip_record_phase" => Err(ptr_res(rcip_record_phase(h))),
+                "rcip_record_notice_kind" => Err(ptr_res(rcip_record_notice_kind(h))),
+                "rcip_record_reason" => Err(ptr_res(rcip_record_reason(h))),
+                "rcip_record_issue_count" => Err(rcip_record_issue_count(h).to_string()),
+                "rcip_record_issue_path" => Err(ptr_res(rcip_record_issue_path(h, a.size("index", 0)))),
+                "rcip_record_issue_keyword" => Err(ptr_res(rcip_record_issue_keyword(h, a.size("index", 0)))),
+                "rcip_record_issue_message" => Err(ptr_res(rcip_record_issue_message(h, a.size("index", 0)))),
+                "rcip_record_expires_at" => {
+                    let mut at = 0i64;
+                    let out = if a.targets("expires_at_ms_out") == Some("null") {
+                        ptr::null_mut()
+                    } else {
+                        &mut at as *mut i64
+                    };
+                    let got = rcip_record_expires_at(h, out);
+                    assert!(!got || at == 5, "expiresAt read as {at}");
+                    Err(got.to_string())
+                }
+                "rcip_record_entry_count" => Err(rcip_record_entry_count(h).to_string()),
+                "rcip_record_entry" => Err(ptr_res(rcip_record_entry(h, a.size("index", 0)))),
+                "rcip_record_free" => {
+                    rcip_record_free(h.cast_mut());
+                    Err("void".into())
+                }
+                other => panic!("no driver for {other}"),
+            };
+            if f != "rcip_record_free" || h.is_null() {
+                rcip_record_free(rec);
+            }
             r
         }
         "rcip_result_str" => {
@@ -1196,6 +1541,12 @@ unsafe fn run(f: &str, case: &str) -> String {
                     Some(release),
                 )),
                 "rcip_runtime_builder_add_event_observer" => Ok(rcip_runtime_builder_add_event_observer(
+                    bb,
+                    a.cb("callback", noop_json as unsafe extern "C" fn(_, _)),
+                    ptr::null_mut(),
+                    Some(release),
+                )),
+                "rcip_runtime_builder_set_progress_observer" => Ok(rcip_runtime_builder_set_progress_observer(
                     bb,
                     a.cb("callback", noop_json as unsafe extern "C" fn(_, _)),
                     ptr::null_mut(),
@@ -1275,7 +1626,10 @@ unsafe fn run(f: &str, case: &str) -> String {
             }
             Ok(rc)
         }
-        "rcip_mcp_session_receive" | "rcip_mcp_session_serve_stdio" | "rcip_mcp_session_free" => {
+        "rcip_mcp_session_receive"
+        | "rcip_mcp_session_serve_stdio"
+        | "rcip_mcp_session_stats"
+        | "rcip_mcp_session_free" => {
             let mut session = ptr::null_mut();
             assert_eq!(
                 rcip_mcp_session_new(
@@ -1295,6 +1649,18 @@ unsafe fn run(f: &str, case: &str) -> String {
                     Ok(rcip_mcp_session_receive(target, message))
                 }
                 "rcip_mcp_session_serve_stdio" => Ok(with_stdin_at_end(|| rcip_mcp_session_serve_stdio(target))),
+                "rcip_mcp_session_stats" => {
+                    let out = a.out::<c_char>("json_out");
+                    let rc = rcip_mcp_session_stats(target, out);
+                    if rc == rcip_result::Ok {
+                        assert_eq!(
+                            CStr::from_ptr(*out).to_str().unwrap(),
+                            r#"{"inFlight":0,"droppedNotifications":0,"contentReplaced":0}"#
+                        );
+                        rcip_string_free(*out);
+                    }
+                    Ok(rc)
+                }
                 _ => {
                     rcip_mcp_session_free(target.cast_mut());
                     Err("void".into())
@@ -1329,7 +1695,11 @@ unsafe fn run(f: &str, case: &str) -> String {
                         (text(rcip_mcp_session_setup_header(setup, name as *const c_char)), false)
                     }
                     _ => {
-                        let runtime = if runtime_null { ptr::null_mut() } else { Fx::new().runtime_only() };
+                        let runtime = if runtime_null {
+                            ptr::null_mut()
+                        } else {
+                            Fx::new().runtime_only()
+                        };
                         let rc = rcip_mcp_session_setup_accept(setup, runtime, ptr::null_mut(), None);
                         (Ok(rc), rc == rcip_result::Ok)
                     }
@@ -1364,7 +1734,11 @@ unsafe fn run(f: &str, case: &str) -> String {
             );
             if rc == rcip_result::Ok {
                 rcip_mcp_server_free(*out);
-                assert_eq!(RELEASED.with(|r| r.get()), 1, "the factory's data released with the server");
+                assert_eq!(
+                    RELEASED.with(|r| r.get()),
+                    1,
+                    "the factory's data released with the server"
+                );
                 RELEASED.with(|r| r.set(0));
             }
             Ok(rc)

@@ -459,7 +459,9 @@ fn shutdown_ends_every_session_and_aborts_pending_calls() {
     });
     let started = Instant::now();
     f.server.shutdown(Duration::from_millis(2000));
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // The held call never ends: shutdown returned because of its bound
+    // (loose, for a loaded machine).
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
     assert_eq!(f.ended.load(Ordering::SeqCst), 1);
     assert!(f.server.session(&sid).is_none());
     let events = f.events.lock().join("\n");
@@ -603,16 +605,18 @@ fn a_cancellation_is_never_queued_behind_the_handlers_it_should_stop() {
     let catalog = catalog();
     let c = catalog.clone();
     let stopped = Arc::new(AtomicUsize::new(0));
-    let st = stopped.clone();
+    let running = Arc::new(AtomicUsize::new(0));
+    let (st, run) = (stopped.clone(), running.clone());
     let factory = move |_: &SessionRequest<'_>| -> Result<Held, String> {
         let runtime = Runtime::new(&c);
-        let st = st.clone();
+        let (st, run) = (st.clone(), run.clone());
         // Busy handlers that poll their token: they occupy both workers.
         let b = runtime
             .host()
             .bind(
                 "ward.slow",
                 Arc::new(move |inv: Invocation| {
+                    run.fetch_add(1, Ordering::SeqCst);
                     let deadline = Instant::now() + Duration::from_secs(8);
                     while !inv.is_cancelled() && Instant::now() < deadline {
                         std::thread::sleep(Duration::from_millis(5));
@@ -642,7 +646,12 @@ fn a_cancellation_is_never_queued_behind_the_handlers_it_should_stop() {
                 let _ = post(addr, Some(&s), call(id, "ward.slow")).await;
             });
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Both handlers hold both workers before the cancellations are sent.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while running.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(running.load(Ordering::SeqCst), 2);
         let started = Instant::now();
         for id in [1, 2] {
             post(
@@ -657,8 +666,9 @@ fn a_cancellation_is_never_queued_behind_the_handlers_it_should_stop() {
         while stopped.load(Ordering::SeqCst) < 2 && started.elapsed() < Duration::from_secs(8) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(stopped.load(Ordering::SeqCst), 2);
-        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        // Queued behind them, the cancellations would arrive after the
+        // handlers gave up at their 8 s deadline, uncancelled.
+        assert_eq!(stopped.load(Ordering::SeqCst), 2, "{:?}", started.elapsed());
     });
 }
 

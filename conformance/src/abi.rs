@@ -33,6 +33,11 @@ extern "C" {
     pub fn rcip_catalog_free(catalog: *mut Opaque);
     pub fn rcip_runtime_builder_new(catalog: *const Opaque, out: *mut *mut Opaque) -> rcip_result;
     pub fn rcip_runtime_builder_set_confirmation_ttl_ms(builder: *mut Opaque, ttl: u64) -> rcip_result;
+    pub fn rcip_runtime_builder_set_limits(
+        builder: *mut Opaque,
+        max_payload_len: usize,
+        max_depth: usize,
+    ) -> rcip_result;
     pub fn rcip_runtime_builder_set_policy(
         builder: *mut Opaque,
         cb: PolicyFn,

@@ -15,6 +15,7 @@ use rcip as _;
 
 mod abi;
 mod compare;
+mod deep;
 mod run;
 mod schema;
 
@@ -24,7 +25,7 @@ use std::process::{Command, ExitCode};
 
 fn load(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    deep::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn scenario_files(args: &[String]) -> Result<Vec<PathBuf>, String> {
@@ -66,7 +67,7 @@ fn check(args: &[String]) -> ExitCode {
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
             )),
-            Ok(out) => match (serde_json::from_slice::<Value>(&out.stdout), load(&file)) {
+            Ok(out) => match (deep::parse_bytes(&out.stdout), load(&file)) {
                 (Ok(output), Ok(scenario)) => compare::compare(&output, &scenario),
                 (Err(e), _) => Some(format!("runner printed no JSON: {e}")),
                 (_, Err(e)) => Some(e),
@@ -88,7 +89,20 @@ fn check(args: &[String]) -> ExitCode {
     }
 }
 
+/// Runs on a thread with a large stack: printing, comparing and dropping a
+/// JSON value recurse once per nesting level, and a scenario may raise the
+/// depth limit far above the default 1000 (`options.limits.maxDepth`).
 fn main() -> ExitCode {
+    std::thread::Builder::new()
+        .name("rcip-conformance".into())
+        .stack_size(deep::STACK_BYTES)
+        .spawn(real_main)
+        .expect("the runner thread starts")
+        .join()
+        .unwrap_or(ExitCode::from(101))
+}
+
+fn real_main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("check") if args.len() > 1 => check(&args[1..]),

@@ -32,8 +32,18 @@ struct Recorder {
     deferred_handlers: HashMap<String, usize>,
 }
 
+/// JSON text the library handed over, as deep as it accepts. Text the
+/// runner cannot read ends the run loudly (exit status 3): a transcript
+/// must never show `null` for an outcome that was not `null`.
 fn parse(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
+    match crate::deep::parse(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let head: String = text.chars().take(200).collect();
+            eprintln!("rcip-conformance: cannot read what the library returned as JSON ({e}): {head}");
+            std::process::exit(3)
+        }
+    }
 }
 
 // ----- callbacks ------------------------------------------------------------
@@ -261,6 +271,24 @@ unsafe fn build_runtime(catalog: *mut Opaque, options: &Value) -> *mut Opaque {
     assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), OK);
     if let Some(ttl) = options.get("confirmationTtlMs").and_then(Value::as_u64) {
         assert_eq!(rcip_runtime_builder_set_confirmation_ttl_ms(builder, ttl), OK);
+    }
+    // **rcip** (FORMAT.md, `options.limits`): the payload limits; absent
+    // fields keep the defaults.
+    if let Some(limits) = options.get("limits").filter(|l| !l.is_null()) {
+        let field = |name: &str| -> usize {
+            match limits.get(name) {
+                None | Some(Value::Null) => 0,
+                Some(v) => v
+                    .as_u64()
+                    .filter(|n| *n > 0)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or_else(|| panic!("options.limits.{name} must be a positive integer, not {v}")),
+            }
+        };
+        assert_eq!(
+            rcip_runtime_builder_set_limits(builder, field("maxPayloadLen"), field("maxDepth")),
+            OK
+        );
     }
     if let Some(Value::Array(script)) = options.get("policy") {
         REC.with(|r| r.borrow_mut().policy_script = script.clone());

@@ -31,7 +31,11 @@ pub fn run(corpus: &Value) -> Value {
                 tests.push(json!({"valid": Value::Null, "runtimeError": last_error()}));
                 continue;
             }
-            let result: Value = serde_json::from_str(&unsafe { take(out) }).unwrap_or(Value::Null);
+            let text = unsafe { take(out) };
+            let result: Value = crate::deep::parse(&text).unwrap_or_else(|e| {
+                eprintln!("rcip-conformance: cannot read a validation result as JSON ({e}): {text}");
+                std::process::exit(3)
+            });
             tests.push(json!({"valid": result["valid"], "issues": result["issues"]}));
         }
         unsafe { rcip_schema_free(schema) };

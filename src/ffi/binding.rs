@@ -27,7 +27,8 @@ handle_kind!(owned rcip_binding => Binding);
 /// automatically cancel an already-running handler").
 ///
 /// Ownership: `binding` stays valid; free it with `rcip_binding_free`. The
-/// binding's user data is released once its running callbacks return.
+/// binding's user data is released once its running callbacks return and
+/// every invocation handed to its handler was freed (`rcip_host_bind`).
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`, `RCIP_RESULT_CLOSED` (runtime
 /// freed), `RCIP_RESULT_WRONG_CONTEXT`.
 /// Thread safety: any thread, also inside callbacks (a handler may unbind

@@ -55,7 +55,10 @@ pub type rcip_availability_callback =
 /// on: decide exactly once (`rcip_policy_request_decide` or
 /// `rcip_policy_request_fail`), before returning or later from any thread,
 /// and free it with `rcip_policy_request_free` (freeing it undecided
-/// settles it as a policy failure).
+/// settles it as a policy failure). The request is read through its
+/// accessors (`rcip_policy_request_capability_id`, `_effect`,
+/// `_scope_is_active`, ...) and answered with `rcip_policy_request_allow`,
+/// `_deny`, `_confirm` or `_decide_default`; no JSON is needed.
 pub type rcip_policy_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, request: *mut rcip_policy_request)>;
 
 /// Receives one invocation outcome (`rcip_client_invoke`,
@@ -64,7 +67,8 @@ pub type rcip_policy_callback = Option<unsafe extern "C" fn(user_data: *mut c_vo
 /// Called exactly once, possibly before the registering call returns, on the
 /// thread that settles the invocation, with no rcip lock held; then
 /// `user_data_free` runs. `outcome_json` (the outcome record, shapes at
-/// `rcip_client_invoke`) is valid during the call only.
+/// `rcip_client_invoke`) is valid during the call only; `rcip_record_parse`
+/// reads its fields into a record that may be kept past the call.
 pub type rcip_outcome_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, outcome_json: *const c_char)>;
 
 /// Receives one preflight report (`rcip_client_preflight`).
@@ -90,7 +94,8 @@ pub type rcip_report_callback = Option<unsafe extern "C" fn(user_data: *mut c_vo
 /// re-run of the same invocation id that starts with `requested` again.
 /// An invocation rejected before `requested` (id already active, input not
 /// JSON) has no events. Count invocations by their last event, not by
-/// `requested`.
+/// `requested`. `rcip_record_parse` reads the phase, error code and ids
+/// without a JSON parser.
 /// Rule: PIPELINE.md sections 4 and 5.
 pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char)>;
 
@@ -105,13 +110,25 @@ pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_voi
 /// Order: `opened` comes after the consumer's `confirmation_required`
 /// outcome; `closed` comes after the confirmation's event and the resolving
 /// call's outcome, except for `approved`, which comes first and is followed
-/// by the approved re-run (its events and its outcome). A `closed` notice
-/// never comes before its `opened` one: when the confirmation ends (on
-/// another thread, or from inside the consumer's outcome callback) before
-/// `opened` was delivered, `closed` is held back and delivered right after
-/// it, on the thread that delivered `opened`.
+/// by the approved re-run (its events and its outcome).
+/// One rule for an ending that starts before `opened` returned (resolved or
+/// cancelled inline from the `opened` notice, from the consumer's outcome
+/// callback, or on another thread): nothing of the ending reaches this
+/// callback while `opened` runs. Its `closed` notice is held back and
+/// delivered right after `opened` returns, on the thread that delivered
+/// `opened`; an approval's re-run (policy, handler, events, outcome) waits
+/// with it and runs there right after that `closed` notice, so the resolving
+/// call returns OK before the approved outcome exists (do not block on that
+/// outcome inside `opened`). A decline's event and outcome come inside the
+/// resolving call, as usual; a token cancelled inside `opened` ends the
+/// confirmation once `opened` returned. If the runtime closes before the
+/// held re-run starts, the re-run ends `failed EXECUTION_ABORTED` (after its
+/// `failed` event), the resolving call's one outcome.
 /// Called on the thread where it happens (the timer thread for real-time
-/// expiry), with no rcip lock held; it may resolve the confirmation inline.
+/// expiry), with no rcip lock held; it may resolve the confirmation inline
+/// (but not block in `rcip_pending_wait` there: `RCIP_RESULT_WRONG_CONTEXT`).
+/// `rcip_record_parse` reads the notice kind, confirmation id, expiry and
+/// reason without a JSON parser.
 pub type rcip_confirmation_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, notice_json: *const c_char)>;
 
 /// Notified once per snapshot revision (`rcip_client_subscribe`).

@@ -15,7 +15,7 @@ use crate::runtime::{Client, Filter, Sink, Subscription};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
+pub(crate) unsafe fn client_arg(client: *const rcip_client) -> FfiResult<Client> {
     Ok(lent_arg(client, "client")?.client())
 }
 
@@ -178,7 +178,8 @@ pub unsafe extern "C" fn rcip_subscription_free(subscription: *mut rcip_subscrip
 /// on_outcome), `RCIP_RESULT_INVALID_UTF8` (capability_id, invocation_id),
 /// `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`. On failure neither
 /// function is ever called and no outcome exists.
-/// Callbacks: `on_outcome` per `rcip_outcome_callback`.
+/// Callbacks: `on_outcome` per `rcip_outcome_callback` (to wait for the
+/// outcome instead: `rcip_client_invoke_pending`).
 /// Thread safety: any thread, also inside callbacks.
 /// Rule: PIPELINE.md sections 4 and 8; seed, "Invocation IDs are reserved
 /// before policy begins" (`invocation_id` NULL: a generated id; an empty
@@ -295,23 +296,7 @@ pub unsafe extern "C" fn rcip_client_preflight(
     ffi_guard!({
         let client = client_arg(client)?;
         let cb = on_report.ok_or_else(|| FfiError::null("on_report"))?;
-        if count == 0 || count > crate::runtime::MAX_PREFLIGHT_PROPOSALS {
-            return Err(crate::runtime::HostError::PreflightBatchInvalid(count).into());
-        }
-        if capability_ids.is_null() {
-            return Err(FfiError::null("capability_ids"));
-        }
-        if input_jsons.is_null() {
-            return Err(FfiError::null("input_jsons"));
-        }
-        let ids = std::slice::from_raw_parts(capability_ids, count);
-        let inputs = std::slice::from_raw_parts(input_jsons, count);
-        let mut proposals = Vec::with_capacity(count);
-        for i in 0..count {
-            let id = str_arg(ids[i], &format!("capability_ids[{i}]"))?;
-            let input = bytes_arg(inputs[i], &format!("input_jsons[{i}]"))?;
-            proposals.push((id.to_string(), input.to_vec()));
-        }
+        let proposals = proposals_arg(capability_ids, input_jsons, count)?;
         let token = owned(cancel_token);
         let sink = boxed_once_text(cb, user_data, user_data_free);
         match client.preflight(proposals, token, sink) {
@@ -320,6 +305,33 @@ pub unsafe extern "C" fn rcip_client_preflight(
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// The proposals of a preflight: the count first (PREFLIGHT_BATCH_INVALID),
+/// then the arrays and each element.
+pub(crate) unsafe fn proposals_arg(
+    capability_ids: *const *const c_char,
+    input_jsons: *const *const c_char,
+    count: usize,
+) -> FfiResult<Vec<(String, Vec<u8>)>> {
+    if count == 0 || count > crate::runtime::MAX_PREFLIGHT_PROPOSALS {
+        return Err(crate::runtime::HostError::PreflightBatchInvalid(count).into());
+    }
+    if capability_ids.is_null() {
+        return Err(FfiError::null("capability_ids"));
+    }
+    if input_jsons.is_null() {
+        return Err(FfiError::null("input_jsons"));
+    }
+    let ids = std::slice::from_raw_parts(capability_ids, count);
+    let inputs = std::slice::from_raw_parts(input_jsons, count);
+    let mut proposals = Vec::with_capacity(count);
+    for i in 0..count {
+        let id = str_arg(ids[i], &format!("capability_ids[{i}]"))?;
+        let input = bytes_arg(inputs[i], &format!("input_jsons[{i}]"))?;
+        proposals.push((id.to_string(), input.to_vec()));
+    }
+    Ok(proposals)
 }
 
 #[allow(dead_code)]

@@ -40,6 +40,7 @@ impl From<HostError> for FfiError {
             HostError::Closed => rcip_result::Closed,
             HostError::PreflightBatchInvalid(_) => rcip_result::PreflightBatchInvalid,
             HostError::WrongContext => rcip_result::WrongContext,
+            HostError::Unsupported(_) => rcip_result::Unsupported,
         };
         FfiError::new(code, e.to_string())
     }

@@ -23,8 +23,10 @@ pub(crate) unsafe fn host_arg(host: *const rcip_host) -> FfiResult<Host> {
 /// Ownership: `capability_id` is copied; `user_data` is shared by both
 /// callbacks and kept until the binding is released: after it is unbound
 /// (`rcip_binding_unbind`, `rcip_binding_free`) or the runtime is freed,
-/// once its running callbacks returned, `user_data_free(user_data)` runs
-/// once. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
+/// once its running callbacks returned and every `rcip_invocation` handed
+/// to its handler was freed (a worker may settle after the unbind and still
+/// use `user_data`), `user_data_free(user_data)` runs once, on the thread
+/// that released the last of them. `*binding_out` is new (free it with `rcip_binding_free`); NULL on
 /// failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, capability_id, handler,
 /// binding_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG`
@@ -157,7 +159,9 @@ pub unsafe extern "C" fn rcip_host_refresh(host: *const rcip_host) -> rcip_resul
 /// the confirmation callback's `approved` notice: the confirmation is gone),
 /// `RCIP_RESULT_WRONG_CONTEXT`; on failure neither function is ever called.
 /// Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
-/// this returns.
+/// this returns; an approval made before the confirmation's `opened` notice
+/// returned runs (and delivers) once it has, on the thread that delivered
+/// `opened` (the order rule at `rcip_confirmation_callback`).
 /// Thread safety: any thread, also inside callbacks (the confirmation
 /// callback may resolve inline). Only the host surface can approve.
 /// Rule: seed, "Approval is single-use and rechecks policy and

@@ -17,7 +17,9 @@ use std::ffi::c_char;
 /// `rcip_invocation_input`, `rcip_invocation_semantic_context`,
 /// `rcip_invocation_cancel_token`, `rcip_invocation_complete`,
 /// `rcip_invocation_fail`, `rcip_invocation_is_settled`,
-/// `rcip_invocation_free`.
+/// `rcip_invocation_free`; while pending (**rcip**, src/ffi/report.rs):
+/// `rcip_invocation_report_progress`, `rcip_invocation_log`,
+/// `rcip_invocation_elicit`, `rcip_invocation_create_message`.
 pub struct rcip_invocation {
     // Opaque: a handle is the shared invocation state itself (see
     // `Invocation::into_raw`), so handing one to a handler allocates nothing.
@@ -155,7 +157,10 @@ pub unsafe extern "C" fn rcip_invocation_cancel_token(invocation: *const rcip_in
 /// second settle (nothing changes); `RCIP_RESULT_WRONG_CONTEXT` from a
 /// clock or id generator. Completing after the runtime stopped waiting
 /// (freed) returns OK and changes nothing. A payload problem is an outcome,
-/// not an error code.
+/// not an error code. After the consumer cancelled the invocation's token
+/// the runtime still waits for its handler (cancellation is cooperative):
+/// completing then returns OK and the outcome is `succeeded` as usual;
+/// `rcip_invocation_fail` then gives `failed EXECUTION_ABORTED`.
 /// Thread safety: any thread; the outcome is delivered on this thread
 /// before the call returns (called on the handler callback's own thread
 /// while that callback runs: after it returns).
@@ -207,7 +212,9 @@ pub unsafe extern "C" fn rcip_invocation_is_settled(invocation: *const rcip_invo
 /// (as `rcip_invocation_fail(invocation, false)`).
 ///
 /// Ownership: consumes `invocation`; strings and the token borrowed from it
-/// become invalid. NULL does nothing; freeing twice is undefined.
+/// become invalid. NULL does nothing; freeing twice is undefined. When its
+/// binding was released meanwhile and this was the binding's last handle,
+/// the binding's `user_data_free` runs here (`rcip_host_bind`).
 /// Thread safety: any thread, once no other thread uses the handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_invocation_free(invocation: *mut rcip_invocation) {

@@ -5,6 +5,7 @@ use super::callback::{c_json, rcip_user_data_free_callback};
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, FfiError};
 use super::handle::{free_owned, handle_kind, into_owned, owned_arg};
 use super::result::rcip_result;
+use super::string::into_c_string;
 use super::runtime::rcip_runtime;
 use crate::mcp::{McpOptions, McpOutput, McpSession};
 use std::ffi::{c_char, c_void};
@@ -102,8 +103,11 @@ impl Drop for CMessages {
 /// "ids" (default) | "safe" | {capability id: tool name}, "workers"?:
 /// 0..64 (threads that run tool calls; default 2; 0: none),
 /// "maxInFlight"?: 1..65536 (default 64), "maxQueuedMessages"?: 1..1048576
-/// (default 256), "maxPendingConfirmations"?: 1..65536 (default 16)}`
-/// (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
+/// (default 256), "maxPendingConfirmations"?: 1..65536 (default 16),
+/// "content"?: {capability id: [{"type": "json" | "text" | "image" |
+/// "audio" | "resource", "property"?: output property}]} (**rcip**: which
+/// output properties become the content blocks of a succeeded result;
+/// docs/MCP.md, "Content blocks")}` (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
 /// Ownership: `runtime` is borrowed (the session keeps its own reference to
 /// the runtime's core); `options_json` is borrowed for the call;
 /// `user_data` is kept until the session is freed and its last message
@@ -113,7 +117,10 @@ impl Drop for CMessages {
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (runtime, session_out),
 /// `RCIP_RESULT_INVALID_JSON` (options not JSON),
 /// `RCIP_RESULT_INVALID_ARGUMENT` (options of the wrong shape or an unknown
-/// key), `RCIP_RESULT_CLOSED` (the runtime is closed),
+/// key; a tool naming under which two capabilities share a name, naming
+/// both ids, or a name is longer than 64 characters; a content mapping
+/// that names a capability or output property the catalog does not
+/// have), `RCIP_RESULT_CLOSED` (the runtime is closed),
 /// `RCIP_RESULT_WRONG_CONTEXT`. On failure neither `on_message` nor
 /// `user_data_free` is ever called.
 /// Thread safety: any thread, also inside callbacks.
@@ -241,6 +248,38 @@ pub unsafe extern "C" fn rcip_mcp_session_serve_stdio(session: *const rcip_mcp_s
             )),
             _ => Ok(()),
         }
+    })
+}
+
+/// The session's counters as JSON, for a host that watches its MCP
+/// clients (**rcip**).
+///
+/// Shape: `{"inFlight": requests received and not answered yet,
+/// "droppedNotifications": notifications dropped because the outgoing
+/// queue was full, "contentReplaced": content blocks replaced by a text
+/// note because an output property the `content` option names was not
+/// valid content (docs/MCP.md, "Content blocks"; those results stay
+/// `succeeded`)}`; counts since the session was created.
+/// Ownership: `session` is borrowed; `*json_out` is new, freed with
+/// `rcip_string_free`; NULL on failure.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (session, json_out).
+/// Thread safety: any thread, also inside callbacks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_mcp_session_stats(
+    session: *const rcip_mcp_session,
+    json_out: *mut *mut c_char,
+) -> rcip_result {
+    ffi_guard!({
+        let out = out_arg(json_out, "json_out")?;
+        *out = std::ptr::null_mut();
+        let session = owned_arg(session, "session")?;
+        let stats = serde_json::json!({
+            "inFlight": session.in_flight(),
+            "droppedNotifications": session.dropped_notifications(),
+            "contentReplaced": session.content_replaced(),
+        });
+        *out = into_c_string(&stats.to_string());
+        Ok(())
     })
 }
 

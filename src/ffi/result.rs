@@ -41,10 +41,12 @@ pub enum rcip_result {
     UnknownScope = 203,
     /// A context's `primaryScopeId` is not among its `activeScopeIds`.
     PrimaryNotActive = 204,
-    /// The object is already in use: an MCP session already serving
-    /// standard input (`rcip_mcp_session_serve_stdio` called while another
-    /// thread serves it). A built builder is freed, so using it again is
-    /// undefined rather than this code.
+    /// The object is already in use or used up: an MCP session already
+    /// serving standard input (`rcip_mcp_session_serve_stdio` called while
+    /// another thread serves it); a pending outcome already handed over, or
+    /// with a ready callback attached (`rcip_pending_wait`,
+    /// `rcip_pending_on_ready`). A built builder is freed, so using it
+    /// again is undefined rather than this code.
     AlreadyUsed = 300,
     /// The completion handle was settled before.
     AlreadyCompleted = 301,
@@ -53,7 +55,10 @@ pub enum rcip_result {
     Closed = 302,
     /// A preflight batch does not hold 1 to 16 proposals.
     PreflightBatchInvalid = 303,
-    /// A runtime call from inside the runtime's clock or id generator.
+    /// A runtime call from inside the runtime's clock or id generator; or a
+    /// blocking wait for a pending outcome (`rcip_pending_wait`) where it
+    /// could deadlock: inside a callback of the same runtime, or on the
+    /// thread that runs its manual timers.
     WrongContext = 304,
     /// No live object has that id: an MCP server session that ended (or
     /// never existed).
@@ -61,6 +66,15 @@ pub enum rcip_result {
     /// The operating system refused: an address that cannot be bound (in
     /// use, not local, no permission), or threads that cannot be started.
     Io = 306,
+    /// A wait ended at its timeout before the outcome arrived
+    /// (`rcip_pending_wait`); the outcome may still come.
+    TimedOut = 307,
+    /// The consumer of the invocation cannot do what the handler asked
+    /// (**rcip**): `rcip_invocation_elicit` / `rcip_invocation_create_message`
+    /// without an MCP client request (an approved re-run, an in-process
+    /// consumer) or with a client that did not declare form elicitation /
+    /// sampling.
+    Unsupported = 310,
     /// An internal error (a caught panic). The call had no effect, or its
     /// effect is reported through the usual outcome. Any function returning
     /// `rcip_result` may return it, though no Errors list repeats it; a
@@ -104,15 +118,19 @@ impl rcip_result {
             rcip_result::AlreadyCompleted => c"the completion handle was already settled",
             rcip_result::Closed => c"the runtime is closed",
             rcip_result::PreflightBatchInvalid => c"a preflight batch must hold 1 to 16 proposals",
-            rcip_result::WrongContext => c"runtime calls are not allowed from inside the clock or id generator",
+            rcip_result::WrongContext => {
+                c"not allowed here: a runtime call from the clock or id generator, or a wait that could deadlock"
+            }
             rcip_result::NotFound => c"no live object has that id",
             rcip_result::Io => c"the operating system refused (address, threads)",
+            rcip_result::TimedOut => c"the wait ended at its timeout before the outcome arrived",
+            rcip_result::Unsupported => c"the invocation's consumer cannot do that (no client that supports it)",
             rcip_result::Panic => c"internal error (a panic was caught)",
         }
     }
 }
 
-const ALL: [rcip_result; 18] = [
+const ALL: [rcip_result; 20] = [
     rcip_result::Ok,
     rcip_result::NullArgument,
     rcip_result::InvalidUtf8,
@@ -130,6 +148,8 @@ const ALL: [rcip_result; 18] = [
     rcip_result::WrongContext,
     rcip_result::NotFound,
     rcip_result::Io,
+    rcip_result::TimedOut,
+    rcip_result::Unsupported,
     rcip_result::Panic,
 ];
 

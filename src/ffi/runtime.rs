@@ -48,7 +48,7 @@ handle_kind!(owned rcip_runtime_builder => Option<RuntimeBuilder>);
 /// its own callbacks except its clock and id generator).
 /// Functions: `rcip_runtime_client`, `rcip_runtime_host`,
 /// `rcip_runtime_next_deadline`, `rcip_runtime_run_due_timers`,
-/// `rcip_runtime_stats`, `rcip_runtime_free`.
+/// `rcip_runtime_stats`, `rcip_runtime_close`, `rcip_runtime_free`.
 pub struct rcip_runtime {
     _opaque: [u8; 0],
 }
@@ -85,7 +85,7 @@ pub struct rcip_host {
 
 handle_kind!(lent rcip_host => Runtime);
 
-unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut Option<RuntimeBuilder>> {
+pub(crate) unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut Option<RuntimeBuilder>> {
     let b = owned_mut(builder).ok_or_else(|| FfiError::null("builder"))?;
     if b.is_none() {
         return Err(FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"));
@@ -93,7 +93,7 @@ unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a m
     Ok(b)
 }
 
-fn settings(b: &mut Option<RuntimeBuilder>) -> &mut RuntimeBuilder {
+pub(crate) fn settings(b: &mut Option<RuntimeBuilder>) -> &mut RuntimeBuilder {
     b.as_mut().expect("checked by builder_mut")
 }
 
@@ -197,8 +197,11 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_validation_budget(
 /// confirmed → allow; destructive → confirm; write, external → deny.
 ///
 /// Ownership: `user_data` is kept until the runtime is freed (or the
-/// builder is freed unbuilt, or the policy is replaced); then
-/// `user_data_free(user_data)` runs once.
+/// builder is freed unbuilt, or the policy is replaced) and every
+/// `rcip_policy_request` handed to the policy was freed (a worker may
+/// decide after the runtime was freed and still use `user_data`); then
+/// `user_data_free(user_data)` runs once, on the thread that released the
+/// last of them.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, callback). On failure
 /// neither function is ever called.
 /// Callbacks: see `rcip_policy_callback`.
@@ -553,7 +556,9 @@ pub unsafe extern "C" fn rcip_runtime_close(runtime: *const rcip_runtime) -> rci
 /// except while something else still uses the runtime's core: a call
 /// running on another thread (released when it returns), the callback this
 /// free is called from (when it returns), an MCP session (when it is
-/// freed).
+/// freed). The policy's user data also waits for every policy request
+/// still held (released when the last one is freed), and a binding's for
+/// every invocation handed to its handler (`rcip_host_bind`).
 ///
 /// After `rcip_runtime_close` the close has happened already: the free then
 /// only releases the runtime's own user data and the handle.

@@ -465,9 +465,11 @@ pub unsafe extern "C" fn rcip_mcp_server_shutdown(server: *const rcip_mcp_server
 /// The live sessions as JSON.
 ///
 /// Shape: `[{"sessionId", "clientInfo", "protocolVersion",
-/// "droppedNotifications"}]`, ordered by session id
+/// "droppedNotifications", "contentReplaced"}]`, ordered by session id
 /// (`droppedNotifications`: progress and log notifications dropped for a
-/// client that did not keep up).
+/// client that did not keep up; `contentReplaced`: content blocks replaced
+/// by a text note because an output property the `content` option names
+/// was not valid content, **rcip**).
 /// Ownership: `*json_out` is new, freed with `rcip_string_free`; NULL on
 /// failure.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT`.

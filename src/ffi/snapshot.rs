@@ -29,6 +29,21 @@ handle_kind!(counted rcip_snapshot => Arc<Snapshot>);
 /// "availability"? (only when bound), "relevance": "current" | "other"}]}`,
 /// capabilities in catalog order. Built on first request, then cached: the
 /// same bytes for every reader.
+/// `availability` is `{"available": bool, "reasonCode"?: string, "reason"?:
+/// string}`: the binding's availability check's answer as it was given to
+/// `rcip_availability_set` at the latest refresh (NULL fields left out);
+/// `{"available": true}` for a binding without a check; `{"available":
+/// false, "reasonCode": "AVAILABILITY_CHECK_FAILED", "reason": <rcip's
+/// text>}` when the check failed or gave no answer. Absent when unbound
+/// (`"bound": false, "available": false`). `available` at the entry's top
+/// level is `bound` and `availability.available`.
+/// `relevance` is `"current"` when the capability's `scopeIds` is empty or
+/// shares an id with the context's `activeScopeIds`, else `"other"`. Only
+/// the ids listed in `activeScopeIds` count: a scope's `parentId` does not
+/// make its child scopes (or its parent) current; activate every scope
+/// that should count. `primaryScopeId` does not change relevance.
+/// Relevance orders discovery; it is not authorization (any bound
+/// capability can be invoked).
 /// Ownership: owned by `snapshot`; valid until its last reference is freed.
 /// Errors: NULL `snapshot` gives NULL.
 /// Thread safety: any thread.

@@ -10,8 +10,9 @@
 //! messages). It implements MCP revision 2025-11-25:
 //!
 //! - lifecycle: `initialize` (any proposed revision is answered with
-//!   2025-11-25; capabilities `{"tools": {"listChanged": true}}`),
-//!   `notifications/initialized`, `ping`; any other method, such as a newer
+//!   2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
+//!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
+//!   other method, such as a newer
 //!   client's `server/discover`, is `-32601`, so such clients fall back;
 //! - `tools/list` from the current snapshot (one tool per capability: name
 //!   = capability id, annotations by effect, `_meta` with the RCIP effect,
@@ -22,6 +23,14 @@
 //!   cancels it); an unknown tool is `-32602`;
 //! - `notifications/tools/list_changed` only when what `tools/list` returns
 //!   changes, not on every revision;
+//! - a handler's side channel (**rcip**, docs/MCP.md "Progress, logging and
+//!   elicitation"): its progress reports become `notifications/progress`
+//!   (when the call carried `_meta.progressToken`), its log messages
+//!   `notifications/message` (filtered by `logging/setLevel`, `info` by
+//!   default), its questions `elicitation/create` (clients that declared
+//!   form elicitation; schemas checked against MCP's rules), its sampling
+//!   requests `sampling/createMessage` (clients that declared sampling),
+//!   each related to the call and queued before its response;
 //! - duplicate in-flight request ids are refused, malformed JSON-RPC gets
 //!   the standard error codes.
 //!
@@ -36,6 +45,8 @@
 //!
 //! The mapping is documented in docs/MCP.md.
 
+mod content;
+mod elicit;
 pub mod http;
 mod jsonrpc;
 mod outbox;
@@ -45,10 +56,15 @@ mod timer;
 mod tools;
 
 #[cfg(test)]
+mod content_tests;
+#[cfg(test)]
+mod naming_tests;
+#[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+pub use content::{ContentMap, ContentSource};
 pub use pool::WorkerPool;
 pub use session::McpSession;
 
@@ -200,6 +216,12 @@ pub struct McpOptions {
     /// more gets it declined through the host at once (`denied`,
     /// `CONFIRMATION_DECLINED`, **rcip**).
     pub max_pending_confirmations: Option<usize>,
+    /// Content blocks from output properties (**rcip**, docs/MCP.md
+    /// "Content blocks"): for each capability named, the blocks of its
+    /// succeeded results in order; the others get the structured content
+    /// as one text block. Checked against the catalog when the session is
+    /// created.
+    pub content: ContentMap,
 }
 
 /// The keys [`McpOptions::from_value`] reads.
@@ -216,6 +238,7 @@ pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
     "maxInFlight",
     "maxQueuedMessages",
     "maxPendingConfirmations",
+    "content",
 ];
 
 impl McpOptions {
@@ -225,7 +248,9 @@ impl McpOptions {
     /// "maxMessageBytes"?: integer >= 1024, "toolNames"?: "ids" | "safe" |
     /// {capability id: tool name}, "workers"?: 0..=64, "maxInFlight"?:
     /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
-    /// "maxPendingConfirmations"?: 1..=65536}`. An unknown key or a value
+    /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
+    /// [{"type": "json" | "text" | "image" | "audio" | "resource",
+    /// "property"?: output property}]}`. An unknown key or a value
     /// of the wrong type is an error message.
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
         let Value::Object(map) = value else {
@@ -285,6 +310,7 @@ impl McpOptions {
                 "maxInFlight" => o.max_in_flight = Some(count(key, v, 1, 65536)?),
                 "maxQueuedMessages" => o.max_queued_messages = Some(count(key, v, 1, 1 << 20)?),
                 "maxPendingConfirmations" => o.max_pending_confirmations = Some(count(key, v, 1, 65536)?),
+                "content" => o.content = content::parse(v)?,
                 other => {
                     return Err(format!(
                         "the MCP options have no field \"{other}\" (allowed: {})",

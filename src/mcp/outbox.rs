@@ -101,21 +101,35 @@ impl Outbox {
     /// Queues `message` and, unless another call is delivering, delivers
     /// everything queued. Must not be called with a session lock held.
     pub(crate) fn send(&self, message: String, kind: Kind) {
-        {
-            let mut q = self.queue.lock();
-            if q.closed {
+        self.queue(message, kind);
+        self.deliver();
+    }
+
+    /// Queues `message` without delivering it (no output call: may be
+    /// called with a session lock held, which keeps its order against
+    /// what that lock orders); [`deliver`](Self::deliver) sends it.
+    pub(crate) fn queue(&self, message: String, kind: Kind) {
+        let mut q = self.queue.lock();
+        if q.closed {
+            return;
+        }
+        match kind {
+            Kind::ListChanged if q.messages.iter().any(|(_, k)| *k == Kind::ListChanged) => return,
+            Kind::Notification(_) if q.messages.len() >= self.bound => {
+                q.dropped += 1;
                 return;
             }
-            match kind {
-                Kind::ListChanged if q.messages.iter().any(|(_, k)| *k == Kind::ListChanged) => return,
-                Kind::Notification(_) if q.messages.len() >= self.bound => {
-                    q.dropped += 1;
-                    return;
-                }
-                _ => {}
-            }
-            q.messages.push_back((message, kind));
-            if q.delivering {
+            _ => {}
+        }
+        q.messages.push_back((message, kind));
+    }
+
+    /// Unless another call is delivering, delivers everything queued. Must
+    /// not be called with a session lock held.
+    pub(crate) fn deliver(&self) {
+        {
+            let mut q = self.queue.lock();
+            if q.delivering || q.messages.is_empty() {
                 return;
             }
             q.delivering = true;

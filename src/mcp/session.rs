@@ -8,6 +8,7 @@ use super::jsonrpc::{
 };
 use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
+use super::content::{self, ContentSource};
 use super::tools::{self, Unwrapped};
 use super::{
     tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
@@ -16,12 +17,15 @@ use super::{
 };
 use crate::catalog::Catalog;
 use crate::json::Limits;
-use crate::runtime::{CancelToken, Client, Host, HostError, Runtime, Snapshot, Subscriber, Subscription};
+use crate::runtime::{
+    CancelToken, Client, ClientReply, ElicitAnswer, ElicitRefusal, ElicitSink, Host, HostError, InvocationChannel,
+    LogLevel, ProgressReport, ReplySink, Runtime, Snapshot, Subscriber, Subscription,
+};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -91,6 +95,11 @@ struct Inner {
     answered: Condvar,
     subscription: Mutex<Option<Subscription>>,
     serving: AtomicBool,
+    /// Content blocks by capability id ([`McpOptions::content`]), checked.
+    content: HashMap<String, Vec<ContentSource>>,
+    /// Content blocks replaced by a text note because the output property
+    /// was not valid content.
+    content_replaced: AtomicU64,
 }
 
 #[derive(Default)]
@@ -101,10 +110,18 @@ struct State {
     ready: bool,
     /// The client declared form-mode elicitation.
     elicitation: bool,
+    /// The client declared sampling.
+    sampling: bool,
     /// Requests received and not answered yet, by [`id_key`].
     calls: HashMap<String, Call>,
     /// Elicitations sent and not answered yet, by [`id_key`] of our id.
     elicitations: HashMap<String, Elicitation>,
+    /// Handlers' questions (`elicitation/create` on behalf of a handler,
+    /// **rcip**) sent and not answered yet, by [`id_key`] of our id.
+    asks: HashMap<String, Ask>,
+    /// The least severe log level sent (`logging/setLevel`); `None` until
+    /// it is called: `info`.
+    log_level: Option<LogLevel>,
     next_request: u64,
     /// The snapshot tools/list was last compared at, with the text of what
     /// it returns (without the revision) once computed.
@@ -124,6 +141,113 @@ struct Call {
     cancelled: bool,
     /// Our elicitation request, while the user is being asked.
     elicitation: Option<Value>,
+    /// Our request keys of the handler's questions still open.
+    asks: Vec<String>,
+}
+
+/// A handler's question to the client's user (**rcip**).
+struct Ask {
+    /// The call (request key) whose handler asked.
+    call: String,
+    /// Our request id (the JSON value), for `notifications/cancelled`.
+    request: Value,
+    answer: AskSink,
+}
+
+/// Who gets the answer to a handler's request.
+enum AskSink {
+    /// `elicitation/create`.
+    Elicit(ElicitSink),
+    /// `sampling/createMessage`.
+    Sample(ReplySink),
+}
+
+impl AskSink {
+    /// Delivers the client's answer (`None`: withdrawn, no answer).
+    fn deliver(self, outcome: Option<&Result<Value, Value>>) {
+        match self {
+            AskSink::Elicit(sink) => sink(outcome.map_or(ElicitAnswer::Cancel, elicit_answer)),
+            AskSink::Sample(sink) => sink(match outcome {
+                Some(Ok(result)) => ClientReply::Result(result.clone()),
+                Some(Err(error)) => ClientReply::Error(error.clone()),
+                None => ClientReply::Cancelled,
+            }),
+        }
+    }
+}
+
+/// The side channel of one `tools/call`: the handler's progress, log
+/// messages and questions become messages related to that request (on the
+/// Streamable HTTP transport, on the call's SSE stream).
+struct CallChannel {
+    inner: Weak<Inner>,
+    key: String,
+    /// The request's `_meta.progressToken`: without one, progress is not
+    /// sent (MCP progress, "Progress Flow").
+    progress_token: Option<Value>,
+}
+
+impl InvocationChannel for CallChannel {
+    fn progress(&self, report: &ProgressReport) -> bool {
+        let Some(inner) = self.inner.upgrade() else { return false };
+        let message = self.progress_token.as_ref().map(|token| {
+            let mut params = Map::new();
+            params.insert("progressToken".into(), token.clone());
+            params.insert("progress".into(), number(report.progress));
+            if let Some(t) = report.total {
+                params.insert("total".into(), number(t));
+            }
+            if let Some(m) = &report.message {
+                params.insert("message".into(), Value::String(m.clone()));
+            }
+            jsonrpc::notification("notifications/progress", Some(Value::Object(params)))
+        });
+        inner.queue_for_call(&self.key, None, message)
+    }
+
+    fn log(&self, level: LogLevel, logger: Option<&str>, data: &Value) -> bool {
+        let Some(inner) = self.inner.upgrade() else { return false };
+        let mut params = Map::new();
+        params.insert("level".into(), Value::String(level.as_str().into()));
+        if let Some(l) = logger {
+            params.insert("logger".into(), Value::String(l.into()));
+        }
+        params.insert("data".into(), data.clone());
+        let message = jsonrpc::notification("notifications/message", Some(Value::Object(params)));
+        inner.queue_for_call(&self.key, Some(level), Some(message))
+    }
+
+    fn flush(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.outbox.deliver();
+        }
+    }
+
+    fn elicit(&self, message: &str, requested_schema: &Value, answer: ElicitSink) -> Result<(), ElicitRefusal> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(ElicitRefusal::Answered);
+        };
+        super::elicit::check_requested_schema(requested_schema).map_err(ElicitRefusal::Invalid)?;
+        let params = json!({"mode": "form", "message": message, "requestedSchema": requested_schema});
+        inner.ask(&self.key, "elicitation/create", params, AskSink::Elicit(answer))
+    }
+
+    fn create_message(&self, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(ElicitRefusal::Answered);
+        };
+        super::elicit::check_sampling_params(params).map_err(ElicitRefusal::Invalid)?;
+        inner.ask(&self.key, "sampling/createMessage", params.clone(), AskSink::Sample(reply))
+    }
+}
+
+/// A progress value as JSON: an integer when it is one (`50`, not `50.0`).
+fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+        Value::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
 }
 
 struct Elicitation {
@@ -207,6 +331,8 @@ impl McpSession {
     ) -> Result<McpSession, HostError> {
         let catalog = runtime.catalog().clone();
         let names = tool_names(&catalog, &options.tool_names).map_err(HostError::InvalidArgument)?;
+        content::check(&catalog, &options.content).map_err(HostError::InvalidArgument)?;
+        let content_map: HashMap<String, Vec<ContentSource>> = options.content.iter().cloned().collect();
         let app = catalog.application();
         let app_str = |k: &str| app.get(k).and_then(Value::as_str).map(str::to_string);
         let application = app_str("name")
@@ -267,6 +393,8 @@ impl McpSession {
             answered: Condvar::new(),
             subscription: Mutex::new(None),
             serving: AtomicBool::new(false),
+            content: content_map,
+            content_replaced: AtomicU64::new(0),
         });
         let subscription = inner.client.subscribe(Arc::new(Watcher(Arc::downgrade(&inner))))?;
         *inner.subscription.lock() = Some(subscription);
@@ -293,6 +421,13 @@ impl McpSession {
     /// Notifications dropped because the outgoing queue was full.
     pub fn dropped_notifications(&self) -> u64 {
         self.inner.outbox.dropped()
+    }
+
+    /// Content blocks this session replaced by a text note because an
+    /// output property its `content` mapping names was not valid content
+    /// (**rcip**; the results' outcomes stay `succeeded`).
+    pub fn content_replaced(&self) -> u64 {
+        self.inner.content_replaced.load(Ordering::Relaxed)
     }
 
     /// True once the session is closed.
@@ -474,6 +609,109 @@ impl Inner {
         self.outbox.send(message, kind);
     }
 
+    /// Queues `message` (progress, a log message at `level`) as a
+    /// notification related to the call `key`, while the call is waiting
+    /// for its response: under the state lock, so it is queued before the
+    /// response, which [`finish`](Self::finish) queues after taking the
+    /// call out. False when the call was answered (or the session closed).
+    /// A cancelled call takes nothing more (true: the handler is told by
+    /// its token, not by a failing report); a level below the session's
+    /// is filtered (true). Delivery is the caller's
+    /// ([`Outbox::deliver`]).
+    fn queue_for_call(&self, key: &str, level: Option<LogLevel>, message: Option<String>) -> bool {
+        let st = self.state.lock();
+        if st.closed {
+            return false;
+        }
+        let Some(call) = st.calls.get(key) else { return false };
+        let filtered = level.is_some_and(|l| l < st.log_level.unwrap_or(LogLevel::Info));
+        if let Some(m) = message.filter(|_| !call.cancelled && !filtered) {
+            self.outbox.queue(m, Kind::Notification(Some(key.to_string())));
+        }
+        true
+    }
+
+    /// `logging/setLevel`: `{"level": "debug" | ... | "emergency"}`.
+    fn set_log_level(&self, params: Option<Value>) -> Reply {
+        let p = params_object(params)?;
+        let level = p.get("level").and_then(Value::as_str).and_then(LogLevel::parse).ok_or_else(|| {
+            (
+                INVALID_PARAMS,
+                "Invalid params: logging/setLevel needs \"level\": one of debug, info, notice, warning, error, critical, alert, emergency"
+                    .to_string(),
+            )
+        })?;
+        self.state.lock().log_level = Some(level);
+        Ok(json!({}))
+    }
+
+    /// Sends a handler's request `method` (already checked) for the call
+    /// `key` (**rcip**): only to a client that declared the capability it
+    /// needs (form elicitation, sampling), while the call waits for its
+    /// response.
+    fn ask(&self, key: &str, method: &str, params: Value, answer: AskSink) -> Result<(), ElicitRefusal> {
+        {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Err(ElicitRefusal::Answered);
+            }
+            let sampling = matches!(answer, AskSink::Sample(_));
+            if sampling && !st.sampling {
+                return Err(ElicitRefusal::Unsupported(
+                    "this MCP client did not declare sampling, so it cannot be asked to sample".into(),
+                ));
+            }
+            if !sampling && !st.elicitation {
+                return Err(ElicitRefusal::Unsupported(
+                    "this MCP client did not declare form elicitation, so its user cannot be asked".into(),
+                ));
+            }
+            st.next_request += 1;
+            let prefix = if sampling { "rcip-sampling" } else { "rcip-elicitation" };
+            let id = Value::String(format!("{prefix}-{}", st.next_request));
+            let request_key = id_key(&id);
+            match st.calls.get_mut(key) {
+                Some(call) if !call.cancelled => call.asks.push(request_key.clone()),
+                _ => return Err(ElicitRefusal::Answered),
+            }
+            let request = jsonrpc::request(&id, method, params);
+            st.asks.insert(
+                request_key,
+                Ask {
+                    call: key.to_string(),
+                    request: id,
+                    answer,
+                },
+            );
+            // Queued under the lock: before the call's response.
+            self.outbox.queue(request, Kind::Request(Some(key.to_string())));
+        }
+        self.outbox.deliver();
+        Ok(())
+    }
+
+    /// Withdraws handlers' questions: `notifications/cancelled` to the
+    /// client for each, and `cancel` to each handler (on a worker).
+    fn withdraw(&self, asks: Vec<Ask>, reason: &str) {
+        if asks.is_empty() {
+            return;
+        }
+        let mut answers = Vec::with_capacity(asks.len());
+        for a in asks {
+            let params = json!({"requestId": a.request, "reason": reason});
+            self.send(
+                jsonrpc::notification("notifications/cancelled", Some(params)),
+                Kind::Notification(Some(a.call.clone())),
+            );
+            answers.push(a.answer);
+        }
+        self.dispatch_control(move || {
+            for answer in answers {
+                answer.deliver(None);
+            }
+        });
+    }
+
     /// Runs `job` on the worker pool, or here when the session has none.
     fn dispatch(&self, job: impl FnOnce() + Send + 'static) {
         match &self.pool {
@@ -523,15 +761,24 @@ impl Inner {
     }
 
     fn close(&self) {
-        let tokens: Vec<CancelToken> = {
+        let (tokens, asks): (Vec<CancelToken>, Vec<Ask>) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
             }
             st.closed = true;
             st.elicitations.clear();
-            st.calls.drain().filter_map(|(_, c)| c.token).collect()
+            let asks = st.asks.drain().map(|(_, a)| a).collect();
+            (st.calls.drain().filter_map(|(_, c)| c.token).collect(), asks)
         };
+        if !asks.is_empty() {
+            // The handlers' questions: answered `cancel` on a worker.
+            self.dispatch_control(move || {
+                for a in asks {
+                    a.answer.deliver(None);
+                }
+            });
+        }
         self.answered.notify_all();
         self.outbox.close();
         let subscription = self.subscription.lock().take();
@@ -599,12 +846,14 @@ impl Inner {
                     token: None,
                     cancelled: false,
                     elicitation: None,
+                    asks: Vec::new(),
                 },
             );
         }
         let reply = match method {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
+            "logging/setLevel" => self.require_initialized().and_then(|()| self.set_log_level(params)),
             "tools/list" => self.require_initialized().and_then(|()| self.tools_list(params)),
             "tools/call" => match self.require_initialized().and_then(|()| params_object(params)) {
                 Ok(p) => {
@@ -623,7 +872,7 @@ impl Inner {
     /// Answers request `key` unless it was cancelled (then it gets no
     /// response) or already answered.
     fn finish(&self, key: &str, reply: Reply) {
-        let call = {
+        let (call, asks) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
@@ -632,8 +881,11 @@ impl Inner {
             if call.as_ref().is_some_and(|c| !c.cancelled) {
                 st.replying += 1;
             }
-            call
+            let asks = call.as_ref().map(|c| take_asks(&mut st, &c.asks)).unwrap_or_default();
+            (call, asks)
         };
+        // The handler settled with questions still open: withdrawn.
+        self.withdraw(asks, "The tool call ended.");
         let Some(call) = call else {
             self.answered.notify_all();
             return;
@@ -700,6 +952,7 @@ impl Inner {
             }
             st.initialized = true;
             st.elicitation = elicitation;
+            st.sampling = capabilities.get("sampling").is_some_and(Value::is_object);
             if let Some(snapshot) = baseline {
                 st.tools_seen = Some((snapshot, None));
             }
@@ -708,7 +961,7 @@ impl Inner {
         // Any proposed revision is answered with the one this session
         // speaks (MCP lifecycle, "Version Negotiation").
         result.insert("protocolVersion".into(), Value::String(MCP_PROTOCOL_REVISION.into()));
-        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}}));
+        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}, "logging": {}}));
         result.insert("serverInfo".into(), self.server_info.clone());
         if let Some(i) = &self.instructions {
             result.insert("instructions".into(), Value::String(i.clone()));
@@ -822,6 +1075,12 @@ impl Inner {
                 )
             }
         };
+        // MCP progress: a string or integer token asks for notifications.
+        let progress_token = p
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
         let Some(capability) = self.capability_of(&name).and_then(|id| self.catalog.capability(id)) else {
             return self.finish(&key, Err((INVALID_PARAMS, format!("Unknown tool: {name}"))));
         };
@@ -863,9 +1122,14 @@ impl Inner {
                 inner.on_outcome(context, outcome);
             }
         };
+        let channel = Arc::new(CallChannel {
+            inner: Arc::downgrade(self),
+            key: key.clone(),
+            progress_token,
+        });
         if let Err(e) = self
             .client
-            .invoke(&name, text.as_bytes(), None, Some(&token), Box::new(sink))
+            .invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
         {
             self.finish(&key, Err(internal(e)));
         }
@@ -892,8 +1156,27 @@ impl Inner {
                 }
             }
         }
-        let result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
+        let mut result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
+        self.map_content(&outcome, &mut result);
         self.finish(&context.key, Ok(result));
+    }
+
+    /// A succeeded result of a capability with a `content` mapping: its
+    /// content is the mapped blocks; invalid values become text notes,
+    /// counted in the session and in `_meta["rcip/contentReplaced"]`.
+    /// `structuredContent` and the outcome are unchanged.
+    fn map_content(&self, outcome: &Value, result: &mut Value) {
+        if self.content.is_empty() || outcome.get("status").and_then(Value::as_str) != Some("succeeded") {
+            return;
+        }
+        let capability = outcome.get("capabilityId").and_then(Value::as_str).unwrap_or_default();
+        let Some(sources) = self.content.get(capability) else { return };
+        let blocks = content::blocks(sources, &result["structuredContent"]);
+        result["content"] = Value::Array(blocks.content);
+        if blocks.replaced > 0 {
+            self.content_replaced.fetch_add(blocks.replaced, Ordering::Relaxed);
+            result["_meta"]["rcip/contentReplaced"] = Value::from(blocks.replaced);
+        }
     }
 
     /// The runtime's pending confirmations (0 if it cannot say).
@@ -1018,6 +1301,24 @@ impl Inner {
     }
 
     fn on_response(self: &Arc<Self>, id: &Value, outcome: Result<Value, Value>) {
+        let ask = {
+            let mut st = self.state.lock();
+            let ask = st.asks.remove(&id_key(id));
+            if let Some(a) = &ask {
+                let key = id_key(&a.request);
+                if let Some(call) = st.calls.get_mut(&a.call) {
+                    call.asks.retain(|k| *k != key);
+                }
+            }
+            ask
+        };
+        if let Some(ask) = ask {
+            // The handler's code: on a worker, never on the transport's
+            // thread; on the control pool, so that handlers blocked waiting
+            // for answers cannot keep their answers from running.
+            let deliver = ask.answer;
+            return self.dispatch_control(move || deliver.deliver(Some(&outcome)));
+        }
         let (elicitation, approved) = {
             let mut st = self.state.lock();
             let Some(e) = st.elicitations.remove(&id_key(id)) else {
@@ -1067,7 +1368,7 @@ impl Inner {
                     return;
                 };
                 let key = id_key(request_id);
-                let (token, elicitation) = {
+                let (token, elicitation, asks) = {
                     let mut st = self.state.lock();
                     let Some(call) = st.calls.get_mut(&key) else { return };
                     if call.cancelled {
@@ -1076,15 +1377,19 @@ impl Inner {
                     call.cancelled = true;
                     let token = call.token.clone();
                     let elicitation = call.elicitation.take();
+                    let ask_keys = std::mem::take(&mut call.asks);
+                    let asks = take_asks(&mut st, &ask_keys);
                     if let Some(e) = &elicitation {
                         // No outcome will come: the runtime ends the pending
                         // confirmation itself when the token is cancelled.
                         st.elicitations.remove(&id_key(e));
                         st.calls.remove(&key);
                     }
-                    (token, elicitation)
+                    (token, elicitation, asks)
                 };
                 self.answered.notify_all();
+                // Cancelling the call cancels its handler's questions.
+                self.withdraw(asks, "The tool call was cancelled.");
                 if let Some(e) = elicitation {
                     let params = json!({"requestId": e, "reason": "The tool call was cancelled."});
                     self.send(
@@ -1223,6 +1528,26 @@ fn tool_names(
     // name only: the reverse map decides, and ids renamed away are no
     // tool names.
     Ok(Some((to_tool, to_capability)))
+}
+
+/// Takes the handler questions `keys` out of the session's open ones.
+fn take_asks(st: &mut State, keys: &[String]) -> Vec<Ask> {
+    keys.iter().filter_map(|k| st.asks.remove(k)).collect()
+}
+
+/// The handler's answer from the client's response to `elicitation/create`:
+/// accept (with its `content` object, `{}` when there is none), decline, and
+/// anything else (cancel, an error, a malformed result) as cancel.
+fn elicit_answer(outcome: &Result<Value, Value>) -> ElicitAnswer {
+    let Ok(result) = outcome else { return ElicitAnswer::Cancel };
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => ElicitAnswer::Accept(match result.get("content") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        }),
+        Some("decline") => ElicitAnswer::Decline,
+        _ => ElicitAnswer::Cancel,
+    }
 }
 
 fn internal(e: HostError) -> (i64, String) {

@@ -5,7 +5,7 @@ use super::tools;
 use super::*;
 use crate::catalog::Catalog;
 use crate::runtime::{
-    Availability, Binding, Decision, Invocation, PolicyRequest, Runtime, RuntimeBuilder, SemanticContext,
+    Availability, Binding, Decision, HostError, Invocation, PolicyRequest, Runtime, RuntimeBuilder, SemanticContext,
 };
 use parking_lot::Mutex;
 use serde_json::{json, Value};
@@ -262,7 +262,10 @@ fn initialize_answers_its_own_revision_and_declares_list_changed() {
     );
     assert_eq!(r["jsonrpc"], "2.0");
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
-    assert_eq!(r["result"]["capabilities"], json!({"tools": {"listChanged": true}}));
+    assert_eq!(
+        r["result"]["capabilities"],
+        json!({"tools": {"listChanged": true}, "logging": {}})
+    );
     assert_eq!(
         r["result"]["serverInfo"],
         json!({"name": "notebook", "title": "Notebook", "version": "2.1.0"})
@@ -301,7 +304,6 @@ fn unknown_methods_are_method_not_found_so_newer_clients_fall_back() {
         "server/discover",
         "resources/list",
         "prompts/list",
-        "logging/setLevel",
         "rcip/resolveConfirmation",
     ] {
         assert_eq!(
@@ -1361,40 +1363,47 @@ fn tool_names_safe_or_mapped_call_back_exactly() {
 
 #[test]
 fn with_workers_a_slow_handler_never_delays_a_ping() {
+    // The handler holds its worker until the test lets it go, so "the ping
+    // did not wait" is checked by order, not by a clock.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = Mutex::new(held);
     let runtime = Runtime::new(&catalog());
     let _binding = runtime
         .host()
         .bind(
             "notes.list",
-            Arc::new(|inv: Invocation| {
-                std::thread::sleep(std::time::Duration::from_millis(400));
+            Arc::new(move |inv: Invocation| {
+                let _ = held.lock().recv_timeout(std::time::Duration::from_secs(10));
                 inv.complete(json!({"notes": []})).unwrap()
             }),
             None,
         )
         .unwrap();
-    let sent = Arc::new(Mutex::new(Vec::<(std::time::Instant, Value)>::new()));
+    let sent = Arc::new(Mutex::new(Vec::<Value>::new()));
     let out = sent.clone();
     let session = McpSession::new(
         &runtime,
         McpOptions::default(), // two workers
-        Arc::new(move |m: &str| out.lock().push((std::time::Instant::now(), serde_json::from_str(m).unwrap()))),
+        Arc::new(move |m: &str| out.lock().push(serde_json::from_str(m).unwrap())),
     )
     .unwrap();
     session.receive(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#);
-    let start = std::time::Instant::now();
     session.receive(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes.list"}}"#);
-    assert!(start.elapsed() < std::time::Duration::from_millis(200), "receive returns before the handler ends");
+    // receive returned while the handler is still held.
     session.receive(br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
-    let ping_at = sent.lock().iter().find(|(_, m)| m["id"] == 2).map(|(t, _)| *t).expect("ping answered at once");
-    assert!(ping_at.duration_since(start) < std::time::Duration::from_millis(200));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while sent.lock().iter().all(|(_, m)| m["id"] != 1) && std::time::Instant::now() < deadline {
+    {
+        let sent = sent.lock();
+        assert!(sent.iter().any(|m| m["id"] == 2), "ping answered at once: {sent:?}");
+        assert!(sent.iter().all(|m| m["id"] != 1), "the call is still held: {sent:?}");
+    }
+    release.send(()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sent.lock().iter().all(|m| m["id"] != 1) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let sent = sent.lock();
-    let call_at = sent.iter().find(|(_, m)| m["id"] == 1).map(|(t, _)| *t).expect("the call is answered");
-    assert!(call_at > ping_at, "the ping did not wait for the call");
+    let order: Vec<&Value> = sent.iter().map(|m| &m["id"]).collect();
+    assert_eq!(order, [&json!(0), &json!(2), &json!(1)], "the ping did not wait for the call");
 }
 
 /// A reader of `n` tools/call lines that counts how many bytes were read.
@@ -1560,4 +1569,290 @@ fn calls_read_before_the_input_ends_are_still_answered() {
     let ids: Vec<Value> = h.take().iter().map(|m| m["id"].clone()).collect();
     assert_eq!(ids, vec![json!(1), json!(2)]);
     assert!(h.session.is_closed());
+}
+
+// ---- the handler's side channel (progress, logging, elicitation; rcip) -----
+
+/// Calls notes.slow with `meta` and returns the handler's invocation.
+fn slow_call(h: &Harness, id: i64, meta: Value) -> Invocation {
+    h.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                  "params": {"name": "notes.slow", "arguments": {}, "_meta": meta}}));
+    h.slow.lock().pop().expect("the handler ran")
+}
+
+#[test]
+fn progress_goes_out_before_the_response_and_is_refused_after_it() {
+    let h = harness(McpOptions::default());
+    h.init(json!({}));
+    let inv = slow_call(&h, 1, json!({"progressToken": "t-1"}));
+    inv.report_progress(0.0, Some(2.0), Some("starting")).unwrap();
+    inv.report_progress(1.5, None, None).unwrap();
+    assert!(matches!(
+        inv.report_progress(1.5, None, None),
+        Err(HostError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        inv.report_progress(f64::NAN, None, None),
+        Err(HostError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        inv.report_progress(3.0, Some(f64::INFINITY), None),
+        Err(HostError::InvalidArgument(_))
+    ));
+    inv.complete(json!({})).unwrap();
+    assert_eq!(inv.report_progress(4.0, None, None), Err(HostError::AlreadyCompleted));
+    let sent = h.take();
+    assert_eq!(
+        sent[..2],
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": "t-1", "progress": 0, "total": 2, "message": "starting"}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": "t-1", "progress": 1.5}}),
+        ]
+    );
+    assert_eq!(sent[2]["id"], 1);
+    assert_eq!(sent.len(), 3);
+    // Without a progressToken nothing is sent, but the report is taken.
+    let inv = slow_call(&h, 2, json!({}));
+    inv.report_progress(1.0, None, None).unwrap();
+    inv.complete(json!({})).unwrap();
+    let sent = h.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+}
+
+#[test]
+fn a_report_racing_the_response_is_sent_before_it_or_refused() {
+    for round in 0..50 {
+        let h = harness(McpOptions::default());
+        h.init(json!({}));
+        let inv = Arc::new(slow_call(&h, 1, json!({"progressToken": round})));
+        let reporter = {
+            let inv = inv.clone();
+            std::thread::spawn(move || {
+                let mut accepted = 0;
+                for i in 0..10_000 {
+                    match inv.report_progress(i as f64, None, None) {
+                        Ok(()) => accepted += 1,
+                        Err(HostError::AlreadyCompleted) => return accepted,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                accepted
+            })
+        };
+        std::thread::yield_now();
+        inv.complete(json!({})).unwrap();
+        let accepted = reporter.join().unwrap();
+        let sent = h.take();
+        let response = sent.iter().position(|m| m["id"] == 1).expect("the response");
+        assert_eq!(response, sent.len() - 1, "nothing after the response (round {round})");
+        assert_eq!(response, accepted, "every accepted report, and only those, before it");
+        let values: Vec<f64> = sent[..response]
+            .iter()
+            .map(|m| m["params"]["progress"].as_f64().unwrap())
+            .collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "increasing");
+    }
+}
+
+#[test]
+fn an_approved_rerun_reports_only_to_the_observer() {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut builder = RuntimeBuilder::new(&catalog());
+    builder.policy(Arc::new(policy));
+    builder.manual_timers(true);
+    let s = seen.clone();
+    builder.progress_observer(Arc::new(move |json: &str| s.lock().push(json.to_string())));
+    let runtime = builder.build();
+    let _binding = runtime
+        .host()
+        .bind(
+            "notes.purge",
+            Arc::new(|inv: Invocation| {
+                inv.report_progress(1.0, Some(1.0), None).unwrap();
+                inv.log(crate::runtime::LogLevel::Error, None, &json!("purged"))
+                    .unwrap();
+                inv.complete(json!({"purged": true})).unwrap()
+            }),
+            None,
+        )
+        .unwrap();
+    let sent = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let out = sent.clone();
+    let output: Arc<dyn McpOutput> = Arc::new(move |m: &str| out.lock().push(serde_json::from_str(m).unwrap()));
+    let mut options = elicit();
+    options.workers = Some(0);
+    let session = McpSession::new(&runtime, options, output).unwrap();
+    let send = |v: Value| session.receive(v.to_string().as_bytes());
+    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}}}));
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "notes.purge", "arguments": {}, "_meta": {"progressToken": 5}}}));
+    let ask = sent.lock().last().unwrap().clone();
+    assert_eq!(ask["method"], "elicitation/create");
+    send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}}));
+    let last = sent.lock().last().unwrap().clone();
+    assert_eq!(last["result"]["structuredContent"], json!({"purged": true}));
+    assert!(
+        sent.lock()
+            .iter()
+            .all(|m| m["method"] != "notifications/progress" && m["method"] != "notifications/message"),
+        "the re-run has no request to attach to: {:?}",
+        sent.lock()
+    );
+    let seen = seen.lock();
+    assert_eq!(seen.len(), 1);
+    let report: Value = serde_json::from_str(&seen[0]).unwrap();
+    assert_eq!(report["capabilityId"], "notes.purge");
+    assert_eq!(
+        (report["progress"].as_f64(), report["total"].as_f64()),
+        (Some(1.0), Some(1.0))
+    );
+}
+
+#[test]
+fn log_messages_follow_the_level_and_set_level_checks_its_argument() {
+    use crate::runtime::LogLevel;
+    let h = harness(McpOptions::default());
+    let init = h.init(json!({}));
+    assert_eq!(init["result"]["capabilities"]["logging"], json!({}));
+    let inv = slow_call(&h, 1, json!({}));
+    inv.log(LogLevel::Debug, None, &json!("quiet")).unwrap();
+    inv.log(LogLevel::Info, Some("notebook"), &json!({"k": 1})).unwrap();
+    assert_eq!(
+        h.take(),
+        [json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "logger": "notebook", "data": {"k": 1}}})]
+    );
+    assert_eq!(
+        h.request(json!(2), "logging/setLevel", json!({"level": "error"}))["result"],
+        json!({})
+    );
+    inv.log(LogLevel::Warning, None, &json!("filtered")).unwrap();
+    inv.log(LogLevel::Emergency, None, &json!("sent")).unwrap();
+    assert_eq!(h.take().len(), 1);
+    for bad in [json!({}), json!({"level": "INFO"}), json!({"level": 3})] {
+        assert_eq!(error_code(&h.request(json!(3), "logging/setLevel", bad)), -32602);
+    }
+    inv.complete(json!({})).unwrap();
+    h.take();
+    assert_eq!(
+        inv.log(LogLevel::Info, None, &json!("late")),
+        Err(HostError::AlreadyCompleted)
+    );
+}
+
+#[test]
+fn handler_elicitation_is_asked_answered_and_withdrawn() {
+    use crate::runtime::ElicitAnswer;
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 2}}});
+    let answers = Arc::new(Mutex::new(Vec::<ElicitAnswer>::new()));
+    let sink = |a: &Arc<Mutex<Vec<ElicitAnswer>>>| {
+        let a = a.clone();
+        Box::new(move |answer: ElicitAnswer| a.lock().push(answer)) as crate::runtime::ElicitSink
+    };
+    // A client without elicitation: unsupported, nothing sent.
+    let h = harness(McpOptions::default());
+    h.init(json!({}));
+    let inv = slow_call(&h, 1, json!({}));
+    assert!(matches!(
+        inv.elicit("n?", &schema, sink(&answers)),
+        Err(HostError::Unsupported(_))
+    ));
+    assert!(h.take().is_empty());
+    inv.complete(json!({})).unwrap();
+
+    let h = harness(McpOptions::default());
+    h.init(json!({"elicitation": {"form": {}}}));
+    let inv = slow_call(&h, 1, json!({}));
+    // A schema outside MCP's rules is refused before anything is sent.
+    let nested = json!({"type": "object", "properties": {"n": {"type": "object"}}});
+    assert!(matches!(
+        inv.elicit("n?", &nested, sink(&answers)),
+        Err(HostError::InvalidArgument(_))
+    ));
+    assert!(h.take().is_empty());
+    inv.elicit("n?", &schema, sink(&answers)).unwrap();
+    let ask = h.take().pop().unwrap();
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(
+        ask["params"],
+        json!({"mode": "form", "message": "n?", "requestedSchema": schema})
+    );
+    h.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"n": 3}}}));
+    assert_eq!(
+        answers.lock().pop(),
+        Some(ElicitAnswer::Accept(json!({"n": 3}).as_object().unwrap().clone()))
+    );
+    // Open when the handler settles: withdrawn before the response, cancel.
+    inv.elicit("again?", &schema, sink(&answers)).unwrap();
+    let ask = h.take().pop().unwrap();
+    inv.complete(json!({})).unwrap();
+    let sent = h.take();
+    assert_eq!(sent[0]["method"], "notifications/cancelled");
+    assert_eq!(sent[0]["params"]["requestId"], ask["id"]);
+    assert_eq!(sent[1]["id"], 1);
+    assert_eq!(answers.lock().pop(), Some(ElicitAnswer::Cancel));
+    assert_eq!(
+        inv.elicit("late?", &schema, sink(&answers)),
+        Err(HostError::AlreadyCompleted)
+    );
+    // Cancelling the call cancels the wait.
+    let inv = slow_call(&h, 2, json!({}));
+    inv.elicit("n?", &schema, sink(&answers)).unwrap();
+    let ask = h.take().pop().unwrap();
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}));
+    assert_eq!(answers.lock().pop(), Some(ElicitAnswer::Cancel));
+    assert!(h
+        .take()
+        .iter()
+        .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == ask["id"]));
+    // A late answer reaches nobody.
+    h.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {}}}));
+    assert!(answers.lock().is_empty());
+    // Closing the session answers what is still open.
+    let inv = slow_call(&h, 3, json!({}));
+    inv.elicit("n?", &schema, sink(&answers)).unwrap();
+    h.session.close();
+    assert_eq!(answers.lock().pop(), Some(ElicitAnswer::Cancel));
+}
+
+#[test]
+fn handler_sampling_needs_the_capability_and_is_withdrawn_on_cancel() {
+    use crate::runtime::ClientReply;
+    let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5});
+    let replies = Arc::new(Mutex::new(Vec::<ClientReply>::new()));
+    let sink = |r: &Arc<Mutex<Vec<ClientReply>>>| {
+        let r = r.clone();
+        Box::new(move |reply: ClientReply| r.lock().push(reply)) as crate::runtime::ReplySink
+    };
+    // Elicitation declared, sampling not: unsupported.
+    let h = harness(McpOptions::default());
+    h.init(json!({"elicitation": {}}));
+    let inv = slow_call(&h, 1, json!({}));
+    assert!(matches!(inv.create_message(&params, sink(&replies)), Err(HostError::Unsupported(_))));
+    inv.complete(json!({})).unwrap();
+
+    let h = harness(McpOptions::default());
+    h.init(json!({"sampling": {}}));
+    let inv = slow_call(&h, 1, json!({}));
+    assert!(matches!(
+        inv.create_message(&json!({"messages": [], "maxTokens": 5}), sink(&replies)),
+        Err(HostError::InvalidArgument(_))
+    ));
+    inv.create_message(&params, sink(&replies)).unwrap();
+    let ask = h.take().pop().unwrap();
+    assert_eq!((ask["method"].as_str(), &ask["params"]), (Some("sampling/createMessage"), &params));
+    h.send(json!({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": "User rejected"}}));
+    assert_eq!(
+        replies.lock().pop(),
+        Some(ClientReply::Error(json!({"code": -1, "message": "User rejected"})))
+    );
+    inv.create_message(&params, sink(&replies)).unwrap();
+    let ask = h.take().pop().unwrap();
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
+    assert_eq!(replies.lock().pop(), Some(ClientReply::Cancelled));
+    assert!(h.take().iter().any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == ask["id"]));
 }

@@ -3,7 +3,7 @@
 //! for the latest 256 expiries and cancellations; the host's confirmation
 //! callback told when one opens and how it ends.
 
-use super::callbacks::OutcomeSink;
+use super::callbacks::{OutcomeSink, Sink};
 use super::cancel::{CancelToken, Registration};
 use super::invoke::{InvocationCore, Payload, Start};
 use super::shared::{Shared, RECEIPT_CAPACITY};
@@ -45,10 +45,58 @@ pub(crate) struct PendingConfirmation {
     pub notices: Arc<NoticeGate>,
 }
 
-/// Holds back a `closed` notice that another thread produces before the
-/// opening thread has told the host that the confirmation opened.
+/// Holds back what a confirmation's ending produces before the opening
+/// thread has told the host that the confirmation opened (an inline resolve
+/// from the `opened` notice or the consumer's outcome callback, or another
+/// thread): the `closed` notice, and for an approval the re-run. The opening
+/// thread delivers them, in that order, once `opened` returned (issue 18,
+/// item 5).
 #[derive(Default)]
-pub(crate) struct NoticeGate(parking_lot::Mutex<(bool, Option<String>)>);
+pub(crate) struct NoticeGate(parking_lot::Mutex<GateState>);
+
+#[derive(Default)]
+struct GateState {
+    /// The `opened` notice returned (or will never be sent).
+    opened: bool,
+    closed: Option<String>,
+    /// An approved confirmation's re-run, waiting for `opened` to return.
+    rerun: Option<(Start, Box<dyn OutcomeSink>)>,
+}
+
+/// The sink of a re-run held back by a [`NoticeGate`]: its resolve call
+/// already returned OK, so a runtime that closed meanwhile still owes it
+/// its one outcome (`failed EXECUTION_ABORTED` after its `failed` event, as
+/// the close gives every pending invocation).
+struct HeldRerunSink {
+    sink: Box<dyn OutcomeSink>,
+    shared: std::sync::Weak<Shared>,
+    invocation_id: Arc<str>,
+    capability_id: Arc<str>,
+}
+
+impl OutcomeSink for HeldRerunSink {
+    fn deliver(self: Box<Self>, json: &super::types::JsonText) {
+        self.sink.deliver(json)
+    }
+
+    fn refused(self: Box<Self>) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.emit(
+                &self.invocation_id,
+                &self.capability_id,
+                EventPhase::Failed,
+                Some(ErrorCode::ExecutionAborted),
+                None,
+            );
+        }
+        let outcome = Outcome::Failed {
+            invocation_id: self.invocation_id.clone(),
+            capability_id: self.capability_id.clone(),
+            error: RcipError::new(ErrorCode::ExecutionAborted),
+        };
+        self.sink.deliver(&outcome.to_json_text());
+    }
+}
 
 /// What is kept of an expired or cancelled confirmation (no payload).
 pub(crate) struct Receipt {
@@ -135,12 +183,24 @@ impl Shared {
         let json = closed_json(c, reason);
         {
             let mut gate = c.notices.0.lock();
-            if !gate.0 {
-                gate.1 = Some(json);
+            if !gate.opened {
+                gate.closed = Some(json);
                 return;
             }
         }
         self.notify_confirmation(|| json);
+    }
+
+    /// Runs a re-run held back by a [`NoticeGate`] (its resolve returned).
+    fn run_held_rerun(self: &Arc<Self>, start: Start, sink: Box<dyn OutcomeSink>) {
+        let sink = Box::new(HeldRerunSink {
+            sink,
+            shared: Arc::downgrade(self),
+            invocation_id: start.id.clone(),
+            capability_id: start.capability_id.clone(),
+        });
+        // A refusal (closed) delivers through the sink's `refused`.
+        let _ = self.run(start, Sink::Boxed(sink));
     }
 
     /// Stores a new confirmation and returns its id; None when the runtime
@@ -179,6 +239,16 @@ impl Shared {
         notices: &NoticeGate,
     ) {
         if self.is_closed() {
+            // No `opened` notice now; a re-run already held back still gets
+            // its outcome (a later resolve finds the runtime closed).
+            let rerun = {
+                let mut gate = notices.0.lock();
+                gate.opened = true;
+                gate.rerun.take()
+            };
+            if let Some((start, sink)) = rerun {
+                self.run_held_rerun(start, sink);
+            }
             return;
         }
         self.notify_confirmation(|| {
@@ -193,13 +263,16 @@ impl Shared {
             out.push('}');
             out
         });
-        let held_back = {
+        let (closed, rerun) = {
             let mut gate = notices.0.lock();
-            gate.0 = true;
-            gate.1.take()
+            gate.opened = true;
+            (gate.closed.take(), gate.rerun.take())
         };
-        if let Some(closed) = held_back {
+        if let Some(closed) = closed {
             self.notify_confirmation(|| closed);
+        }
+        if let Some((start, sink)) = rerun {
+            self.run_held_rerun(start, sink);
         }
         if !self.config.manual_timers {
             super::timer::schedule(self, record.expires_at);
@@ -379,6 +452,7 @@ impl Shared {
                     capability_id: r.capability_id,
                     error: RcipError::new(r.code),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -388,6 +462,7 @@ impl Shared {
                     capability_id: Arc::from("unknown"),
                     error: RcipError::new(ErrorCode::ConfirmationNotFound),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -449,12 +524,14 @@ impl Shared {
                 }
             };
             self.emit(&c.invocation_id, &c.capability_id, phase, Some(code), None);
-            sink.deliver(&outcome.to_json_text());
+            {
+                let _scope = super::shared::CallbackScope::enter(self);
+                sink.deliver(&outcome.to_json_text());
+            }
             self.notify_closed(&c, reason);
             return Ok(());
         }
         // 5. Re-run from step 2 with the captured request, confirmed.
-        self.notify_closed(&c, CloseReason::Approved);
         let start = Start {
             id: c.invocation_id.clone(),
             capability_id: c.capability_id.clone(),
@@ -462,7 +539,23 @@ impl Shared {
             input: Ok(c.payload.clone()),
             token: c.token.clone(),
             confirmed: true,
+            // No request to attach to: progress reaches only the observer.
+            channel: None,
         };
+        if self.config.confirmation_observer.is_some() {
+            let json = closed_json(&c, CloseReason::Approved);
+            {
+                let mut gate = c.notices.0.lock();
+                if !gate.opened {
+                    // Resolved before `opened` returned: `closed`, then the
+                    // re-run, once it has (on the opening thread).
+                    gate.closed = Some(json);
+                    gate.rerun = Some((start, sink));
+                    return Ok(());
+                }
+            }
+            self.notify_confirmation(|| json);
+        }
         // The runtime may have closed since the checks above (the `approved`
         // notice may free it, or another thread): then the re-run refuses
         // before it delivers anything, and so must this call (CLOSED, no

@@ -180,6 +180,177 @@ impl Invocation {
     pub fn is_settled(&self) -> bool {
         self.core.settled.load(Ordering::SeqCst)
     }
+
+    /// The runtime while this invocation may still report: not settled,
+    /// runtime open.
+    fn reporting(&self) -> Result<Arc<Shared>, HostError> {
+        if in_restricted_callback() {
+            return Err(HostError::WrongContext);
+        }
+        if self.core.settled.load(Ordering::SeqCst) {
+            return Err(HostError::AlreadyCompleted);
+        }
+        match self.core.shared.upgrade() {
+            Some(shared) if !shared.is_closed() => Ok(shared),
+            _ => Err(HostError::Closed),
+        }
+    }
+
+    /// Reports progress (**rcip**, docs/MCP.md "Progress"): to the
+    /// consumer's channel when it gave one (an MCP session sends
+    /// `notifications/progress` when the `tools/call` carried
+    /// `_meta.progressToken`), then to the host's
+    /// [`ProgressObserver`](super::ProgressObserver). An approved re-run has
+    /// no channel: its progress reaches only the observer. Changes no
+    /// outcome and emits no lifecycle event.
+    ///
+    /// `progress` must be finite and greater than this invocation's
+    /// previous report; `total`, when given, finite; units are the
+    /// handler's. A report that returns `Ok` was queued to the consumer
+    /// before the invocation's outcome.
+    ///
+    /// Errors: [`HostError::InvalidArgument`] (not finite, not increasing;
+    /// nothing is sent), [`HostError::AlreadyCompleted`] (the handle
+    /// settled, or the consumer already answered), [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending; reports
+    /// from several threads are taken one at a time.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), HostError> {
+        let shared = self.reporting()?;
+        if !progress.is_finite() {
+            return Err(HostError::InvalidArgument(format!("progress must be a finite number, not {progress}")));
+        }
+        if let Some(t) = total.filter(|t| !t.is_finite()) {
+            return Err(HostError::InvalidArgument(format!("total must be a finite number, not {t}")));
+        }
+        let report = super::ProgressReport {
+            progress,
+            total,
+            message: message.map(str::to_string),
+        };
+        {
+            let mut last = self.core.reports.lock();
+            if self.core.settled.load(Ordering::SeqCst) {
+                return Err(HostError::AlreadyCompleted);
+            }
+            if let Some(previous) = *last {
+                if progress <= previous {
+                    return Err(HostError::InvalidArgument(format!(
+                        "progress must increase: {progress} is not greater than the previous report, {previous}"
+                    )));
+                }
+            }
+            if let Some(channel) = &self.core.channel {
+                if !channel.progress(&report) {
+                    return Err(HostError::AlreadyCompleted);
+                }
+            }
+            *last = Some(progress);
+        }
+        if let Some(channel) = &self.core.channel {
+            channel.flush();
+        }
+        if let Some(observer) = &shared.config.progress_observer {
+            observer.on_progress(&report.observer_json(&self.core.id, &self.core.capability_id));
+        }
+        Ok(())
+    }
+
+    /// Sends a log message at `level` to the consumer's channel (**rcip**,
+    /// docs/MCP.md "Logging"): an MCP session sends `notifications/message`
+    /// to the client whose call this is, when `level` is at least the
+    /// session's level (`info` until the client's `logging/setLevel`).
+    /// Without a channel (an approved re-run, an in-process consumer) the
+    /// message goes nowhere. `data` is any JSON value (a string, an object).
+    ///
+    /// Errors: [`HostError::AlreadyCompleted`] (settled, or the consumer
+    /// already answered), [`HostError::Closed`], [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending.
+    pub fn log(&self, level: super::LogLevel, logger: Option<&str>, data: &Value) -> Result<(), HostError> {
+        self.reporting()?;
+        {
+            let _serial = self.core.reports.lock();
+            if self.core.settled.load(Ordering::SeqCst) {
+                return Err(HostError::AlreadyCompleted);
+            }
+            if let Some(channel) = &self.core.channel {
+                if !channel.log(level, logger, data) {
+                    return Err(HostError::AlreadyCompleted);
+                }
+            }
+        }
+        if let Some(channel) = &self.core.channel {
+            channel.flush();
+        }
+        Ok(())
+    }
+
+    /// Asks the consumer's user for structured input (**rcip**, docs/MCP.md
+    /// "Elicitation"): an MCP session sends `elicitation/create` (form mode)
+    /// with `message` and `requested_schema` to the client whose call this
+    /// is, and `answer` gets the user's answer once, on a session worker.
+    /// Never blocks: wait for the answer from a deferred handler or another
+    /// thread. Cancelling the invocation (or the consumer going away)
+    /// answers [`ElicitAnswer::Cancel`](super::ElicitAnswer::Cancel) and
+    /// withdraws the question.
+    ///
+    /// `requested_schema` must follow MCP's elicitation schema rules (a
+    /// flat object of string, number, integer, boolean and enum
+    /// properties), checked by the consumer before anything is sent; RCIP's
+    /// strict mode does not apply.
+    ///
+    /// Errors (then `answer` is dropped uncalled):
+    /// [`HostError::InvalidArgument`] (the schema breaks those rules),
+    /// [`HostError::Unsupported`] (no channel, or a client without form
+    /// elicitation), [`HostError::AlreadyCompleted`], [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending; several
+    /// questions may be open at once.
+    pub fn elicit(&self, message: &str, requested_schema: &Value, answer: super::ElicitSink) -> Result<(), HostError> {
+        self.reporting()?;
+        let Some(channel) = &self.core.channel else {
+            return Err(HostError::Unsupported(
+                "this invocation has no consumer that can ask its user (an approved re-run, or a consumer without a channel)"
+                    .into(),
+            ));
+        };
+        channel.elicit(message, requested_schema, answer).map_err(refusal)
+    }
+
+    /// Asks the consumer's client to sample its language model (**rcip**,
+    /// docs/MCP.md "Sampling"): an MCP session sends
+    /// `sampling/createMessage` with `params` (MCP's
+    /// `CreateMessageRequestParams`: `messages`, `maxTokens`, ...) to the
+    /// client whose call this is, and `reply` gets its reply once, on a
+    /// session worker. Never blocks; cancelling the invocation withdraws
+    /// the request and replies [`ClientReply::Cancelled`](super::ClientReply::Cancelled).
+    ///
+    /// Errors (then `reply` is dropped uncalled):
+    /// [`HostError::InvalidArgument`] (`params` without non-empty
+    /// `messages` of `{"role": "user" | "assistant", "content"}` and a
+    /// positive integer `maxTokens`), [`HostError::Unsupported`] (no
+    /// channel, or a client that did not declare `sampling`),
+    /// [`HostError::AlreadyCompleted`], [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending.
+    pub fn create_message(&self, params: &Value, reply: super::ReplySink) -> Result<(), HostError> {
+        self.reporting()?;
+        let Some(channel) = &self.core.channel else {
+            return Err(HostError::Unsupported(
+                "this invocation has no consumer that can ask its client to sample (an approved re-run, or a consumer without a channel)"
+                    .into(),
+            ));
+        };
+        channel.create_message(params, reply).map_err(refusal)
+    }
+}
+
+fn refusal(e: super::ElicitRefusal) -> HostError {
+    match e {
+        super::ElicitRefusal::Answered => HostError::AlreadyCompleted,
+        super::ElicitRefusal::Unsupported(m) => HostError::Unsupported(m),
+        super::ElicitRefusal::Invalid(m) => HostError::InvalidArgument(m),
+    }
 }
 
 impl Drop for Invocation {
@@ -190,6 +361,10 @@ impl Drop for Invocation {
                 shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
             }
         }
+        // The binding's handler and user data were kept for this handle
+        // (its user data may be released here, with no lock held).
+        let held = self.core.held_handler.lock().take();
+        drop(held);
     }
 }
 
@@ -202,6 +377,11 @@ impl Drop for Invocation {
 pub struct PolicyRequest {
     core: Arc<PolicyCore>,
     settled: AtomicBool,
+    /// The policy this request was handed to, kept (with its user data)
+    /// until the request is dropped: a policy deciding on another thread
+    /// after the runtime was freed still finds its data alive. Dropped
+    /// after [`Drop::drop`] settled the request.
+    _held_policy: Option<Arc<dyn super::callbacks::Policy>>,
 }
 
 impl std::fmt::Debug for PolicyRequest {
@@ -217,7 +397,14 @@ impl PolicyRequest {
         PolicyRequest {
             core,
             settled: AtomicBool::new(false),
+            _held_policy: None,
         }
+    }
+
+    /// This request keeps `policy` (and its user data) alive until dropped.
+    pub(crate) fn holding(mut self, policy: Arc<dyn super::callbacks::Policy>) -> PolicyRequest {
+        self._held_policy = Some(policy);
+        self
     }
 
     /// The `RcipPolicyContext` as JSON text: `{"capability", "input",
@@ -229,6 +416,51 @@ impl PolicyRequest {
     /// The context as NUL-terminated JSON text.
     pub(crate) fn context_c_str(&self) -> &CStr {
         self.core.nul_context_json().as_c_str()
+    }
+
+    /// The capability's declared effect.
+    pub fn effect(&self) -> crate::catalog::Effect {
+        self.core.effect()
+    }
+
+    /// True when this is an approved confirmation's re-run.
+    pub fn is_confirmed(&self) -> bool {
+        self.core.confirmed()
+    }
+
+    /// `"invoke"` (an invocation or a re-run) or `"preflight"`.
+    pub fn phase(&self) -> &'static str {
+        self.core.phase()
+    }
+
+    /// The semantic context captured before the policy was asked.
+    pub fn semantic_context(&self) -> &SemanticContext {
+        self.core.semantic_context()
+    }
+
+    /// The input as compact JSON text.
+    pub fn input_json(&self) -> &str {
+        self.core.nul_input_json().as_str()
+    }
+
+    pub(crate) fn input_c_str(&self) -> &CStr {
+        self.core.nul_input_json().as_c_str()
+    }
+
+    /// The capability's live snapshot entry as JSON text.
+    pub fn capability_json(&self) -> &str {
+        self.core.nul_capability_json().as_str()
+    }
+
+    pub(crate) fn capability_c_str(&self) -> &CStr {
+        self.core.nul_capability_json().as_c_str()
+    }
+
+    /// Settles the request with the default policy's decision (PIPELINE.md
+    /// section 4: read → allow; confirmed → allow; destructive → confirm;
+    /// write and external → deny), with no reason.
+    pub fn decide_default(&self) -> Result<(), HostError> {
+        self.decide(self.core.default_decision())
     }
 
     /// The invocation id (`None` for a preflight proposal).

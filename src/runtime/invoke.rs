@@ -7,6 +7,7 @@
 use super::callbacks::{AvailabilityCheck, Handler};
 use super::callbacks::{OutcomeSink, Sink};
 use super::cancel::{CancelToken, Registration};
+use super::channel::InvocationChannel;
 use super::handles::{Invocation, PolicyRequest};
 use super::policy::{default_decision, PolicyCore, PolicyTarget};
 use super::shared::{Shared, State};
@@ -129,6 +130,11 @@ pub(crate) struct InvocationCore {
     pub payload: Option<Arc<Payload>>,
     pub token: Option<CancelToken>,
     pub confirmed: bool,
+    /// The consumer's side channel (**rcip**): none for an approved re-run.
+    pub channel: Option<Arc<dyn InvocationChannel>>,
+    /// Serializes the handler's reports and keeps the last progress value
+    /// (reports must increase).
+    pub reports: Mutex<Option<f64>>,
     /// The binding found at step 7 (set before the policy is asked).
     pub binding_id: std::sync::atomic::AtomicU64,
     pub context: OnceCell<Arc<SemanticContext>>,
@@ -138,6 +144,12 @@ pub(crate) struct InvocationCore {
     /// What a foreign handle of the handler lends out (the handle is this
     /// state).
     pub lent: super::handles::Lent,
+    /// The handler this invocation was handed to, kept (with its user
+    /// data) until the handler's handle is dropped, so that a handler that
+    /// settles on another thread after an unbind still finds its binding's
+    /// data alive (issue 18, item 4). Taken by the handle's drop, never
+    /// released under a lock.
+    pub held_handler: Mutex<Option<Arc<dyn Handler>>>,
 }
 
 impl InvocationCore {
@@ -251,6 +263,7 @@ pub(crate) struct Start {
     pub input: Result<Arc<Payload>, JsonError>,
     pub token: Option<CancelToken>,
     pub confirmed: bool,
+    pub channel: Option<Arc<dyn InvocationChannel>>,
 }
 
 impl Shared {
@@ -262,6 +275,19 @@ impl Shared {
         input: &[u8],
         invocation_id: Option<&str>,
         token: Option<&CancelToken>,
+        sink: Sink,
+    ) -> Result<Arc<str>, HostError> {
+        self.invoke_channel(capability_id, input, invocation_id, token, None, sink)
+    }
+
+    /// As [`Shared::invoke`], with the consumer's side channel.
+    pub(crate) fn invoke_channel(
+        self: &Arc<Self>,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        channel: Option<Arc<dyn InvocationChannel>>,
         sink: Sink,
     ) -> Result<Arc<str>, HostError> {
         // 1. The supplied id (an empty string is an id), else a generated one.
@@ -289,6 +315,7 @@ impl Shared {
             input,
             token: token.cloned(),
             confirmed: false,
+            channel,
         };
         self.run(start, sink)?;
         Ok(id)
@@ -320,6 +347,7 @@ impl Shared {
                     capability_id: start.capability_id,
                     error: RcipError::new(ErrorCode::InvocationAlreadyActive),
                 };
+                let _scope = super::shared::CallbackScope::enter(self);
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
@@ -334,6 +362,8 @@ impl Shared {
                 payload,
                 token: start.token,
                 confirmed: start.confirmed,
+                channel: start.channel,
+                reports: Mutex::new(None),
                 binding_id: std::sync::atomic::AtomicU64::new(0),
                 context: OnceCell::new(),
                 inner: Mutex::new(InvState {
@@ -344,6 +374,7 @@ impl Shared {
                 }),
                 settled: AtomicBool::new(false),
                 lent: Default::default(),
+                held_handler: Mutex::new(None),
             });
             st.invocations.active.insert(key, core.clone());
             let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
@@ -623,12 +654,16 @@ impl Shared {
             context,
             core.confirmed,
             "invoke",
-        )));
+        )))
+        .holding(policy.clone());
         if self.is_closed() {
             // Teardown ends the invocation; no callback starts after close.
             return;
         }
-        policy.evaluate(request);
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            policy.evaluate(request);
+        }
         let answer = {
             let mut inner = core.inner.lock();
             match &mut inner.phase {
@@ -798,9 +833,13 @@ impl Shared {
         if self.is_closed() {
             return;
         }
-        handler.call(Invocation::new(core.clone()));
-        // The handler (and its user data) may be released now that its
-        // callback returned.
+        // The handle keeps the handler (and its user data) alive until the
+        // host drops it; this reference goes when the callback returns.
+        *core.held_handler.lock() = Some(handler.clone());
+        {
+            let _scope = super::shared::CallbackScope::enter(self);
+            handler.call(Invocation::new(core.clone()));
+        }
         drop(handler);
         let result = {
             let mut inner = core.inner.lock();
@@ -1018,6 +1057,7 @@ impl Shared {
             self.state.lock().invocations.reserved.remove(&*core.id);
         }
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             match &ending.rendered {
                 Some(text) => sink.deliver(text),
                 None => sink.deliver(&ending.outcome.to_json_text()),

@@ -15,11 +15,14 @@
 mod bindings;
 mod callbacks;
 mod cancel;
+mod channel;
 mod confirm;
 mod handles;
 mod invoke;
+mod pending;
 mod policy;
 mod preflight;
+mod record;
 mod shared;
 mod snapshot;
 mod subscribers;
@@ -32,8 +35,16 @@ pub use callbacks::{
 };
 pub(crate) use callbacks::{AvailabilitySlot, DirectCheck, Sink};
 pub use cancel::{CancelToken, Registration};
+pub use channel::{
+    ClientReply, ElicitAnswer, ElicitRefusal, ElicitSink, InvocationChannel, LogLevel, ProgressObserver,
+    ProgressReport, ReplySink,
+};
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
+pub(crate) use pending::WAIT_FOREVER;
+pub use pending::{Pending, ReadyCallback, WaitError};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
+pub(crate) use record::NulText;
+pub(crate) use record::Record;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::{
@@ -74,6 +85,9 @@ pub enum HostError {
     PreflightBatchInvalid(usize),
     /// A runtime call from inside the runtime's clock or id generator.
     WrongContext,
+    /// The consumer of an invocation cannot do what the handler asked: an
+    /// elicitation without a consumer that can ask its user (**rcip**).
+    Unsupported(String),
 }
 
 impl fmt::Display for HostError {
@@ -105,6 +119,7 @@ impl fmt::Display for HostError {
                     "a runtime call from inside the runtime's clock or id generator is not allowed"
                 )
             }
+            HostError::Unsupported(m) => write!(f, "not supported: {m}"),
         }
     }
 }
@@ -137,6 +152,7 @@ impl RuntimeBuilder {
                 observers: Vec::new(),
                 clock: None,
                 id_generator: None,
+                progress_observer: None,
                 validation_budget: crate::schema::Budget::default(),
             },
         }
@@ -196,6 +212,15 @@ impl RuntimeBuilder {
     /// Adds a lifecycle event observer (called in registration order).
     pub fn event_observer(&mut self, observer: Arc<dyn EventObserver>) -> &mut RuntimeBuilder {
         self.config.observers.push(observer);
+        self
+    }
+
+    /// The progress observer (**rcip**): every progress report of the
+    /// runtime's handlers, also of approved re-runs, which have no
+    /// consumer's channel (see [`ProgressObserver`]). Replaces an earlier
+    /// one.
+    pub fn progress_observer(&mut self, observer: Arc<dyn ProgressObserver>) -> &mut RuntimeBuilder {
+        self.config.progress_observer = Some(observer);
         self
     }
 
@@ -267,6 +292,7 @@ impl Runtime {
     pub fn next_deadline(&self) -> Result<Option<i64>, HostError> {
         let shared = self.shared.clone();
         shared.enter()?;
+        shared.note_manual_timer_thread();
         Ok(shared.next_deadline())
     }
 
@@ -276,6 +302,7 @@ impl Runtime {
         // A callback run by an expiry may free the runtime: work on a clone.
         let shared = self.shared.clone();
         shared.enter()?;
+        shared.note_manual_timer_thread();
         let now = shared.now();
         Ok(shared.expire_due(now))
     }
@@ -404,6 +431,14 @@ impl Host {
         self.shared.resolve(confirmation_id, approved, sink)
     }
 
+    /// Resolves a confirmation; its outcome goes to the returned
+    /// [`Pending`].
+    pub fn resolve_confirmation_pending(&self, confirmation_id: &str, approved: bool) -> Result<Pending, HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        self.shared.resolve(confirmation_id, approved, sink)?;
+        Ok(pending)
+    }
+
     /// The runtime's counters, as [`Runtime::stats_json`] (for code that
     /// holds the host view only, such as an MCP server session deciding
     /// whether a session is idle).
@@ -486,6 +521,24 @@ impl Client {
             .invoke(capability_id, input, invocation_id, token, sink.into())
     }
 
+    /// As [`invoke`](Self::invoke), with `channel` as the invocation's side
+    /// channel (**rcip**): the handler's progress reports, log messages and
+    /// elicitations reach the consumer through it (an MCP session passes
+    /// one per `tools/call`). An approved re-run of a confirmation the
+    /// invocation opens has no channel.
+    pub fn invoke_with_channel(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+        channel: Arc<dyn InvocationChannel>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<Arc<str>, HostError> {
+        self.shared
+            .invoke_channel(capability_id, input, invocation_id, token, Some(channel), sink.into())
+    }
+
     /// As [`invoke`](Self::invoke), with the sink kept inline.
     pub(crate) fn invoke_with(
         &self,
@@ -511,6 +564,33 @@ impl Client {
         self.shared
             .invoke(capability_id, input, invocation_id, token, slot.sink().into())?;
         Ok(slot.wait())
+    }
+
+    /// Invokes; the outcome goes to the returned [`Pending`] (with the
+    /// invocation id).
+    pub fn invoke_pending(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+    ) -> Result<(Arc<str>, Pending), HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        let id = self
+            .shared
+            .invoke(capability_id, input, invocation_id, token, sink.into())?;
+        Ok((id, pending))
+    }
+
+    /// Preflights; the report goes to the returned [`Pending`].
+    pub fn preflight_pending(
+        &self,
+        proposals: Vec<(String, Vec<u8>)>,
+        token: Option<&CancelToken>,
+    ) -> Result<Pending, HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        self.shared.preflight(proposals, token, sink)?;
+        Ok(pending)
     }
 
     /// Preflights 1 to 16 proposals (capability id, input text); the report

@@ -37,6 +37,7 @@ pub(crate) struct PolicyCore {
     confirmed: bool,
     phase: &'static str,
     context_json: OnceCell<NulString>,
+    capability_json: OnceCell<NulString>,
 }
 
 impl PolicyCore {
@@ -63,12 +64,57 @@ impl PolicyCore {
             confirmed,
             phase,
             context_json: OnceCell::new(),
+            capability_json: OnceCell::new(),
         }
     }
 
     /// The capability id asked about.
     pub(crate) fn capability_id(&self) -> &str {
         &self.catalog.capabilities()[self.capability].id
+    }
+
+    /// The capability's declared effect.
+    pub(crate) fn effect(&self) -> Effect {
+        self.catalog.capabilities()[self.capability].effect
+    }
+
+    /// True for an approved confirmation's re-run.
+    pub(crate) fn confirmed(&self) -> bool {
+        self.confirmed
+    }
+
+    /// `"invoke"` or `"preflight"`.
+    pub(crate) fn phase(&self) -> &'static str {
+        self.phase
+    }
+
+    /// The semantic context captured before the policy was asked.
+    pub(crate) fn semantic_context(&self) -> &SemanticContext {
+        &self.context
+    }
+
+    /// The input as compact NUL-terminated JSON text.
+    pub(crate) fn nul_input_json(&self) -> &NulString {
+        self.payload.nul_text()
+    }
+
+    /// The capability's live snapshot entry as JSON text (the `capability`
+    /// member of [`context_json`](Self::context_json)), built on first
+    /// request.
+    pub(crate) fn nul_capability_json(&self) -> &NulString {
+        self.capability_json.get_or_init(|| {
+            let def = &self.catalog.capabilities()[self.capability];
+            let mut out = String::with_capacity(def.snapshot_prefix.len() + 170);
+            out.push_str(&def.snapshot_prefix);
+            self.entry
+                .write_live_fields(self.context.is_current(&def.scope_ids), &mut out);
+            NulString::new(out)
+        })
+    }
+
+    /// The decision the default policy gives this request.
+    pub(crate) fn default_decision(&self) -> Decision {
+        default_decision(self.effect(), self.confirmed)
     }
 
     /// `{"capability": <live capability snapshot>, "input", "semanticContext",

@@ -244,7 +244,9 @@ impl Shared {
             context,
             false,
             "preflight",
-        )));
+        )))
+        .holding(policy.clone());
+        let _scope = super::shared::CallbackScope::enter(self);
         policy.evaluate(request);
     }
 
@@ -415,6 +417,7 @@ impl Shared {
         }
         out.push_str("]}");
         if let Some(sink) = sink {
+            let _scope = super::shared::CallbackScope::enter(self);
             sink.deliver(&JsonText::from_json(out));
         }
     }

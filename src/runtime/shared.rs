@@ -44,6 +44,8 @@ pub(crate) struct Config {
     pub observers: Vec<Arc<dyn EventObserver>>,
     pub clock: Option<Arc<dyn Clock>>,
     pub id_generator: Option<Arc<dyn IdGenerator>>,
+    /// Receives every progress report (**rcip**, `channel.rs`).
+    pub progress_observer: Option<Arc<dyn super::channel::ProgressObserver>>,
     /// The work budget of each schema validation.
     pub validation_budget: crate::schema::Budget,
 }
@@ -88,6 +90,9 @@ pub(crate) struct Shared {
     /// shuts it and waits (no callback starts, and no user data is released
     /// on the timer thread, after the free returned).
     pub(crate) timer_gate: Arc<TimerGate>,
+    /// With manual timers: the thread that last ran them (or asked for the
+    /// next deadline), where waiting for an outcome is refused (WRONG_CONTEXT).
+    pub(crate) manual_timer_thread: Mutex<Option<std::thread::ThreadId>>,
 }
 
 thread_local! {
@@ -99,6 +104,38 @@ thread_local! {
     pub(super) static REFRESHING: RefCell<Vec<(usize, u32)>> = const { RefCell::new(Vec::new()) };
     /// The runtime whose expiries this (timer) thread is delivering.
     static TIMER_WORK: Cell<usize> = const { Cell::new(0) };
+    /// The runtimes whose host callbacks this thread is inside, innermost
+    /// last: a wait for an outcome from there answers WRONG_CONTEXT.
+    static IN_CALLBACK: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks this thread as running a host callback of one runtime for as long
+/// as the guard lives (see [`in_callback_of`]).
+pub(crate) struct CallbackScope(());
+
+impl CallbackScope {
+    #[inline]
+    pub(crate) fn enter(runtime: &Shared) -> CallbackScope {
+        let key = runtime as *const Shared as usize;
+        IN_CALLBACK.with(|c| c.borrow_mut().push(key));
+        CallbackScope(())
+    }
+}
+
+impl Drop for CallbackScope {
+    #[inline]
+    fn drop(&mut self) {
+        IN_CALLBACK.with(|c| {
+            c.borrow_mut().pop();
+        });
+    }
+}
+
+/// True while this thread is inside a host callback (handler, policy,
+/// outcome, report, event, confirmation or subscriber callback) of the
+/// runtime at `runtime` (`Arc::as_ptr` of its shared state).
+pub(crate) fn in_callback_of(runtime: usize) -> bool {
+    IN_CALLBACK.with(|c| c.borrow().contains(&runtime))
 }
 
 /// Admission of the library's timer thread to one runtime (PIPELINE.md
@@ -264,6 +301,7 @@ impl Shared {
             id_salt: OnceCell::new(),
             id_counter: AtomicU64::new(0),
             timer_gate: Arc::new(TimerGate::new()),
+            manual_timer_thread: Mutex::new(None),
         })
     }
 
@@ -281,6 +319,24 @@ impl Shared {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Remembers the calling thread as the one that runs this runtime's
+    /// manual timers (no effect in real-time mode).
+    pub(crate) fn note_manual_timer_thread(&self) {
+        if self.config.manual_timers {
+            let me = std::thread::current().id();
+            let mut t = self.manual_timer_thread.lock();
+            if *t != Some(me) {
+                *t = Some(me);
+            }
+        }
+    }
+
+    /// True when the calling thread is the one that last ran this
+    /// runtime's manual timers.
+    pub(crate) fn is_manual_timer_thread(&self) -> bool {
+        self.config.manual_timers && *self.manual_timer_thread.lock() == Some(std::thread::current().id())
     }
 
     /// The runtime's clock, in epoch milliseconds.
@@ -372,6 +428,7 @@ impl Shared {
             phase,
             error_code,
         };
+        let _scope = CallbackScope::enter(self);
         for observer in &self.config.observers {
             observer.on_event(&event);
         }
@@ -380,6 +437,7 @@ impl Shared {
     /// Tells the host's confirmation callback, if any.
     pub(crate) fn notify_confirmation(&self, json: impl FnOnce() -> String) {
         if let Some(observer) = &self.config.confirmation_observer {
+            let _scope = CallbackScope::enter(self);
             observer.on_confirmation(&json());
         }
     }

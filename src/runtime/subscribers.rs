@@ -31,6 +31,7 @@ impl Shared {
             if self.is_closed() {
                 break;
             }
+            let _scope = super::shared::CallbackScope::enter(self);
             s.notify(revision);
         }
     }

@@ -2,7 +2,8 @@
 # Installs rcip into a temporary prefix (`make install install-cpp-header
 # PREFIX=...`), then checks what a C or C++ project gets from it: the files,
 # the SONAME carrying the ABI major version, a C program and a C++ program
-# built with `pkg-config --cflags --libs rcip`, a static link against
+# built with `pkg-config --cflags --libs rcip` (the C one also under valgrind
+# with the installed suppression file), a static link against
 # librcip.a, and the `rcip check` CLI; then `make install-strip` into a
 # second prefix (no debug sections, smaller, still links and runs).
 #
@@ -34,7 +35,7 @@ VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -n 1)
 MAJOR=${VERSION%%.*}
 
 for f in bin/rcip "lib/librcip.so.$VERSION" "lib/librcip.so.$MAJOR" lib/librcip.so lib/librcip.a include/rcip.h \
-    include/rcip/rcip.hpp lib/pkgconfig/rcip.pc; do
+    include/rcip/rcip.hpp lib/pkgconfig/rcip.pc share/rcip/rcip.supp; do
     check "installed $f" test -e "$PREFIX/$f"
 done
 check "librcip.so.$MAJOR is a symlink" test -L "$PREFIX/lib/librcip.so.$MAJOR"
@@ -49,6 +50,11 @@ check "C program compiles with pkg-config" \
     sh -c "$CC -std=c11 -Wall -Wextra -Wpedantic -Werror $CFLAGS_RCIP '$ROOT/tests/install/hello.c' -o '$TMP/hello' $LIBS_RCIP -Wl,-rpath,'$PREFIX/lib'"
 check "C program needs librcip.so.$MAJOR" sh -c "readelf -d '$TMP/hello' | grep -q 'NEEDED.*\[librcip.so.$MAJOR\]'"
 check "C program runs" "$TMP/hello"
+# The plain valgrind command a user runs, with the installed suppression
+# file (README.md, "Checking for leaks"): the program loads a catalog with
+# schemas, so librcip's process-lifetime data is there to be suppressed.
+check "valgrind --leak-check=full --error-exitcode=1 with share/rcip/rcip.supp passes" \
+    valgrind -q --leak-check=full --error-exitcode=1 --suppressions="$PREFIX/share/rcip/rcip.supp" "$TMP/hello"
 check "C program runs through LD_LIBRARY_PATH" sh -c "$CC -std=c11 $CFLAGS_RCIP '$ROOT/tests/install/hello.c' -o '$TMP/hello2' $LIBS_RCIP && LD_LIBRARY_PATH='$PREFIX/lib' '$TMP/hello2'"
 
 # Static: the archive itself, plus the Libs.private that pkg-config --static adds.

@@ -22,9 +22,27 @@
  *                             host thread; with "pollAfterMs" the server closes
  *                             the call's SSE stream first and answers on the
  *                             client's GET with Last-Event-ID
+ *   test_tool_with_progress   tools-call-with-progress: a host thread reports 0, 50
+ *                             and 100 of 100, 50 ms apart, then completes
+ *   test_tool_with_logging    tools-call-with-logging: a host thread sends three
+ *                             info log messages, 50 ms apart, then completes
+ *   test_elicitation          tools-call-elicitation, elicitation-sep1034-defaults,
+ *   test_elicitation_sep1034_defaults  elicitation-sep1330-enums: the handler asks
+ *   test_elicitation_sep1330_enums     the client's user (rcip_invocation_elicit)
+ *                             and completes with the answer when it arrives
+ *   test_sampling             tools-call-sampling: the handler asks the client to
+ *                             sample (rcip_invocation_create_message) with the prompt
+ *                             and completes with the client's reply
  *   json_schema_2020_12_tool  json-schema-2020-12: the capability json_schema_tool
  *                             under the name the suite needs ("toolNames"; an RCIP
  *                             id segment cannot start with a digit)
+ *   test_image_content, test_audio_content, test_embedded_resource,
+ *   test_multiple_content_types
+ *                             tools-call-image, -audio, -embedded-resource,
+ *                             -mixed-content: outputs whose properties the
+ *                             session's "content" mapping (CONTENT_OPTIONS)
+ *                             turns into image, audio, resource and text
+ *                             blocks; structuredContent stays the output
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -36,12 +54,24 @@
 
 #include "rcip.h"
 
+/* Content blocks (rcip, docs/MCP.md "Content blocks"): which output
+ * properties of the content scenarios' capabilities become which blocks. */
+#define CONTENT_OPTIONS \
+    " \"content\": {" \
+    "\"test_image_content\": [{\"type\": \"image\", \"property\": \"image\"}]," \
+    " \"test_audio_content\": [{\"type\": \"audio\", \"property\": \"audio\"}]," \
+    " \"test_embedded_resource\": [{\"type\": \"resource\", \"property\": \"resource\"}]," \
+    " \"test_multiple_content_types\": [{\"type\": \"text\", \"property\": \"caption\"}," \
+    " {\"type\": \"image\", \"property\": \"image\"}, {\"type\": \"resource\", \"property\": \"resource\"}]},"
+
 /* The server options: every request answered as SSE when the client
  * accepts it (server-sse-multiple-streams reads SSE answers to concurrent
  * tools/list), a pending call's stream closed after 100 ms (SEP-1699
- * polling), and the one tool name that is not a capability id. */
+ * polling), the content mapping, and the one tool name that is not a
+ * capability id. */
 static const char *DEFAULT_OPTIONS =
     "{\"responseMode\": \"sse\", \"pollAfterMs\": 100, \"retryMs\": 500,"
+    CONTENT_OPTIONS
     " \"serverName\": \"rcip-mcp-conformance-host\","
     " \"toolNames\": {\"json_schema_tool\": \"json_schema_2020_12_tool\"}}";
 
@@ -140,6 +170,214 @@ static void json_schema_tool(void *user_data, rcip_invocation *invocation) {
     free(output);
 }
 
+/* ----- progress, logging and elicitation (issue 16) ------------------- */
+
+static void sleep_ms(long ms) {
+    struct timespec delay = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&delay, NULL);
+}
+
+static void report_or_log(rcip_result rc, const char *what) {
+    if (rc != RCIP_RESULT_OK) fprintf(stderr, "mcp_conformance_host: %s: %s\n", what, rcip_last_error_message());
+}
+
+static void *progress_later(void *arg) {
+    rcip_invocation *invocation = arg;
+    for (int step = 0; step <= 2; step++) {
+        if (step > 0) sleep_ms(50);
+        /* notifications/progress when the call carried a progressToken */
+        report_or_log(rcip_invocation_report_progress(invocation, step * 50.0, true, 100.0, NULL), "progress");
+    }
+    complete_or_log(invocation, "{\"text\": \"Progress reported: 0, 50 and 100 of 100.\"}");
+    return NULL;
+}
+
+static void *logging_later(void *arg) {
+    static const char *const MESSAGES[] = {"\"Tool execution started\"", "\"Tool processing data\"",
+                                           "\"Tool execution completed\""};
+    rcip_invocation *invocation = arg;
+    for (int i = 0; i < 3; i++) {
+        if (i > 0) sleep_ms(50);
+        report_or_log(rcip_invocation_log(invocation, "info", "mcp_conformance_host", MESSAGES[i]), "log");
+    }
+    complete_or_log(invocation, "{\"text\": \"Logged three messages.\"}");
+    return NULL;
+}
+
+/* Runs `body` on a detached host thread with the invocation (deferred). */
+static void on_thread(rcip_invocation *invocation, void *(*body)(void *)) {
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attr, body, invocation) != 0) {
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static void tool_with_progress(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    on_thread(invocation, progress_later);
+}
+
+static void tool_with_logging(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    on_thread(invocation, logging_later);
+}
+
+/* The answer, `{"action", "content"?}`, is the capability's output as it is
+ * (its output schema has exactly that shape). */
+static void answered(void *user_data, const char *answer_json) {
+    complete_or_log(user_data, answer_json);
+}
+
+/* Asks; the handler returns at once and `answered` settles the invocation.
+ * A client that cannot be asked gets a failed call (isError: true). */
+static void ask(rcip_invocation *invocation, const char *message, const char *schema) {
+    if (rcip_invocation_elicit(invocation, message, schema, answered, invocation, NULL) != RCIP_RESULT_OK) {
+        fprintf(stderr, "mcp_conformance_host: elicit: %s\n", rcip_last_error_message());
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+}
+
+/* The "message" string of the input {"message": "..."} (canonical compact
+ * JSON), unescaped for the simple escapes; \uXXXX is kept as written. */
+static char *input_message(const char *input) {
+    const char *key = strstr(input, "\"message\":\"");
+    if (!key) return NULL;
+    const char *p = key + strlen("\"message\":\"");
+    char *out = malloc(strlen(p) + 1);
+    if (!out) return NULL;
+    size_t n = 0;
+    for (; *p && *p != '"'; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            switch (*p) {
+            case 'n': out[n++] = '\n'; break;
+            case 't': out[n++] = '\t'; break;
+            case 'u': out[n++] = '\\'; out[n++] = 'u'; break;
+            default: out[n++] = *p; break;
+            }
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static void elicitation(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    char *message = input_message(rcip_invocation_input(invocation));
+    ask(invocation, message ? message : "Please provide your information",
+        "{\"type\": \"object\", \"properties\": {"
+        "\"username\": {\"type\": \"string\", \"description\": \"User's response\"},"
+        "\"email\": {\"type\": \"string\", \"description\": \"User's email address\"}},"
+        " \"required\": [\"username\", \"email\"]}");
+    free(message);
+}
+
+static void elicitation_defaults(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    ask(invocation, "Please review and update the form fields with defaults",
+        "{\"type\": \"object\", \"properties\": {"
+        "\"name\": {\"type\": \"string\", \"description\": \"User name\", \"default\": \"John Doe\"},"
+        "\"age\": {\"type\": \"integer\", \"description\": \"User age\", \"default\": 30},"
+        "\"score\": {\"type\": \"number\", \"description\": \"User score\", \"default\": 95.5},"
+        "\"status\": {\"type\": \"string\", \"description\": \"User status\","
+        " \"enum\": [\"active\", \"inactive\", \"pending\"], \"default\": \"active\"},"
+        "\"verified\": {\"type\": \"boolean\", \"description\": \"Verification status\", \"default\": true}}}");
+}
+
+static void elicitation_enums(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    ask(invocation, "Please select options from the enum fields",
+        "{\"type\": \"object\", \"properties\": {"
+        "\"untitledSingle\": {\"type\": \"string\", \"enum\": [\"option1\", \"option2\", \"option3\"]},"
+        "\"titledSingle\": {\"type\": \"string\", \"oneOf\": [{\"const\": \"value1\", \"title\": \"First Option\"},"
+        " {\"const\": \"value2\", \"title\": \"Second Option\"}, {\"const\": \"value3\", \"title\": \"Third Option\"}]},"
+        "\"legacyEnum\": {\"type\": \"string\", \"enum\": [\"opt1\", \"opt2\", \"opt3\"],"
+        " \"enumNames\": [\"Option One\", \"Option Two\", \"Option Three\"]},"
+        "\"untitledMulti\": {\"type\": \"array\", \"items\": {\"type\": \"string\","
+        " \"enum\": [\"option1\", \"option2\", \"option3\"]}},"
+        "\"titledMulti\": {\"type\": \"array\", \"items\": {\"anyOf\": [{\"const\": \"value1\", \"title\": \"First Choice\"},"
+        " {\"const\": \"value2\", \"title\": \"Second Choice\"}, {\"const\": \"value3\", \"title\": \"Third Choice\"}]}}}}");
+}
+
+/* The prompt's JSON string as the canonical input holds it ("...", escapes
+ * included), so it goes into the request's JSON as it is. */
+static char *input_prompt_json(const char *input) {
+    const char *key = strstr(input, "\"prompt\":\"");
+    if (!key) return NULL;
+    const char *start = key + strlen("\"prompt\":");
+    const char *p = start + 1;
+    while (*p && *p != '"') p += (*p == '\\' && p[1]) ? 2 : 1;
+    if (*p != '"') return NULL;
+    size_t n = (size_t)(p + 1 - start);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, start, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* The reply, {"result": ...} | {"error": ...} | {"cancelled": true}, is
+ * the capability's output as it is. */
+static void sampled(void *user_data, const char *reply_json) {
+    complete_or_log(user_data, reply_json);
+}
+
+static void sampling(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    char *prompt = input_prompt_json(rcip_invocation_input(invocation));
+    const char *format =
+        "{\"messages\": [{\"role\": \"user\", \"content\": {\"type\": \"text\", \"text\": %s}}], \"maxTokens\": 100}";
+    size_t size = strlen(format) + (prompt ? strlen(prompt) : 2) + 1;
+    char *params = malloc(size);
+    if (params) snprintf(params, size, format, prompt ? prompt : "\"\"");
+    if (!params || rcip_invocation_create_message(invocation, params, sampled, invocation, NULL) != RCIP_RESULT_OK) {
+        fprintf(stderr, "mcp_conformance_host: sample: %s\n", rcip_last_error_message());
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+    }
+    free(params);
+    free(prompt);
+}
+
+/* ----- content scenarios: outputs whose properties become blocks ------- */
+
+/* A 1x1 red PNG and an 8 kHz mono WAV of one silent sample, base64. */
+#define RED_PIXEL_PNG "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+#define SILENT_WAV "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA"
+
+static void image_content(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"image\": {\"data\": \"" RED_PIXEL_PNG "\", \"mimeType\": \"image/png\"}}");
+}
+
+static void audio_content(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"audio\": {\"data\": \"" SILENT_WAV "\", \"mimeType\": \"audio/wav\"}}");
+}
+
+static void embedded_resource(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation, "{\"resource\": {\"uri\": \"test://embedded-resource\", \"mimeType\": \"text/plain\","
+                                " \"text\": \"This is an embedded resource content.\"}}");
+}
+
+static void multiple_content_types(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    complete_or_log(invocation,
+                    "{\"caption\": \"Multiple content types test:\","
+                    " \"image\": {\"data\": \"" RED_PIXEL_PNG "\", \"mimeType\": \"image/png\"},"
+                    " \"resource\": {\"uri\": \"test://mixed-content-resource\", \"mimeType\": \"application/json\","
+                    " \"text\": \"{\\\"test\\\":\\\"data\\\",\\\"value\\\":123}\"}}");
+}
+
 /* ----- the session factory (runs on a library worker thread) ---------- */
 
 static const struct {
@@ -150,6 +388,16 @@ static const struct {
     {"test_error_handling", error_handling},
     {"test_reconnection", reconnection},
     {"json_schema_tool", json_schema_tool},
+    {"test_tool_with_progress", tool_with_progress},
+    {"test_tool_with_logging", tool_with_logging},
+    {"test_elicitation", elicitation},
+    {"test_elicitation_sep1034_defaults", elicitation_defaults},
+    {"test_elicitation_sep1330_enums", elicitation_enums},
+    {"test_sampling", sampling},
+    {"test_image_content", image_content},
+    {"test_audio_content", audio_content},
+    {"test_embedded_resource", embedded_resource},
+    {"test_multiple_content_types", multiple_content_types},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 

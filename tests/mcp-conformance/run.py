@@ -48,6 +48,19 @@ REQUIRED_SCENARIOS = [
     "dns-rebinding-protection",
     "server-sse-polling",
     "server-sse-multiple-streams",
+    # issue 16: content blocks from output properties (the "content" option)
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    # issue 16: a handler's progress, log messages, elicitation and sampling
+    "logging-set-level",
+    "tools-call-with-logging",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
 ]
 REQUIRED_SUCCESS = [
     "server-sse-priming-event",

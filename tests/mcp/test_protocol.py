@@ -92,6 +92,10 @@ def test_malformed_json_rpc_gets_the_standard_codes(raw_desk: Any) -> None:
 def test_duplicate_in_flight_ids_are_refused_and_cancelled_calls_get_no_response(raw_desk: Any) -> None:
     desk = raw_desk()
     desk.initialize()
+    # The archive search's info log messages would interleave with the
+    # replies this test reads line by line (tests/mcp/test_side_channel.py
+    # checks them): this session takes only emergencies.
+    assert desk.request(9, "logging/setLevel", {"level": "emergency"})["result"] == {}
     slow = {"name": "visits.search", "arguments": {"query": "cooler", "includeArchive": True}}
     desk.send({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": slow})
     # The same id while the archive search runs (about 800 ms).

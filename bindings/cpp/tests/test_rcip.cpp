@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -411,6 +413,127 @@ void test_misuse_is_refused() {
 
 }  // namespace
 
+// The side channel (rcip) without an MCP client: progress reaches the
+// observer, logs go nowhere, elicitation is unsupported; the rules hold.
+void test_progress_logging_and_elicitation_in_process() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<rcip::Progress> seen;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .on_progress([&](const rcip::Progress &p) { seen.push_back(p); })
+                                .build();
+    rcip::Binding b = runtime.host().bind("greeting.say", [](rcip::Invocation &inv) {
+        inv.report_progress(1, 4.0, "a quarter");
+        inv.report_progress(2.5);
+        CHECK_THROWS_CODE(inv.report_progress(2.5), RCIP_RESULT_INVALID_ARGUMENT);
+        CHECK_THROWS_CODE(inv.report_progress(std::nan("")), RCIP_RESULT_INVALID_ARGUMENT);
+        inv.log("info", R"("no MCP client: nowhere")", "greeter");
+        CHECK_THROWS_CODE(inv.log("loud", "1"), RCIP_RESULT_INVALID_ARGUMENT);
+        bool answered = false;
+        CHECK_THROWS_CODE(inv.elicit("?", R"({"type": "object", "properties": {}})",
+                                     [&](const rcip::ElicitResult &) { answered = true; }),
+                          RCIP_RESULT_UNSUPPORTED);
+        CHECK(!answered);
+        CHECK_THROWS_CODE(inv.create_message(R"({"messages": [], "maxTokens": 1})", [&](std::string_view) { answered = true; }),
+                          RCIP_RESULT_UNSUPPORTED);
+        CHECK(!answered);
+        inv.complete(R"({"text": "hi"})");
+        CHECK_THROWS_CODE(inv.report_progress(3), RCIP_RESULT_ALREADY_COMPLETED);
+    });
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "Ada"})").get().ok());
+    CHECK(seen.size() == 2);
+    CHECK(seen[0].capability_id == "greeting.say" && seen[0].progress == 1 && seen[0].total.value_or(0) == 4 &&
+          seen[0].message == "a quarter");
+    CHECK(seen[1].progress == 2.5 && !seen[1].total && seen[1].message.empty());
+    rcip::ElicitResult r = rcip::ElicitResult::parse(R"({"action":"accept","content":{"n":1}})");
+    CHECK(r.accepted() && r.content == R"({"n":1})");
+}
+
+// The MCP session's rcip options from C++: the safe tool naming, a naming
+// refused with both ids, and content blocks with the replaced count.
+void test_mcp_session_naming_and_content() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    auto binding = runtime.host().bind("greeting.say", [](rcip::Invocation &inv) { return hello(inv); });
+    std::vector<std::string> sent;
+    std::mutex lock;
+    auto keep = [&](std::string_view m) {
+        std::lock_guard<std::mutex> g(lock);
+        sent.emplace_back(m);
+    };
+    const char *init = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})";
+    {
+        rcip::McpSession session(runtime, R"({"workers": 0, "toolNames": "safe"})", keep);
+        session.receive(init);
+        session.receive(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greeting_say","arguments":{"name":"Ada"}}})");
+        session.receive(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greeting.say","arguments":{"name":"Ada"}}})");
+        std::lock_guard<std::mutex> g(lock);
+        CHECK(sent.size() == 3);
+        CHECK(sent.size() == 3 && sent[1].find(R"("structuredContent":{"text":"hello Ada"})") != std::string::npos);
+        CHECK(sent.size() == 3 && sent[2].find("Unknown tool: greeting.say") != std::string::npos);
+    }
+    ++g_checks;
+    try {
+        rcip::McpSession clash(runtime, R"({"toolNames": {"tickets.create": "greeting.say"}})", keep);
+        ++g_failed;
+        std::fprintf(stderr, "%s:%d: a colliding naming was accepted\n", __FILE__, __LINE__);
+    } catch (const rcip::Error &e) {
+        std::string what = e.what();
+        if (e.code() != RCIP_RESULT_INVALID_ARGUMENT || what.find("\"greeting.say\"") == std::string::npos ||
+            what.find("\"tickets.create\"") == std::string::npos) {
+            ++g_failed;
+            std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, e.what());
+        }
+    }
+    sent.clear();
+    {
+        rcip::McpSession session(runtime, R"({"workers": 0, "content": {"greeting.say": [{"type": "text", "property": "text"}]}})",
+                                 keep);
+        session.receive(init);
+        session.receive(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greeting.say","arguments":{"name":"Ada"}}})");
+        std::lock_guard<std::mutex> g(lock);
+        CHECK(sent.size() == 2 && sent[1].find(R"("content":[{"type":"text","text":"hello Ada"}])") != std::string::npos);
+        CHECK(session.stats() == R"({"inFlight":0,"droppedNotifications":0,"contentReplaced":0})");
+    }
+    CHECK_THROWS_CODE(rcip::McpSession(runtime, R"({"content": {"greeting.say": [{"type": "image", "property": "poster"}]}})"),
+                      RCIP_RESULT_INVALID_ARGUMENT);
+}
+
+// Issue 18, item 1: the policy reads its request and answers without JSON
+// on the host side; one capability is handled, the rest delegated.
+void test_policy_accessors_and_default_delegation() {
+    rcip::Catalog catalog(CATALOG);
+    std::vector<std::string> seen;
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog)
+                                .policy([&](rcip::PolicyRequest &req) {
+                                    seen.push_back(req.capability_id() + " " + req.effect() + " " + req.phase() +
+                                                   (req.scope_active("tickets") ? " tickets" : " -") + " " +
+                                                   req.primary_scope_id().value_or("none") +
+                                                   (req.confirmed() ? " confirmed" : ""));
+                                    if (req.capability_id() == "tickets.create") {
+                                        req.deny("queue \"A\" is frozen\nuntil Monday");
+                                    } else {
+                                        req.decide_default();
+                                    }
+                                })
+                                .build();
+    rcip::Host host = runtime.host();
+    host.set_context({"tickets"}, std::string("tickets"));
+    rcip::Binding a = host.bind("greeting.say", hello);
+    rcip::Binding b = host.bind("tickets.create", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    rcip::Binding c = host.bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    CHECK(runtime.client().invoke("greeting.say", R"({"name": "Ada"})").get().ok());
+    rcip::Outcome denied = runtime.client().invoke("tickets.create", "{}").get();
+    CHECK(denied.error_code == "POLICY_DENIED");
+    CHECK(denied.error_message == "queue \"A\" is frozen\nuntil Monday");
+    rcip::Outcome purge = runtime.client().invoke("tickets.purge", "{}").get();
+    CHECK(purge.status == rcip::Status::ConfirmationRequired);
+    CHECK(host.resolve_confirmation(purge.confirmation_id, true).get().ok());
+    CHECK(seen.size() == 4);
+    CHECK(seen[0] == "greeting.say read invoke tickets tickets");
+    CHECK(seen[1] == "tickets.create write invoke tickets tickets");
+    CHECK(seen[3] == "tickets.purge destructive invoke tickets tickets confirmed");
+}
+
 int main() {
     test_catalog_and_errors();
     test_invoke_sync_handler();
@@ -426,6 +549,9 @@ int main() {
     test_throwing_clock_ids_and_observers_are_contained();
     test_json_helpers();
     test_misuse_is_refused();
+    test_progress_logging_and_elicitation_in_process();
+    test_mcp_session_naming_and_content();
+    test_policy_accessors_and_default_delegation();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -29,6 +29,7 @@ settles them; bindings are kept by the runtime until closed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -48,6 +49,7 @@ DEFAULT_TTL_MS = 1500
 OUTCOME_TIMEOUT_S = 30.0
 ARCHIVE_SCAN_MS = 800
 ARCHIVE_POLL_MS = 10
+ARCHIVE_PROGRESS_MS = 100  # how often the archive search reports progress
 
 # ======================================================================
 # 1. Transcript printing (callbacks arrive on other threads)
@@ -542,6 +544,13 @@ class Host:
         self.dialog_used = True
         self.closed: Dict[str, str] = {}  # confirmation id -> reason
         self.runtime: Optional[rcip.Runtime] = None
+        # A plan step that cancels (cancelAfterMs): the next archive search
+        # deferred to a worker scans until it sees the cancellation and
+        # reports its start; the agent cancels after that report, so the
+        # outcome does not depend on scheduling (as the C desk).
+        self.scan_hold_armed = False
+        self.scan_hold_taken = False
+        self.scan_started = False
 
     # --- availability: sampled on every refresh and live at invoke time.
 
@@ -567,10 +576,25 @@ class Host:
 
     # --- the archive search's worker thread (the handler defers to it)
 
-    def archive_worker(self, inv: rcip.Invocation, query: str, status: Any, limit: int) -> None:
+    def archive_worker(self, inv: rcip.Invocation, query: str, status: Any, limit: int, hold: bool = False) -> None:
         try:
+            # To the MCP client whose call this is (rcip): a log message,
+            # and progress in milliseconds scanned (increasing); refusals
+            # (the call was answered, the runtime closed) change nothing here.
+            with contextlib.suppress(rcip.RcipError):
+                inv.log("info", "Searching the archive", logger="dispatch_desk")
             waited = 0
-            while waited < ARCHIVE_SCAN_MS:
+            scan_ms = ARCHIVE_SCAN_MS
+            if hold:
+                scan_ms = int(OUTCOME_TIMEOUT_S * 1000)
+                with self.lock:
+                    self.scan_started = True
+                    self.lock.notify_all()
+            while waited < scan_ms:
+                if waited % ARCHIVE_PROGRESS_MS == 0:
+                    # A held scan (until the agent cancels) has no known total.
+                    with contextlib.suppress(rcip.RcipError):
+                        inv.report_progress(waited, None if hold else ARCHIVE_SCAN_MS, "Searching the archive")
                 if inv.cancelled:
                     host_log("worker", "archive search cancelled after about %d ms: failing as aborted" % waited)
                     inv.fail(aborted=True)  # the outcome is failed EXECUTION_ABORTED
@@ -579,6 +603,9 @@ class Host:
                 waited += ARCHIVE_POLL_MS
             output = self.desk.search(query, status, limit, True)
             host_log("worker", "archive search done: completing from the worker thread")
+            with contextlib.suppress(rcip.RcipError):
+                inv.report_progress(ARCHIVE_SCAN_MS, ARCHIVE_SCAN_MS, "Archive searched")
+                inv.log("info", "Archive search done", logger="dispatch_desk")
             inv.complete(output)  # a dataclass: written with the declared JSON names
         finally:
             inv.close()
@@ -783,8 +810,12 @@ def declare(host: Host) -> rcip.App:
             return desk.search(query, status, limit or 0, False)
         # The archive is slow: defer. The invocation moves to a worker
         # thread, which settles and closes it; this handler returns at once.
-        worker = threading.Thread(target=host.archive_worker, args=(invocation, query, status, limit or 0))
         with host.lock:
+            hold = host.scan_hold_armed
+            if hold:
+                host.scan_hold_armed = False
+                host.scan_hold_taken = True
+            worker = threading.Thread(target=host.archive_worker, args=(invocation, query, status, limit or 0, hold))
             host.workers.append(worker)
         deferred = invocation.defer()
         worker.start()
@@ -1355,6 +1386,9 @@ class Runner:
         say("     %s %s%s" % (d["capabilityId"], step.input_text, "  invocation id " + d["invocationId"] if "invocationId" in d else ""))
         # A token only when the plan cancels.
         token = rcip.CancelToken() if "cancelAfterMs" in d else None
+        if token is not None:
+            with self.host.lock:
+                self.host.scan_hold_armed, self.host.scan_hold_taken, self.host.scan_started = True, False, False
         dialog_future = self.host.arm_dialog(step.dialog, step.name) if step.dialog else None
         try:
             future = self.client.submit(
@@ -1369,6 +1403,12 @@ class Runner:
             self.check_result(step, "rcip_client_invoke", error)
             return
         if token is not None:
+            # A deferred archive search: cancel once its worker has started.
+            with self.host.lock:
+                self.host.scan_hold_armed = False
+                if self.host.scan_hold_taken and not self.host.lock.wait_for(lambda: self.host.scan_started, OUTCOME_TIMEOUT_S):
+                    self.check(step, False, "the archive worker to start", "not in time")
+                self.host.scan_hold_taken = False
             if d["cancelAfterMs"] > 0:
                 time.sleep(d["cancelAfterMs"] / 1000)
             host_log("agent", "cancels its token after %d ms" % d["cancelAfterMs"])
@@ -1415,7 +1455,9 @@ class Runner:
         cid = self.confirmation_of(step)
         if cid is None:
             return
-        timeout = step.data.get("timeoutMs") or self.ttl_ms + 5000
+        # The wait ends with the closed notice; the bound is generous (a
+        # timer thread running late on a loaded machine), at least 30 s.
+        timeout = step.data.get("timeoutMs") or max(self.ttl_ms + 5000, int(OUTCOME_TIMEOUT_S * 1000))
         host_log("agent", "waits up to %d ms for %s to expire" % (timeout, cid))
         reason = self.host.wait_closed(cid, timeout / 1000)
         self.check(step, reason == "expired", "closed: expired", reason or "still pending")

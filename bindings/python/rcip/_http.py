@@ -224,7 +224,9 @@ class McpHttpServer(Owner):
 
     def sessions(self) -> List[Dict[str, Any]]:
         """The live sessions: ``[{"sessionId", "clientInfo",
-        "protocolVersion", "droppedNotifications"}]``."""
+        "protocolVersion", "droppedNotifications", "contentReplaced"}]``
+        (``contentReplaced``: content blocks replaced by a text note,
+        **rcip**, docs/MCP.md "Content blocks")."""
         out = _new_out()
         with self._handle.use() as ptr:
             check(lib.rcip_mcp_server_sessions(ptr, byref(out)))

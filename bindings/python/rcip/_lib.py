@@ -22,6 +22,7 @@ from ctypes import (
     CFUNCTYPE,
     POINTER,
     c_bool,
+    c_double,
     c_char_p,
     c_int32,
     c_int64,
@@ -83,6 +84,9 @@ AVAILABILITY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
 POLICY_CALLBACK = CFUNCTYPE(None, c_void_p, c_void_p)
 CONFIRMATION_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 EVENT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+PROGRESS_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+ELICIT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+SAMPLING_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 MCP_MESSAGE_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
@@ -145,12 +149,17 @@ _PROTOTYPES = {
     "rcip_invocation_cancel_token": (_P, [_P]),
     "rcip_invocation_complete": (_R, [_P, c_char_p]),
     "rcip_invocation_fail": (_R, [_P, c_bool]),
+    "rcip_invocation_report_progress": (_R, [_P, c_double, c_bool, c_double, c_char_p]),
+    "rcip_invocation_log": (_R, [_P, c_char_p, c_char_p, c_char_p]),
+    "rcip_invocation_elicit": (_R, [_P, c_char_p, c_char_p, ELICIT_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_invocation_create_message": (_R, [_P, c_char_p, SAMPLING_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_invocation_is_settled": (c_bool, [_P]),
     "rcip_invocation_free": (None, [_P]),
     # MCP session (the bridge to Model Context Protocol clients)
     "rcip_mcp_session_new": (_R, [_P, c_char_p, MCP_MESSAGE_CALLBACK, _P, USER_DATA_FREE_CALLBACK, _PP]),
     "rcip_mcp_session_receive": (_R, [_P, c_char_p]),
     "rcip_mcp_session_serve_stdio": (_R, [_P]),
+    "rcip_mcp_session_stats": (_R, [_P, _PP]),
     "rcip_mcp_session_free": (None, [_P]),
     # MCP Streamable HTTP server (one runtime per MCP session)
     "rcip_mcp_session_setup_session_id": (c_char_p, [_P]),
@@ -180,6 +189,46 @@ _PROTOTYPES = {
     "rcip_policy_request_fail": (_R, [_P]),
     "rcip_policy_request_is_settled": (c_bool, [_P]),
     "rcip_policy_request_free": (None, [_P]),
+    "rcip_policy_request_capability_id": (c_char_p, [_P]),
+    "rcip_policy_request_effect": (c_char_p, [_P]),
+    "rcip_policy_request_is_confirmed": (c_bool, [_P]),
+    "rcip_policy_request_phase": (c_char_p, [_P]),
+    "rcip_policy_request_scope_is_active": (c_bool, [_P, c_char_p]),
+    "rcip_policy_request_primary_scope_id": (c_char_p, [_P]),
+    "rcip_policy_request_input": (c_char_p, [_P]),
+    "rcip_policy_request_capability": (c_char_p, [_P]),
+    "rcip_policy_request_allow": (_R, [_P]),
+    "rcip_policy_request_deny": (_R, [_P, c_char_p]),
+    "rcip_policy_request_confirm": (_R, [_P, c_char_p]),
+    "rcip_policy_request_decide_default": (_R, [_P]),
+    # pending outcomes (the Python binding has futures; prototypes only)
+    "rcip_client_invoke_pending": (_R, [_P, c_char_p, c_char_p, c_char_p, _P, _PP]),
+    "rcip_host_resolve_confirmation_pending": (_R, [_P, c_char_p, c_bool, _PP]),
+    "rcip_client_preflight_pending": (_R, [_P, POINTER(c_char_p), POINTER(c_char_p), c_size_t, _P, _PP]),
+    "rcip_pending_wait": (_R, [_P, c_uint64, _PP]),
+    "rcip_pending_is_ready": (c_bool, [_P]),
+    "rcip_pending_on_ready": (_R, [_P, OUTCOME_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_pending_free": (None, [_P]),
+    # records (prototypes only: Python reads the JSON)
+    "rcip_record_parse": (_R, [c_char_p, _PP]),
+    "rcip_record_status": (c_char_p, [_P]),
+    "rcip_record_invocation_id": (c_char_p, [_P]),
+    "rcip_record_capability_id": (c_char_p, [_P]),
+    "rcip_record_error_code": (c_char_p, [_P]),
+    "rcip_record_error_message": (c_char_p, [_P]),
+    "rcip_record_confirmation_id": (c_char_p, [_P]),
+    "rcip_record_output": (c_char_p, [_P]),
+    "rcip_record_phase": (c_char_p, [_P]),
+    "rcip_record_notice_kind": (c_char_p, [_P]),
+    "rcip_record_reason": (c_char_p, [_P]),
+    "rcip_record_issue_count": (c_size_t, [_P]),
+    "rcip_record_issue_path": (c_char_p, [_P, c_size_t]),
+    "rcip_record_issue_keyword": (c_char_p, [_P, c_size_t]),
+    "rcip_record_issue_message": (c_char_p, [_P, c_size_t]),
+    "rcip_record_expires_at": (c_bool, [_P, POINTER(c_int64)]),
+    "rcip_record_entry_count": (c_size_t, [_P]),
+    "rcip_record_entry": (_P, [_P, c_size_t]),
+    "rcip_record_free": (None, [_P]),
     # results
     "rcip_result_str": (c_char_p, [c_uint32]),
     "rcip_last_error_message": (c_char_p, []),
@@ -194,6 +243,7 @@ _PROTOTYPES = {
         [_P, CONFIRMATION_CALLBACK, _P, USER_DATA_FREE_CALLBACK],
     ),
     "rcip_runtime_builder_add_event_observer": (_R, [_P, EVENT_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_runtime_builder_set_progress_observer": (_R, [_P, PROGRESS_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_clock": (_R, [_P, CLOCK_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_id_generator": (_R, [_P, ID_GENERATOR_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_manual_timers": (_R, [_P, c_bool]),

@@ -9,7 +9,7 @@ import json
 import os
 import threading
 from ctypes import byref
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Union
 
 from . import _lib
 from ._handle import Owner, registry
@@ -69,7 +69,17 @@ class McpSession(Owner):
     ``workers`` (the threads that run tool calls, default 2, so a slow
     handler never delays a ``ping``; 0 runs everything inside
     ``receive()``, so every reply not waiting for a handler or the user is
-    sent before it returns); or ``options`` as the JSON object itself.
+    sent before it returns), ``tool_names`` (**rcip**: ``"ids"``, the
+    default; ``"safe"``, every character outside ``[A-Za-z0-9_-]``
+    replaced by ``_`` for clients that accept only
+    ``^[a-zA-Z0-9_-]{1,64}$``; or ``{capability id: tool name}``; names
+    that collide or are longer than 64 characters raise
+    ``rcip.errors.InvalidArgumentError`` naming both ids), ``content`` (**rcip**:
+    ``{capability id: [{"type": "json" | "text" | "image" | "audio" |
+    "resource", "property": output property}]}``, which output
+    properties become the content blocks of a succeeded result,
+    docs/MCP.md "Content blocks"); or ``options`` as the JSON object
+    itself.
     """
 
     def __init__(
@@ -85,6 +95,8 @@ class McpSession(Owner):
         instructions: Optional[str] = None,
         max_message_bytes: Optional[int] = None,
         workers: Optional[int] = None,
+        tool_names: Optional[Union[Literal["ids", "safe"], Mapping[str, str]]] = None,
+        content: Optional[Mapping[str, Sequence[Mapping[str, str]]]] = None,
         options: Optional[Union[str, bytes, Mapping[str, Any]]] = None,
     ) -> None:
         if not isinstance(runtime, Runtime):
@@ -101,6 +113,8 @@ class McpSession(Owner):
             ("instructions", instructions),
             ("maxMessageBytes", max_message_bytes),
             ("workers", workers),
+            ("toolNames", tool_names),
+            ("content", content),
         ):
             if value is not None:
                 body[name] = value
@@ -135,6 +149,18 @@ class McpSession(Owner):
             data = data.replace(b"\0", b"\\u0000")
         with self._handle.use() as ptr:
             check(lib.rcip_mcp_session_receive(ptr, data))
+
+    def stats(self) -> Dict[str, int]:
+        """The session's counters (**rcip**): ``{"inFlight",
+        "droppedNotifications", "contentReplaced"}``; ``contentReplaced``
+        counts content blocks replaced by a text note because an output
+        property the ``content`` option names was not valid content (those
+        results stay ``succeeded``)."""
+        out = _new_out()
+        with self._handle.use() as ptr:
+            check(lib.rcip_mcp_session_stats(ptr, byref(out)))
+        stats: Dict[str, int] = json.loads(_lib.take_string(out) or "{}")
+        return stats
 
     def serve_stdio(self) -> None:
         """Serves the MCP stdio transport: reads newline-delimited messages

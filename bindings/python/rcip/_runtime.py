@@ -39,8 +39,10 @@ from .types import (
     Decision,
     DecisionName,
     Effect,
+    ElicitResult,
     Event,
     Outcome,
+    Progress,
     PreflightReport,
     Proposal,
     ProposalLike,
@@ -592,12 +594,47 @@ def _event_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         pass
 
 
+@_c_callback(_lib.PROGRESS_CALLBACK)
+def _progress_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    try:
+        registry.get(key).fire_parsed(Progress.from_json, text)
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+@_c_callback(_lib.ELICIT_CALLBACK)
+def _elicit_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    try:
+        registry.get(key).deliver((text or b"").decode("utf-8"))
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+@_c_callback(_lib.SAMPLING_CALLBACK)
+def _sampling_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    try:
+        registry.get(key).deliver((text or b"").decode("utf-8"))
+    except BaseException:  # noqa: BLE001
+        pass
+# How many `opened` notices this thread is inside: an approval made there
+# runs only once the notice returned (include/rcip.h, the confirmation
+# callback's order), so a blocking approval there would wait forever.
+_notice_tls = threading.local()
+
+
 @_c_callback(_lib.CONFIRMATION_CALLBACK)
 def _confirmation_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    opened = text is not None and text.startswith(b'{"event":"opened"')
+    if opened:
+        depth: int = getattr(_notice_tls, "depth", 0)
+        _notice_tls.depth = depth + 1
     try:
         registry.get(key).fire_parsed(ConfirmationNotice.from_json, text)
     except BaseException:  # noqa: BLE001
         pass
+    finally:
+        if opened:
+            _notice_tls.depth -= 1
 
 
 @_c_callback(_lib.CANCEL_CALLBACK)
@@ -726,6 +763,9 @@ _keep_forever(
     _result_trampoline,
     _subscriber_trampoline,
     _event_trampoline,
+    _progress_trampoline,
+    _elicit_trampoline,
+    _sampling_trampoline,
     _confirmation_trampoline,
     _cancel_trampoline,
     _clock_trampoline,
@@ -933,6 +973,79 @@ class Invocation(Owner):
         self._deferred = True
         return self
 
+    # --- the side channel (**rcip**, docs/MCP.md "Progress, logging and elicitation")
+
+    def report_progress(self, progress: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
+        """Reports progress while the invocation is pending, from any
+        thread: an MCP client whose ``tools/call`` carried
+        ``_meta.progressToken`` gets ``notifications/progress`` (before the
+        response), and the runtime's ``on_progress`` observer gets a
+        ``Progress``. ``progress`` must be finite and greater than the last
+        report (``InvalidArgumentError`` otherwise, nothing sent); after
+        the invocation settled, ``AlreadyCompletedError``. Units are yours."""
+        with self._handle.use() as ptr:
+            check(
+                lib.rcip_invocation_report_progress(
+                    ptr,
+                    float(progress),
+                    total is not None,
+                    float(total) if total is not None else 0.0,
+                    message.encode("utf-8") if message is not None else None,
+                )
+            )
+
+    def log(self, level: str, data: Any, logger: Optional[str] = None) -> None:
+        """Sends a log message to the MCP client whose call this is
+        (``notifications/message``) when ``level`` (``"debug"``, ``"info"``,
+        ``"notice"``, ``"warning"``, ``"error"``, ``"critical"``,
+        ``"alert"``, ``"emergency"``) is at least the client's
+        ``logging/setLevel`` (``info`` until it sets one); ``data`` is any
+        JSON value. Without an MCP call it goes nowhere."""
+        with self._handle.use() as ptr:
+            check(
+                lib.rcip_invocation_log(
+                    ptr,
+                    level.encode("utf-8"),
+                    logger.encode("utf-8") if logger is not None else None,
+                    _payload(data),
+                )
+            )
+
+    def elicit(self, message: str, schema: Mapping[str, Any]) -> "concurrent.futures.Future[ElicitResult]":
+        """Asks the MCP client's user (``elicitation/create``, form mode)
+        and returns at once: the future gets the ``ElicitResult``. Wait for
+        it from a deferred handler's thread (``future.result(timeout)``) or
+        ``await asyncio.wrap_future(future)`` in a coroutine handler; never
+        block the thread that delivers it. ``schema`` must follow MCP's
+        elicitation rules (a flat object of string, number, integer,
+        boolean and enum properties, with optional defaults):
+        ``InvalidArgumentError`` names what breaks them. A client that did
+        not declare elicitation, or no MCP call at all (an approved re-run,
+        an in-process consumer): ``UnsupportedError``. Cancelling the call
+        answers ``cancel``."""
+        future: "concurrent.futures.Future[ElicitResult]" = concurrent.futures.Future()
+        data = _payload(schema)
+        with _registering(_ResultEntry(future, ElicitResult.from_json)) as key, self._handle.use() as ptr:
+            check(lib.rcip_invocation_elicit(ptr, message.encode("utf-8"), data, _elicit_trampoline, key, _user_data_free))
+        return future
+
+    def create_message(self, params: Mapping[str, Any]) -> "concurrent.futures.Future[Dict[str, Any]]":
+        """Asks the MCP client whose call this is to sample its language
+        model (``sampling/createMessage`` with ``params``: ``messages`` and
+        ``maxTokens`` are checked, the rest goes as it is) and returns at
+        once; the future gets the reply: ``{"result": CreateMessageResult}``,
+        ``{"error": {"code", "message"}}`` (e.g. the user rejected it) or
+        ``{"cancelled": True}`` (the call was cancelled, the handler settled
+        first, the session ended). Wait for it as for ``elicit``.
+        ``InvalidArgumentError`` for params without what is checked;
+        ``UnsupportedError`` for a client that did not declare sampling or
+        no MCP call at all."""
+        future: "concurrent.futures.Future[Dict[str, Any]]" = concurrent.futures.Future()
+        data = _payload(params)
+        with _registering(_ResultEntry(future, _json.loads)) as key, self._handle.use() as ptr:
+            check(lib.rcip_invocation_create_message(ptr, data, _sampling_trampoline, key, _user_data_free))
+        return future
+
     def complete(self, output: Any) -> None:
         """Completes with ``output`` (JSON-serialisable, or ``RawJson``).
         ``AlreadyCompletedError`` on a second settle."""
@@ -1120,6 +1233,16 @@ class PolicyRequest(Owner):
     def confirm(self, reason: Optional[str] = None) -> None:
         self.decide(Decision("confirm", reason))
 
+    def decide_default(self) -> None:
+        """Settles with the default policy's decision (read allow, confirmed
+        allow, destructive confirm, write and external deny), so a policy can
+        handle some capabilities and hand back the rest."""
+        with self._handle.use() as ptr:
+            rc = lib.rcip_policy_request_decide_default(ptr)
+            if rc:
+                raise error_for(rc)
+            self._settled = True
+
     def fail(self) -> None:
         """Settles as a policy failure (``POLICY_EVALUATION_FAILED``)."""
         with self._handle.use() as ptr:
@@ -1179,7 +1302,9 @@ class Runtime(Owner):
     ``policy(request)``: the host policy (default: read → allow, confirmed →
     allow, destructive → confirm, write/external → deny).
     ``on_event(event)``: lifecycle events. ``on_confirmation(notice)``:
-    confirmations opened and closed. ``clock()``: epoch milliseconds
+    confirmations opened and closed. ``on_progress(progress)``: every
+    handler's progress report (**rcip**; also approved re-runs', which reach
+    no MCP client). ``clock()``: epoch milliseconds
     (``ManualClock`` for tests). ``id_generator(prefix)``: ids, or ``None``
     for the built-in one. ``manual_timers``: no library thread; call
     ``run_due_timers()``. ``loop``: the asyncio loop coroutine callbacks run
@@ -1195,6 +1320,7 @@ class Runtime(Owner):
         policy: Optional[Policy] = None,
         on_event: Optional[Callable[[Event], object]] = None,
         on_confirmation: Optional[Callable[[ConfirmationNotice], object]] = None,
+        on_progress: Optional[Callable[[Progress], object]] = None,
         confirmation_ttl_ms: Optional[int] = None,
         clock: Optional[Callable[[], int]] = None,
         id_generator: Optional[Callable[[str], Optional[str]]] = None,
@@ -1231,6 +1357,9 @@ class Runtime(Owner):
                 if on_event is not None:
                     with _registering(_FnEntry(on_event, self._state, "on_event")) as key:
                         check(lib.rcip_runtime_builder_add_event_observer(bp, _event_trampoline, key, _user_data_free))
+                if on_progress is not None:
+                    with _registering(_FnEntry(on_progress, self._state, "on_progress")) as key:
+                        check(lib.rcip_runtime_builder_set_progress_observer(bp, _progress_trampoline, key, _user_data_free))
                 if on_confirmation is not None:
                     with _registering(_FnEntry(on_confirmation, self._state, "on_confirmation")) as key:
                         check(lib.rcip_runtime_builder_set_confirmation_callback(bp, _confirmation_trampoline, key, _user_data_free))
@@ -1606,7 +1735,16 @@ class Host:
         return future
 
     def resolve_confirmation(self, confirmation_id: str, approved: bool, *, timeout: Optional[float] = None) -> Outcome:
+        """Approves or declines and waits for the outcome. Inside an
+        ``opened`` notice an approval raises ``DeadlockError``: its run
+        starts when the notice returns; use ``submit_confirmation`` there."""
         self._runtime._check_blocking("resolve_confirmation")
+        depth: int = getattr(_notice_tls, "depth", 0)
+        if approved and depth > 0:
+            raise DeadlockError(
+                "rcip: a blocking approval inside the confirmation callback's opened notice would wait forever "
+                "(the approved run starts when the notice returns); use submit_confirmation there"
+            )
         what = "resolving confirmation %s" % confirmation_id
         return _wait(self.submit_confirmation(confirmation_id, approved), timeout, None, what)
 

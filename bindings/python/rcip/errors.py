@@ -31,6 +31,8 @@ class Result(enum.IntEnum):
     WRONG_CONTEXT = 304
     NOT_FOUND = 305
     IO = 306
+    TIMED_OUT = 307
+    UNSUPPORTED = 310
     PANIC = 900
 
 
@@ -116,6 +118,14 @@ class IoError(RcipError):
     pass
 
 
+class TimedOutError(RcipError):
+    pass
+class UnsupportedError(RcipError):
+    """The invocation's consumer cannot do what the handler asked: an
+    elicitation without an MCP client that supports form elicitation
+    (**rcip**)."""
+
+
 class PanicError(RcipError):
     pass
 
@@ -137,6 +147,8 @@ _BY_CODE: Dict[int, Type[RcipError]] = {
     Result.WRONG_CONTEXT: WrongContextError,
     Result.NOT_FOUND: NotFoundError,
     Result.IO: IoError,
+    Result.TIMED_OUT: TimedOutError,
+    Result.UNSUPPORTED: UnsupportedError,
     Result.PANIC: PanicError,
 }
 
@@ -170,4 +182,7 @@ class DeadlockError(RuntimeError):
     """A blocking call (``invoke``, ``preflight``, ``resolve_confirmation``)
     was made on the thread running the runtime's asyncio loop while coroutine
     callbacks are registered: the outcome would need that loop, which the call
-    blocks. Use the ``*_async`` variant there."""
+    blocks. Use the ``*_async`` variant there. Also a blocking approval
+    (``approve``, ``resolve_confirmation(id, True)``) inside the confirmation
+    callback's ``opened`` notice: the approved run starts only when that
+    notice returns. Use ``submit_confirmation`` there."""

@@ -228,6 +228,48 @@ class Proposal:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """A handler's progress report, as the runtime's ``on_progress``
+    observer gets it (**rcip**; never a lifecycle event). Units are the
+    handler's; ``progress`` increases from report to report."""
+
+    invocation_id: str
+    capability_id: str
+    progress: float
+    total: Optional[float] = None
+    message: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, text: str) -> "Progress":
+        d = _json.loads(text)
+        return cls(d.get("invocationId", ""), d.get("capabilityId", ""), d.get("progress", 0), d.get("total"), d.get("message"))
+
+
+@dataclass(frozen=True)
+class ElicitResult:
+    """The user's answer to ``Invocation.elicit`` (**rcip**): ``action`` is
+    ``"accept"`` (then ``content`` is the object the client sent, not
+    validated against the requested schema), ``"decline"`` or ``"cancel"``
+    (also when the call was cancelled, the handler settled first, or the
+    session ended)."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Optional[Dict[str, Any]] = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+    @classmethod
+    def from_json(cls, text: str) -> "ElicitResult":
+        d = _json.loads(text)
+        action = d.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            action = "cancel"
+        return cls(action, d.get("content") if action == "accept" else None)
+
+
+@dataclass(frozen=True)
 class Event:
     """A redacted lifecycle event (no input, output or message)."""
 

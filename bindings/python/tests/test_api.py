@@ -441,6 +441,33 @@ def test_confirmation_resolved_inline_by_the_notice_callback(catalog):
     runtime.close()
 
 
+def test_a_blocking_approval_inside_the_opened_notice_raises_instead_of_hanging(catalog):
+    # The approved run starts once the opened notice returned (include/rcip.h):
+    # waiting for it there would never end. A decline is delivered inline.
+    seen = []
+
+    def on_confirmation(notice: rcip.ConfirmationNotice):
+        seen.append((notice.event, notice.reason))
+        if notice.event == "opened" and len(seen) == 1:
+            try:
+                runtime.host.approve(notice.confirmation_id, timeout=5)
+            except rcip.DeadlockError as e:
+                seen.append(("raised", "submit_confirmation" in str(e)))
+            runtime.host.submit_confirmation(notice.confirmation_id, True).add_done_callback(lambda f: seen.append(("outcome", f.result().status)))
+        elif notice.event == "opened":
+            seen.append(("declined", runtime.host.decline(notice.confirmation_id, timeout=5).code))
+
+    runtime = rcip.Runtime(catalog, on_confirmation=on_confirmation)
+    runtime.host.bind("tickets.purge", lambda inv: {"purged": 1})
+    runtime.client.invoke("tickets.purge", {})
+    assert seen == [("opened", None), ("raised", True), ("closed", "approved"), ("outcome", "succeeded")]
+    seen.clear()
+    seen.append(("second", None))
+    runtime.client.invoke("tickets.purge", {})
+    assert seen[1:] == [("opened", None), ("declined", "CONFIRMATION_DECLINED"), ("closed", "declined")]
+    runtime.close()
+
+
 def test_confirmation_expiry_with_a_manual_clock(catalog, clock):
     events = []
     notices = []
@@ -549,6 +576,24 @@ def test_policy_decides_through_methods_and_defers(catalog):
         assert future.result(10).output == {"sent": True}
         with pytest.raises(rcip.AlreadyCompletedError):
             held[0].fail() if not held[0].closed else (_ for _ in ()).throw(rcip.AlreadyCompletedError(301, "closed"))
+
+
+def test_policy_hands_back_to_the_default_policy(catalog):
+    def policy(request: rcip.PolicyRequest):
+        if request.capability_id == "mail.send":
+            request.allow()
+        else:
+            request.decide_default()
+        assert request.settled
+
+    with rcip.Runtime(catalog, policy=policy) as runtime:
+        for cap in ("tickets.create", "tickets.purge", "mail.send"):
+            runtime.host.bind(cap, lambda inv: {})
+        assert runtime.client.invoke("mail.send", {}).status == rcip.Status.SUCCEEDED
+        assert runtime.client.invoke("tickets.create", {"title": "x"}).code == "POLICY_DENIED"
+        purge = runtime.client.invoke("tickets.purge", {})
+        assert purge.status == rcip.Status.CONFIRMATION_REQUIRED
+        assert purge.confirmation.description == "Deletes every closed ticket."
 
 
 def test_events_are_redacted_and_ordered(catalog, clock):

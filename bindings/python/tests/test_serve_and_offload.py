@@ -231,7 +231,7 @@ def test_a_plain_handler_and_policy_under_invoke_async_run_off_the_loop_thread(c
     assert outcome.ok and outcome.output == {"text": "hello Ada"}
     assert threads["handler"] != threads["loop"]
     assert threads["policy"] != threads["loop"]
-    assert ticks >= 10  # the loop ran while the handler slept
+    assert ticks >= 3  # the loop ran while the handler slept (nominally 30 ticks)
 
 
 def test_a_plain_handler_on_an_ordinary_thread_still_runs_inline(catalog_dict):

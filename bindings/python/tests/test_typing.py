@@ -29,6 +29,7 @@ JSON_PAYLOADS = {
     ("ConfirmationNotice.__init__", "input"),
     ("Invocation.input", "return"),
     ("Invocation.complete", "output"),
+    ("Invocation.log", "data"),
     ("Outcome.__init__", "output"),
     ("PolicyRequest.input", "return"),
     ("Proposal.__init__", "input"),

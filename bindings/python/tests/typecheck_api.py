@@ -212,6 +212,14 @@ def exercise() -> None:
         with rcip.McpSession(runtime, on_message=lambda text: None, confirmation="host") as session:
             assert_type(session, rcip.McpSession)
             session.receive({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert_type(session.stats(), Dict[str, int])
+        with rcip.McpSession(
+            runtime,
+            on_message=lambda text: None,
+            tool_names="safe",
+            content={"echo": [{"type": "json"}]},
+        ) as named:
+            assert_type(named, rcip.McpSession)
 
     async def main() -> None:
         with app.runtime(policy=policy) as bound:  # inside the loop: echo.twice is a coroutine

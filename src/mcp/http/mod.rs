@@ -319,16 +319,21 @@ pub struct SessionInfo {
     /// Notifications dropped for this session because a queue or a replay
     /// buffer was full.
     pub dropped_notifications: u64,
+    /// Content blocks replaced by a text note in this session's results
+    /// (**rcip**, [`McpSession::content_replaced`]).
+    pub content_replaced: u64,
 }
 
 impl SessionInfo {
-    /// `{"sessionId", "clientInfo", "protocolVersion"}`.
+    /// `{"sessionId", "clientInfo", "protocolVersion",
+    /// "droppedNotifications", "contentReplaced"}`.
     pub fn to_value(&self) -> Value {
         serde_json::json!({
             "sessionId": self.session_id,
             "clientInfo": self.client_info,
             "protocolVersion": self.protocol_version,
             "droppedNotifications": self.dropped_notifications,
+            "contentReplaced": self.content_replaced,
         })
     }
 }
@@ -455,6 +460,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             .parse()
             .map_err(|_| invalid(format!("\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)")))?;
         crate::mcp::session::check_tool_names(catalog, &options.session.tool_names).map_err(invalid)?;
+        crate::mcp::content::check(catalog, &options.session.content).map_err(invalid)?;
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
@@ -602,6 +608,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             .values()
             .map(|s| SessionInfo {
                 dropped_notifications: s.router.dropped() + s.mcp.dropped_notifications(),
+                content_replaced: s.mcp.content_replaced(),
                 ..s.info.clone()
             })
             .collect();

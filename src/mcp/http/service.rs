@@ -565,6 +565,7 @@ fn create_session<O: SessionRuntime>(
             .unwrap_or_default()
             .to_string(),
         dropped_notifications: 0,
+        content_replaced: 0,
     };
     let session = Arc::new(Session {
         info,

@@ -2,7 +2,7 @@
 //
 // Ownership follows the C ABI one to one:
 //   - owners (Catalog, Schema, Runtime, Binding, Subscription, Snapshot,
-//     Invocation, PolicyRequest, CancelToken) hold a std::unique_ptr whose deleter calls
+//     Invocation, PolicyRequest, CancelToken, McpSession) hold a std::unique_ptr whose deleter calls
 //     the C `_free`; they are move-only, except CancelToken, whose copy is a
 //     clone (the C ABI has rcip_cancel_token_clone);
 //   - views (Client, Host) own nothing and must not outlive their Runtime;
@@ -445,6 +445,48 @@ struct Event {
     }
 };
 
+/// A handler's progress report, as the progress observer gets it
+/// (**rcip**; never a lifecycle event).
+struct Progress {
+    std::string json;  ///< {"invocationId", "capabilityId", "progress", "total"?, "message"?}
+    std::string invocation_id;
+    std::string capability_id;
+    double progress = 0;
+    std::optional<double> total;
+    std::string message;  ///< empty when absent
+
+    static Progress parse(std::string text) {
+        Progress p;
+        p.json = std::move(text);
+        std::string_view j = p.json;
+        p.invocation_id = json::string_member(j, "invocationId");
+        p.capability_id = json::string_member(j, "capabilityId");
+        if (auto v = json::member(j, "progress")) p.progress = std::stod(std::string(*v));
+        if (auto v = json::member(j, "total")) p.total = std::stod(std::string(*v));
+        p.message = json::string_member(j, "message");
+        return p;
+    }
+};
+
+/// The user's answer to Invocation::elicit (**rcip**): action "accept"
+/// (with `content`, the object the client sent, as JSON text), "decline"
+/// or "cancel" (also when the call was cancelled or the session ended).
+struct ElicitResult {
+    std::string json;  ///< {"action", "content"?}
+    std::string action;
+    std::string content;  ///< JSON object text; empty unless accepted
+
+    bool accepted() const noexcept { return action == "accept"; }
+
+    static ElicitResult parse(std::string text) {
+        ElicitResult r;
+        r.json = std::move(text);
+        r.action = json::string_member(r.json, "action");
+        if (auto c = json::member(r.json, "content")) r.content = std::string(*c);
+        return r;
+    }
+};
+
 /// What the confirmation callback is told: event "opened" (with the
 /// captured input, for the dialog) or "closed" (with a reason).
 struct ConfirmationNotice {
@@ -668,6 +710,76 @@ public:
     /// True once settled (by this object, or by the library: see
     /// rcip_invocation_is_settled).
     bool settled() const noexcept { return ptr_ && rcip_invocation_is_settled(ptr_.get()); }
+
+    // The side channel (**rcip**, docs/MCP.md "Progress, logging and
+    // elicitation"): any thread, while the invocation is pending.
+
+    /// Reports progress: notifications/progress to an MCP client whose call
+    /// carried a progressToken (before the response), and the progress
+    /// observer. Throws Error: INVALID_ARGUMENT (not finite, not greater
+    /// than the last report), ALREADY_COMPLETED (settled).
+    void report_progress(double progress, std::optional<double> total = std::nullopt,
+                         std::optional<std::string_view> message = std::nullopt) {
+        std::string m = message ? detail::z(*message) : std::string();
+        detail::check(rcip_invocation_report_progress(ptr_.get(), progress, total.has_value(), total.value_or(0.0),
+                                                      message ? m.c_str() : nullptr));
+    }
+    /// A log message to the MCP client whose call this is, at `level`
+    /// ("debug" ... "emergency"), filtered by its logging/setLevel;
+    /// `data_json` is any JSON value as text.
+    void log(std::string_view level, std::string_view data_json, std::optional<std::string_view> logger = std::nullopt) {
+        std::string l = logger ? detail::z(*logger) : std::string();
+        detail::check(rcip_invocation_log(ptr_.get(), detail::z(level).c_str(), logger ? l.c_str() : nullptr,
+                                          detail::z(data_json).c_str()));
+    }
+    /// Asks the MCP client's user (elicitation/create, form mode) and
+    /// returns at once; `on_answer` runs once on a session worker (keep it
+    /// short: settle, or hand the answer over). `requested_schema_json`
+    /// follows MCP's elicitation rules. Throws Error: INVALID_ARGUMENT (the
+    /// schema), UNSUPPORTED (no client that can be asked),
+    /// ALREADY_COMPLETED; then `on_answer` never runs.
+    void elicit(std::string_view message, std::string_view requested_schema_json,
+                std::function<void(const ElicitResult &)> on_answer) {
+        using Box = std::function<void(const ElicitResult &)>;
+        auto box = std::make_unique<Box>(std::move(on_answer));
+        detail::check(rcip_invocation_elicit(
+            ptr_.get(), detail::z(message).c_str(), detail::z(requested_schema_json).c_str(),
+            [](void *user_data, const char *answer) noexcept {
+                try {
+                    (*static_cast<Box *>(user_data))(ElicitResult::parse(answer ? answer : ""));
+                } catch (...) {
+                }
+            },
+            box.get(), &detail::delete_box<Box>));
+        box.release();
+    }
+    /// Asks the MCP client to sample its language model
+    /// (sampling/createMessage with `params_json`: `messages` and
+    /// `maxTokens` are checked); `on_reply` gets `{"result": ...}`,
+    /// `{"error": ...}` or `{"cancelled": true}` once, on a session worker.
+    /// Throws Error as elicit (UNSUPPORTED: a client without sampling).
+    void create_message(std::string_view params_json, std::function<void(std::string_view reply_json)> on_reply) {
+        using Box = std::function<void(std::string_view)>;
+        auto box = std::make_unique<Box>(std::move(on_reply));
+        detail::check(rcip_invocation_create_message(
+            ptr_.get(), detail::z(params_json).c_str(),
+            [](void *user_data, const char *reply) noexcept {
+                try {
+                    (*static_cast<Box *>(user_data))(reply ? std::string_view(reply) : std::string_view());
+                } catch (...) {
+                }
+            },
+            box.get(), &detail::delete_box<Box>));
+        box.release();
+    }
+    /// As elicit(message, schema, callback), the answer as a future: wait
+    /// on it from another thread than the session's workers.
+    std::future<ElicitResult> elicit(std::string_view message, std::string_view requested_schema_json) {
+        auto promise = std::make_shared<std::promise<ElicitResult>>();
+        auto future = promise->get_future();
+        elicit(message, requested_schema_json, [promise](const ElicitResult &r) { promise->set_value(r); });
+        return future;
+    }
     explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
 
     rcip_invocation *raw() const noexcept { return ptr_.get(); }
@@ -695,19 +807,28 @@ public:
         const char *s = rcip_policy_request_invocation_id(ptr_.get());
         return s ? std::optional<std::string_view>(s) : std::nullopt;
     }
-    std::string capability_id() const {
-        auto cap = json::member(context(), "capability");
-        return cap ? json::string_member(*cap, "id") : std::string();
+    /// The capability asked about (rcip_policy_request_capability_id).
+    std::string capability_id() const { return opt(rcip_policy_request_capability_id(ptr_.get())); }
+    /// "read", "write", "external" or "destructive".
+    std::string effect() const { return opt(rcip_policy_request_effect(ptr_.get())); }
+    /// True for an approved confirmation's re-run.
+    bool confirmed() const noexcept { return rcip_policy_request_is_confirmed(ptr_.get()); }
+    /// "invoke" or "preflight".
+    std::string phase() const { return opt(rcip_policy_request_phase(ptr_.get())); }
+    /// True when `scope_id` is an active scope of the captured context
+    /// (exact: a parent is not inherited).
+    bool scope_active(std::string_view scope_id) const {
+        return rcip_policy_request_scope_is_active(ptr_.get(), detail::z(scope_id).c_str());
     }
-    std::string effect() const {
-        auto cap = json::member(context(), "capability");
-        return cap ? json::string_member(*cap, "effect") : std::string();
+    /// The context's primary scope id, if it has one.
+    std::optional<std::string> primary_scope_id() const {
+        const char *s = rcip_policy_request_primary_scope_id(ptr_.get());
+        return s ? std::optional<std::string>(s) : std::nullopt;
     }
-    bool confirmed() const {
-        auto c = json::member(context(), "confirmed");
-        return c && *c == "true";
-    }
-    std::string phase() const { return json::string_member(context(), "phase"); }
+    /// The input as compact JSON text.
+    std::string_view input() const noexcept { return view(rcip_policy_request_input(ptr_.get())); }
+    /// The capability's live snapshot entry as JSON text.
+    std::string_view capability() const noexcept { return view(rcip_policy_request_capability(ptr_.get())); }
 
     void decide(const Decision &d) { decide_json(d.to_json()); }
     /// `{"decision": "allow" | "deny" | "confirm", "reason"?}`; another
@@ -715,9 +836,18 @@ public:
     void decide_json(std::string_view decision_json) {
         detail::check(rcip_policy_request_decide(ptr_.get(), detail::z(decision_json).c_str()));
     }
-    void allow() { decide(Decision::allow()); }
-    void deny(std::optional<std::string> reason = std::nullopt) { decide(Decision::deny(std::move(reason))); }
-    void confirm(std::optional<std::string> reason = std::nullopt) { decide(Decision::confirm(std::move(reason))); }
+    void allow() { detail::check(rcip_policy_request_allow(ptr_.get())); }
+    /// A reason in plain text (rcip escapes it); none: rcip's message.
+    void deny(std::optional<std::string> reason = std::nullopt) {
+        detail::check(rcip_policy_request_deny(ptr_.get(), reason ? detail::z(*reason).c_str() : nullptr));
+    }
+    /// A reason in plain text becomes the confirmation's description.
+    void confirm(std::optional<std::string> reason = std::nullopt) {
+        detail::check(rcip_policy_request_confirm(ptr_.get(), reason ? detail::z(*reason).c_str() : nullptr));
+    }
+    /// Settles with the default policy's decision (read allow, confirmed
+    /// allow, destructive confirm, write and external deny).
+    void decide_default() { detail::check(rcip_policy_request_decide_default(ptr_.get())); }
     void fail() {
         detail::check(rcip_policy_request_fail(ptr_.get()));
     }
@@ -730,6 +860,8 @@ public:
     rcip_policy_request *release() noexcept { return ptr_.release(); }
 
 private:
+    static std::string opt(const char *s) { return s ? std::string(s) : std::string(); }
+    static std::string_view view(const char *s) noexcept { return s ? std::string_view(s) : std::string_view(); }
     std::unique_ptr<rcip_policy_request, detail::Deleter<rcip_policy_request, rcip_policy_request_free>> ptr_;
 };
 
@@ -1112,6 +1244,9 @@ public:
     void refresh() const { detail::check(rcip_host_refresh(ptr_)); }
 
     /// Approves or declines a pending confirmation; the future holds the outcome.
+    /// Inside the confirmation callback's `opened` notice an approval's run
+    /// starts only when that notice returns (rcip.h): do not wait on the
+    /// future there; use the callback overload.
     std::future<Outcome> resolve_confirmation(std::string_view confirmation_id, bool approved) const {
         auto box = std::make_unique<detail::PromiseBox<Outcome>>();
         std::future<Outcome> future = box->promise.get_future();
@@ -1229,6 +1364,15 @@ public:
         box.release();
         return *this;
     }
+    /// Every progress report of the runtime's handlers (**rcip**), also of
+    /// approved re-runs, which reach no MCP client.
+    Builder &on_progress(std::function<void(const Progress &)> observer) {
+        using Box = detail::FnBox<Progress>;
+        auto box = std::make_unique<Box>(Box{std::move(observer), shared_, "progress observer"});
+        detail::check(rcip_runtime_builder_set_progress_observer(live(), &Box::call, box.get(), &detail::delete_box<Box>));
+        box.release();
+        return *this;
+    }
     Builder &on_confirmation(std::function<void(const ConfirmationNotice &)> callback) {
         using Box = detail::FnBox<ConfirmationNotice>;
         auto box = std::make_unique<Box>(Box{std::move(callback), shared_, "confirmation callback"});
@@ -1283,6 +1427,87 @@ private:
 };
 
 inline Runtime::Runtime(const Catalog &catalog) : Runtime(Builder(catalog).build()) {}
+
+// ----- MCP server session (rcip_mcp_session_*; docs/MCP.md) ----------------------------------
+
+/// An MCP server session (MCP 2025-11-25) over a runtime's consumer
+/// surface: messages in through receive(), messages out through the
+/// message callback, or the stdio transport with serve_stdio().
+///
+/// `options_json` is the session options object of rcip_mcp_session_new
+/// (empty: defaults), e.g. the **rcip** tool naming and content blocks:
+///
+///     rcip::McpSession session(runtime, R"({
+///         "toolNames": "safe",
+///         "content": {"charts.render": [{"type": "text", "property": "caption"},
+///                                       {"type": "image", "property": "chart"}]}})");
+///
+/// A naming under which two capabilities share a tool name (the message
+/// names both ids) or a name is longer than 64 characters, and a content
+/// mapping naming a property the output schema does not declare, throw
+/// Error (RCIP_RESULT_INVALID_ARGUMENT) here.
+///
+/// Destroying the session closes it (calls in flight cancelled, no more
+/// messages). It keeps the runtime's core alive; do not destroy it from
+/// inside its own message callback. Move-only.
+class McpSession {
+public:
+    using MessageCallback = std::function<void(std::string_view message_json)>;
+
+    /// Messages to standard output, one line each (the stdio transport,
+    /// with serve_stdio()): write nothing else to standard output.
+    explicit McpSession(const Runtime &runtime, std::string_view options_json = {}) {
+        create(runtime, options_json, nullptr, nullptr, nullptr);
+    }
+
+    /// Each message (one JSON-RPC message, no newline) to `on_message`, in
+    /// order, one at a time, on whichever thread produced it. An exception
+    /// it throws is swallowed (nothing unwinds into the library).
+    McpSession(const Runtime &runtime, std::string_view options_json, MessageCallback on_message) {
+        auto box = std::make_unique<MessageCallback>(std::move(on_message));
+        create(runtime, options_json, &McpSession::deliver, box.get(), &detail::delete_box<MessageCallback>);
+        box.release();  // the session owns it now
+    }
+
+    /// Passes one message from the client; replies go to the callback.
+    void receive(std::string_view message_json) const {
+        std::string text = detail::z(message_json);
+        detail::check(rcip_mcp_session_receive(ptr_.get(), text.c_str()));
+    }
+
+    /// Serves standard input until it ends, then closes the session.
+    void serve_stdio() const { detail::check(rcip_mcp_session_serve_stdio(ptr_.get())); }
+
+    /// {"inFlight", "droppedNotifications", "contentReplaced"} (**rcip**:
+    /// content blocks replaced by a text note because an output property
+    /// the "content" option names was not valid content).
+    [[nodiscard]] std::string stats() const {
+        char *out = nullptr;
+        detail::check(rcip_mcp_session_stats(ptr_.get(), &out));
+        return detail::take(out);
+    }
+
+    rcip_mcp_session *raw() const noexcept { return ptr_.get(); }
+
+private:
+    void create(const Runtime &runtime, std::string_view options_json, rcip_mcp_message_callback on_message,
+                void *user_data, rcip_user_data_free_callback user_data_free) {
+        std::string options = detail::z(options_json);
+        rcip_mcp_session *out = nullptr;
+        detail::check(rcip_mcp_session_new(runtime.raw(), options.empty() ? nullptr : options.c_str(), on_message,
+                                           user_data, user_data_free, &out));
+        ptr_.reset(out);
+    }
+
+    static void deliver(void *user_data, const char *message_json) noexcept {
+        try {
+            (*static_cast<MessageCallback *>(user_data))(message_json ? message_json : "");
+        } catch (...) {
+        }
+    }
+
+    std::unique_ptr<rcip_mcp_session, detail::Deleter<rcip_mcp_session, rcip_mcp_session_free>> ptr_;
+};
 
 /// rcip_abi_version() equals the header's RCIP_ABI_VERSION.
 inline bool abi_matches() noexcept { return rcip_abi_version() == RCIP_ABI_VERSION; }
