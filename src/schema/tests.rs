@@ -877,17 +877,32 @@ fn property_name_equality_covers_every_byte() {
 fn fast_validity_pass_grows_the_stack_for_deep_schemas() {
     let mut schema = json!({"type": "integer"});
     let mut data = json!(1);
+    // Nested by moving values (json! would serialize the inner value again,
+    // recursively: 900 levels overflow a debug test thread's stack).
+    let wrap = |inner: Value| Value::Object([("a".to_string(), inner)].into_iter().collect());
     for _ in 0..900 {
-        schema =
-            json!({"type": "object", "properties": {"a": schema}, "required": ["a"], "additionalProperties": false});
-        data = json!({ "a": data });
+        let mut level = json!({"type": "object", "required": ["a"], "additionalProperties": false});
+        level["properties"] = wrap(schema);
+        schema = level;
+        data = wrap(data);
     }
-    let compiled = compile(schema);
-    let ok = std::thread::Builder::new()
-        .stack_size(128 * 1024)
-        .spawn(move || (compiled.validate(&data).is_empty(), compiled.is_valid(&json!({"a": 1}))))
+    // The catalog's meta-schema check (the jsonschema crate) recurses per
+    // level: in a debug build 900 levels need more than a test thread's stack.
+    let compiled = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || compile(schema))
         .unwrap()
         .join()
-        .expect("no stack overflow");
+        .unwrap();
+    // Borrowed by the small thread, so the deep values are built and
+    // dropped (recursively) on this thread's stack, not on the 128 KiB one.
+    let ok = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn_scoped(s, || (compiled.validate(&data).is_empty(), compiled.is_valid(&json!({"a": 1}))))
+            .unwrap()
+            .join()
+            .expect("no stack overflow")
+    });
     assert_eq!(ok, (true, false));
 }
