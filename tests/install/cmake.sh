@@ -10,22 +10,7 @@
 # "N passed, M failed" and exits non-zero on any failure.
 set -eu
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-RCIP_MAKE=${RCIP_MAKE:-make}
-CC=${CC:-cc}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT INT TERM
-PREFIX=$TMP/prefix
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1"; }
-check() { # check NAME COMMAND...
-    name=$1
-    shift
-    if "$@" >"$TMP/out" 2>&1; then ok "$name"; else fail "$name"; sed 's/^/     /' "$TMP/out"; fi
-}
+. "$(dirname "$0")/common.sh"
 
 if ! command -v cmake >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
