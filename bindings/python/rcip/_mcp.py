@@ -185,6 +185,7 @@ class McpSession(Owner):
             self._serve_closing()
             return
         try:
+            serving.begin()
             while not serving.done.wait(0.05):
                 pass
         except BaseException:
@@ -205,6 +206,7 @@ class McpSession(Owner):
             await asyncio.get_running_loop().run_in_executor(None, self._serve_closing)
             return
         try:
+            serving.begin()
             while not serving.done.is_set():
                 await asyncio.sleep(0.05)
         except BaseException:
@@ -262,6 +264,12 @@ class _StdioServing:
         os.close(read_end)
         self._pump = threading.Thread(target=self._copy, name="rcip-mcp-stdin", daemon=True)
         self._worker = threading.Thread(target=self._serve, name="rcip-mcp-stdio", daemon=True)
+
+    def begin(self) -> None:
+        """Starts the pump and the library's loop. Called inside the
+        caller's ``try``: the loop may answer before ``Thread.start``
+        returns here, so an interrupt raised in it must still reach
+        ``stop()`` and ``finish()``."""
         self._pump.start()
         self._worker.start()
 
@@ -313,9 +321,11 @@ class _StdioServing:
                 self._write_end = -1
 
     def finish(self) -> None:
-        """Waits for the loop to return and puts descriptor 0 back."""
+        """Waits for the loop to return (if it started) and puts
+        descriptor 0 back."""
         self.stop()
-        self._worker.join()
+        if self._worker.ident is not None:
+            self._worker.join()
         self._restore()
 
     def _restore(self) -> None:

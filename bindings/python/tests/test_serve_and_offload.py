@@ -181,6 +181,36 @@ def test_ctrl_c_stops_serving_without_waiting_for_input(tmp_path, mode):
     assert proc.stdout.read() == b""  # nothing more was sent
 
 
+# The interrupt lands while the loop is being started: the loop may answer
+# before Thread.start returns, so Ctrl-C right after the first reply used to
+# escape before serve_stdio's try and leave the session open (seen once in
+# a fresh-clone run: "session closed: False").
+INTERRUPTED_AT_START = """
+import rcip._mcp as _mcp
+_begin = _mcp._StdioServing.begin
+def _interrupted(self):
+    _begin(self)
+    raise KeyboardInterrupt
+_mcp._StdioServing.begin = _interrupted
+"""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_interrupt_while_the_loop_starts_still_closes_the_session(tmp_path, mode):
+    module = tmp_path / "served_app.py"
+    module.write_text(APP_MODULE.replace('if __name__ == "__main__":', INTERRUPTED_AT_START + '\nif __name__ == "__main__":'))
+    proc = subprocess.Popen([sys.executable, str(module), mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    try:
+        rc = proc.wait(timeout=30)  # standard input stays open: no end of input closes it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    assert rc == 130, stderr
+    assert "session closed: True" in stderr, stderr
+
+
 def test_serve_stdio_returns_at_the_end_of_input_and_puts_descriptor_0_back(tmp_path):
     script = (
         "import os, sys, rcip\n"
