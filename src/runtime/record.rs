@@ -48,12 +48,22 @@ impl Record {
     /// limits were raised) is read, copied and dropped on a stack grown to
     /// its depth, so no host thread's stack overflows.
     pub fn parse(text: &[u8]) -> Result<Record, (bool, String)> {
-        let limits = crate::json::Limits {
-            max_bytes: usize::MAX,
-            max_depth: RECORD_MAX_DEPTH,
+        // One scan decides both the refusal and the stack; text no longer
+        // than 1000 bytes cannot nest deeper than 1000 levels.
+        let depth = if text.len() <= crate::json::DEFAULT_MAX_DEPTH {
+            0
+        } else {
+            crate::json::nesting_depth(text, RECORD_MAX_DEPTH)
         };
+        if depth > RECORD_MAX_DEPTH {
+            return Err((
+                true,
+                crate::json::JsonError::TooDeep { max: RECORD_MAX_DEPTH }.to_string(),
+            ));
+        }
         let read = || {
-            let value = crate::json::parse_bytes(text, &limits).map_err(|e| (true, e.to_string()))?;
+            let value =
+                crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED).map_err(|e| (true, e.to_string()))?;
             if !value.is_object() {
                 return Err((
                     false,
@@ -62,9 +72,8 @@ impl Record {
             }
             Ok(Record::from_value(&value))
         };
-        let depth = crate::json::nesting_depth(text, RECORD_MAX_DEPTH);
-        if depth <= crate::json::DEFAULT_MAX_DEPTH || depth > RECORD_MAX_DEPTH {
-            read() // shallow, or refused before parsing
+        if depth <= crate::json::DEFAULT_MAX_DEPTH {
+            read()
         } else {
             // Parsing grows its own stack; copying the output text and
             // dropping the value recurse once per level (well under
