@@ -19,6 +19,7 @@ use super::types::{ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
 use super::HostError;
 use crate::catalog::Catalog;
 use crate::json::Limits;
+use crossbeam_utils::CachePadded;
 use once_cell::sync::OnceCell;
 use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
@@ -73,10 +74,16 @@ pub(crate) struct State {
     pub next_seq: u64,
 }
 
+/// Two threads invoking on one runtime both write its lock (and the state
+/// behind it), its id counter and its reference counts; the fields they
+/// only read (catalog, configuration, `closed`) sit on other cache lines, so
+/// those writes do not also evict them (BENCHMARKS.md, target (g)). The
+/// alignment of `state` makes the whole struct cache-line aligned, which
+/// also puts the `Arc`'s counts on a line of their own.
 pub(crate) struct Shared {
     pub catalog: Catalog,
     pub config: Config,
-    pub state: Mutex<State>,
+    pub state: CachePadded<Mutex<State>>,
     pub closed: AtomicBool,
     /// Each capability's id, shared by this runtime's invocations, outcomes
     /// and events (per runtime, so that runtimes sharing a catalog do not
@@ -84,7 +91,7 @@ pub(crate) struct Shared {
     capability_ids: Box<[OnceCell<Arc<str>>]>,
     /// Keeps generated ids of different runtimes apart; made on first use.
     id_salt: OnceCell<String>,
-    id_counter: AtomicU64,
+    id_counter: CachePadded<AtomicU64>,
     /// The library's timer thread passes this gate before it takes a strong
     /// reference to the runtime and leaves it after dropping it; closing
     /// shuts it and waits (no callback starts, and no user data is released
@@ -266,7 +273,7 @@ impl Shared {
         Arc::new(Shared {
             catalog,
             config,
-            state: Mutex::new(State {
+            state: CachePadded::new(Mutex::new(State {
                 closed: false,
                 bindings: BindingState {
                     slots: (0..n).map(|_| None).collect(),
@@ -295,11 +302,11 @@ impl Shared {
                 },
                 preflights: PreflightState { active: HashMap::new() },
                 next_seq: 1,
-            }),
+            })),
             closed: AtomicBool::new(false),
             capability_ids: (0..n).map(|_| OnceCell::new()).collect(),
             id_salt: OnceCell::new(),
-            id_counter: AtomicU64::new(0),
+            id_counter: CachePadded::new(AtomicU64::new(0)),
             timer_gate: Arc::new(TimerGate::new()),
             manual_timer_thread: Mutex::new(None),
         })
@@ -406,7 +413,10 @@ impl Shared {
         let (u, rest) = rest.split_at_mut(1);
         u[0] = b'_';
         rest.copy_from_slice(digits.as_bytes());
-        Arc::from(std::str::from_utf8(&buf[..len]).unwrap_or(prefix))
+        // Safety: the bytes are the UTF-8 `prefix`, ASCII `_`, the ASCII
+        // salt (base 36), ASCII `_` and ASCII digits, so they are UTF-8 (a
+        // checked conversion cost about 100 instructions per invocation).
+        Arc::from(unsafe { std::str::from_utf8_unchecked(&buf[..len]) })
     }
 
     /// Emits a lifecycle event to every observer, in registration order.
