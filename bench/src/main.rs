@@ -3,7 +3,7 @@
 //!   rcip-bench [--json] [--runs N] [--quick]
 //!   rcip-bench --load N shared|distinct  (one catalog load, measured in
 //!                                      this process; run_all spawns it)
-//!   rcip-bench --profile a|b|c|e|h2|v|vj (RCIP_PROFILE_N operations, untimed,
+//!   rcip-bench --profile a|b|c|e|f|h2|v|vj (RCIP_PROFILE_N operations, untimed,
 //!                                      for callgrind or perf)
 //!
 //! Each workload is timed over at least 31 runs (`--runs`, never fewer); a
@@ -1146,6 +1146,31 @@ unsafe fn profile(what: &str, n: usize) {
             let client = rt.client();
             for _ in 0..n {
                 invoke(client, &input);
+            }
+        }
+        "f" => {
+            // As the timed (f): confirmation_required, then the host's approval.
+            let mut rt = Rt::new(small, false);
+            rt.bind(&ids_of(2), 0);
+            let client = rt.client();
+            let host = rcip_runtime_host(rt.runtime);
+            let mut slot: Vec<u8> = Vec::with_capacity(64);
+            let slot_ptr = &mut slot as *mut Vec<u8> as *mut c_void;
+            let empty = cs("{\"title\":\"x\",\"priority\":1}");
+            for _ in 0..n {
+                rcip_client_invoke(
+                    client,
+                    c"bench.purge".as_ptr(),
+                    empty.as_ptr(),
+                    ptr::null(),
+                    ptr::null(),
+                    Some(on_confirmation_outcome),
+                    slot_ptr,
+                    None,
+                    ptr::null_mut(),
+                );
+                let id = CString::new((*(slot_ptr as *mut Vec<u8>)).clone()).unwrap();
+                rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
             }
         }
         "h2" => {

@@ -22,7 +22,9 @@ use std::sync::Arc;
 /// expired or cancelled one leaves a receipt, and `receipts` keeps the
 /// latest `RECEIPT_CAPACITY` of them, oldest first.
 pub(crate) struct ConfirmationState {
-    pub pending: HashMap<String, PendingConfirmation>,
+    /// Keyed with the randomly seeded `ahash` (ids may come from a consumer
+    /// through the host); SipHash cost about 400 instructions per round trip.
+    pub pending: HashMap<String, PendingConfirmation, ahash::RandomState>,
     /// Pending confirmation deadlines: (expiresAt, creation sequence, id).
     pub deadlines: BTreeSet<(i64, u64, String)>,
     pub receipts: VecDeque<Receipt>,

@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 /// of its proposals waits for a policy answer; the one that settles the
 /// last proposal removes it and delivers the report.
 pub(crate) struct PreflightState {
-    pub active: HashMap<u64, Arc<PreflightCore>>,
+    pub active: HashMap<u64, Arc<PreflightCore>, ahash::RandomState>,
 }
 
 /// Most proposals in one preflight.

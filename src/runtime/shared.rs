@@ -159,6 +159,11 @@ pub(crate) struct TimerGate {
     /// (timer threads inside, shut).
     state: Mutex<(u32, bool)>,
     idle: Condvar,
+    /// The earliest wake-up queued for this runtime on the timer thread and
+    /// not yet taken off the queue; read and written only under the timer
+    /// queue's lock (`timer.rs`, which explains why a later deadline needs
+    /// no wake-up of its own).
+    pub(crate) armed: Mutex<Option<std::time::Instant>>,
 }
 
 impl TimerGate {
@@ -166,6 +171,7 @@ impl TimerGate {
         TimerGate {
             state: Mutex::new((0, false)),
             idle: Condvar::new(),
+            armed: Mutex::new(None),
         }
     }
 
@@ -296,11 +302,13 @@ impl Shared {
                     active: HashMap::default(),
                 },
                 confirmations: ConfirmationState {
-                    pending: HashMap::new(),
+                    pending: HashMap::default(),
                     deadlines: BTreeSet::new(),
                     receipts: VecDeque::new(),
                 },
-                preflights: PreflightState { active: HashMap::new() },
+                preflights: PreflightState {
+                    active: HashMap::default(),
+                },
                 next_seq: 1,
             })),
             closed: AtomicBool::new(false),
