@@ -331,7 +331,7 @@ impl Shared {
                 None => None,
                 Some(c) => {
                     st.confirmations.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
-                    st.invocations.reserved.remove(&*c.invocation_id);
+                    let _ = st.invocations.release(&c.invocation_id);
                     Shared::push_receipt(&mut st, &c, ErrorCode::ExecutionAborted);
                     Some(c)
                 }
@@ -374,7 +374,7 @@ impl Shared {
                 let Some(c) = st.confirmations.pending.remove(&first.2) else {
                     continue;
                 };
-                st.invocations.reserved.remove(&*c.invocation_id);
+                let _ = st.invocations.release(&c.invocation_id);
                 Shared::push_receipt(&mut st, &c, ErrorCode::ConfirmationExpired);
                 c
             };
@@ -429,7 +429,7 @@ impl Shared {
             // 1. Pending → remove it and release its id.
             if let Some(c) = st.confirmations.pending.remove(confirmation_id) {
                 st.confirmations.deadlines.remove(&(c.expires_at, c.seq, c.id.clone()));
-                st.invocations.reserved.remove(&*c.invocation_id);
+                let _ = st.invocations.release(&c.invocation_id);
                 let binding_same = st.bindings.slots[c.capability]
                     .as_ref()
                     .is_some_and(|b| b.id == c.binding_id);

@@ -363,7 +363,7 @@ impl Drop for Invocation {
         }
         // The binding's handler and user data were kept for this handle
         // (its user data may be released here, with no lock held).
-        let held = self.core.held_handler.lock().take();
+        let held = self.core.inner.lock().held_handler.take();
         drop(held);
     }
 }

@@ -21,20 +21,62 @@ use crate::json::JsonError;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
 
 /// The invocations part of the runtime's state (PIPELINE.md section 4).
 ///
-/// Invariants: an id is in `reserved` from step 2 until its outcome is
+/// Invariants: an id is a key of `ids` from step 2 until its outcome is
 /// delivered, including while a confirmation it opened is pending (the
-/// confirmation then holds it); `active` holds each running invocation
-/// under its sequence key until `finish` removes it, so closing the
-/// runtime reaches every one.
+/// confirmation then holds it, and the entry holds no invocation); the
+/// entry holds its running invocation until `finish` takes it, so closing
+/// the runtime reaches every one. (One map for both: an invocation that
+/// ends with nothing else to run releases its id and itself in one removal;
+/// two maps cost about 130 instructions more per invocation.)
 pub(crate) struct InvocationState {
-    pub reserved: HashSet<Arc<str>, ahash::RandomState>,
-    pub active: HashMap<u64, Arc<InvocationCore>, ahash::RandomState>,
+    ids: HashMap<Arc<str>, Option<Arc<InvocationCore>>, ahash::RandomState>,
+}
+
+impl InvocationState {
+    pub(crate) fn new() -> InvocationState {
+        InvocationState { ids: HashMap::default() }
+    }
+
+    pub(crate) fn is_reserved(&self, id: &str) -> bool {
+        self.ids.contains_key(id)
+    }
+
+    /// Step 2: reserves `core`'s id, with `core` running under it.
+    fn reserve(&mut self, core: Arc<InvocationCore>) {
+        self.ids.insert(core.id.clone(), Some(core));
+    }
+
+    /// Releases a reserved id (and the invocation under it, if any).
+    pub(crate) fn release(&mut self, id: &str) -> Option<Arc<InvocationCore>> {
+        self.ids.remove(id).flatten()
+    }
+
+    /// Takes the invocation running under `id`, keeping the id reserved.
+    fn take_running(&mut self, id: &str) -> Option<Arc<InvocationCore>> {
+        self.ids.get_mut(id).and_then(Option::take)
+    }
+
+    /// Takes every running invocation (teardown), in start order; their
+    /// ids stay reserved.
+    pub(crate) fn take_all_running(&mut self) -> Vec<Arc<InvocationCore>> {
+        let mut all: Vec<_> = self.ids.values_mut().filter_map(Option::take).collect();
+        all.sort_by_key(|core| core.key);
+        all
+    }
+
+    pub(crate) fn running_count(&self) -> usize {
+        self.ids.values().filter(|c| c.is_some()).count()
+    }
+
+    pub(crate) fn reserved_count(&self) -> usize {
+        self.ids.len()
+    }
 }
 
 /// A parsed capability input, shared by the invocation, its policy request
@@ -118,6 +160,13 @@ pub(crate) struct InvState {
     sink: Option<Sink>,
     cancel_registration: Option<Registration>,
     handler_token: Option<CancelToken>,
+    /// The handler this invocation was handed to, kept (with its user
+    /// data) until the handler's handle is dropped, so that a handler that
+    /// settles on another thread after an unbind still finds its binding's
+    /// data alive (issue 18, item 4). Set with the phase that calls it (one
+    /// critical section); taken by the handle's drop, never released under
+    /// a lock.
+    pub held_handler: Option<Arc<dyn Handler>>,
 }
 
 /// One invocation between reservation and outcome.
@@ -144,12 +193,6 @@ pub(crate) struct InvocationCore {
     /// What a foreign handle of the handler lends out (the handle is this
     /// state).
     pub lent: super::handles::Lent,
-    /// The handler this invocation was handed to, kept (with its user
-    /// data) until the handler's handle is dropped, so that a handler that
-    /// settles on another thread after an unbind still finds its binding's
-    /// data alive (issue 18, item 4). Taken by the handle's drop, never
-    /// released under a lock.
-    pub held_handler: Mutex<Option<Arc<dyn Handler>>>,
 }
 
 impl InvocationCore {
@@ -340,7 +383,7 @@ impl Shared {
                 sink.refused();
                 return Err(HostError::Closed);
             }
-            if st.invocations.reserved.contains(&*start.id) {
+            if st.invocations.is_reserved(&start.id) {
                 drop(st);
                 let outcome = Outcome::Failed {
                     invocation_id: start.id,
@@ -351,7 +394,6 @@ impl Shared {
                 sink.deliver(&outcome.to_json_text());
                 return Ok(());
             }
-            st.invocations.reserved.insert(start.id.clone());
             let key = Shared::next_seq(&mut st);
             let core = Arc::new(InvocationCore {
                 shared: Arc::downgrade(self),
@@ -371,12 +413,12 @@ impl Shared {
                     sink: Some(sink),
                     cancel_registration: None,
                     handler_token: None,
+                    held_handler: None,
                 }),
                 settled: AtomicBool::new(false),
                 lent: Default::default(),
-                held_handler: Mutex::new(None),
             });
-            st.invocations.active.insert(key, core.clone());
+            st.invocations.reserve(core.clone());
             let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
             (core, early)
         };
@@ -829,13 +871,17 @@ impl Shared {
                 in_callback: Some(thread_mark()),
                 result: None,
             };
+            // The handle keeps the handler (and its user data) alive until
+            // the host drops it; this reference goes when the callback
+            // returns.
+            inner.held_handler = Some(handler.clone());
         }
         if self.is_closed() {
+            // No handle was made: let the held reference go here, unlocked.
+            let held = core.inner.lock().held_handler.take();
+            drop(held);
             return;
         }
-        // The handle keeps the handler (and its user data) alive until the
-        // host drops it; this reference goes when the callback returns.
-        *core.held_handler.lock() = Some(handler.clone());
         {
             let _scope = super::shared::CallbackScope::enter(self);
             handler.call(Invocation::new(core.clone()));
@@ -1020,7 +1066,6 @@ impl Shared {
         let join_refresh = ending.refresh && !observed && !self.refreshing_here();
         let (removed, refreshed, release_later) = {
             let mut st = self.state.lock();
-            let removed = st.invocations.active.remove(&core.key);
             let refreshed =
                 (join_refresh && st.bindings.checks.is_empty() && !st.closed).then(|| Shared::refresh_locked(&mut st));
             // The id stays reserved until the outcome (step 3): through the
@@ -1033,9 +1078,11 @@ impl Shared {
                     None => !ending.refresh,
                 };
             let release = !ending.keep_reservation;
-            if release && quiet {
-                st.invocations.reserved.remove(&*core.id);
-            }
+            let removed = if release && quiet {
+                st.invocations.release(&core.id)
+            } else {
+                st.invocations.take_running(&core.id)
+            };
             (removed, refreshed, release && !quiet)
         };
         drop(removed);
@@ -1054,7 +1101,8 @@ impl Shared {
             None => {}
         }
         if release_later {
-            self.state.lock().invocations.reserved.remove(&*core.id);
+            let released = self.state.lock().invocations.release(&core.id);
+            drop(released);
         }
         if let Some(sink) = sink {
             let _scope = super::shared::CallbackScope::enter(self);

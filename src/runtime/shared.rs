@@ -23,7 +23,7 @@ use crossbeam_utils::CachePadded;
 use once_cell::sync::OnceCell;
 use parking_lot::{Condvar, Mutex};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -297,10 +297,7 @@ impl Shared {
                     list: Vec::new(),
                     next_id: 1,
                 },
-                invocations: InvocationState {
-                    reserved: HashSet::default(),
-                    active: HashMap::default(),
-                },
+                invocations: InvocationState::new(),
                 confirmations: ConfirmationState {
                     pending: HashMap::default(),
                     deadlines: BTreeSet::new(),
@@ -476,11 +473,11 @@ impl Shared {
             st.bindings.revision,
             st.bindings.bound_count,
             st.subscribers.list.len(),
-            st.invocations.active.len(),
+            st.invocations.running_count(),
             st.confirmations.pending.len(),
             st.preflights.active.len(),
             st.confirmations.receipts.len(),
-            st.invocations.reserved.len(),
+            st.invocations.reserved_count(),
             st.closed
         )
     }
@@ -502,8 +499,7 @@ impl Shared {
             }
             st.closed = true;
             self.closed.store(true, Ordering::SeqCst);
-            let mut invocations: Vec<_> = st.invocations.active.drain().collect();
-            invocations.sort_by_key(|(k, _)| *k);
+            let invocations = st.invocations.take_all_running();
             let mut confirmations: Vec<_> = st.confirmations.pending.drain().map(|(_, c)| c).collect();
             confirmations.sort_by_key(|c| c.seq);
             st.confirmations.deadlines.clear();
@@ -519,7 +515,7 @@ impl Shared {
             let subscribers = std::mem::take(&mut st.subscribers.list);
             (invocations, confirmations, preflights, (bindings, checks), subscribers)
         };
-        for (_, core) in invocations {
+        for core in invocations {
             self.abort_on_close(&core);
         }
         for c in confirmations {
