@@ -22,7 +22,7 @@ use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 /// The invocations part of the runtime's state (PIPELINE.md section 4).
@@ -144,13 +144,12 @@ pub(crate) enum Phase {
         in_callback: Option<usize>,
         answer: Option<PolicyAnswer>,
     },
-    /// The handler was called and has not settled (or settled inside its
-    /// callback, which has not returned yet). `in_callback`: the thread
-    /// still inside the handler callback.
-    Running {
-        in_callback: Option<usize>,
-        result: Option<HandlerResult>,
-    },
+    /// The handler was called and its result has not been taken up: it
+    /// has not settled, or it settled inside its callback, which has not
+    /// returned yet (the result then waits in that thread's
+    /// [`INLINE_RESULTS`], see [`InvocationCore::calling`]), or the
+    /// callback's thread took it and is finishing.
+    Running,
     /// The outcome was delivered (or is being delivered).
     Done,
 }
@@ -190,6 +189,13 @@ pub(crate) struct InvocationCore {
     pub inner: Mutex<InvState>,
     /// Set once the handler's handle settled (completed, failed or dropped).
     pub settled: AtomicBool,
+    /// The [`thread_mark`] of the thread inside this invocation's handler
+    /// callback, 0 outside it. Only that thread stores its own mark and
+    /// clears it (before the callback's frame ends), so a thread reads its
+    /// own mark here exactly while it is inside the callback: a result it
+    /// settles then waits in its own [`INLINE_RESULTS`] for the callback to
+    /// return, with no lock (the phase lock twice per invocation before).
+    calling: AtomicUsize,
     /// What a foreign handle of the handler lends out (the handle is this
     /// state).
     pub lent: super::handles::Lent,
@@ -416,6 +422,7 @@ impl Shared {
                     held_handler: None,
                 }),
                 settled: AtomicBool::new(false),
+                calling: AtomicUsize::new(0),
                 lent: Default::default(),
             });
             st.invocations.reserve(core.clone());
@@ -867,10 +874,7 @@ impl Shared {
             if !matches!(inner.phase, Phase::Checking) {
                 return;
             }
-            inner.phase = Phase::Running {
-                in_callback: Some(thread_mark()),
-                result: None,
-            };
+            inner.phase = Phase::Running;
             // The handle keeps the handler (and its user data) alive until
             // the host drops it; this reference goes when the callback
             // returns.
@@ -882,27 +886,15 @@ impl Shared {
             drop(held);
             return;
         }
-        {
+        let result = {
+            let _calling = Calling::enter(core);
             let _scope = super::shared::CallbackScope::enter(self);
             handler.call(Invocation::new(core.clone()));
-        }
-        drop(handler);
-        let result = {
-            let mut inner = core.inner.lock();
-            match &mut inner.phase {
-                Phase::Running { result, in_callback } => match result.take() {
-                    Some(r) => {
-                        inner.phase = Phase::Checking;
-                        Some(r)
-                    }
-                    None => {
-                        *in_callback = None;
-                        None
-                    }
-                },
-                _ => None,
-            }
+            take_inline_result(core)
         };
+        drop(handler);
+        // Settled inside the callback: go on here. (A close meanwhile has
+        // ended the invocation; `finish` then does nothing.)
         if let Some(result) = result {
             self.after_handler(core, result);
         }
@@ -912,18 +904,16 @@ impl Shared {
     /// steps 18–20 wait for the handler callback to return only when this
     /// is its thread.
     pub(crate) fn handler_settled(self: &Arc<Self>, core: &Arc<InvocationCore>, result: HandlerResult) {
-        let here = thread_mark();
+        if core.calling.load(Ordering::Relaxed) == thread_mark() {
+            // Inside the handler callback, on its thread: the callback's
+            // frame takes the result when it returns.
+            INLINE_RESULTS.with(|r| r.borrow_mut().push((Arc::as_ptr(core) as usize, result)));
+            return;
+        }
         let go = {
             let mut inner = core.inner.lock();
-            match &mut inner.phase {
-                Phase::Running {
-                    result: slot @ None,
-                    in_callback: Some(t),
-                } if *t == here => {
-                    *slot = Some(result);
-                    return;
-                }
-                Phase::Running { result: None, .. } => {
+            match inner.phase {
+                Phase::Running => {
                     inner.phase = Phase::Checking;
                     true
                 }
@@ -1123,6 +1113,47 @@ impl Shared {
     }
 }
 
+thread_local! {
+    /// Results settled inside a handler callback on this thread, by the
+    /// invocation's address, until the callback returns (nested
+    /// invocations each find their own).
+    static INLINE_RESULTS: std::cell::RefCell<Vec<(usize, HandlerResult)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Takes the result `core`'s handler settled inside its callback on this
+/// thread, if it did.
+fn take_inline_result(core: &Arc<InvocationCore>) -> Option<HandlerResult> {
+    let key = Arc::as_ptr(core) as usize;
+    INLINE_RESULTS.with(|r| {
+        let mut r = r.borrow_mut();
+        let i = r.iter().rposition(|(k, _)| *k == key)?;
+        Some(r.swap_remove(i).1)
+    })
+}
+
+/// Marks this thread as inside `core`'s handler callback
+/// ([`InvocationCore::calling`]) while it lives. Its drop clears the mark
+/// and drops a result left behind by a callback that unwound, so no later
+/// invocation at the same address can find it.
+struct Calling<'a>(&'a Arc<InvocationCore>);
+
+impl<'a> Calling<'a> {
+    fn enter(core: &'a Arc<InvocationCore>) -> Calling<'a> {
+        core.calling.store(thread_mark(), Ordering::Relaxed);
+        Calling(core)
+    }
+}
+
+impl Drop for Calling<'_> {
+    fn drop(&mut self) {
+        self.0.calling.store(0, Ordering::Relaxed);
+        if std::thread::panicking() {
+            drop(take_inline_result(self.0));
+        }
+    }
+}
+
 /// This thread's identity while it lives: the address of a thread-local
 /// (no two live threads share it; reading it costs no atomic operation).
 fn thread_mark() -> usize {
@@ -1161,5 +1192,141 @@ impl BlockingSlot {
             }
             v = self.ready.wait(v).unwrap_or_else(|e| e.into_inner());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::INLINE_RESULTS;
+    use crate::catalog::Catalog;
+    use crate::runtime::{Invocation, Runtime, RuntimeBuilder};
+    use parking_lot::Mutex;
+    use std::sync::{mpsc, Arc};
+
+    fn runtime() -> Runtime {
+        let catalog = Catalog::from_bytes(
+            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
+                 "scopes": [], "capabilities": [
+                   {"id": "outer", "title": "Outer", "description": "Outer.", "scopeIds": [], "effect": "read",
+                    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+                   {"id": "inner", "title": "Inner", "description": "Inner.", "scopeIds": [], "effect": "read",
+                    "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}"#,
+        )
+        .unwrap();
+        RuntimeBuilder::new(&catalog).build()
+    }
+
+    type Sink = Box<dyn crate::runtime::callbacks::OutcomeSink>;
+
+    fn collect() -> (Arc<Mutex<Vec<String>>>, impl Fn() -> Sink) {
+        let all = Arc::new(Mutex::new(Vec::new()));
+        let a = all.clone();
+        (all, move || {
+            let a = a.clone();
+            Box::new(move |json: &str| a.lock().push(json.to_string())) as Sink
+        })
+    }
+
+    /// A handler that settles inside its callback after invoking another
+    /// capability inline (whose handler settles inline too): each callback
+    /// takes up its own result, whatever the order they were settled in.
+    #[test]
+    fn nested_inline_settles_each_find_their_own_result() {
+        let rt = runtime();
+        let client = rt.client();
+        let (outcomes, sink) = collect();
+        rt.host()
+            .bind(
+                "inner",
+                Arc::new(|inv: Invocation| inv.complete(serde_json::json!({"from": "inner"})).unwrap()),
+                None,
+            )
+            .unwrap()
+            .detach();
+        let c = client.clone();
+        let inner_sink = Mutex::new(Some(sink()));
+        rt.host()
+            .bind(
+                "outer",
+                Arc::new(move |inv: Invocation| {
+                    // Settled first, then the nested invocation settles
+                    // inline on the same thread before this callback returns.
+                    inv.complete(serde_json::json!({"from": "outer"})).unwrap();
+                    let s = inner_sink.lock().take().unwrap();
+                    c.invoke("inner", b"{}", Some("i1"), None, s).unwrap();
+                }),
+                None,
+            )
+            .unwrap()
+            .detach();
+        client.invoke("outer", b"{}", Some("o1"), None, sink()).unwrap();
+        let got = outcomes.lock().clone();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].contains("\"invocationId\":\"i1\"") && got[0].contains("\"from\":\"inner\""), "{got:?}");
+        assert!(got[1].contains("\"invocationId\":\"o1\"") && got[1].contains("\"from\":\"outer\""), "{got:?}");
+        assert!(INLINE_RESULTS.with(|r| r.borrow().is_empty()));
+    }
+
+    /// A handler that settles and then panics leaves no result behind on
+    /// its thread (a later invocation at the same address must not find
+    /// it), and the runtime goes on serving.
+    #[test]
+    fn a_callback_that_unwinds_leaves_no_result_behind() {
+        let rt = runtime();
+        let client = rt.client();
+        let (outcomes, sink) = collect();
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        rt.host()
+            .bind(
+                "outer",
+                Arc::new(move |inv: Invocation| {
+                    inv.complete(serde_json::json!({"n": 1})).unwrap();
+                    if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                        panic!("handler panics after settling");
+                    }
+                }),
+                None,
+            )
+            .unwrap()
+            .detach();
+        let s = sink();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            client.invoke("outer", b"{}", Some("p1"), None, s).unwrap();
+        }));
+        assert!(unwound.is_err());
+        assert!(INLINE_RESULTS.with(|r| r.borrow().is_empty()), "no result left behind");
+        client.invoke("outer", b"{}", Some("p2"), None, sink()).unwrap();
+        let got = outcomes.lock().clone();
+        let last = got.last().expect("an outcome for p2");
+        assert!(last.contains("\"invocationId\":\"p2\"") && last.contains("succeeded"), "{got:?}");
+    }
+
+    /// Settled from another thread while the callback still runs: that
+    /// thread delivers the outcome at once (PIPELINE.md section 7), before
+    /// the callback returns.
+    #[test]
+    fn a_settle_from_another_thread_goes_on_at_once() {
+        let rt = runtime();
+        let client = rt.client();
+        let (outcomes, sink) = collect();
+        let seen = outcomes.clone();
+        rt.host()
+            .bind(
+                "outer",
+                Arc::new(move |inv: Invocation| {
+                    let (tx, rx) = mpsc::channel();
+                    std::thread::spawn(move || {
+                        inv.complete(serde_json::json!({"n": 2})).unwrap();
+                        tx.send(()).unwrap();
+                    });
+                    rx.recv().unwrap();
+                    assert_eq!(seen.lock().len(), 1, "delivered before the callback returned");
+                }),
+                None,
+            )
+            .unwrap()
+            .detach();
+        client.invoke("outer", b"{}", Some("t1"), None, sink()).unwrap();
+        assert_eq!(outcomes.lock().len(), 1);
     }
 }
