@@ -126,53 +126,59 @@ impl Invocation {
         self.core.token.as_ref().is_some_and(|t| t.is_cancelled())
     }
 
-    fn take(&self) -> Result<Option<Arc<Shared>>, HostError> {
+    fn take(&self) -> Result<(), HostError> {
         if in_restricted_callback() {
             return Err(HostError::WrongContext);
         }
         if self.core.settled.swap(true, Ordering::SeqCst) {
             return Err(HostError::AlreadyCompleted);
         }
-        Ok(self.core.shared.upgrade())
+        Ok(())
+    }
+
+    /// Hands the result on: inside the handler callback on its thread it
+    /// waits for the callback to return (the runtime is alive: the
+    /// callback's caller holds it); elsewhere it goes on now if the runtime
+    /// still exists (else it is ignored, as after a close).
+    fn settle(&self, result: HandlerResult) {
+        if let Some(result) = self.core.settle_inline(result) {
+            if let Some(shared) = self.core.shared.upgrade() {
+                shared.handler_settled(&self.core, result);
+            }
+        }
     }
 
     /// Completes with output text. Text that is not a JSON value (UTF-8,
     /// size and depth limits included) becomes `OUTPUT_INVALID`; this call
     /// still succeeds.
     pub fn complete_text(&self, output: &[u8]) -> Result<(), HostError> {
-        let Some(shared) = self.take()? else {
-            return Ok(());
-        };
+        self.take()?;
         // Canonical text goes into the succeeded record as it is; the record
         // is written now, while the text is borrowed (it is dropped unused
         // when step 18 finds the output invalid).
         let core = &self.core;
-        let parsed = crate::json::parse_payload(output, &shared.config.limits).map(|p| {
+        let parsed = crate::json::parse_payload(output, &core.limits).map(|p| {
             let rendered = p
                 .canonical
                 .map(|text| Outcome::succeeded_json(&core.id, &core.capability_id, text));
             (p.value, rendered)
         });
-        shared.handler_settled(&self.core, HandlerResult::Output(parsed));
+        self.settle(HandlerResult::Output(parsed));
         Ok(())
     }
 
     /// Completes with an output value.
     pub fn complete(&self, mut output: Value) -> Result<(), HostError> {
-        let Some(shared) = self.take()? else {
-            return Ok(());
-        };
+        self.take()?;
         crate::json::normalize_numbers(&mut output);
-        shared.handler_settled(&self.core, HandlerResult::Output(Ok((output, None))));
+        self.settle(HandlerResult::Output(Ok((output, None))));
         Ok(())
     }
 
     /// Fails; `aborted` marks an abort-style failure (`EXECUTION_ABORTED`).
     pub fn fail(&self, aborted: bool) -> Result<(), HostError> {
-        let Some(shared) = self.take()? else {
-            return Ok(());
-        };
-        shared.handler_settled(&self.core, HandlerResult::Failed { aborted });
+        self.take()?;
+        self.settle(HandlerResult::Failed { aborted });
         Ok(())
     }
 
@@ -357,9 +363,7 @@ impl Drop for Invocation {
     fn drop(&mut self) {
         let settled = &self.core.settled;
         if !settled.load(Ordering::SeqCst) && !settled.swap(true, Ordering::SeqCst) {
-            if let Some(shared) = self.core.shared.upgrade() {
-                shared.handler_settled(&self.core, HandlerResult::Failed { aborted: false });
-            }
+            self.settle(HandlerResult::Failed { aborted: false });
         }
         // The binding's handler and user data were kept for this handle
         // (its user data may be released here, with no lock held).

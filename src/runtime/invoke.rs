@@ -146,8 +146,8 @@ pub(crate) enum Phase {
     },
     /// The handler was called and its result has not been taken up: it
     /// has not settled, or it settled inside its callback, which has not
-    /// returned yet (the result then waits in that thread's
-    /// [`INLINE_RESULTS`], see [`InvocationCore::calling`]), or the
+    /// returned yet (the result then waits in the invocation's slot, see
+    /// [`InvocationCore::calling`]), or the
     /// callback's thread took it and is finishing.
     Running,
     /// The outcome was delivered (or is being delivered).
@@ -193,9 +193,14 @@ pub(crate) struct InvocationCore {
     /// callback, 0 outside it. Only that thread stores its own mark and
     /// clears it (before the callback's frame ends), so a thread reads its
     /// own mark here exactly while it is inside the callback: a result it
-    /// settles then waits in its own [`INLINE_RESULTS`] for the callback to
-    /// return, with no lock (the phase lock twice per invocation before).
+    /// settles then waits in `inline` for the callback to return, with no
+    /// lock (the phase lock twice per invocation before).
     calling: AtomicUsize,
+    /// The result settled inside the handler callback (see `calling`).
+    inline: InlineSlot,
+    /// The runtime's payload limits (fixed at build), for parsing the
+    /// handler's output without reaching the runtime.
+    pub limits: crate::json::Limits,
     /// What a foreign handle of the handler lends out (the handle is this
     /// state).
     pub lent: super::handles::Lent,
@@ -221,6 +226,20 @@ impl InvocationCore {
             token.cancel();
         }
         token
+    }
+
+    /// Inside this invocation's handler callback on its thread, keeps
+    /// `result` for the callback's frame ([`InvocationCore::calling`]);
+    /// elsewhere gives it back.
+    pub(crate) fn settle_inline(self: &Arc<Self>, result: HandlerResult) -> Option<HandlerResult> {
+        if self.calling.load(Ordering::Relaxed) != thread_mark() {
+            return Some(result);
+        }
+        // Safety: this thread is inside the callback (see `calling`): the
+        // slot is this thread's alone until the callback's frame has taken
+        // it up.
+        unsafe { *self.inline.0.get() = Some(result) };
+        None
     }
 
     fn cancel_handler_token(&self) {
@@ -284,7 +303,9 @@ fn denied(core: &InvocationCore, error: RcipError) -> Ending {
 /// and the context.
 pub(crate) struct BindingRead {
     binding: Option<ReadBinding>,
-    context: Arc<SemanticContext>,
+    /// The context; taken by the invocation when it can be captured now
+    /// (see [`Shared::run`]).
+    context: Option<Arc<SemanticContext>>,
 }
 
 /// A binding as step 7 read it: its id, its availability check and (when
@@ -297,8 +318,9 @@ pub(crate) struct Prechecked {
     pub binding_id: u64,
     /// The availability sampled at step 8.
     pub entry: Entry,
-    /// The context to capture at step 11.
-    pub context: Arc<SemanticContext>,
+    /// The context to capture at step 11; none when the invocation took
+    /// it with step 7's early reading (no host code ran since).
+    pub context: Option<Arc<SemanticContext>>,
     /// The binding's handler, when step 7 read it and no host code ran
     /// since (no availability check; see [`Shared::read_binding`]).
     pub handler: Option<Arc<dyn Handler>>,
@@ -401,6 +423,17 @@ impl Shared {
                 return Ok(());
             }
             let key = Shared::next_seq(&mut st);
+            let mut early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
+            // Step 11 captures the context read here when no host code can
+            // run before it (no availability check; see `precheck`): taken
+            // now, it is set without the once-cell's initialisation later.
+            let context = match early.as_mut() {
+                Some(read) if read.binding.as_ref().is_some_and(|b| b.1.is_none()) => match read.context.take() {
+                    Some(c) => OnceCell::with_value(c),
+                    None => OnceCell::new(),
+                },
+                _ => OnceCell::new(),
+            };
             let core = Arc::new(InvocationCore {
                 shared: Arc::downgrade(self),
                 key,
@@ -413,7 +446,7 @@ impl Shared {
                 channel: start.channel,
                 reports: Mutex::new(None),
                 binding_id: std::sync::atomic::AtomicU64::new(0),
-                context: OnceCell::new(),
+                context,
                 inner: Mutex::new(InvState {
                     phase: Phase::Checking,
                     sink: Some(sink),
@@ -423,10 +456,11 @@ impl Shared {
                 }),
                 settled: AtomicBool::new(false),
                 calling: AtomicUsize::new(0),
+                inline: InlineSlot(std::cell::UnsafeCell::new(None)),
+                limits: self.config.limits,
                 lent: Default::default(),
             });
             st.invocations.reserve(core.clone());
-            let early = read_early.then(|| Shared::read_binding(&st, capability, self.config.policy.is_none()));
             (core, early)
         };
         // 4. Input text that is not a JSON value: no issues, no events.
@@ -466,7 +500,7 @@ impl Shared {
             binding: capability
                 .and_then(|i| st.bindings.slots[i].as_ref())
                 .map(|b| (b.id, b.availability.clone(), with_handler.then(|| b.handler.clone()))),
-            context: st.bindings.context.clone(),
+            context: Some(st.bindings.context.clone()),
         }
     }
 
@@ -506,7 +540,7 @@ impl Shared {
                     st.bindings.slots[capability]
                         .as_ref()
                         .map(|b| (b.id, b.availability.clone(), None)),
-                    st.bindings.context.clone(),
+                    Some(st.bindings.context.clone()),
                 )
             }
         };
@@ -521,7 +555,7 @@ impl Shared {
         let context = match check {
             Some(check) => {
                 drop(check);
-                self.context()
+                Some(self.context())
             }
             None => context,
         };
@@ -667,7 +701,9 @@ impl Shared {
         core.binding_id.store(binding_id, std::sync::atomic::Ordering::Relaxed);
         let policy = match &self.config.policy {
             None => {
-                let _ = core.context.set(context);
+                if let Some(context) = context {
+                    let _ = core.context.set(context);
+                }
                 self.watch_token(core);
                 let decision = default_decision(def.effect, core.confirmed);
                 // No policy callback: still no host code since step 7.
@@ -676,7 +712,10 @@ impl Shared {
             Some(p) => p.clone(),
         };
         debug_assert!(handler.is_none(), "step 7 reads the handler only without a policy");
-        let _ = core.context.set(context.clone());
+        if let Some(context) = context {
+            let _ = core.context.set(context);
+        }
+        let context = core.context.get().expect("context captured").clone();
         {
             let mut inner = core.inner.lock();
             if !matches!(inner.phase, Phase::Checking) {
@@ -887,10 +926,10 @@ impl Shared {
             return;
         }
         let result = {
-            let _calling = Calling::enter(core);
+            let calling = Calling::enter(core);
             let _scope = super::shared::CallbackScope::enter(self);
             handler.call(Invocation::new(core.clone()));
-            take_inline_result(core)
+            calling.take()
         };
         drop(handler);
         // Settled inside the callback: go on here. (A close meanwhile has
@@ -904,12 +943,11 @@ impl Shared {
     /// steps 18–20 wait for the handler callback to return only when this
     /// is its thread.
     pub(crate) fn handler_settled(self: &Arc<Self>, core: &Arc<InvocationCore>, result: HandlerResult) {
-        if core.calling.load(Ordering::Relaxed) == thread_mark() {
-            // Inside the handler callback, on its thread: the callback's
-            // frame takes the result when it returns.
-            INLINE_RESULTS.with(|r| r.borrow_mut().push((Arc::as_ptr(core) as usize, result)));
+        // Inside the handler callback, on its thread: the callback's frame
+        // takes the result when it returns.
+        let Some(result) = core.settle_inline(result) else {
             return;
-        }
+        };
         let go = {
             let mut inner = core.inner.lock();
             match inner.phase {
@@ -1113,29 +1151,19 @@ impl Shared {
     }
 }
 
-thread_local! {
-    /// Results settled inside a handler callback on this thread, by the
-    /// invocation's address, until the callback returns (nested
-    /// invocations each find their own).
-    static INLINE_RESULTS: std::cell::RefCell<Vec<(usize, HandlerResult)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
+/// A handler result settled inside the callback, read and written only by
+/// the thread whose mark is in [`InvocationCore::calling`], while it is
+/// there.
+pub(crate) struct InlineSlot(std::cell::UnsafeCell<Option<HandlerResult>>);
 
-/// Takes the result `core`'s handler settled inside its callback on this
-/// thread, if it did.
-fn take_inline_result(core: &Arc<InvocationCore>) -> Option<HandlerResult> {
-    let key = Arc::as_ptr(core) as usize;
-    INLINE_RESULTS.with(|r| {
-        let mut r = r.borrow_mut();
-        let i = r.iter().rposition(|(k, _)| *k == key)?;
-        Some(r.swap_remove(i).1)
-    })
-}
+// Safety: only one thread at a time reaches the cell (the one inside the
+// handler callback, see `InvocationCore::calling`), and it hands nothing
+// across threads through it; `HandlerResult` itself is `Send`.
+unsafe impl Sync for InlineSlot {}
 
 /// Marks this thread as inside `core`'s handler callback
-/// ([`InvocationCore::calling`]) while it lives. Its drop clears the mark
-/// and drops a result left behind by a callback that unwound, so no later
-/// invocation at the same address can find it.
+/// ([`InvocationCore::calling`]) while it lives; [`Calling::take`] takes up
+/// what the callback settled.
 struct Calling<'a>(&'a Arc<InvocationCore>);
 
 impl<'a> Calling<'a> {
@@ -1143,14 +1171,19 @@ impl<'a> Calling<'a> {
         core.calling.store(thread_mark(), Ordering::Relaxed);
         Calling(core)
     }
+
+    /// The result settled inside the callback, if any (call it after the
+    /// callback returned, while the mark is still set).
+    fn take(&self) -> Option<HandlerResult> {
+        // Safety: this thread set the mark and has not cleared it, so the
+        // slot is its alone.
+        unsafe { (*self.0.inline.0.get()).take() }
+    }
 }
 
 impl Drop for Calling<'_> {
     fn drop(&mut self) {
         self.0.calling.store(0, Ordering::Relaxed);
-        if std::thread::panicking() {
-            drop(take_inline_result(self.0));
-        }
     }
 }
 
@@ -1197,7 +1230,6 @@ impl BlockingSlot {
 
 #[cfg(test)]
 mod tests {
-    use super::INLINE_RESULTS;
     use crate::catalog::Catalog;
     use crate::runtime::{Invocation, Runtime, RuntimeBuilder};
     use parking_lot::Mutex;
@@ -1264,12 +1296,10 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(got[0].contains("\"invocationId\":\"i1\"") && got[0].contains("\"from\":\"inner\""), "{got:?}");
         assert!(got[1].contains("\"invocationId\":\"o1\"") && got[1].contains("\"from\":\"outer\""), "{got:?}");
-        assert!(INLINE_RESULTS.with(|r| r.borrow().is_empty()));
     }
 
-    /// A handler that settles and then panics leaves no result behind on
-    /// its thread (a later invocation at the same address must not find
-    /// it), and the runtime goes on serving.
+    /// A handler that settles and then panics: the runtime goes on
+    /// serving, and the next invocation gets its own outcome.
     #[test]
     fn a_callback_that_unwinds_leaves_no_result_behind() {
         let rt = runtime();
@@ -1294,7 +1324,6 @@ mod tests {
             client.invoke("outer", b"{}", Some("p1"), None, s).unwrap();
         }));
         assert!(unwound.is_err());
-        assert!(INLINE_RESULTS.with(|r| r.borrow().is_empty()), "no result left behind");
         client.invoke("outer", b"{}", Some("p2"), None, sink()).unwrap();
         let got = outcomes.lock().clone();
         let last = got.last().expect("an outcome for p2");

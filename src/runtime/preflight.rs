@@ -198,6 +198,8 @@ impl Shared {
                 return;
             }
         };
+        // Without an early reading, the precheck reads the context itself.
+        let context = context.expect("the context the precheck read");
         let effect = self.catalog.capabilities()[capability].effect;
         let Some(policy) = self.config.policy.clone() else {
             // The default policy answers at once: steps 12–13 follow before
