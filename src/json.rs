@@ -261,9 +261,9 @@ impl Walk {
                     *n = fixed;
                     self.exact = false;
                 } else if let Some(u) = n.as_u64() {
-                    self.written += itoa::Buffer::new().format(u).len();
+                    self.written += decimal_digits(u);
                 } else if let Some(i) = n.as_i64() {
-                    self.written += itoa::Buffer::new().format(i).len();
+                    self.written += 1 + decimal_digits(i.unsigned_abs());
                 } else {
                     self.exact = false;
                 }
@@ -330,10 +330,22 @@ pub fn normalize_numbers(value: &mut Value) {
     Walk::normalize(value);
 }
 
+/// How many decimal digits `u` is written with.
+fn decimal_digits(u: u64) -> usize {
+    u.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
 /// The JavaScript-equivalent form of `n`, or `None` when `n` already is:
 /// the double nearest to `n`, written as an integer when it is integral and
 /// within ±2^53, else as a double.
 fn normalized_number(n: &Number) -> Option<Number> {
+    // An integer within ±2^53 is a double exactly and already written as
+    // an integer: the common case, answered without converting (the
+    // general test below calls `trunc`).
+    let safe = MAX_SAFE as u64;
+    if n.as_u64().is_some_and(|u| u <= safe) || n.as_i64().is_some_and(|i| i.unsigned_abs() <= safe) {
+        return None;
+    }
     let f = n.as_f64()?; // u64 and i64 convert to the nearest double
     let canonical_integer = f.fract() == 0.0 && f.abs() <= MAX_SAFE;
     if canonical_integer {
@@ -486,6 +498,43 @@ mod tests {
             if p.canonical.is_some() {
                 assert_eq!(serde_json::to_string(&p.value).unwrap(), text);
             }
+        }
+    }
+
+    /// The integer shortcut of `normalized_number` and the digit count
+    /// agree with the general rule (through doubles) and with itoa at the
+    /// edges: 0, powers of ten, ±2^53 and one past it, the 64-bit limits.
+    #[test]
+    fn integer_shortcuts_match_the_general_rule() {
+        let general = |n: &Number| -> Option<Number> {
+            let f = n.as_f64()?;
+            if f.fract() == 0.0 && f.abs() <= MAX_SAFE {
+                if f >= 0.0 {
+                    let u = f as u64;
+                    return (n.as_u64() != Some(u)).then(|| Number::from(u));
+                }
+                let i = f as i64;
+                return (n.as_i64() != Some(i)).then(|| Number::from(i));
+            }
+            if n.is_f64() {
+                None
+            } else {
+                Number::from_f64(f)
+            }
+        };
+        let safe = 1u64 << 53;
+        let mut unsigned = vec![0, 1, 9, 10, 99, 100, safe - 1, safe, safe + 1, safe + 2, u64::MAX - 1, u64::MAX];
+        unsigned.extend((0..20).map(|k| 10u64.pow(k)));
+        for u in unsigned {
+            let n = Number::from(u);
+            assert_eq!(normalized_number(&n), general(&n), "{u}");
+            assert_eq!(decimal_digits(u), itoa::Buffer::new().format(u).len(), "{u}");
+        }
+        let s = safe as i64;
+        for i in [-1i64, -9, -10, -s + 1, -s, -s - 1, -s - 2, i64::MIN + 1, i64::MIN] {
+            let n = Number::from(i);
+            assert_eq!(normalized_number(&n), general(&n), "{i}");
+            assert_eq!(1 + decimal_digits(i.unsigned_abs()), itoa::Buffer::new().format(i).len(), "{i}");
         }
     }
 
