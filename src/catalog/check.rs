@@ -64,6 +64,8 @@ pub(super) struct Ctx<'p> {
     /// compact text of the parsed value): identical schema texts compile
     /// once and share one compiled schema and one value (**rcip**, issue 20).
     schemas: HashMap<String, Interned, ahash::RandomState>,
+    /// Where snapshot entries are written ([`snapshot_prefix`]).
+    scratch: Vec<u8>,
 }
 
 /// One distinct schema text of the catalog: its value, and its compiled
@@ -80,6 +82,7 @@ impl<'p> Ctx<'p> {
         Ctx {
             problems,
             schemas: HashMap::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -546,6 +549,7 @@ fn check_capability(
     let usage = usage.cloned();
 
     let prefix = snapshot_prefix(
+        &mut cx.scratch,
         id,
         title,
         description,
@@ -575,10 +579,13 @@ fn check_capability(
 /// The static part of a capability's snapshot entry (PIPELINE.md section
 /// 2): `{"id":...,"title":...,...,"tags":[...]` and `,"usage":...` when
 /// declared, without the closing brace. `schemas` are the input and output
-/// schemas' canonical texts. Exactly as long as it needs to be: a catalog
-/// holds one per capability. `None` only if serde_json fails to write a
-/// string (it does not).
+/// schemas' canonical texts. Written in `prefix` (a buffer reused from one
+/// capability to the next), then copied into a text exactly as long as it
+/// needs to be: a catalog holds one per capability. `None` only if
+/// serde_json fails to write a string (it does not).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn snapshot_prefix(
+    prefix: &mut Vec<u8>,
     id: &str,
     title: &str,
     description: &str,
@@ -588,18 +595,17 @@ pub(super) fn snapshot_prefix(
     tags: &[String],
     usage: Option<&Value>,
 ) -> Option<String> {
-    let mut prefix: Vec<u8> =
-        Vec::with_capacity(64 + id.len() + title.len() + description.len() + schemas[0].len() + schemas[1].len());
+    prefix.clear();
     // serde_json writes each piece straight into the buffer (no text per
     // field), exactly as `serde_json::to_string` would write it.
     prefix.extend_from_slice(b"{\"id\":");
-    serde_json::to_writer(&mut prefix, id).ok()?;
+    serde_json::to_writer(&mut *prefix, id).ok()?;
     prefix.extend_from_slice(b",\"title\":");
-    serde_json::to_writer(&mut prefix, title).ok()?;
+    serde_json::to_writer(&mut *prefix, title).ok()?;
     prefix.extend_from_slice(b",\"description\":");
-    serde_json::to_writer(&mut prefix, description).ok()?;
+    serde_json::to_writer(&mut *prefix, description).ok()?;
     prefix.extend_from_slice(b",\"scopeIds\":");
-    serde_json::to_writer(&mut prefix, scope_ids).ok()?;
+    serde_json::to_writer(&mut *prefix, scope_ids).ok()?;
     prefix.extend_from_slice(b",\"effect\":\"");
     prefix.extend_from_slice(effect.as_str().as_bytes());
     prefix.extend_from_slice(b"\",\"inputSchema\":");
@@ -607,13 +613,12 @@ pub(super) fn snapshot_prefix(
     prefix.extend_from_slice(b",\"outputSchema\":");
     prefix.extend_from_slice(schemas[1].as_bytes());
     prefix.extend_from_slice(b",\"tags\":");
-    serde_json::to_writer(&mut prefix, tags).ok()?;
+    serde_json::to_writer(&mut *prefix, tags).ok()?;
     if let Some(u) = usage {
         prefix.extend_from_slice(b",\"usage\":");
-        serde_json::to_writer(&mut prefix, u).ok()?;
+        serde_json::to_writer(&mut *prefix, u).ok()?;
     }
-    prefix.shrink_to_fit();
-    String::from_utf8(prefix).ok()
+    std::str::from_utf8(prefix).ok().map(str::to_string)
 }
 
 /// `usage` of the capability at `p` (PIPELINE.md section 1): an object

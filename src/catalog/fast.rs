@@ -57,6 +57,7 @@ pub(super) fn load(text: &str) -> Option<CatalogInner> {
         capabilities: Vec::new(),
         capability_index: HashMap::default(),
         seen_capabilities: false,
+        scratch: Vec::new(),
     };
     let mut de = serde_json::Deserializer::from_str(text);
     de.deserialize_map(RootVisitor { fast: &mut fast }).ok()?;
@@ -84,6 +85,8 @@ struct Fast<'de> {
     capabilities: Vec<CapabilityDef>,
     capability_index: HashMap<String, usize, ahash::RandomState>,
     seen_capabilities: bool,
+    /// Where snapshot entries are written before they are copied out.
+    scratch: Vec<u8>,
 }
 
 /// One capability as read from the document, before its checks.
@@ -92,11 +95,11 @@ struct Cap<'de> {
     id: Option<String>,
     title: Option<String>,
     description: Option<String>,
-    scope_ids: Option<Vec<String>>,
+    scope_ids: Option<Strings>,
     effect: Option<Effect>,
     input: Option<&'de str>,
     output: Option<&'de str>,
-    tags: Option<Vec<String>>,
+    tags: Option<Strings>,
     usage: Option<&'de str>,
 }
 
@@ -149,18 +152,13 @@ impl<'de> Fast<'de> {
     /// checked once the scopes are known) and adds it.
     fn add(&mut self, cap: Cap<'de>) -> Option<()> {
         let id = cap.id?;
-        let (title, description, mut scope_ids, effect) = (cap.title?, cap.description?, cap.scope_ids?, cap.effect?);
+        let (title, description, scope_ids, effect) = (cap.title?, cap.description?, cap.scope_ids?.0, cap.effect?);
         if !is_identifier(&id) || self.capability_index.contains_key(&id) {
             return None;
         }
         let input = self.schema(cap.input?)?;
         let output = self.schema(cap.output?)?;
-        let mut tags = cap.tags.unwrap_or_default();
-        // serde grows the lists as it reads them; a catalog keeps one pair
-        // per capability, so they keep only their length (as the general
-        // path's do).
-        scope_ids.shrink_to_fit();
-        tags.shrink_to_fit();
+        let tags = cap.tags.map(|t| t.0).unwrap_or_default();
         let (usage, usage_when_to_use) = match cap.usage {
             None => (None, None),
             Some(span) => {
@@ -182,6 +180,7 @@ impl<'de> Fast<'de> {
         };
         let (input, output) = (&self.shared[input], &self.shared[output]);
         let snapshot_prefix = check::snapshot_prefix(
+            &mut self.scratch,
             &id,
             &title,
             &description,
@@ -443,6 +442,40 @@ impl<'de> Visitor<'de> for CapabilitySeed<'de> {
             }
         }
         Ok(cap)
+    }
+}
+
+/// A list of strings that holds exactly its items, as the general path's
+/// lists do (a catalog keeps two per capability): short lists grow one
+/// item at a time, long ones as a vector grows and are then shrunk.
+struct Strings(Vec<String>);
+
+/// Lists up to this long are read without spare room.
+const SHORT_LIST: usize = 8;
+
+impl<'de> de::Deserialize<'de> for Strings {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Strings, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Strings;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of strings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strings, A::Error> {
+                let mut out: Vec<String> = Vec::new();
+                while let Some(s) = seq.next_element()? {
+                    if out.len() < SHORT_LIST {
+                        out.reserve_exact(1);
+                    }
+                    out.push(s);
+                }
+                if out.len() > SHORT_LIST {
+                    out.shrink_to_fit();
+                }
+                Ok(Strings(out))
+            }
+        }
+        d.deserialize_seq(V)
     }
 }
 
