@@ -689,6 +689,11 @@ mod tests {
                 r#""outputSchema":true,"tags":["x","y"]"#,
                 true,
             ),
+            (
+                r#""outputSchema":true"#,
+                r#""outputSchema":true,"tags":["a","b","c","d","e","f","g","h","i","j","k","l"]"#,
+                true,
+            ),
             (r#""outputSchema":true"#, r#""outputSchema":true,"usage":null"#, false),
             (
                 r#""outputSchema":true"#,
