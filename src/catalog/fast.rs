@@ -175,7 +175,8 @@ impl<'de> Fast<'de> {
                 if !ok || !problems.is_empty() {
                     return None;
                 }
-                (Some(usage), when_to_use)
+                // A clone, as the general path keeps (see `schema`).
+                (Some(usage.clone()), when_to_use)
             }
         };
         let (input, output) = (&self.shared[input], &self.shared[output]);
