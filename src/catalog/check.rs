@@ -58,12 +58,14 @@ fn token(t: &str) -> String {
 }
 
 /// Collects problems while walking the document.
-struct Ctx<'p> {
+pub(super) struct Ctx<'p> {
     problems: &'p mut Vec<CatalogProblem>,
     /// Every schema compiled so far, by its canonical text (serde_json's
     /// compact text of the parsed value): identical schema texts compile
     /// once and share one compiled schema and one value (**rcip**, issue 20).
     schemas: HashMap<String, Interned, ahash::RandomState>,
+    /// Where snapshot entries are written ([`snapshot_prefix`]).
+    scratch: Vec<u8>,
 }
 
 /// One distinct schema text of the catalog: its value, and its compiled
@@ -74,7 +76,16 @@ struct Interned {
     compiled: Result<Arc<Schema>, Vec<crate::schema::SchemaError>>,
 }
 
-impl Ctx<'_> {
+impl<'p> Ctx<'p> {
+    /// A walk that records its problems in `problems`.
+    pub(super) fn new(problems: &'p mut Vec<CatalogProblem>) -> Ctx<'p> {
+        Ctx {
+            problems,
+            schemas: HashMap::default(),
+            scratch: Vec::new(),
+        }
+    }
+
     fn problem(&mut self, pointer: &str, id: Option<&str>, rule: &'static str, message: String) {
         self.problems.push(CatalogProblem {
             pointer: pointer.to_string(),
@@ -247,10 +258,7 @@ fn kind(v: &Value) -> &'static str {
 /// Checks the whole catalog; returns the compiled catalog when no problem
 /// was found.
 pub(super) fn check(root: &Value, problems: &mut Vec<CatalogProblem>) -> Option<CatalogInner> {
-    let mut cx = Ctx {
-        problems,
-        schemas: HashMap::default(),
-    };
+    let mut cx = Ctx::new(problems);
     let map = cx.object(
         root,
         "",
@@ -524,98 +532,11 @@ fn check_capability(
     }
     let [input, output] = compiled;
 
-    let mut usage_ok = true;
-    let mut when_to_use = None;
     let usage = m.get("usage");
-    if let Some(usage) = usage {
-        let up = format!("{p}/usage");
-        let uwhat = format!("{what} usage");
-        match cx.object(usage, &up, id, &uwhat, &["whenToUse", "examples"]) {
-            None => usage_ok = false,
-            Some(um) => {
-                match cx.required_string(um, &up, id, &uwhat, "whenToUse") {
-                    Some(w) if is_blank(w) => {
-                        usage_ok = false;
-                        cx.problem(
-                            &format!("{up}/whenToUse"),
-                            id,
-                            "blank",
-                            format!("{uwhat} field \"whenToUse\" must not be blank"),
-                        );
-                    }
-                    Some(w) => when_to_use = Some(w.to_string()),
-                    None => usage_ok = false,
-                }
-                if let Some(examples) = um.get("examples") {
-                    match examples {
-                        Value::Array(list) => {
-                            for (k, ex) in list.iter().enumerate() {
-                                let ep = format!("{up}/examples/{k}");
-                                let ewhat = format!("{uwhat} example {k}");
-                                let Some(em) = cx.object(ex, &ep, id, &ewhat, &["description", "input"]) else {
-                                    usage_ok = false;
-                                    continue;
-                                };
-                                match cx.required_string(em, &ep, id, &ewhat, "description") {
-                                    Some(d) if is_blank(d) => {
-                                        usage_ok = false;
-                                        cx.problem(
-                                            &format!("{ep}/description"),
-                                            id,
-                                            "blank",
-                                            format!("{ewhat} field \"description\" must not be blank"),
-                                        );
-                                    }
-                                    Some(_) => {}
-                                    None => usage_ok = false,
-                                }
-                                match cx.required(em, &ep, id, &ewhat, "input") {
-                                    None => usage_ok = false,
-                                    Some(input_value) => {
-                                        if let Some((schema, _)) = &input {
-                                            let issues = schema.validate(input_value);
-                                            if !issues.is_empty() {
-                                                usage_ok = false;
-                                                let list: Vec<String> = issues
-                                                    .iter()
-                                                    .map(|i| {
-                                                        let at = if i.instance_path.is_empty() {
-                                                            "/"
-                                                        } else {
-                                                            &i.instance_path
-                                                        };
-                                                        format!("{at} {} ({})", i.message, i.keyword)
-                                                    })
-                                                    .collect();
-                                                cx.problem(
-                                                    &format!("{ep}/input"),
-                                                    id,
-                                                    "example input",
-                                                    format!(
-                                                        "{ewhat} input does not validate against the input schema: {}",
-                                                        list.join("; ")
-                                                    ),
-                                                );
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        other => {
-                            usage_ok = false;
-                            cx.problem(
-                                &format!("{up}/examples"),
-                                id,
-                                "type",
-                                format!("{uwhat} field \"examples\" must be an array, not {}", kind(other)),
-                            );
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let (usage_ok, when_to_use) = match usage {
+        None => (true, None),
+        Some(usage) => check_usage(cx, usage, &p, id, &what, input.as_ref().map(|(s, _)| &**s)),
+    };
 
     let (id, title, description, scope_ids, effect, tags, input, output) =
         (id?, title?, description?, scope_ids?, effect?, tags?, input?, output?);
@@ -627,31 +548,17 @@ fn check_capability(
     let (output, output_schema) = output;
     let usage = usage.cloned();
 
-    // The static part of the snapshot entry (PIPELINE.md section 2).
-    let mut prefix = String::with_capacity(256);
-    prefix.push_str("{\"id\":");
-    prefix.push_str(&serde_json::to_string(id).ok()?);
-    prefix.push_str(",\"title\":");
-    prefix.push_str(&serde_json::to_string(title).ok()?);
-    prefix.push_str(",\"description\":");
-    prefix.push_str(&serde_json::to_string(description).ok()?);
-    prefix.push_str(",\"scopeIds\":");
-    prefix.push_str(&serde_json::to_string(&scope_ids).ok()?);
-    prefix.push_str(",\"effect\":\"");
-    prefix.push_str(effect.as_str());
-    prefix.push_str("\",\"inputSchema\":");
-    prefix.push_str(&texts[0]);
-    prefix.push_str(",\"outputSchema\":");
-    prefix.push_str(&texts[1]);
-    prefix.push_str(",\"tags\":");
-    prefix.push_str(&serde_json::to_string(&tags).ok()?);
-    if let Some(u) = &usage {
-        prefix.push_str(",\"usage\":");
-        prefix.push_str(&serde_json::to_string(u).ok()?);
-    }
-
-    // Exactly its length: a catalog holds one per capability.
-    prefix.shrink_to_fit();
+    let prefix = snapshot_prefix(
+        &mut cx.scratch,
+        id,
+        title,
+        description,
+        &scope_ids,
+        effect,
+        [&texts[0], &texts[1]],
+        &tags,
+        usage.as_ref(),
+    )?;
     Some(CapabilityDef {
         id: id.to_string(),
         title: title.to_string(),
@@ -667,6 +574,156 @@ fn check_capability(
         output,
         snapshot_prefix: prefix,
     })
+}
+
+/// The static part of a capability's snapshot entry (PIPELINE.md section
+/// 2): `{"id":...,"title":...,...,"tags":[...]` and `,"usage":...` when
+/// declared, without the closing brace. `schemas` are the input and output
+/// schemas' canonical texts. Written in `prefix` (a buffer reused from one
+/// capability to the next), then copied into a text exactly as long as it
+/// needs to be: a catalog holds one per capability. `None` only if
+/// serde_json fails to write a string (it does not).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn snapshot_prefix(
+    prefix: &mut Vec<u8>,
+    id: &str,
+    title: &str,
+    description: &str,
+    scope_ids: &[String],
+    effect: Effect,
+    schemas: [&str; 2],
+    tags: &[String],
+    usage: Option<&Value>,
+) -> Option<String> {
+    prefix.clear();
+    // serde_json writes each piece straight into the buffer (no text per
+    // field), exactly as `serde_json::to_string` would write it.
+    prefix.extend_from_slice(b"{\"id\":");
+    serde_json::to_writer(&mut *prefix, id).ok()?;
+    prefix.extend_from_slice(b",\"title\":");
+    serde_json::to_writer(&mut *prefix, title).ok()?;
+    prefix.extend_from_slice(b",\"description\":");
+    serde_json::to_writer(&mut *prefix, description).ok()?;
+    prefix.extend_from_slice(b",\"scopeIds\":");
+    serde_json::to_writer(&mut *prefix, scope_ids).ok()?;
+    prefix.extend_from_slice(b",\"effect\":\"");
+    prefix.extend_from_slice(effect.as_str().as_bytes());
+    prefix.extend_from_slice(b"\",\"inputSchema\":");
+    prefix.extend_from_slice(schemas[0].as_bytes());
+    prefix.extend_from_slice(b",\"outputSchema\":");
+    prefix.extend_from_slice(schemas[1].as_bytes());
+    prefix.extend_from_slice(b",\"tags\":");
+    serde_json::to_writer(&mut *prefix, tags).ok()?;
+    if let Some(u) = usage {
+        prefix.extend_from_slice(b",\"usage\":");
+        serde_json::to_writer(&mut *prefix, u).ok()?;
+    }
+    std::str::from_utf8(prefix).ok().map(str::to_string)
+}
+
+/// `usage` of the capability at `p` (PIPELINE.md section 1): an object
+/// with a non-blank `whenToUse` and optional `examples`, each with a
+/// non-blank `description` and an `input` the input schema accepts (not
+/// checked when the input schema did not compile). Returns whether it is
+/// valid and its `whenToUse`.
+pub(super) fn check_usage(
+    cx: &mut Ctx<'_>,
+    usage: &Value,
+    p: &str,
+    id: Option<&str>,
+    what: &str,
+    input: Option<&Schema>,
+) -> (bool, Option<String>) {
+    let mut usage_ok = true;
+    let mut when_to_use = None;
+    let up = format!("{p}/usage");
+    let uwhat = format!("{what} usage");
+    match cx.object(usage, &up, id, &uwhat, &["whenToUse", "examples"]) {
+        None => usage_ok = false,
+        Some(um) => {
+            match cx.required_string(um, &up, id, &uwhat, "whenToUse") {
+                Some(w) if is_blank(w) => {
+                    usage_ok = false;
+                    cx.problem(
+                        &format!("{up}/whenToUse"),
+                        id,
+                        "blank",
+                        format!("{uwhat} field \"whenToUse\" must not be blank"),
+                    );
+                }
+                Some(w) => when_to_use = Some(w.to_string()),
+                None => usage_ok = false,
+            }
+            if let Some(examples) = um.get("examples") {
+                match examples {
+                    Value::Array(list) => {
+                        for (k, ex) in list.iter().enumerate() {
+                            let ep = format!("{up}/examples/{k}");
+                            let ewhat = format!("{uwhat} example {k}");
+                            let Some(em) = cx.object(ex, &ep, id, &ewhat, &["description", "input"]) else {
+                                usage_ok = false;
+                                continue;
+                            };
+                            match cx.required_string(em, &ep, id, &ewhat, "description") {
+                                Some(d) if is_blank(d) => {
+                                    usage_ok = false;
+                                    cx.problem(
+                                        &format!("{ep}/description"),
+                                        id,
+                                        "blank",
+                                        format!("{ewhat} field \"description\" must not be blank"),
+                                    );
+                                }
+                                Some(_) => {}
+                                None => usage_ok = false,
+                            }
+                            match cx.required(em, &ep, id, &ewhat, "input") {
+                                None => usage_ok = false,
+                                Some(input_value) => {
+                                    if let Some(schema) = input {
+                                        let issues = schema.validate(input_value);
+                                        if !issues.is_empty() {
+                                            usage_ok = false;
+                                            let list: Vec<String> = issues
+                                                .iter()
+                                                .map(|i| {
+                                                    let at = if i.instance_path.is_empty() {
+                                                        "/"
+                                                    } else {
+                                                        &i.instance_path
+                                                    };
+                                                    format!("{at} {} ({})", i.message, i.keyword)
+                                                })
+                                                .collect();
+                                            cx.problem(
+                                                &format!("{ep}/input"),
+                                                id,
+                                                "example input",
+                                                format!(
+                                                    "{ewhat} input does not validate against the input schema: {}",
+                                                    list.join("; ")
+                                                ),
+                                            );
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    other => {
+                        usage_ok = false;
+                        cx.problem(
+                            &format!("{up}/examples"),
+                            id,
+                            "type",
+                            format!("{uwhat} field \"examples\" must be an array, not {}", kind(other)),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    (usage_ok, when_to_use)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! runtimes on any threads. PIPELINE.md section 1.
 
 mod check;
+mod fast;
 
 use crate::schema::Schema;
 use serde_json::Value;
@@ -188,7 +189,16 @@ pub const CATALOG_MAX_DEPTH: usize = 1000;
 
 impl Catalog {
     /// Checks and compiles catalog text (UTF-8 JSON).
+    ///
+    /// A valid catalog is read by a fast path that builds the capability
+    /// definitions straight from the text (**rcip**, issue 20; see
+    /// `src/catalog/fast.rs`); any text it cannot accept as plainly valid
+    /// is parsed and checked by the general path, which reports every
+    /// problem. Both build the same catalog from the same text.
     pub fn from_bytes(bytes: &[u8]) -> Result<Catalog, CatalogError> {
+        if let Some(inner) = crate::json::utf8(bytes).ok().and_then(fast::load) {
+            return Ok(Catalog { inner: Arc::new(inner) });
+        }
         let limits = crate::json::Limits {
             max_bytes: usize::MAX,
             max_depth: CATALOG_MAX_DEPTH,
