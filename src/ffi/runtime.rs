@@ -452,7 +452,11 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(
 /// the runtime is freed (or closed) and every `rcip_invocation` handed to
 /// `handler` was freed, or until the builder is freed unbuilt
 /// (`rcip_runtime_builder_free`); then `user_data_free(user_data)` runs
-/// once, on the thread that released the last of them.
+/// once, on the thread that released the last of them. The handlers bound
+/// on one builder without an availability callback share one record (what
+/// keeps this call from allocating): their user data is released together,
+/// in catalog order, once the runtime is freed and every invocation handed
+/// to any of them was freed.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, capability_id, handler),
 /// `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG` (an id the
 /// catalog does not declare, as `rcip_host_bind`),
