@@ -487,14 +487,16 @@ pub unsafe extern "C" fn rcip_runtime_builder_bind(
         let handler = handler.ok_or_else(|| FfiError::null("handler"))?;
         if availability.is_none() {
             // The common case: an entry in the builder's shared record.
+            let runtime_builder = b.builder.as_mut().expect("checked by builder_mut");
             let tb = b.table.get_or_insert_with(|| TableBuilder {
                 table: Arc::new(CBindingTable {
                     entries: OnceCell::new(),
                 }),
-                pending: Vec::new(),
+                // Sized for every capability (a runtime per request binds
+                // them all), as the runtime's own slots are: no regrowth.
+                pending: Vec::with_capacity(runtime_builder.capability_count()),
             });
             let shared = tb.table.clone() as Arc<dyn Handler>;
-            let runtime_builder = b.builder.as_mut().expect("checked by builder_mut");
             let capability = runtime_builder.bind_c(capability_id, shared, None, None)?;
             tb.pending.push(TableEntry {
                 capability,

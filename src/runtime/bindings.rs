@@ -120,9 +120,16 @@ pub(crate) struct Staged {
     slots: Vec<Option<BindingCore>>,
     count: usize,
     checks: Checks,
+    /// The index after the capability bound last.
+    next: usize,
 }
 
 impl Staged {
+    /// The capability a host binding in catalog order binds next.
+    pub(crate) fn next_in_order(&self) -> usize {
+        self.next
+    }
+
     /// Stages a binding of capability `capability` (a catalog index; `n`
     /// capabilities in all). A capability staged before is
     /// [`HostError::AlreadyBound`] (with `capability_id` in its message) and
@@ -140,6 +147,7 @@ impl Staged {
             slots: (0..n).map(|_| None).collect(),
             count: 0,
             checks: Vec::new(),
+            next: 0,
         });
         let slot = &mut st.slots[capability];
         if slot.is_some() {
@@ -153,6 +161,7 @@ impl Staged {
             });
         }
         st.count += 1;
+        st.next = capability + 1;
         // Ids in binding order, as binds right after the build would get.
         *slot = Some(BindingCore {
             id: st.count as u64,

@@ -291,10 +291,19 @@ impl RuntimeBuilder {
         availability: Option<Arc<dyn AvailabilityCheck>>,
         direct: Option<DirectCheck>,
     ) -> Result<usize, HostError> {
-        let Some(capability) = self.catalog.capability_index(capability_id) else {
-            return Err(HostError::NotInCatalog(capability_id.to_string()));
+        // A host binding in catalog order (a runtime per request binding
+        // every handler from a list) names the capability after the last
+        // one bound: one comparison instead of the catalog's hash lookup.
+        let capabilities = self.catalog.capabilities();
+        let next = self.staged.as_ref().map_or(0, bindings::Staged::next_in_order);
+        let capability = match capabilities.get(next) {
+            Some(c) if c.id == capability_id => next,
+            _ => match self.catalog.capability_index(capability_id) {
+                Some(i) => i,
+                None => return Err(HostError::NotInCatalog(capability_id.to_string())),
+            },
         };
-        let n = self.catalog.capabilities().len();
+        let n = capabilities.len();
         bindings::Staged::bind(
             &mut self.staged,
             n,
@@ -305,6 +314,11 @@ impl RuntimeBuilder {
             direct,
         )?;
         Ok(capability)
+    }
+
+    /// The number of capabilities the catalog declares.
+    pub(crate) fn capability_count(&self) -> usize {
+        self.catalog.capabilities().len()
     }
 
     /// Builds the runtime: revision 0, empty context, everything unbound
