@@ -533,8 +533,8 @@ typedef struct rcip_runtime rcip_runtime;
  * `rcip_runtime_builder_set_confirmation_callback`,
  * `rcip_runtime_builder_add_event_observer`,
  * `rcip_runtime_builder_set_clock`, `rcip_runtime_builder_set_id_generator`,
- * `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_build`,
- * `rcip_runtime_builder_free`.
+ * `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_bind`
+ * (**rcip**), `rcip_runtime_builder_build`, `rcip_runtime_builder_free`.
  */
 typedef struct rcip_runtime_builder rcip_runtime_builder;
 
@@ -2426,8 +2426,59 @@ rcip_result rcip_runtime_builder_set_id_generator(struct rcip_runtime_builder *b
 rcip_result rcip_runtime_builder_set_manual_timers(struct rcip_runtime_builder *builder, bool manual);
 
 /**
- * Builds the runtime: revision 0, everything unbound, context
- * `{"activeScopeIds": []}`.
+ * Binds a handler (and an optional availability check) to a capability of
+ * the catalog on the runtime to be built (**rcip**): the runtime starts
+ * with it bound, already in the snapshot of revision 0. These are
+ * server-owned bindings (the seed's "runtime per server request"), for a
+ * runtime made per request with every handler bound; binding all 100
+ * capabilities of a catalog this way costs a small part of what 100
+ * `rcip_host_bind` calls do (no binding handle, no refresh per binding).
+ *
+ * They have no `rcip_binding` handle: they stay installed until the
+ * runtime is closed or freed, and cannot be unbound individually or given
+ * a binding revision (use `rcip_host_bind` on the built runtime for a
+ * binding that comes and goes). In everything else a builder binding is
+ * the binding `rcip_host_bind` right after `rcip_runtime_builder_build`
+ * would make: the same invocation outcomes, lifecycle events,
+ * availability (in snapshots, at invocation and in the rechecks),
+ * confirmations and preflights. Only the revision history differs: binding
+ * k capabilities after the build gives revisions 1 to k (one refresh per
+ * bind), while here the first snapshot, revision 0, already has them, and
+ * the next refresh is revision 1.
+ *
+ * Ownership: `builder` is borrowed for the call; `capability_id` is copied
+ * (looked up now); `user_data` is shared by both callbacks and kept until
+ * the runtime is freed (or closed) and every `rcip_invocation` handed to
+ * `handler` was freed, or until the builder is freed unbuilt
+ * (`rcip_runtime_builder_free`); then `user_data_free(user_data)` runs
+ * once, on the thread that released the last of them. The handlers bound
+ * on one builder without an availability callback share one record (what
+ * keeps this call from allocating): their user data is released together,
+ * in catalog order, once the runtime is freed and every invocation handed
+ * to any of them was freed.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, capability_id, handler),
+ * `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG` (an id the
+ * catalog does not declare, as `rcip_host_bind`),
+ * `RCIP_RESULT_ALREADY_BOUND` (the capability was bound on this builder
+ * before: the duplicate is reported by this call, not by the build, which
+ * never fails because of bindings). On failure the builder is unchanged
+ * and neither callback nor `user_data_free` is ever called.
+ * Callbacks: `handler` per `rcip_handler_callback`; `availability` (NULL:
+ * always available) per `rcip_availability_callback`. The build asks each
+ * availability callback once, on the building thread, for revision 0's
+ * snapshot (the runtime does not exist yet: the callback cannot reach
+ * it); afterwards they are called as for any binding.
+ * Thread safety: one thread at a time per builder.
+ * Rule: seed, "Duplicate live bindings for one ID throw" and "runtime per
+ * server request"; PIPELINE.md section 3 (**rcip**, builder bindings).
+ */
+rcip_result rcip_runtime_builder_bind(struct rcip_runtime_builder *builder, const char *capability_id, rcip_handler_callback handler, rcip_availability_callback availability, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Builds the runtime: revision 0, context `{"activeScopeIds": []}`,
+ * everything unbound except the capabilities bound on the builder
+ * (`rcip_runtime_builder_bind`, **rcip**), whose availability callbacks
+ * are asked now, on this thread.
  *
  * Ownership: consumes and frees `builder` on success and failure alike (do
  * not use or free it afterwards); `*runtime_out` is new (free it with
@@ -2436,13 +2487,13 @@ rcip_result rcip_runtime_builder_set_manual_timers(struct rcip_runtime_builder *
  * builder is freed even then).
  * Thread safety: one thread at a time per builder.
  * Rule: PIPELINE.md section 2 (the revision starts at 0 with the initial
- * snapshot) and section 3 (the context starts empty).
+ * snapshot) and section 3 (the context starts empty; builder bindings).
  */
 rcip_result rcip_runtime_builder_build(struct rcip_runtime_builder *builder, struct rcip_runtime **runtime_out);
 
 /**
- * Frees a builder that was not built. Callbacks registered on it have
- * their user data released now.
+ * Frees a builder that was not built. Callbacks registered on it (builder
+ * bindings included) have their user data released now.
  *
  * Ownership: consumes `builder`. NULL does nothing; freeing twice is
  * undefined.

@@ -37,8 +37,8 @@ use rcip::ffi::invocation::*;
 use rcip::ffi::mcp::*;
 use rcip::ffi::pending::*;
 use rcip::ffi::policy::*;
-use rcip::ffi::report::*;
 use rcip::ffi::record::*;
+use rcip::ffi::report::*;
 use rcip::ffi::result::*;
 use rcip::ffi::runtime::*;
 use rcip::ffi::schema::*;
@@ -170,6 +170,7 @@ rcip_runtime_builder_set_progress_observer ok=OK builder:null=NULL_ARGUMENT call
 rcip_runtime_builder_set_clock ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_id_generator ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_manual_timers ok=OK builder:null=NULL_ARGUMENT
+rcip_runtime_builder_bind ok=OK builder:null=NULL_ARGUMENT capability_id:null=NULL_ARGUMENT capability_id:utf8=INVALID_UTF8 handler:null=NULL_ARGUMENT availability:null=OK
 rcip_runtime_builder_build ok=OK builder:null=NULL_ARGUMENT runtime_out:null=NULL_ARGUMENT
 rcip_runtime_builder_free ok=void builder:null=void
 rcip_runtime_client ok=nonnull runtime:null=null
@@ -1565,6 +1566,38 @@ unsafe fn run(f: &str, case: &str) -> String {
                     Some(release),
                 )),
                 "rcip_runtime_builder_set_manual_timers" => Ok(rcip_runtime_builder_set_manual_timers(bb, true)),
+                "rcip_runtime_builder_bind" => {
+                    let cap = if a.targets("capability_id") == Some("utf8") {
+                        BAD_UTF8.as_ptr().cast()
+                    } else {
+                        a.text("capability_id", "items.purge")
+                    };
+                    let rc = rcip_runtime_builder_bind(
+                        bb,
+                        cap,
+                        a.cb("handler", complete as unsafe extern "C" fn(_, _)),
+                        a.cb("availability", availability as unsafe extern "C" fn(_, _) -> i32),
+                        ptr::null_mut(),
+                        Some(release),
+                    );
+                    if rc == rcip_result::Ok {
+                        // Bound from the first snapshot; the user data goes
+                        // with the runtime.
+                        let mut rt = ptr::null_mut();
+                        assert_eq!(rcip_runtime_builder_build(bb, &mut rt), rcip_result::Ok);
+                        b = ptr::null_mut();
+                        let mut stats = ptr::null_mut();
+                        assert_eq!(rcip_runtime_stats(rt, &mut stats), rcip_result::Ok);
+                        let text = CStr::from_ptr(stats).to_str().unwrap().to_string();
+                        rcip_string_free(stats);
+                        assert!(text.contains("\"revision\":0,\"bindings\":1,"), "{text}");
+                        assert_eq!(RELEASED.with(|r| r.get()), 0);
+                        rcip_runtime_free(rt);
+                        assert_eq!(RELEASED.with(|r| r.get()), 1);
+                        RELEASED.with(|r| r.set(0));
+                    }
+                    Ok(rc)
+                }
                 "rcip_runtime_builder_build" => {
                     let out = a.out::<rcip_runtime>("runtime_out");
                     let rc = rcip_runtime_builder_build(bb, out);

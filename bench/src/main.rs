@@ -3,7 +3,7 @@
 //!   rcip-bench [--json] [--runs N] [--quick]
 //!   rcip-bench --load N shared|distinct  (one catalog load, measured in
 //!                                      this process; run_all spawns it)
-//!   rcip-bench --profile a|b|c|e|f|h2|v|vj (RCIP_PROFILE_N operations, untimed,
+//!   rcip-bench --profile a|b|c|e|eh|f|h2|v|vj (RCIP_PROFILE_N operations, untimed,
 //!                                      for callgrind or perf)
 //!
 //! Each workload is timed over at least 31 runs (`--runs`, never fewer); a
@@ -262,6 +262,29 @@ impl Rt {
                 rcip_runtime_builder_set_policy(b, Some(policy_allow), ptr::null_mut(), None),
                 "policy",
             );
+        }
+        let mut runtime = ptr::null_mut();
+        check(rcip_runtime_builder_build(b, &mut runtime), "build");
+        Rt {
+            runtime,
+            bindings: Vec::new(),
+        }
+    }
+
+    /// A runtime that starts with capabilities 0..n bound on its builder
+    /// (`rcip_runtime_builder_bind`, **rcip**): no binding handles.
+    unsafe fn new_bound(catalog: *const rcip_catalog, ids: &[CString]) -> Rt {
+        let mut b = ptr::null_mut();
+        check(rcip_runtime_builder_new(catalog, &mut b), "builder");
+        for id in ids {
+            check_rc(rcip_runtime_builder_bind(
+                b,
+                id.as_ptr(),
+                Some(handler_echo),
+                None,
+                ptr::null_mut(),
+                None,
+            ));
         }
         let mut runtime = ptr::null_mut();
         check(rcip_runtime_builder_build(b, &mut runtime), "build");
@@ -695,17 +718,20 @@ unsafe fn run_all(b: &mut Bench) {
         rcip_catalog_free(cat);
     }
 
-    // (e) runtime from a compiled 100-capability catalog + bind all, against
-    // compiling that catalog.
+    // (e) runtime from a compiled 100-capability catalog with all 100
+    // bound on its builder (issue 20), then freeing it; for comparison,
+    // the same with 100 rcip_host_bind calls (and their binding handles),
+    // and compiling the catalog (issue 6's old reference).
     let text100 = catalog_json(100, true);
     let c_text100 = cs(&text100);
     let cat100 = load(&text100);
     let ids100 = ids_of(100);
-    // Interleaved rounds: one compile, then a batch of runtimes (dropped
-    // after the batch, outside the timing).
+    // Interleaved rounds: one compile, then a batch of runtimes (freed
+    // after the batch, timed separately), then the same with host binds.
     let batch = b.n(100);
     let mut made: Vec<Rt> = Vec::with_capacity(batch);
     let (mut compile_samples, mut create_samples, mut free_samples) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut host_create_samples, mut host_free_samples) = (Vec::new(), Vec::new());
     for round in 0..=runs {
         let t = Instant::now();
         let mut c = ptr::null_mut();
@@ -714,35 +740,58 @@ unsafe fn run_all(b: &mut Bench) {
         rcip_catalog_free(c);
         let t = Instant::now();
         for _ in 0..batch {
+            made.push(Rt::new_bound(cat100, &ids100));
+        }
+        let create_ns = t.elapsed().as_nanos() as f64 / batch as f64;
+        // What a server that makes a runtime per request also pays when
+        // the request ends.
+        let t = Instant::now();
+        made.clear();
+        let free_ns = t.elapsed().as_nanos() as f64 / batch as f64;
+        let t = Instant::now();
+        for _ in 0..batch {
             let mut rt = Rt::new(cat100, false);
             rt.bind(&ids100, 0);
             made.push(rt);
         }
-        let create_ns = t.elapsed().as_nanos() as f64 / batch as f64;
-        // Not a target: what a server that makes a runtime per request
-        // also pays when the request ends.
+        let host_create_ns = t.elapsed().as_nanos() as f64 / batch as f64;
         let t = Instant::now();
         made.clear();
-        let free_ns = t.elapsed().as_nanos() as f64 / batch as f64;
+        let host_free_ns = t.elapsed().as_nanos() as f64 / batch as f64;
         if round > 0 {
             compile_samples.push(compile_ns);
             create_samples.push(create_ns);
             free_samples.push(free_ns);
+            host_create_samples.push(host_create_ns);
+            host_free_samples.push(host_free_ns);
         }
     }
     let compile = b.add(stat(
         "(e) rcip_catalog_new, 100 capabilities (200 schemas)",
         compile_samples,
     ));
-    let create = b.add(stat("(e) runtime from it + bind all 100", create_samples.clone()));
-    b.add(stat(
-        "(e) freeing that runtime and its 100 bindings",
-        free_samples.clone(),
+    let create = b.add(stat(
+        "(e) runtime from it, all 100 bound on the builder",
+        create_samples.clone(),
     ));
+    b.add(stat("(e) freeing that runtime", free_samples.clone()));
     // Creating plus freeing, round by round (the issue-20 target).
     let create_free = b.add(stat(
-        "(e) runtime + bind all 100, then freeing it",
+        "(e) runtime with all 100 bound, then freeing it",
         create_samples.iter().zip(&free_samples).map(|(c, f)| c + f).collect(),
+    ));
+    // For comparison (no target): the same through rcip_host_bind.
+    b.add(stat(
+        "(e) for comparison: runtime + 100 rcip_host_bind",
+        host_create_samples.clone(),
+    ));
+    b.add(stat(
+        "(e) for comparison: that, then freeing it and its 100 bindings",
+        host_create_samples
+            .iter()
+            .zip(&host_free_samples)
+            .map(|(c, f)| c + f)
+            .collect(),
     ));
     // Memory: live heap per runtime with every capability bound, before
     // any snapshot is read.
@@ -750,13 +799,12 @@ unsafe fn run_all(b: &mut Bench) {
     // would lower the figure: nothing else runs meanwhile.)
     counting(true);
     let before = LIVE.load(Ordering::SeqCst);
-    let mut rt = Rt::new(cat100, false);
-    rt.bind(&ids100, 0);
+    let rt = Rt::new_bound(cat100, &ids100);
     let per_runtime = LIVE.load(Ordering::SeqCst) - before;
     counting(false);
     drop(rt);
     b.figures.push((
-        "live heap bytes per runtime (100 bound, no snapshot read)".into(),
+        "live heap bytes per runtime (100 bound on the builder, no snapshot read)".into(),
         per_runtime as f64,
     ));
 
@@ -1198,17 +1246,22 @@ unsafe fn profile(what: &str, n: usize) {
                 std::hint::black_box(o.to_json());
             }
         }
-        "e" => {
+        "e" | "eh" => {
             let cat100 = load(&catalog_json(100, true));
             let ids = ids_of(100);
             // As the timed loop: batches of 100 runtimes, freed after
-            // each batch.
+            // each batch; all 100 capabilities bound on the builder (e),
+            // or for comparison with rcip_host_bind (eh).
             let mut made = Vec::with_capacity(100);
             for _ in 0..n / 10_000 {
                 for _ in 0..100 {
-                    let mut rt = Rt::new(cat100, false);
-                    rt.bind(&ids, 0);
-                    made.push(rt);
+                    if what == "e" {
+                        made.push(Rt::new_bound(cat100, &ids));
+                    } else {
+                        let mut rt = Rt::new(cat100, false);
+                        rt.bind(&ids, 0);
+                        made.push(rt);
+                    }
                 }
                 made.clear();
             }

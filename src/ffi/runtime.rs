@@ -1,15 +1,18 @@
 //! Runtime builder, runtime, timers and stats.
 
 use super::callback::{
-    rcip_clock_callback, rcip_confirmation_callback, rcip_event_callback, rcip_id_generator_callback,
-    rcip_policy_callback, rcip_user_data_free_callback, CClock, CEvents, CIds, CPolicy, UserData,
+    rcip_availability_callback, rcip_clock_callback, rcip_confirmation_callback, rcip_event_callback,
+    rcip_handler_callback, rcip_id_generator_callback, rcip_policy_callback, rcip_user_data_free_callback, CBinding,
+    CClock, CEvents, CIds, CPolicy, UserData,
 };
 use super::catalog::rcip_catalog;
-use super::guard::{ffi_guard, ffi_guard_or, out_arg, FfiError, FfiResult};
+use super::guard::{ffi_guard, ffi_guard_or, out_arg, str_arg, FfiError, FfiResult};
 use super::handle::{free_owned, handle_kind, into_owned, owned_arg, owned_mut, take_owned, view_of};
+use super::invocation::rcip_invocation;
 use super::result::rcip_result;
 use super::string::into_c_string;
-use crate::runtime::{Runtime, RuntimeBuilder};
+use crate::runtime::{AvailabilityCheck, Handler, Invocation, Runtime, RuntimeBuilder};
+use once_cell::sync::OnceCell;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -29,14 +32,70 @@ use std::sync::Arc;
 /// `rcip_runtime_builder_set_confirmation_callback`,
 /// `rcip_runtime_builder_add_event_observer`,
 /// `rcip_runtime_builder_set_clock`, `rcip_runtime_builder_set_id_generator`,
-/// `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_build`,
-/// `rcip_runtime_builder_free`.
+/// `rcip_runtime_builder_set_manual_timers`, `rcip_runtime_builder_bind`
+/// (**rcip**), `rcip_runtime_builder_build`, `rcip_runtime_builder_free`.
 pub struct rcip_runtime_builder {
     _opaque: [u8; 0],
 }
 
-// `None` once built (the handle is freed then; see above).
-handle_kind!(owned rcip_runtime_builder => Option<RuntimeBuilder>);
+/// What an `rcip_runtime_builder` holds: the builder (`None` once built;
+/// the handle is freed then, see above) and the builder bindings without an
+/// availability callback, which share one handler record (**rcip**,
+/// `rcip_runtime_builder_bind`).
+pub(crate) struct BuilderHandle {
+    builder: Option<RuntimeBuilder>,
+    table: Option<TableBuilder>,
+}
+
+handle_kind!(owned rcip_runtime_builder => BuilderHandle);
+
+/// The shared record of a builder's C bindings that have no availability
+/// callback: one handler object for all of them (every slot of the runtime
+/// holds a reference to it), so a builder binding allocates nothing of its
+/// own. The runtime asks an availability check without saying which
+/// capability it is for, so a binding with one keeps its own record
+/// (`CBinding`, as `rcip_host_bind` makes).
+pub(crate) struct CBindingTable {
+    /// Sorted by capability index; set by the build, before any handler
+    /// can be called.
+    entries: OnceCell<Vec<TableEntry>>,
+}
+
+struct TableEntry {
+    capability: usize,
+    handler: unsafe extern "C" fn(*mut c_void, *mut rcip_invocation),
+    user_data: UserData,
+}
+
+/// A table being filled by `rcip_runtime_builder_bind`.
+struct TableBuilder {
+    table: Arc<CBindingTable>,
+    pending: Vec<TableEntry>,
+}
+
+impl Handler for CBindingTable {
+    fn call(&self, invocation: Invocation) {
+        let entries = self.entries.get().map(Vec::as_slice).unwrap_or_default();
+        let at = invocation.capability_index().and_then(|i| match entries.get(i) {
+            // Every capability bound, in catalog order: the entry is at its
+            // own index.
+            Some(e) if e.capability == i => Some(e),
+            _ => entries
+                .binary_search_by_key(&i, |e| e.capability)
+                .ok()
+                .map(|k| &entries[k]),
+        });
+        // The runtime installs this record only for the capabilities it
+        // holds an entry for; without one the handle is dropped, which
+        // settles it as a failure.
+        if let Some(e) = at {
+            let handle = rcip_invocation::into_handle(invocation);
+            // Safety: the host's function with the host's data; the handle
+            // is now owned by the handler.
+            unsafe { (e.handler)(e.user_data.ptr(), handle) };
+        }
+    }
+}
 
 /// A runtime: bindings, semantic context, snapshots, invocations,
 /// confirmations and preflights over one catalog.
@@ -85,16 +144,16 @@ pub struct rcip_host {
 
 handle_kind!(lent rcip_host => Runtime);
 
-pub(crate) unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut Option<RuntimeBuilder>> {
+pub(crate) unsafe fn builder_mut<'a>(builder: *mut rcip_runtime_builder) -> FfiResult<&'a mut BuilderHandle> {
     let b = owned_mut(builder).ok_or_else(|| FfiError::null("builder"))?;
-    if b.is_none() {
+    if b.builder.is_none() {
         return Err(FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"));
     }
     Ok(b)
 }
 
-pub(crate) fn settings(b: &mut Option<RuntimeBuilder>) -> &mut RuntimeBuilder {
-    b.as_mut().expect("checked by builder_mut")
+pub(crate) fn settings(b: &mut BuilderHandle) -> &mut RuntimeBuilder {
+    b.builder.as_mut().expect("checked by builder_mut")
 }
 
 /// Starts configuring a runtime over `catalog`.
@@ -114,7 +173,10 @@ pub unsafe extern "C" fn rcip_runtime_builder_new(
         let out = out_arg(builder_out, "builder_out")?;
         *out = std::ptr::null_mut();
         let catalog = owned_arg(catalog, "catalog")?;
-        *out = into_owned::<rcip_runtime_builder>(Some(RuntimeBuilder::new(catalog)));
+        *out = into_owned::<rcip_runtime_builder>(BuilderHandle {
+            builder: Some(RuntimeBuilder::new(catalog)),
+            table: None,
+        });
         Ok(())
     })
 }
@@ -365,8 +427,111 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(
     })
 }
 
-/// Builds the runtime: revision 0, everything unbound, context
-/// `{"activeScopeIds": []}`.
+/// Binds a handler (and an optional availability check) to a capability of
+/// the catalog on the runtime to be built (**rcip**): the runtime starts
+/// with it bound, already in the snapshot of revision 0. These are
+/// server-owned bindings (the seed's "runtime per server request"), for a
+/// runtime made per request with every handler bound; binding all 100
+/// capabilities of a catalog this way costs a small part of what 100
+/// `rcip_host_bind` calls do (no binding handle, no refresh per binding).
+///
+/// They have no `rcip_binding` handle: they stay installed until the
+/// runtime is closed or freed, and cannot be unbound individually or given
+/// a binding revision (use `rcip_host_bind` on the built runtime for a
+/// binding that comes and goes). In everything else a builder binding is
+/// the binding `rcip_host_bind` right after `rcip_runtime_builder_build`
+/// would make: the same invocation outcomes, lifecycle events,
+/// availability (in snapshots, at invocation and in the rechecks),
+/// confirmations and preflights. Only the revision history differs: binding
+/// k capabilities after the build gives revisions 1 to k (one refresh per
+/// bind), while here the first snapshot, revision 0, already has them, and
+/// the next refresh is revision 1.
+///
+/// Ownership: `builder` is borrowed for the call; `capability_id` is copied
+/// (looked up now); `user_data` is shared by both callbacks and kept until
+/// the runtime is freed (or closed) and every `rcip_invocation` handed to
+/// `handler` was freed, or until the builder is freed unbuilt
+/// (`rcip_runtime_builder_free`); then `user_data_free(user_data)` runs
+/// once, on the thread that released the last of them. The handlers bound
+/// on one builder without an availability callback share one record (what
+/// keeps this call from allocating): their user data is released together,
+/// in catalog order, once the runtime is freed and every invocation handed
+/// to any of them was freed.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (builder, capability_id, handler),
+/// `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_IN_CATALOG` (an id the
+/// catalog does not declare, as `rcip_host_bind`),
+/// `RCIP_RESULT_ALREADY_BOUND` (the capability was bound on this builder
+/// before: the duplicate is reported by this call, not by the build, which
+/// never fails because of bindings). On failure the builder is unchanged
+/// and neither callback nor `user_data_free` is ever called.
+/// Callbacks: `handler` per `rcip_handler_callback`; `availability` (NULL:
+/// always available) per `rcip_availability_callback`. The build asks each
+/// availability callback once, on the building thread, for revision 0's
+/// snapshot (the runtime does not exist yet: the callback cannot reach
+/// it); afterwards they are called as for any binding.
+/// Thread safety: one thread at a time per builder.
+/// Rule: seed, "Duplicate live bindings for one ID throw" and "runtime per
+/// server request"; PIPELINE.md section 3 (**rcip**, builder bindings).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_bind(
+    builder: *mut rcip_runtime_builder,
+    capability_id: *const c_char,
+    handler: rcip_handler_callback,
+    availability: rcip_availability_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        let capability_id = str_arg(capability_id, "capability_id")?;
+        let handler = handler.ok_or_else(|| FfiError::null("handler"))?;
+        if availability.is_none() {
+            // The common case: an entry in the builder's shared record.
+            let runtime_builder = b.builder.as_mut().expect("checked by builder_mut");
+            let tb = b.table.get_or_insert_with(|| TableBuilder {
+                table: Arc::new(CBindingTable {
+                    entries: OnceCell::new(),
+                }),
+                // Sized for every capability (a runtime per request binds
+                // them all), as the runtime's own slots are: no regrowth.
+                pending: Vec::with_capacity(runtime_builder.capability_count()),
+            });
+            let shared = tb.table.clone() as Arc<dyn Handler>;
+            let capability = runtime_builder.bind_c(capability_id, shared, None, None)?;
+            tb.pending.push(TableEntry {
+                capability,
+                handler,
+                user_data: UserData::new(user_data, user_data_free),
+            });
+            return Ok(());
+        }
+        let callbacks = Arc::new(CBinding {
+            handler,
+            availability,
+            user_data: UserData::new(user_data, user_data_free),
+        });
+        let check: Option<Arc<dyn AvailabilityCheck>> = if availability.is_some() {
+            Some(callbacks.clone() as Arc<dyn AvailabilityCheck>)
+        } else {
+            None
+        };
+        let direct = callbacks.direct_check();
+        let handler = callbacks.clone() as Arc<dyn Handler>;
+        match settings(b).bind_c(capability_id, handler, check, direct) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                // A failed registration never calls user_data_free.
+                callbacks.user_data.disarm();
+                Err(e.into())
+            }
+        }
+    })
+}
+
+/// Builds the runtime: revision 0, context `{"activeScopeIds": []}`,
+/// everything unbound except the capabilities bound on the builder
+/// (`rcip_runtime_builder_bind`, **rcip**), whose availability callbacks
+/// are asked now, on this thread.
 ///
 /// Ownership: consumes and frees `builder` on success and failure alike (do
 /// not use or free it afterwards); `*runtime_out` is new (free it with
@@ -375,7 +540,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_manual_timers(
 /// builder is freed even then).
 /// Thread safety: one thread at a time per builder.
 /// Rule: PIPELINE.md section 2 (the revision starts at 0 with the initial
-/// snapshot) and section 3 (the context starts empty).
+/// snapshot) and section 3 (the context starts empty; builder bindings).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_runtime_builder_build(
     builder: *mut rcip_runtime_builder,
@@ -391,14 +556,20 @@ pub unsafe extern "C" fn rcip_runtime_builder_build(
         let owned = take_owned(builder).expect("not NULL");
         let out = out_arg(runtime_out, "runtime_out")?;
         *out = std::ptr::null_mut();
-        let inner = (*owned).ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
+        let BuilderHandle { builder, table } = *owned;
+        let inner = builder.ok_or_else(|| FfiError::new(rcip_result::AlreadyUsed, "the builder was already built"))?;
+        if let Some(TableBuilder { table, mut pending }) = table {
+            // Bound in catalog order, the usual case, this is one pass.
+            pending.sort_by_key(|e| e.capability);
+            let _ = table.entries.set(pending);
+        }
         *out = into_owned::<rcip_runtime>(inner.build());
         Ok(())
     })
 }
 
-/// Frees a builder that was not built. Callbacks registered on it have
-/// their user data released now.
+/// Frees a builder that was not built. Callbacks registered on it (builder
+/// bindings included) have their user data released now.
 ///
 /// Ownership: consumes `builder`. NULL does nothing; freeing twice is
 /// undefined.

@@ -108,6 +108,119 @@ impl CheckEntry {
     }
 }
 
+/// Bindings made on a [`super::RuntimeBuilder`] (**rcip**): installed by
+/// the build, so the runtime starts with them bound (PIPELINE.md section 3,
+/// "Builder bindings").
+///
+/// `slots` is the runtime's own slot vector, allocated on the first bind
+/// (one allocation for every binding; a duplicate is a filled slot), and
+/// handed to the runtime as it is; `checks` are the availability checks in
+/// the order they were bound (sorted by the build).
+pub(crate) struct Staged {
+    slots: Vec<Option<BindingCore>>,
+    count: usize,
+    checks: Checks,
+    /// The index after the capability bound last.
+    next: usize,
+}
+
+impl Staged {
+    /// The capability a host binding in catalog order binds next.
+    pub(crate) fn next_in_order(&self) -> usize {
+        self.next
+    }
+
+    /// Stages a binding of capability `capability` (a catalog index; `n`
+    /// capabilities in all). A capability staged before is
+    /// [`HostError::AlreadyBound`] (with `capability_id` in its message) and
+    /// nothing changes.
+    pub(crate) fn bind(
+        staged: &mut Option<Staged>,
+        n: usize,
+        capability: usize,
+        capability_id: &str,
+        handler: Arc<dyn Handler>,
+        availability: Option<Arc<dyn AvailabilityCheck>>,
+        direct: Option<DirectCheck>,
+    ) -> Result<(), HostError> {
+        let st = staged.get_or_insert_with(|| Staged {
+            slots: (0..n).map(|_| None).collect(),
+            count: 0,
+            checks: Vec::new(),
+            next: 0,
+        });
+        let slot = &mut st.slots[capability];
+        if slot.is_some() {
+            return Err(HostError::AlreadyBound(capability_id.to_string()));
+        }
+        if let Some(check) = &availability {
+            st.checks.push(CheckEntry {
+                index: capability as u32,
+                check: check.clone(),
+                direct,
+            });
+        }
+        st.count += 1;
+        st.next = capability + 1;
+        // Ids in binding order, as binds right after the build would get.
+        *slot = Some(BindingCore {
+            id: st.count as u64,
+            handler,
+            availability,
+            revision: AtomicU64::new(0),
+        });
+        Ok(())
+    }
+}
+
+impl BindingState {
+    /// The state of a new runtime over `n` capabilities: revision 0, the
+    /// empty context, and the builder's bindings (none without `staged`),
+    /// whose availability checks are asked here, once each, for revision
+    /// 0's snapshot (host code: the runtime does not exist yet, so no lock
+    /// is held and no call can reach it).
+    pub(crate) fn initial(n: usize, staged: Option<Staged>) -> BindingState {
+        let context = Arc::new(SemanticContext::empty());
+        let mut bound = BoundSet::new(n);
+        let (slots, bound_count, checks, samples) = match staged {
+            None => ((0..n).map(|_| None).collect(), 0, Vec::new(), None),
+            Some(mut st) => {
+                for (i, slot) in st.slots.iter().enumerate() {
+                    if slot.is_some() {
+                        bound.set(i, true);
+                    }
+                }
+                st.checks.sort_by_key(|e| e.index);
+                let samples: Vec<(u32, Availability)> = st
+                    .checks
+                    .iter()
+                    .filter_map(|e| e.ask_unless_plain().map(|a| (e.index, a)))
+                    .collect();
+                let samples = (!samples.is_empty()).then(|| Arc::new(samples));
+                (st.slots, st.count, st.checks, samples)
+            }
+        };
+        let bound = Arc::new(bound);
+        BindingState {
+            slots,
+            bound_count,
+            bound: bound.clone(),
+            no_bound: Arc::new(BoundSet::default()),
+            checks: Arc::new(checks),
+            next_id: bound_count as u64 + 1,
+            context: context.clone(),
+            revision: 0,
+            published: Published {
+                revision: 0,
+                context,
+                bound,
+                samples,
+            },
+            snapshot: None,
+        }
+    }
+}
+
 impl Shared {
     // ----- availability -------------------------------------------------
 

@@ -90,6 +90,13 @@ impl Invocation {
         &self.core.capability_id
     }
 
+    /// The capability's index in catalog order (a handler is only called
+    /// for a capability of the catalog), for a handler that serves several
+    /// capabilities (the C builder bindings' shared record).
+    pub(crate) fn capability_index(&self) -> Option<usize> {
+        self.core.capability
+    }
+
     /// The input (the handler's own view; it cannot change the request).
     pub fn input(&self) -> &Value {
         &self.core.payload.as_ref().expect("parsed input").value

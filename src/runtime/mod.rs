@@ -136,6 +136,8 @@ impl From<CatalogError> for HostError {
 pub struct RuntimeBuilder {
     catalog: Catalog,
     config: Config,
+    /// Bindings the build installs (**rcip**, [`RuntimeBuilder::bind`]).
+    staged: Option<bindings::Staged>,
 }
 
 impl RuntimeBuilder {
@@ -155,6 +157,7 @@ impl RuntimeBuilder {
                 progress_observer: None,
                 validation_budget: crate::schema::Budget::default(),
             },
+            staged: None,
         }
     }
 
@@ -243,10 +246,87 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Builds the runtime: revision 0, everything unbound, empty context.
+    /// Binds a handler (and an optional availability check) to a capability
+    /// of the catalog on the runtime to be built (**rcip**, PIPELINE.md
+    /// section 3, "Builder bindings"): the runtime starts with it bound, in
+    /// the snapshot of revision 0. Server-owned bindings (the seed's
+    /// runtime per request): no [`Binding`] handle; they stay installed
+    /// until the runtime closes, and cannot be unbound or given a binding
+    /// revision. For everything else a builder binding is what
+    /// [`Host::bind`] right after the build would make: the same
+    /// invocation outcomes, events, availability and rechecks, binding ids
+    /// 1, 2, ... in binding order; only the revision history differs (the
+    /// first snapshot, revision 0, already has them, where binding after
+    /// the build would give revisions 1 to k).
+    ///
+    /// The availability check is asked once by [`build`](Self::build), on
+    /// the building thread, for revision 0's snapshot, and then as for any
+    /// binding. The handler and check (and what they own) are dropped when
+    /// the runtime closes and every [`Invocation`] handed to the handler
+    /// was dropped, or with the builder when it is dropped unbuilt.
+    ///
+    /// Errors: [`HostError::NotInCatalog`] (an id the catalog does not
+    /// declare), [`HostError::AlreadyBound`] (the capability was bound on
+    /// this builder before); nothing changes then, and the build is not
+    /// affected (it never fails).
+    /// Cost: one catalog lookup and a slot write; the first bind allocates
+    /// the runtime's slot vector (one entry per catalog capability).
+    pub fn bind(
+        &mut self,
+        capability_id: &str,
+        handler: Arc<dyn Handler>,
+        availability: Option<Arc<dyn AvailabilityCheck>>,
+    ) -> Result<&mut RuntimeBuilder, HostError> {
+        self.bind_c(capability_id, handler, availability, None)?;
+        Ok(self)
+    }
+
+    /// As [`bind`](Self::bind), for a C binding: `direct` is its
+    /// availability callback in the form a refresh calls without the
+    /// binding record. Returns the capability's index in catalog order.
+    pub(crate) fn bind_c(
+        &mut self,
+        capability_id: &str,
+        handler: Arc<dyn Handler>,
+        availability: Option<Arc<dyn AvailabilityCheck>>,
+        direct: Option<DirectCheck>,
+    ) -> Result<usize, HostError> {
+        // A host binding in catalog order (a runtime per request binding
+        // every handler from a list) names the capability after the last
+        // one bound: one comparison instead of the catalog's hash lookup.
+        let capabilities = self.catalog.capabilities();
+        let next = self.staged.as_ref().map_or(0, bindings::Staged::next_in_order);
+        let capability = match capabilities.get(next) {
+            Some(c) if c.id == capability_id => next,
+            _ => match self.catalog.capability_index(capability_id) {
+                Some(i) => i,
+                None => return Err(HostError::NotInCatalog(capability_id.to_string())),
+            },
+        };
+        let n = capabilities.len();
+        bindings::Staged::bind(
+            &mut self.staged,
+            n,
+            capability,
+            capability_id,
+            handler,
+            availability,
+            direct,
+        )?;
+        Ok(capability)
+    }
+
+    /// The number of capabilities the catalog declares.
+    pub(crate) fn capability_count(&self) -> usize {
+        self.catalog.capabilities().len()
+    }
+
+    /// Builds the runtime: revision 0, empty context, everything unbound
+    /// except what was bound on the builder ([`bind`](Self::bind), whose
+    /// availability checks are asked now).
     pub fn build(self) -> Runtime {
         Runtime {
-            shared: Shared::new(self.catalog, self.config),
+            shared: Shared::new(self.catalog, self.config, self.staged),
         }
     }
 }

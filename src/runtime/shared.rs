@@ -8,14 +8,13 @@
 //! code (callbacks) ever runs while one is held, and nothing that owns host
 //! user data is dropped while one is held (user-data release is host code).
 
-use super::bindings::{BindingState, Published};
+use super::bindings::{BindingState, Staged};
 use super::callbacks::{Clock, ConfirmationObserver, EventObserver, IdGenerator, Policy};
 use super::confirm::ConfirmationState;
 use super::invoke::InvocationState;
 use super::preflight::PreflightState;
-use super::snapshot::BoundSet;
 use super::subscribers::SubscriberState;
-use super::types::{ErrorCode, EventPhase, LifecycleEvent, SemanticContext};
+use super::types::{ErrorCode, EventPhase, LifecycleEvent};
 use super::HostError;
 use crate::catalog::Catalog;
 use crate::json::Limits;
@@ -266,33 +265,14 @@ pub(crate) fn system_now_ms() -> i64 {
 }
 
 impl Shared {
-    pub(crate) fn new(catalog: Catalog, config: Config) -> Arc<Shared> {
+    pub(crate) fn new(catalog: Catalog, config: Config, staged: Option<Staged>) -> Arc<Shared> {
         let n = catalog.capabilities().len();
-        let context = Arc::new(SemanticContext::empty());
-        let bound = Arc::new(BoundSet::new(n));
-        let published = Published {
-            revision: 0,
-            context: context.clone(),
-            bound: bound.clone(),
-            samples: None,
-        };
         Arc::new(Shared {
             catalog,
             config,
             state: CachePadded::new(Mutex::new(State {
                 closed: false,
-                bindings: BindingState {
-                    slots: (0..n).map(|_| None).collect(),
-                    bound_count: 0,
-                    bound,
-                    no_bound: Arc::new(BoundSet::default()),
-                    checks: Arc::new(Vec::new()),
-                    next_id: 1,
-                    context,
-                    revision: 0,
-                    published,
-                    snapshot: None,
-                },
+                bindings: BindingState::initial(n, staged),
                 subscribers: SubscriberState {
                     list: Vec::new(),
                     next_id: 1,

@@ -16,6 +16,10 @@
  *    meanwhile): nothing of its ending reaches the confirmation callback
  *    before `opened` returned; `closed` comes before an approval's re-run
  *    (its events and its outcome), as include/rcip.h says.
+ * 3. A builder binding's user data (rcip_runtime_builder_bind, **rcip**)
+ *    outlives the runtime while an invocation handed to its handler is
+ *    held, and is released exactly once when that invocation is freed; a
+ *    refused duplicate or unknown id never releases its user data.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -511,6 +515,51 @@ static void confirmation_orders(void) {
     run_order("approve inline, then close, from opened", INLINE_CLOSE, closing);
 }
 
+/* ------------------------------------------------------------------ */
+/* 3. Builder bindings                                                  */
+
+static void builder_binding_data_outlives_the_runtime(void) {
+    g_scenario = "builder binding user data outlives the runtime";
+    atomic_store(&g_desk_released, 0);
+    g_work.inv = NULL;
+    g_work.user_data = NULL;
+    rcip_runtime_builder *b = NULL;
+    rcip_runtime *rt = NULL;
+    OK(rcip_runtime_builder_new(g_catalog, &b));
+    desk *d = malloc(sizeof *d);
+    d->magic = MAGIC;
+    snprintf(d->name, sizeof d->name, "front desk");
+    desk spare = {MAGIC, "spare"};
+    OK(rcip_runtime_builder_bind(b, "job.run", deferring_handler, NULL, d, desk_free));
+    CHECK(rcip_runtime_builder_bind(b, "job.run", deferring_handler, NULL, &spare, desk_free) ==
+              RCIP_RESULT_ALREADY_BOUND,
+          "a duplicate is refused by the bind call");
+    CHECK(rcip_runtime_builder_bind(b, "job.nowhere", deferring_handler, NULL, &spare, desk_free) ==
+              RCIP_RESULT_NOT_IN_CATALOG,
+          "an unknown id");
+    OK(rcip_runtime_builder_build(b, &rt));
+    char *stats = NULL;
+    OK(rcip_runtime_stats(rt, &stats));
+    CHECK(stats && strstr(stats, "\"revision\":0,\"bindings\":1,") != NULL, "bound at revision 0: %s",
+          stats ? stats : "");
+    rcip_string_free(stats);
+    outcome_box box = {0};
+    OK(rcip_client_invoke(rcip_runtime_client(rt), "job.run", "{}", NULL, NULL, box_outcome, &box, NULL, NULL));
+    CHECK(g_work.inv != NULL && g_work.user_data == d, "the handler holds the invocation");
+    rcip_runtime_free(rt);
+    CHECK(atomic_load(&box.count) == 1 && strstr(box.json, "EXECUTION_ABORTED") != NULL, "aborted by the free: %s",
+          box.json);
+    CHECK(atomic_load(&g_desk_released) == 0, "released while an invocation is held");
+    CHECK(d->magic == MAGIC, "the user data is alive");
+    if (g_work.inv) {
+        OK(rcip_invocation_complete(g_work.inv, "{}"));
+        CHECK(atomic_load(&g_desk_released) == 0, "released before the invocation was freed");
+        rcip_invocation_free(g_work.inv);
+    }
+    CHECK(atomic_load(&g_desk_released) == 1, "released once: %d", atomic_load(&g_desk_released));
+    CHECK(spare.magic == MAGIC, "refused registrations keep their user data");
+}
+
 int main(void) {
     if (rcip_catalog_new(CATALOG, &g_catalog) != RCIP_RESULT_OK) {
         fprintf(stderr, "catalog: %s\n", rcip_last_error_message());
@@ -519,6 +568,7 @@ int main(void) {
     user_data_outlives_deferred_work();
     policy_data_outlives_a_held_request();
     confirmation_orders();
+    builder_binding_data_outlives_the_runtime();
     rcip_catalog_free(g_catalog);
     if (g_failures) {
         fprintf(stderr, "lifetimes: %d failures\n", g_failures);

@@ -534,6 +534,30 @@ void test_policy_accessors_and_default_delegation() {
     CHECK(seen[3] == "tickets.purge destructive invoke tickets tickets confirmed");
 }
 
+void test_builder_bindings() {
+    rcip::Catalog catalog(CATALOG);
+    auto token = std::make_shared<int>(7);
+    std::weak_ptr<int> watch = token;
+    {
+        rcip::Runtime::Builder builder(catalog);
+        builder.bind("greeting.say", [token](rcip::Invocation &inv) { return hello(inv); });
+        token.reset();
+        CHECK_THROWS_CODE(builder.bind("greeting.say", hello), RCIP_RESULT_ALREADY_BOUND);
+        CHECK_THROWS_CODE(builder.bind("nope.nothing", hello), RCIP_RESULT_NOT_IN_CATALOG);
+        builder.bind("tickets.purge", hello, [] { return false; });
+        rcip::Runtime runtime = builder.build();
+        rcip::Snapshot snapshot = runtime.client().snapshot();
+        CHECK(snapshot.revision() == 0);
+        CHECK(rcip::json::member(runtime.stats(), "bindings").value_or("") == "2");
+        rcip::Outcome o = runtime.client().invoke("greeting.say", R"({"name": "Ada"})").get();
+        CHECK(o.ok() && rcip::json::string_member(o.output, "text") == "hello Ada");
+        CHECK(runtime.client().invoke("tickets.purge", "{}").get().error_code == "CAPABILITY_UNAVAILABLE");
+        CHECK_THROWS_CODE(runtime.host().bind("greeting.say", hello), RCIP_RESULT_ALREADY_BOUND);
+        CHECK(!watch.expired());  // the runtime holds the handler
+    }
+    CHECK(watch.expired());  // and let it go when it was destroyed
+}
+
 int main() {
     test_catalog_and_errors();
     test_invoke_sync_handler();
@@ -552,6 +576,7 @@ int main() {
     test_progress_logging_and_elicitation_in_process();
     test_mcp_session_naming_and_content();
     test_policy_accessors_and_default_delegation();
+    test_builder_bindings();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

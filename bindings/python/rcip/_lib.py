@@ -247,6 +247,10 @@ _PROTOTYPES = {
     "rcip_runtime_builder_set_clock": (_R, [_P, CLOCK_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_id_generator": (_R, [_P, ID_GENERATOR_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_manual_timers": (_R, [_P, c_bool]),
+    "rcip_runtime_builder_bind": (
+        _R,
+        [_P, c_char_p, HANDLER_CALLBACK, AVAILABILITY_CALLBACK, _P, USER_DATA_FREE_CALLBACK],
+    ),
     "rcip_runtime_builder_build": (_R, [_P, _PP]),
     "rcip_runtime_builder_free": (None, [_P]),
     "rcip_runtime_client": (_P, [_P]),

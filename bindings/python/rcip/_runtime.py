@@ -1311,6 +1311,17 @@ class Runtime(Owner):
     on (default: the loop running at creation). ``on_error(exc, where)``:
     told when a host callback raises (default: logged on the ``rcip``
     logger).
+
+    ``bindings`` (**rcip**): ``{capability_id: handler}`` or
+    ``{capability_id: (handler, availability)}``, bound on the builder
+    (``rcip_runtime_builder_bind``): the runtime starts with them bound, in
+    the snapshot of revision 0, without a ``Binding`` object or a refresh
+    per binding (a runtime per request with every handler bound). They stay
+    bound until the runtime closes and cannot be unbound; everything else
+    (outcomes, events, availability) is what ``host.bind`` right after
+    creation gives, except the revision history. An id the catalog does
+    not declare raises ``NotInCatalogError``; the build asks each
+    availability check once.
     """
 
     def __init__(
@@ -1329,6 +1340,7 @@ class Runtime(Owner):
         max_depth: Optional[int] = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
         on_error: Optional[Callable[[BaseException, str], object]] = None,
+        bindings: Optional[Mapping[str, Union[Handler, "tuple[Handler, Optional[AvailabilityCheck]]"]]] = None,
     ) -> None:
         own_catalog = not isinstance(catalog, Catalog)
         cat: Catalog = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
@@ -1371,6 +1383,20 @@ class Runtime(Owner):
                         check(lib.rcip_runtime_builder_set_id_generator(bp, _id_generator_trampoline, key, _user_data_free))
                 if manual_timers:
                     check(lib.rcip_runtime_builder_set_manual_timers(bp, True))
+                for capability_id, bound in (bindings or {}).items():
+                    handler, availability = bound if isinstance(bound, tuple) else (bound, None)
+                    cap = _id_bytes(capability_id, "capability_id")
+                    with _registering(_BindingEntry(self._state, capability_id, handler, availability)) as key:
+                        check(
+                            lib.rcip_runtime_builder_bind(
+                                bp,
+                                cap,
+                                _handler_trampoline,
+                                _availability_trampoline if availability is not None else _NO_AVAILABILITY,
+                                key,
+                                _user_data_free,
+                            )
+                        )
         except BaseException:
             b.close()  # releases whatever was registered on it
             raise

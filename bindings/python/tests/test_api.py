@@ -404,6 +404,43 @@ def test_bind_errors_and_binding_lifecycle(catalog):
         new.close()
 
 
+def test_bindings_on_the_builder(catalog):
+    """Handlers bound at creation (**rcip**, ``bindings=``): bound from the
+    first snapshot, the outcomes of ``host.bind``, an unknown id refused,
+    the handlers released with the runtime."""
+    gate = rcip.Availability(False, "GATE_CLOSED", "closed for the test")
+    with rcip.Runtime(catalog, bindings={"greeting.say": hello, "tickets.list": (lambda inv: {"items": []}, lambda: gate)}) as runtime:
+        snapshot = runtime.client.snapshot()
+        assert snapshot.revision == 0 and runtime.stats()["bindings"] == 2
+        by_id = {c["id"]: c for c in snapshot.to_dict()["capabilities"]}
+        assert by_id["greeting.say"]["bound"] and by_id["greeting.say"]["available"]
+        assert by_id["tickets.list"]["bound"] and by_id["tickets.list"]["availability"]["reasonCode"] == "GATE_CLOSED"
+        assert not by_id["tickets.create"]["bound"]
+        built = [
+            runtime.client.invoke("greeting.say", {"name": "x"}, invocation_id="a"),
+            runtime.client.invoke("greeting.say", {"name": ""}, invocation_id="b"),
+            runtime.client.invoke("tickets.list", {}, invocation_id="c"),
+        ]
+        with pytest.raises(rcip.AlreadyBoundError):
+            runtime.host.bind("greeting.say", hello)
+    with rcip.Runtime(catalog) as runtime:
+        runtime.host.bind("greeting.say", hello)
+        runtime.host.bind("tickets.list", lambda inv: {"items": []}, lambda: gate)
+        assert runtime.client.snapshot().revision == 2
+        hosted = [
+            runtime.client.invoke("greeting.say", {"name": "x"}, invocation_id="a"),
+            runtime.client.invoke("greeting.say", {"name": ""}, invocation_id="b"),
+            runtime.client.invoke("tickets.list", {}, invocation_id="c"),
+        ]
+    assert [o.to_dict() for o in built] == [o.to_dict() for o in hosted]
+    assert built[0].output == {"text": "hello x"} and built[1].code == "INPUT_INVALID"
+    assert built[2].code == "CAPABILITY_UNAVAILABLE"
+    before = len(registry)
+    with pytest.raises(rcip.NotInCatalogError):
+        rcip.Runtime(catalog, bindings={"greeting.say": hello, "nope.nothing": hello})
+    assert len(registry) == before, "a refused builder releases what it registered"
+
+
 def test_confirmation_approve_decline_and_notices(catalog):
     notices = []
     with rcip.Runtime(catalog, on_confirmation=notices.append) as runtime:

@@ -1399,6 +1399,21 @@ public:
         detail::check(rcip_runtime_builder_set_manual_timers(live(), manual));
         return *this;
     }
+    /// Binds a handler on the builder (**rcip**, rcip_runtime_builder_bind):
+    /// the runtime starts with it bound, in the snapshot of revision 0, with
+    /// no Binding object; it stays bound until the runtime is freed. A
+    /// duplicate throws Error(ALREADY_BOUND), an unknown id
+    /// Error(NOT_IN_CATALOG). Handler forms as Host::bind.
+    template <typename F>
+    Builder &bind(std::string_view capability_id, F &&handler) {
+        return bind_impl(capability_id, detail::make_handler(std::forward<F>(handler)), AvailabilityCheck());
+    }
+    /// As bind(), with an availability check returning Availability or bool
+    /// (asked once by build() for revision 0's snapshot).
+    template <typename F, typename A>
+    Builder &bind(std::string_view capability_id, F &&handler, A &&availability) {
+        return bind_impl(capability_id, detail::make_handler(std::forward<F>(handler)), AvailabilityCheck(std::forward<A>(availability)));
+    }
     /// Told about exceptions thrown by any callback of this runtime (but
     /// rcip::Aborted from a handler, which is an outcome). Before build()
     /// only: afterwards callbacks may be reading it.
@@ -1416,6 +1431,16 @@ public:
     }
 
 private:
+    Builder &bind_impl(std::string_view capability_id, Handler handler, AvailabilityCheck availability) {
+        bool has_availability = static_cast<bool>(availability);
+        auto box = std::make_unique<detail::BindingBox>(detail::BindingBox{std::move(handler), std::move(availability), shared_});
+        detail::check(rcip_runtime_builder_bind(live(), detail::z(capability_id).c_str(), &detail::BindingBox::handle,
+                                                has_availability ? &detail::BindingBox::available : nullptr, box.get(),
+                                                &detail::delete_box<detail::BindingBox>));
+        box.release();
+        return *this;
+    }
+
     /// The C builder; Error after build(), which consumed it.
     rcip_runtime_builder *live() const {
         if (!ptr_) throw Error(RCIP_RESULT_NULL_ARGUMENT, "rcip: this Runtime::Builder was already built");
