@@ -372,10 +372,6 @@ impl Drop for Invocation {
         if !settled.load(Ordering::SeqCst) && !settled.swap(true, Ordering::SeqCst) {
             self.settle(HandlerResult::Failed { aborted: false });
         }
-        // The binding's handler and user data were kept for this handle
-        // (its user data may be released here, with no lock held).
-        let held = self.core.inner.lock().held_handler.take();
-        drop(held);
     }
 }
 

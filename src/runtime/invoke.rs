@@ -159,13 +159,6 @@ pub(crate) struct InvState {
     sink: Option<Sink>,
     cancel_registration: Option<Registration>,
     handler_token: Option<CancelToken>,
-    /// The handler this invocation was handed to, kept (with its user
-    /// data) until the handler's handle is dropped, so that a handler that
-    /// settles on another thread after an unbind still finds its binding's
-    /// data alive (issue 18, item 4). Set with the phase that calls it (one
-    /// critical section); taken by the handle's drop, never released under
-    /// a lock.
-    pub held_handler: Option<Arc<dyn Handler>>,
 }
 
 /// One invocation between reservation and outcome.
@@ -198,6 +191,8 @@ pub(crate) struct InvocationCore {
     calling: AtomicUsize,
     /// The result settled inside the handler callback (see `calling`).
     inline: InlineSlot,
+    /// The handler step 17 called ([`HandlerSlot`]).
+    handler: HandlerSlot,
     /// The runtime's payload limits (fixed at build), for parsing the
     /// handler's output without reaching the runtime.
     pub limits: crate::json::Limits,
@@ -452,11 +447,11 @@ impl Shared {
                     sink: Some(sink),
                     cancel_registration: None,
                     handler_token: None,
-                    held_handler: None,
                 }),
                 settled: AtomicBool::new(false),
                 calling: AtomicUsize::new(0),
                 inline: InlineSlot(std::cell::UnsafeCell::new(None)),
+                handler: HandlerSlot(std::cell::UnsafeCell::new(None)),
                 limits: self.config.limits,
                 lent: Default::default(),
             });
@@ -914,24 +909,22 @@ impl Shared {
                 return;
             }
             inner.phase = Phase::Running;
-            // The handle keeps the handler (and its user data) alive until
-            // the host drops it; this reference goes when the callback
-            // returns.
-            inner.held_handler = Some(handler.clone());
+            // Safety: the phase moves to Running once per invocation, here,
+            // so this is the slot's one write, and only this thread reads
+            // it until the invocation state is dropped ([`HandlerSlot`]).
+            unsafe { *core.handler.0.get() = Some(handler) };
         }
         if self.is_closed() {
-            // No handle was made: let the held reference go here, unlocked.
-            let held = core.inner.lock().held_handler.take();
-            drop(held);
             return;
         }
+        // Safety: written above by this thread ([`HandlerSlot`]).
+        let handler = unsafe { (*core.handler.0.get()).as_ref() }.expect("the handler just stored");
         let result = {
             let calling = Calling::enter(core);
             let _scope = super::shared::CallbackScope::enter(self);
             handler.call(Invocation::new(core.clone()));
             calling.take()
         };
-        drop(handler);
         // Settled inside the callback: go on here. (A close meanwhile has
         // ended the invocation; `finish` then does nothing.)
         if let Some(result) = result {
@@ -1160,6 +1153,24 @@ pub(crate) struct InlineSlot(std::cell::UnsafeCell<Option<HandlerResult>>);
 // handler callback, see `InvocationCore::calling`), and it hands nothing
 // across threads through it; `HandlerResult` itself is `Send`.
 unsafe impl Sync for InlineSlot {}
+
+/// The handler an invocation was handed to (step 17), kept with the
+/// invocation state, so the binding's user data lives until every handle of
+/// the invocation is freed (the handle holds the state), even after an
+/// unbind or the runtime's free (issue 18, item 4). It is released when the
+/// state is dropped, which no code does under a lock (the runtime's maps
+/// hand their references out of the critical section first).
+///
+/// Written once, by the thread that moves the phase to Running, in that
+/// critical section; read only by that thread for the call, then only by
+/// the state's drop. (A mutex-held copy cost two reference-count updates on
+/// the binding's handler, a line that two threads sharing a runtime both
+/// write, and a lock in the handle's drop.)
+pub(crate) struct HandlerSlot(std::cell::UnsafeCell<Option<Arc<dyn Handler>>>);
+
+// Safety: one write and the reads after it happen on one thread (above);
+// the drop has the state to itself. `Arc<dyn Handler>` is `Send + Sync`.
+unsafe impl Sync for HandlerSlot {}
 
 /// Marks this thread as inside `core`'s handler callback
 /// ([`InvocationCore::calling`]) while it lives; [`Calling::take`] takes up
