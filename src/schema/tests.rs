@@ -1,6 +1,7 @@
 //! Strict rules and issue shapes of [`Schema`], each checked against what
 //! the reference (Ajv 8, `Ajv2020`, `strict: true`, `allErrors: true`) does.
 
+use super::eval::Mode;
 use super::*;
 use serde_json::json;
 
@@ -786,6 +787,7 @@ fn the_budget_ends_a_validation_with_one_issue() {
 fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema-corpus");
     let mut checked = 0;
+    let mut flat = 0;
     for name in [
         "ajv2020-strict-suite.json",
         "ajv2020-strict-probes.json",
@@ -800,17 +802,62 @@ fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
             for t in entry["tests"].as_array().expect("tests") {
                 let data = &t["data"];
                 let budget = Budget::default();
-                let fast = Evaluator::run(&schema.program, data, false, budget);
-                let general = Evaluator::run_with(&schema.program, data, false, budget, false);
-                assert_eq!(fast.valid, general.valid, "{name} {}: {data}", entry["id"]);
-                if fast.valid {
-                    assert_eq!(fast.spent, general.spent, "{name} {}: units for {data}", entry["id"]);
+                let general = Evaluator::run_with(&schema.program, data, false, budget, Mode::General);
+                for mode in [Mode::Fastest, Mode::Check] {
+                    let fast = Evaluator::run_with(&schema.program, data, false, budget, mode);
+                    let at = format!("{name} {} {mode:?}: {data}", entry["id"]);
+                    assert_eq!(fast.valid, general.valid, "{at}");
+                    assert_eq!(fast.exhausted, general.exhausted, "{at}");
+                    if fast.valid {
+                        assert_eq!(
+                            (fast.spent, fast.limit),
+                            (general.spent, general.limit),
+                            "units of {at}"
+                        );
+                    }
                 }
+                // Tight budgets: the flat plan's one comparison at the end
+                // gives the evaluator's exhaustion and budget on a valid
+                // instance, and `validate_within` the general evaluator's
+                // issues on every instance.
+                for floor in [general.spent, general.spent.saturating_sub(1), general.spent / 2] {
+                    let tight = Budget { floor, per_pair: 0 };
+                    let g = Evaluator::run_with(&schema.program, data, false, tight, Mode::General);
+                    let f = Evaluator::run_with(&schema.program, data, false, tight, Mode::Fastest);
+                    if general.valid {
+                        assert_eq!(
+                            (f.valid, f.exhausted, f.spent, f.limit),
+                            (g.valid, g.exhausted, g.spent, g.limit),
+                            "{name} {} floor {floor}: {data}",
+                            entry["id"]
+                        );
+                    }
+                    let expected = if g.valid {
+                        Vec::new()
+                    } else if g.exhausted {
+                        vec![budget_issue(g.limit)]
+                    } else {
+                        let issues = Evaluator::run_with(&schema.program, data, true, tight, Mode::General);
+                        if issues.exhausted {
+                            vec![budget_issue(issues.limit)]
+                        } else {
+                            issues.issues
+                        }
+                    };
+                    assert_eq!(
+                        schema.validate_within(data, tight),
+                        expected,
+                        "{name} {} floor {floor}: {data}",
+                        entry["id"]
+                    );
+                }
+                flat += schema.program.flat.is_some() as usize;
                 checked += 1;
             }
         }
     }
     assert!(checked > 500, "only {checked} instances");
+    assert!(flat > 200, "only {flat} instances of schemas with a flat plan");
 }
 
 #[test]
