@@ -89,7 +89,8 @@ struct FNode {
     str: Option<Box<StrPlan>>,
     obj: Option<Box<ObjPlan>>,
     arr: Option<Box<ArrPlan>>,
-    /// `const` and `enum`, for every kind.
+    /// `const` and `enum`, for every kind but strings (see
+    /// [`StrPlan::one_of`]).
     values: Box<[ValuePlan]>,
 }
 
@@ -125,6 +126,8 @@ struct StrPlan {
     max_length: Option<f64>,
     min_length: Option<f64>,
     patterns: Vec<JsRegex>,
+    /// `const` and `enum` on a string: per keyword, the strings it allows.
+    one_of: Vec<Vec<Box<str>>>,
 }
 
 impl Default for StrPlan {
@@ -135,6 +138,7 @@ impl Default for StrPlan {
             max_length: None,
             min_length: None,
             patterns: Vec::new(),
+            one_of: Vec::new(),
         }
     }
 }
@@ -198,11 +202,9 @@ struct ArrPlan {
 
 enum ValuePlan {
     Const(Value),
-    /// The list split by kind: a string equals only strings.
-    Enum {
-        strings: Vec<String>,
-        others: Vec<Value>,
-    },
+    /// The members that are not strings (a string instance is checked by
+    /// [`StrPlan::one_of`], and equals no other kind).
+    Enum(Vec<Value>),
 }
 
 impl ObjPlan {
@@ -290,8 +292,20 @@ impl Flat {
         }
     }
 
-    #[inline(never)]
+    /// The root: an object goes straight to [`Flat::object`].
+    #[inline]
     fn root(&self, spent: &mut u64, instance: &Value) -> bool {
+        match (instance, self.nodes.first()) {
+            (Value::Object(o), Some(n)) => {
+                *spent += n.units;
+                self.object(spent, n, o, instance)
+            }
+            _ => self.root_other(spent, instance),
+        }
+    }
+
+    #[inline(never)]
+    fn root_other(&self, spent: &mut u64, instance: &Value) -> bool {
         self.node(spent, 0, instance)
     }
 
@@ -304,7 +318,8 @@ impl Flat {
         let ok = match inst {
             Value::Object(o) => return self.object(spent, n, o, inst),
             Value::Array(a) => return self.array(spent, n, a, inst),
-            Value::String(s) => n.types & STR != 0 && n.str.as_deref().is_none_or(|p| p.holds(spent, s)),
+            // `const` and `enum` of a string are the string plan's.
+            Value::String(s) => return n.types & STR != 0 && n.str.as_deref().is_none_or(|p| p.holds(spent, s)),
             Value::Number(x) => {
                 (n.types & NUM != 0 || n.types & INT != 0 && is_integer(x))
                     && n.num.as_deref().is_none_or(|p| p.holds(as_f64(x)))
@@ -413,29 +428,35 @@ impl StrPlan {
     #[inline]
     fn holds(&self, spent: &mut u64, s: &str) -> bool {
         let n = s.len();
-        if n <= self.max_bytes && n >= self.min_bytes && self.patterns.is_empty() {
-            return true;
+        if (n > self.max_bytes || n < self.min_bytes) && !self.lengths_hold(s) {
+            return false;
         }
-        self.holds_slowly(spent, s)
+        (self.one_of.is_empty() || self.is_one_of(s)) && (self.patterns.is_empty() || self.patterns_hold(spent, s))
+    }
+
+    /// `const` and `enum`: a string equals only a string.
+    #[inline(never)]
+    fn is_one_of(&self, s: &str) -> bool {
+        self.one_of.iter().all(|list| list.iter().any(|m| same(m, s)))
     }
 
     /// As `eval_string`, with the same byte-length shortcuts.
     #[inline(never)]
-    fn holds_slowly(&self, spent: &mut u64, s: &str) -> bool {
+    fn lengths_hold(&self, s: &str) -> bool {
         let bytes = s.len() as f64;
-        let lengths = self.max_length.is_none_or(|m| bytes <= m || (js_length(s) as f64) <= m)
-            && self
-                .min_length
-                .is_none_or(|m| bytes >= 4.0 * m || (js_length(s) as f64) >= m);
-        lengths
-            && self.patterns.iter().all(|re| {
-                // Linear-time engine only (planned so): its units depend on
-                // the text alone, so an unbounded counter gives them.
-                let mut left = u64::MAX;
-                let found = re.search(s, &mut left) == Some(true);
-                *spent += u64::MAX - left;
-                found
-            })
+        self.max_length.is_none_or(|m| bytes <= m || (js_length(s) as f64) <= m)
+            && self.min_length.is_none_or(|m| bytes >= 4.0 * m || (js_length(s) as f64) >= m)
+    }
+
+    #[inline(never)]
+    fn patterns_hold(&self, spent: &mut u64, s: &str) -> bool {
+        self.patterns.iter().all(|re| {
+            // Linear-time engine only (planned so): its units depend on the
+            // text alone.
+            let (found, units) = re.test_counted(s).unwrap_or((false, 0));
+            *spent += units;
+            found
+        })
     }
 
     /// Sets the byte bounds from the lengths: at most `max_length` bytes
@@ -463,10 +484,7 @@ impl ValuePlan {
     fn holds(&self, inst: &Value) -> bool {
         match self {
             ValuePlan::Const(c) => js_equal(inst, c),
-            ValuePlan::Enum { strings, others } => match inst {
-                Value::String(s) => strings.iter().any(|m| same(m, s)),
-                _ => others.iter().any(|v| js_equal(inst, v)),
-            },
+            ValuePlan::Enum(others) => others.iter().any(|v| js_equal(inst, v)),
         }
     }
 }
@@ -563,13 +581,15 @@ impl Planner<'_> {
                         StringKw::Pattern(_) => return None,
                     }
                 }
-                Kw::Value(ValueKw::Const(c)) => values.push(ValuePlan::Const(c.clone())),
+                Kw::Value(ValueKw::Const(c)) => {
+                    values.push(ValuePlan::Const(c.clone()));
+                    let p = str.get_or_insert_with(StrPlan::default);
+                    p.one_of.push(c.as_str().map(Box::from).into_iter().collect());
+                }
                 Kw::Value(ValueKw::Enum(list)) => {
-                    let (s, o): (Vec<&Value>, Vec<&Value>) = list.iter().partition(|v| v.is_string());
-                    values.push(ValuePlan::Enum {
-                        strings: s.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
-                        others: o.into_iter().cloned().collect(),
-                    });
+                    values.push(ValuePlan::Enum(list.iter().filter(|v| !v.is_string()).cloned().collect()));
+                    let p = str.get_or_insert_with(StrPlan::default);
+                    p.one_of.push(list.iter().filter_map(|v| v.as_str().map(Box::from)).collect());
                 }
                 Kw::Object(k) => {
                     let p = obj.get_or_insert_with(ObjPlan::default);

@@ -168,6 +168,12 @@ impl Schema {
                 (false, _) => self.issues_within(instance, budget),
             };
         }
+        self.validate_general(instance, budget)
+    }
+
+    /// [`Schema::validate_within`] of a schema without a flat plan.
+    #[inline(never)]
+    fn validate_general(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
         let pass = Evaluator::run(&self.program, instance, false, budget);
         if pass.valid {
             return Vec::new();

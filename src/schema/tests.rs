@@ -860,6 +860,102 @@ fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
     assert!(flat > 200, "only {flat} instances of schemas with a flat plan");
 }
 
+/// The desk's input schemas and the benchmark's get a flat plan (the
+/// validator fast path of issue 20), and on instances made to hit each
+/// of its checks (names of one length, code points against bytes, enum
+/// strings against other kinds, integers written as doubles, patterns)
+/// it answers as the general evaluator, with the same units when valid.
+#[test]
+fn flat_plan_covers_the_desk_and_answers_as_the_evaluator() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-c/dispatch/catalog.json"),
+    )
+    .expect("desk catalog");
+    let desk: Value = serde_json::from_str(&text).expect("desk JSON");
+    let mut schemas: Vec<Value> = desk["capabilities"]
+        .as_array()
+        .expect("capabilities")
+        .iter()
+        .map(|c| c["inputSchema"].clone())
+        .collect();
+    let bench = json!({"type": "object", "properties": {"title": {"type": "string", "maxLength": 200},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 5}, "done": {"type": "boolean"}},
+        "required": ["title", "priority"], "additionalProperties": false});
+    schemas.push(bench);
+    let mixed = json!({"type": "object", "properties": {"ab": {"const": "x"}, "ba": {"enum": [1, "y", null]},
+        "aa": {"type": ["integer", "null"]}, "s": {"type": "string", "minLength": 2, "maxLength": 3},
+        "list": {"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": false},
+        "nums": {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "minItems": 1}},
+        "required": ["ab"], "additionalProperties": {"type": "boolean"}, "maxProperties": 4});
+    schemas.push(mixed);
+    let instances = [
+        json!({"priority": "urgent"}),
+        json!({"unassignedOnly": true, "limit": 5}),
+        json!({"limit": 5.0}),
+        json!({"limit": 5.5}),
+        json!({"limit": 25}),
+        json!({"priority": "Urgent"}),
+        json!({"priority": 1}),
+        json!({"technicianId": "T-0x"}),
+        json!({"query": "boiler"}),
+        json!({"query": "\u{20ac}"}),
+        json!({"query": "b"}),
+        json!({"visitId": "V-1003", "technicianId": "T-02"}),
+        json!({"visitId": "V-1003", "technicianId": "T-02", "extra": 1}),
+        json!({"visitId": "V-1003", "date": "2026-01-07", "window": "afternoon"}),
+        json!({"visitId": "V-1003", "date": "2026-01-0x", "window": "afternoon"}),
+        json!({"visitId": "V-\u{660}003", "text": "x"}),
+        json!({"visitId": "V-1003", "text": ""}),
+        json!({"visitId": "V-1003", "resolution": "fixed", "summary": "Done."}),
+        json!({"title": "Buy milk", "priority": 3, "done": false}),
+        json!({"title": "Buy milk", "priority": 3.0}),
+        json!({"title": "x".repeat(201), "priority": 3}),
+        json!({"title": "\u{20ac}".repeat(200), "priority": 3}),
+        json!({"ab": "x", "zz": true}),
+        json!({"ab": "x", "zz": 1}),
+        json!({"ab": "x", "zz": true, "ba": "y", "aa": null}),
+        json!({"ab": "x", "zz": true, "ba": 1.0, "aa": 2.0}),
+        json!({"ab": "x", "zz": true, "ba": "z"}),
+        json!({"ab": "x", "zz": true, "s": "\u{20ac}\u{20ac}\u{20ac}"}),
+        json!({"ab": "x", "zz": true, "s": "\u{20ac}"}),
+        json!({"ab": "x", "zz": true, "list": ["a"]}),
+        json!({"ab": "x", "zz": true, "list": ["a", 1]}),
+        json!({"ab": "x", "zz": true, "list": [1]}),
+        json!({"ab": "x", "zz": true, "nums": [1.5, 2]}),
+        json!({"ab": "x", "zz": true, "nums": [1.25]}),
+        json!({"ab": "x", "zz": true, "nums": []}),
+        json!({"ab": "x", "zz": true, "s": "ab", "aa": 1, "ba": null}),
+        json!({"ab": "y", "zz": true}),
+        json!([1]),
+        json!("text"),
+        json!(null),
+    ];
+    let mut valid = 0;
+    for schema in &schemas {
+        let s = compile(schema.clone());
+        assert!(s.program.flat.is_some(), "no flat plan for {schema}");
+        for data in &instances {
+            let budget = Budget::default();
+            let general = Evaluator::run_with(&s.program, data, false, budget, Mode::General);
+            let fast = Evaluator::run_with(&s.program, data, false, budget, Mode::Fastest);
+            assert_eq!(fast.valid, general.valid, "{schema}: {data}");
+            if fast.valid {
+                assert_eq!(fast.spent, general.spent, "{schema}: units of {data}");
+                valid += 1;
+            }
+        }
+    }
+    assert!(valid > 10, "only {valid} valid pairs");
+    // Not planned: a reference, an applicator, a backtracking pattern.
+    for other in [
+        json!({"$defs": {"a": {"type": "string"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}}),
+        json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+        json!({"type": "string", "pattern": "^(a+)+\\1$"}),
+    ] {
+        assert!(compile(other.clone()).program.flat.is_none(), "{other}");
+    }
+}
+
 #[test]
 fn fused_object_check_keeps_every_keyword() {
     let s = compile(json!({"type": "object",
