@@ -116,10 +116,10 @@ impl Default for NumPlan {
     }
 }
 
-/// String lengths and patterns. A string of at most `max_bytes` and at
-/// least `min_bytes` bytes, with no pattern, passes without counting its
-/// code points (a code point takes one to four bytes); any other string is
-/// checked as `eval_string` checks it.
+/// String lengths, patterns, and the strings `const` and `enum` allow. A
+/// string of at most `max_bytes` and at least `min_bytes` bytes meets the
+/// lengths without counting its code points (a code point takes one to
+/// four bytes); any other string is measured as `eval_string` measures it.
 struct StrPlan {
     max_bytes: usize,
     min_bytes: usize,
@@ -445,7 +445,9 @@ impl StrPlan {
     fn lengths_hold(&self, s: &str) -> bool {
         let bytes = s.len() as f64;
         self.max_length.is_none_or(|m| bytes <= m || (js_length(s) as f64) <= m)
-            && self.min_length.is_none_or(|m| bytes >= 4.0 * m || (js_length(s) as f64) >= m)
+            && self
+                .min_length
+                .is_none_or(|m| bytes >= 4.0 * m || (js_length(s) as f64) >= m)
     }
 
     #[inline(never)]
@@ -587,9 +589,12 @@ impl Planner<'_> {
                     p.one_of.push(c.as_str().map(Box::from).into_iter().collect());
                 }
                 Kw::Value(ValueKw::Enum(list)) => {
-                    values.push(ValuePlan::Enum(list.iter().filter(|v| !v.is_string()).cloned().collect()));
+                    values.push(ValuePlan::Enum(
+                        list.iter().filter(|v| !v.is_string()).cloned().collect(),
+                    ));
                     let p = str.get_or_insert_with(StrPlan::default);
-                    p.one_of.push(list.iter().filter_map(|v| v.as_str().map(Box::from)).collect());
+                    p.one_of
+                        .push(list.iter().filter_map(|v| v.as_str().map(Box::from)).collect());
                 }
                 Kw::Object(k) => {
                     let p = obj.get_or_insert_with(ObjPlan::default);

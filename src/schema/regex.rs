@@ -989,7 +989,10 @@ mod tests {
                 assert_eq!(fast, Some(engine.is_match(t)), "{p} on {t:?}");
                 // The engine's cost: one search, one unit per 64 bytes.
                 assert_eq!(budget, 10 - 1 - (t.len() / 64) as u64);
-                assert_eq!(re.test_counted(t), Some((engine.is_match(t), 1 + (t.len() / 64) as u64)));
+                assert_eq!(
+                    re.test_counted(t),
+                    Some((engine.is_match(t), 1 + (t.len() / 64) as u64))
+                );
             }
         }
     }
