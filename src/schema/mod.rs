@@ -14,6 +14,9 @@
 //!   rules that span keywords), building the arena of [`node`]s;
 //! - [`eval`]: the evaluator of that arena (instance paths, which issues
 //!   are kept, evaluated properties and items for `unevaluated*`);
+//! - [`flat`]: the validity pass of a schema made only of simple keywords,
+//!   as one record per node built at compile (a valid instance is answered
+//!   without setting up the evaluator);
 //! - [`keywords`]: one file per keyword family, with that family's closed
 //!   enum, its compile code and its evaluation code side by side;
 //! - [`regex`] (ECMAScript `u`-flag patterns), [`value`] (JSON values as the
