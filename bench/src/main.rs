@@ -3,8 +3,13 @@
 //!   rcip-bench [--json] [--runs N] [--quick]
 //!   rcip-bench --load N shared|distinct  (one catalog load, measured in
 //!                                      this process; run_all spawns it)
-//!   rcip-bench --profile a|b|c|e|eh|f|h2|v|vj (RCIP_PROFILE_N operations, untimed,
-//!                                      for callgrind or perf)
+//!   rcip-bench --profile a|b|c|e|eh|f|h2|v|vj|vd|vdj (RCIP_PROFILE_N
+//!                                      operations, untimed, for callgrind or
+//!                                      perf; eh: (e) with rcip_host_bind;
+//!                                      vd/vdj: the desk's validator inputs,
+//!                                      one capability with RCIP_PROFILE_CASE=ID)
+//!   rcip-bench --only validator [--quick] (just the validator pairs, their
+//!                                      targets and every schema's ratio)
 //!
 //! Each workload is timed over at least 31 runs (`--runs`, never fewer); a
 //! run executes a batch of operations and yields ns/op. Workloads compared
@@ -445,6 +450,8 @@ fn ratio(r: f64) -> String {
 }
 
 struct Bench {
+    /// `--only validator`: also a figure per validator schema.
+    each_ratio: bool,
     runs: usize,
     scale: usize,
     stats: Vec<Stat>,
@@ -527,14 +534,24 @@ fn main() {
         unsafe { load_child(n, distinct) };
         return;
     }
+    let only_validator = args.windows(2).any(|w| w[0] == "--only" && w[1] == "validator");
     let mut b = Bench {
         runs,
         scale: if quick { 10 } else { 1 },
         stats: Vec::new(),
         targets: Vec::new(),
         figures: Vec::new(),
+        each_ratio: only_validator,
     };
-    unsafe { run_all(&mut b) };
+    if only_validator {
+        // Just the validator pairs, their targets and every ratio.
+        let catalog = Catalog::from_bytes(catalog_json(2, false).as_bytes()).unwrap();
+        let def = catalog.capability("bench.read").unwrap();
+        let (rcip_v, crate_v, desk_geomean, n) = validator_figures(&mut b, def);
+        validator_targets(&mut b, rcip_v, crate_v, desk_geomean, n);
+    } else {
+        unsafe { run_all(&mut b) };
+    }
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let failed = b.targets.iter().filter(|t| !t.1).count();
@@ -640,30 +657,7 @@ unsafe fn run_all(b: &mut Bench) {
     drop((rt_a, rt_b, rt_h, rt_h2));
     let _ = RcipError::new;
 
-    // The validator (issue 20, item 1): a valid instance through rcip's
-    // validator as the runtime calls it (`validate_within` with the default
-    // budget), against the jsonschema crate's `is_valid` on the same
-    // schema, in interleaved rounds.
-    let (rcip_v, crate_v) = validator_pair(
-        b,
-        "bench schema",
-        &def.input,
-        &crate_validator(&serde_json::from_str(SCHEMA).unwrap()),
-        &[serde_json::from_str(INPUT).unwrap()],
-    );
-    let desk = Catalog::from_bytes(DESK_CATALOG.as_bytes()).expect("desk catalog");
-    let mut log_ratio = 0.0;
-    let cases = desk_cases();
-    for (id, schema, inputs) in &cases {
-        let cap = desk.capability(id).expect("desk capability");
-        let (x, y) = validator_pair(b, id, &cap.input, &crate_validator(schema), inputs);
-        log_ratio += (x / y).ln();
-    }
-    let desk_geomean = (log_ratio / cases.len() as f64).exp();
-    b.figures.push((
-        "validator: desk input schemas, geometric mean of rcip / jsonschema is_valid".into(),
-        desk_geomean,
-    ));
+    let (rcip_v, crate_v, desk_geomean, desk_cases_n) = validator_figures(b, def);
 
     // (d) refresh + snapshot JSON at 10, 100, 1000 bound capabilities.
     let mut d1000 = 0.0;
@@ -996,6 +990,16 @@ unsafe fn run_all(b: &mut Bench) {
     b.ratio_at_most("(f) <= 2.2 x (a)", f, a, 2.2);
     b.ratio_at_most("(h) <= 2 x (a)", h, a, 2.0);
     b.ratio_at_most("(h2) <= 8 x (a)", h2, a, 8.0);
+    validator_targets(b, rcip_v, crate_v, desk_geomean, desk_cases_n);
+    b.target(
+        "live heap per runtime (100 bound) <= 64 KiB",
+        per_runtime <= 64 * 1024,
+        format!("{per_runtime} bytes"),
+    );
+}
+
+/// The two validator targets (issue 20, item 1).
+fn validator_targets(b: &mut Bench, rcip_v: f64, crate_v: f64, desk_geomean: f64, n: usize) {
     b.ratio_at_most(
         "validator: bench schema, rcip <= 1.0 x jsonschema is_valid",
         rcip_v,
@@ -1005,13 +1009,47 @@ unsafe fn run_all(b: &mut Bench) {
     b.target(
         "validator: desk input schemas, geometric mean rcip <= 1.0 x jsonschema is_valid",
         desk_geomean <= 1.0,
-        format!("geometric mean of {} ratios = {}", cases.len(), ratio(desk_geomean)),
+        format!("geometric mean of {n} ratios = {}", ratio(desk_geomean)),
     );
-    b.target(
-        "live heap per runtime (100 bound) <= 64 KiB",
-        per_runtime <= 64 * 1024,
-        format!("{per_runtime} bytes"),
+}
+
+/// The validator figures (issue 20, item 1): a valid instance through
+/// rcip's validator as the runtime calls it (`validate_within` with the
+/// default budget), against the jsonschema crate's `is_valid` on the same
+/// schema, in interleaved rounds; the bench schema, then each desk input
+/// schema. Returns the bench schema's two minima, the desk's geometric
+/// mean of ratios and the number of desk schemas; with `each`, prints
+/// every schema's ratio.
+fn validator_figures(b: &mut Bench, def: &rcip::catalog::CapabilityDef) -> (f64, f64, f64, usize) {
+    let (rcip_v, crate_v) = validator_pair(
+        b,
+        "bench schema",
+        &def.input,
+        &crate_validator(&serde_json::from_str(SCHEMA).unwrap()),
+        &[serde_json::from_str(INPUT).unwrap()],
     );
+    let desk = Catalog::from_bytes(DESK_CATALOG.as_bytes()).expect("desk catalog");
+    let mut log_ratio = 0.0;
+    let cases = desk_cases();
+    let mut each = vec![("bench schema".to_string(), rcip_v / crate_v)];
+    for (id, schema, inputs) in &cases {
+        let cap = desk.capability(id).expect("desk capability");
+        let (x, y) = validator_pair(b, id, &cap.input, &crate_validator(schema), inputs);
+        log_ratio += (x / y).ln();
+        each.push((id.clone(), x / y));
+    }
+    let desk_geomean = (log_ratio / cases.len() as f64).exp();
+    b.figures.push((
+        "validator: desk input schemas, geometric mean of rcip / jsonschema is_valid".into(),
+        desk_geomean,
+    ));
+    if b.each_ratio {
+        for (name, r) in each {
+            b.figures
+                .push((format!("validator ratio, {name}: rcip / jsonschema is_valid"), r));
+        }
+    }
+    (rcip_v, crate_v, desk_geomean, cases.len())
 }
 
 /// Times validating `inputs` (all valid) with rcip's validator, as the
@@ -1279,6 +1317,37 @@ unsafe fn profile(what: &str, n: usize) {
                     assert!(def.input.validate_within(std::hint::black_box(&v), budget).is_empty());
                 } else {
                     assert!(theirs.is_valid(std::hint::black_box(&v)));
+                }
+            }
+        }
+        "vd" | "vdj" => {
+            // The desk's valid inputs (`desk_cases`), each schema once per
+            // operation, through rcip's validator (vd) or the crate's
+            // is_valid (vdj); RCIP_PROFILE_CASE=ID keeps one capability.
+            let only = std::env::var("RCIP_PROFILE_CASE").ok();
+            let desk = Catalog::from_bytes(DESK_CATALOG.as_bytes()).expect("desk catalog");
+            let cases: Vec<_> = desk_cases()
+                .into_iter()
+                .filter(|(id, _, _)| only.as_deref().is_none_or(|o| o == id))
+                .map(|(id, schema, inputs)| {
+                    (
+                        desk.capability(&id).unwrap().input.clone(),
+                        crate_validator(&schema),
+                        inputs,
+                    )
+                })
+                .collect();
+            assert!(!cases.is_empty(), "no desk capability {only:?}");
+            let budget = rcip::schema::Budget::default();
+            for _ in 0..n {
+                for (ours, theirs, inputs) in &cases {
+                    for v in inputs {
+                        if what == "vd" {
+                            assert!(ours.validate_within(std::hint::black_box(v), budget).is_empty());
+                        } else {
+                            assert!(theirs.is_valid(std::hint::black_box(v)));
+                        }
+                    }
                 }
             }
         }

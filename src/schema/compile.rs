@@ -369,7 +369,9 @@ impl<'a> Compiler<'a> {
                 .sum();
             let closed = super::eval::Closed::plan(&c.nodes);
             let leaves = super::eval::Leaf::plan(&c.nodes);
+            let flat = super::flat::Flat::plan(&c.nodes, id, c.track, c.dynamic);
             Ok(Program {
+                flat,
                 closed,
                 leaves,
                 nodes: c.nodes,

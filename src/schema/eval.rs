@@ -2,6 +2,7 @@
 //! reporting: which issues each keyword keeps or drops, at which instance
 //! path, and how evaluated properties and items flow to `unevaluated*`.
 
+use super::flat::Verdict;
 use super::keywords::arrays::ArrayKw;
 use super::keywords::objects::ObjectKw;
 use super::keywords::strings::StringKw;
@@ -226,6 +227,19 @@ pub(crate) fn count_nodes(v: &Value) -> u64 {
     n
 }
 
+/// Which validity path [`Evaluator::run_with`] takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// The flat plan when the program has one, else [`Evaluator::check`].
+    Fastest,
+    /// [`Evaluator::check`] (when nothing depends on evaluating every
+    /// keyword).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Check,
+    /// The keyword-by-keyword evaluator.
+    General,
+}
+
 /// How one pass ended.
 pub(crate) struct Pass {
     pub valid: bool,
@@ -260,14 +274,29 @@ impl<'p> Evaluator<'p> {
 
     /// One pass over `instance`: validity only, or every issue.
     pub fn run(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget) -> Pass {
-        Evaluator::run_with(prog, instance, collect, budget, true)
+        Evaluator::run_with(prog, instance, collect, budget, Mode::Fastest)
     }
 
-    /// [`Evaluator::run`]; `fast: false` keeps the validity pass on the
-    /// general evaluator (for the test that compares the two).
-    pub(super) fn run_with(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget, fast: bool) -> Pass {
+    /// [`Evaluator::run`] on the validity path `mode` asks for (the tests
+    /// compare the three).
+    pub(super) fn run_with(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget, mode: Mode) -> Pass {
+        if let (Some(flat), false, Mode::Fastest) = (&prog.flat, collect, mode) {
+            let (valid, exhausted, spent, limit) = match flat.verdict(prog, instance, budget) {
+                Verdict::Valid { spent, limit } => (true, false, spent, limit),
+                // As the evaluator: exhaustion spends the whole budget.
+                Verdict::Exhausted { limit, .. } => (false, true, limit, limit),
+                Verdict::Invalid { spent } => (false, false, spent, budget.floor),
+            };
+            return Pass {
+                valid,
+                issues: Vec::new(),
+                exhausted,
+                spent,
+                limit,
+            };
+        }
         let mut ev = Evaluator::new(prog, instance, collect, budget);
-        let valid = if ev.short && fast {
+        let valid = if ev.short && mode != Mode::General {
             ev.check(prog.root, instance)
         } else {
             ev.node(prog.root, instance, &Path::Root).0

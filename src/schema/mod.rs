@@ -14,6 +14,9 @@
 //!   rules that span keywords), building the arena of [`node`]s;
 //! - [`eval`]: the evaluator of that arena (instance paths, which issues
 //!   are kept, evaluated properties and items for `unevaluated*`);
+//! - [`flat`]: the validity pass of a schema made only of simple keywords,
+//!   as one record per node built at compile (a valid instance is answered
+//!   without setting up the evaluator);
 //! - [`keywords`]: one file per keyword family, with that family's closed
 //!   enum, its compile code and its evaluation code side by side;
 //! - [`regex`] (ECMAScript `u`-flag patterns), [`value`] (JSON values as the
@@ -24,6 +27,7 @@
 
 mod compile;
 mod eval;
+mod flat;
 mod keywords;
 mod node;
 mod regex;
@@ -158,6 +162,21 @@ impl Schema {
     /// When a pass exhausts it, the one issue is [`budget_issue`]
     /// (**rcip**: the reference has no budget).
     pub fn validate_within(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
+        // The flat plan answers a valid instance without setting up an
+        // evaluator (and an empty Vec allocates nothing).
+        if let Some(flat) = &self.program.flat {
+            return match flat.walk(instance) {
+                (true, spent) if spent <= budget.floor => Vec::new(),
+                (true, spent) => self.beyond_floor(instance, budget, spent),
+                (false, _) => self.issues_within(instance, budget),
+            };
+        }
+        self.validate_general(instance, budget)
+    }
+
+    /// [`Schema::validate_within`] of a schema without a flat plan.
+    #[inline(never)]
+    fn validate_general(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
         let pass = Evaluator::run(&self.program, instance, false, budget);
         if pass.valid {
             return Vec::new();
@@ -165,6 +184,23 @@ impl Schema {
         if pass.exhausted {
             return vec![budget_issue(pass.limit)];
         }
+        self.issues_within(instance, budget)
+    }
+
+    /// A valid instance of a flat plan that spent more than the budget's
+    /// floor: valid within the full budget, or out of it.
+    #[cold]
+    #[inline(never)]
+    fn beyond_floor(&self, instance: &Value, budget: Budget, spent: u64) -> Vec<ValidationIssue> {
+        match flat::Flat::judge(&self.program, instance, budget, spent) {
+            flat::Verdict::Exhausted { limit, .. } => vec![budget_issue(limit)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The issue pass of an instance the validity pass found invalid.
+    #[inline(never)]
+    fn issues_within(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
         let pass = Evaluator::run(&self.program, instance, true, budget);
         if pass.exhausted {
             return vec![budget_issue(pass.limit)];

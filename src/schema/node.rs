@@ -68,4 +68,7 @@ pub(crate) struct Program {
     /// Per node: its validity check as one record when it is a leaf schema
     /// (see [`super::eval::Leaf`]).
     pub leaves: Vec<Option<super::eval::Leaf>>,
+    /// The validity pass as a flat plan, when every node reachable from
+    /// the root can be planned (see [`super::flat`]).
+    pub flat: Option<super::flat::Flat>,
 }

@@ -39,8 +39,60 @@ pub(crate) struct JsRegex {
 /// accepted by atom i.
 #[derive(Clone)]
 struct Anchored {
-    /// Per byte: `Some(b)` that byte, `None` an ASCII digit.
-    bytes: Box<[Option<u8>]>,
+    /// Per byte: the least byte it accepts (the literal, or `0`)...
+    low: Box<[u8]>,
+    /// ... and how many more (0 for a literal, 9 for a digit).
+    span: Box<[u8]>,
+    /// The same test eight bytes at a time, for texts of four bytes or
+    /// more (see [`Word`]).
+    words: Box<[Word]>,
+}
+
+/// Eight bytes of the text tested at once: at `at` (or, for a text of four
+/// to seven bytes, its first four and last four bytes as one word). A byte
+/// under a literal must equal it; a byte under a digit must be `0x30` to
+/// `0x39`: high nibble 3, and a low nibble that stays below 16 when 6 is
+/// added (no carry crosses a byte: 15 + 6 < 256).
+#[derive(Clone, Copy)]
+struct Word {
+    at: usize,
+    /// Bits that must equal `value`: whole literal bytes, digits' high nibbles.
+    mask: u64,
+    value: u64,
+    /// Digits' low nibbles, and 6 at each digit byte.
+    low_nibbles: u64,
+    six: u64,
+}
+
+impl Word {
+    /// The word of the atoms at byte positions `at`.
+    fn of(positions: [usize; 8], low: &[u8], span: &[u8], at: usize) -> Word {
+        let mut w = Word {
+            at,
+            mask: 0,
+            value: 0,
+            low_nibbles: 0,
+            six: 0,
+        };
+        for (k, &i) in positions.iter().enumerate() {
+            let shift = 8 * k;
+            if span[i] == 0 {
+                w.mask |= 0xFF << shift;
+                w.value |= (low[i] as u64) << shift;
+            } else {
+                w.mask |= 0xF0 << shift;
+                w.value |= 0x30 << shift;
+                w.low_nibbles |= 0x0F << shift;
+                w.six |= 0x06 << shift;
+            }
+        }
+        w
+    }
+
+    #[inline]
+    fn holds(&self, x: u64) -> bool {
+        x & self.mask == self.value && ((x & self.low_nibbles) + self.six) & 0x1010_1010_1010_1010 == 0
+    }
 }
 
 impl Anchored {
@@ -76,19 +128,56 @@ impl Anchored {
             }
             bytes.extend(std::iter::repeat_n(atom, count));
         }
+        let low: Box<[u8]> = bytes.iter().map(|b| b.unwrap_or(b'0')).collect();
+        let span: Box<[u8]> = bytes.iter().map(|b| if b.is_some() { 0 } else { 9 }).collect();
+        let n = bytes.len();
+        let mut words = Vec::new();
+        if (4..8).contains(&n) {
+            let p = [0, 1, 2, 3, n - 4, n - 3, n - 2, n - 1];
+            words.push(Word::of(p, &low, &span, 0));
+        } else if n >= 8 {
+            let mut at = 0;
+            loop {
+                let at8 = at.min(n - 8);
+                words.push(Word::of(std::array::from_fn(|k| at8 + k), &low, &span, at8));
+                if at8 + 8 >= n {
+                    break;
+                }
+                at += 8;
+            }
+        }
         Some(Anchored {
-            bytes: bytes.into_boxed_slice(),
+            low,
+            span,
+            words: words.into_boxed_slice(),
         })
     }
 
+    /// Byte i is within `low[i] ..= low[i] + span[i]` (one subtraction and
+    /// comparison a byte, without a branch per byte).
     #[inline]
     fn test(&self, text: &str) -> bool {
         let t = text.as_bytes();
-        t.len() == self.bytes.len()
-            && t.iter().zip(self.bytes.iter()).all(|(&c, want)| match want {
-                Some(w) => c == *w,
-                None => c.is_ascii_digit(),
-            })
+        if t.len() != self.low.len() || t.len() != self.span.len() {
+            return false;
+        }
+        let n = t.len();
+        if (4..8).contains(&n) {
+            let first = u32::from_le_bytes(t[..4].try_into().expect("4 bytes"));
+            let last = u32::from_le_bytes(t[n - 4..].try_into().expect("4 bytes"));
+            return self.words.iter().all(|w| w.holds(first as u64 | (last as u64) << 32));
+        }
+        if n >= 8 {
+            return self.words.iter().all(|w| {
+                t.get(w.at..w.at + 8)
+                    .is_some_and(|b| w.holds(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
+            });
+        }
+        let mut outside = false;
+        for i in 0..t.len() {
+            outside |= t[i].wrapping_sub(self.low[i]) > self.span[i];
+        }
+        !outside
     }
 }
 
@@ -195,6 +284,35 @@ impl JsRegex {
                 *budget = left;
                 Some(found)
             }
+        }
+    }
+
+    /// JavaScript `test` without a budget, and the units
+    /// [`JsRegex::search`] takes for it; `None` on the backtracking engine
+    /// (whose cost depends on the budget it is given). The linear-time
+    /// engine's cost depends on the text alone.
+    #[inline]
+    pub fn test_counted(&self, text: &str) -> Option<(bool, u64)> {
+        let cost = SEARCH_COST + (text.len() / TEXT_UNIT) as u64;
+        match &self.engine {
+            Engine::Linear(re) => Some((
+                match &self.anchored {
+                    Some(a) => a.test(text),
+                    None => re.is_match(text),
+                },
+                cost,
+            )),
+            Engine::All(parts) => {
+                let mut units = 0;
+                for (re, want) in parts {
+                    units += cost;
+                    if re.is_match(text) != *want {
+                        return Some((false, units));
+                    }
+                }
+                Some((true, units))
+            }
+            Engine::Backtracking(..) => None,
         }
     }
 
@@ -850,12 +968,31 @@ mod tests {
                         .collect(),
                 );
             }
+            // Texts that match, and each with one byte changed.
+            let a = re.anchored.as_ref().unwrap();
+            for _ in 0..200 {
+                let good: Vec<u8> = (0..a.low.len())
+                    .map(|i| a.low[i] + (next() % (a.span[i] as u64 + 1)) as u8)
+                    .collect();
+                texts.push(String::from_utf8(good.clone()).unwrap());
+                for i in 0..good.len() {
+                    for c in [b'/', b':', b'0', b'9', b'V', b'\n', b'\x80' - 1, b'a', b'\0'] {
+                        let mut bad = good.clone();
+                        bad[i] = c;
+                        texts.push(String::from_utf8(bad).unwrap());
+                    }
+                }
+            }
             for t in &texts {
                 let mut budget = 10;
                 let fast = re.search(t, &mut budget);
                 assert_eq!(fast, Some(engine.is_match(t)), "{p} on {t:?}");
                 // The engine's cost: one search, one unit per 64 bytes.
                 assert_eq!(budget, 10 - 1 - (t.len() / 64) as u64);
+                assert_eq!(
+                    re.test_counted(t),
+                    Some((engine.is_match(t), 1 + (t.len() / 64) as u64))
+                );
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Strict rules and issue shapes of [`Schema`], each checked against what
 //! the reference (Ajv 8, `Ajv2020`, `strict: true`, `allErrors: true`) does.
 
+use super::eval::Mode;
 use super::*;
 use serde_json::json;
 
@@ -786,6 +787,7 @@ fn the_budget_ends_a_validation_with_one_issue() {
 fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema-corpus");
     let mut checked = 0;
+    let mut flat = 0;
     for name in [
         "ajv2020-strict-suite.json",
         "ajv2020-strict-probes.json",
@@ -800,17 +802,158 @@ fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
             for t in entry["tests"].as_array().expect("tests") {
                 let data = &t["data"];
                 let budget = Budget::default();
-                let fast = Evaluator::run(&schema.program, data, false, budget);
-                let general = Evaluator::run_with(&schema.program, data, false, budget, false);
-                assert_eq!(fast.valid, general.valid, "{name} {}: {data}", entry["id"]);
-                if fast.valid {
-                    assert_eq!(fast.spent, general.spent, "{name} {}: units for {data}", entry["id"]);
+                let general = Evaluator::run_with(&schema.program, data, false, budget, Mode::General);
+                for mode in [Mode::Fastest, Mode::Check] {
+                    let fast = Evaluator::run_with(&schema.program, data, false, budget, mode);
+                    let at = format!("{name} {} {mode:?}: {data}", entry["id"]);
+                    assert_eq!(fast.valid, general.valid, "{at}");
+                    assert_eq!(fast.exhausted, general.exhausted, "{at}");
+                    if fast.valid {
+                        assert_eq!(
+                            (fast.spent, fast.limit),
+                            (general.spent, general.limit),
+                            "units of {at}"
+                        );
+                    }
                 }
+                // Tight budgets: the flat plan's one comparison at the end
+                // gives the evaluator's exhaustion and budget on a valid
+                // instance, and `validate_within` the general evaluator's
+                // issues on every instance.
+                for floor in [general.spent, general.spent.saturating_sub(1), general.spent / 2] {
+                    let tight = Budget { floor, per_pair: 0 };
+                    let g = Evaluator::run_with(&schema.program, data, false, tight, Mode::General);
+                    let f = Evaluator::run_with(&schema.program, data, false, tight, Mode::Fastest);
+                    if general.valid {
+                        assert_eq!(
+                            (f.valid, f.exhausted, f.spent, f.limit),
+                            (g.valid, g.exhausted, g.spent, g.limit),
+                            "{name} {} floor {floor}: {data}",
+                            entry["id"]
+                        );
+                    }
+                    let expected = if g.valid {
+                        Vec::new()
+                    } else if g.exhausted {
+                        vec![budget_issue(g.limit)]
+                    } else {
+                        let issues = Evaluator::run_with(&schema.program, data, true, tight, Mode::General);
+                        if issues.exhausted {
+                            vec![budget_issue(issues.limit)]
+                        } else {
+                            issues.issues
+                        }
+                    };
+                    assert_eq!(
+                        schema.validate_within(data, tight),
+                        expected,
+                        "{name} {} floor {floor}: {data}",
+                        entry["id"]
+                    );
+                }
+                flat += schema.program.flat.is_some() as usize;
                 checked += 1;
             }
         }
     }
     assert!(checked > 500, "only {checked} instances");
+    assert!(flat > 200, "only {flat} instances of schemas with a flat plan");
+}
+
+/// The desk's input schemas and the benchmark's get a flat plan (the
+/// validator fast path of issue 20), and on instances made to hit each
+/// of its checks (names of one length, code points against bytes, enum
+/// strings against other kinds, integers written as doubles, patterns)
+/// it answers as the general evaluator, with the same units when valid.
+#[test]
+fn flat_plan_covers_the_desk_and_answers_as_the_evaluator() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples-c/dispatch/catalog.json"),
+    )
+    .expect("desk catalog");
+    let desk: Value = serde_json::from_str(&text).expect("desk JSON");
+    let mut schemas: Vec<Value> = desk["capabilities"]
+        .as_array()
+        .expect("capabilities")
+        .iter()
+        .map(|c| c["inputSchema"].clone())
+        .collect();
+    let bench = json!({"type": "object", "properties": {"title": {"type": "string", "maxLength": 200},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 5}, "done": {"type": "boolean"}},
+        "required": ["title", "priority"], "additionalProperties": false});
+    schemas.push(bench);
+    let mixed = json!({"type": "object", "properties": {"ab": {"const": "x"}, "ba": {"enum": [1, "y", null]},
+        "aa": {"type": ["integer", "null"]}, "s": {"type": "string", "minLength": 2, "maxLength": 3},
+        "list": {"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": false},
+        "nums": {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "minItems": 1}},
+        "required": ["ab"], "additionalProperties": {"type": "boolean"}, "maxProperties": 4});
+    schemas.push(mixed);
+    let instances = [
+        json!({"priority": "urgent"}),
+        json!({"unassignedOnly": true, "limit": 5}),
+        json!({"limit": 5.0}),
+        json!({"limit": 5.5}),
+        json!({"limit": 25}),
+        json!({"priority": "Urgent"}),
+        json!({"priority": 1}),
+        json!({"technicianId": "T-0x"}),
+        json!({"query": "boiler"}),
+        json!({"query": "\u{20ac}"}),
+        json!({"query": "b"}),
+        json!({"visitId": "V-1003", "technicianId": "T-02"}),
+        json!({"visitId": "V-1003", "technicianId": "T-02", "extra": 1}),
+        json!({"visitId": "V-1003", "date": "2026-01-07", "window": "afternoon"}),
+        json!({"visitId": "V-1003", "date": "2026-01-0x", "window": "afternoon"}),
+        json!({"visitId": "V-\u{660}003", "text": "x"}),
+        json!({"visitId": "V-1003", "text": ""}),
+        json!({"visitId": "V-1003", "resolution": "fixed", "summary": "Done."}),
+        json!({"title": "Buy milk", "priority": 3, "done": false}),
+        json!({"title": "Buy milk", "priority": 3.0}),
+        json!({"title": "x".repeat(201), "priority": 3}),
+        json!({"title": "\u{20ac}".repeat(200), "priority": 3}),
+        json!({"ab": "x", "zz": true}),
+        json!({"ab": "x", "zz": 1}),
+        json!({"ab": "x", "zz": true, "ba": "y", "aa": null}),
+        json!({"ab": "x", "zz": true, "ba": 1.0, "aa": 2.0}),
+        json!({"ab": "x", "zz": true, "ba": "z"}),
+        json!({"ab": "x", "zz": true, "s": "\u{20ac}\u{20ac}\u{20ac}"}),
+        json!({"ab": "x", "zz": true, "s": "\u{20ac}"}),
+        json!({"ab": "x", "zz": true, "list": ["a"]}),
+        json!({"ab": "x", "zz": true, "list": ["a", 1]}),
+        json!({"ab": "x", "zz": true, "list": [1]}),
+        json!({"ab": "x", "zz": true, "nums": [1.5, 2]}),
+        json!({"ab": "x", "zz": true, "nums": [1.25]}),
+        json!({"ab": "x", "zz": true, "nums": []}),
+        json!({"ab": "x", "zz": true, "s": "ab", "aa": 1, "ba": null}),
+        json!({"ab": "y", "zz": true}),
+        json!([1]),
+        json!("text"),
+        json!(null),
+    ];
+    let mut valid = 0;
+    for schema in &schemas {
+        let s = compile(schema.clone());
+        assert!(s.program.flat.is_some(), "no flat plan for {schema}");
+        for data in &instances {
+            let budget = Budget::default();
+            let general = Evaluator::run_with(&s.program, data, false, budget, Mode::General);
+            let fast = Evaluator::run_with(&s.program, data, false, budget, Mode::Fastest);
+            assert_eq!(fast.valid, general.valid, "{schema}: {data}");
+            if fast.valid {
+                assert_eq!(fast.spent, general.spent, "{schema}: units of {data}");
+                valid += 1;
+            }
+        }
+    }
+    assert!(valid > 10, "only {valid} valid pairs");
+    // Not planned: a reference, an applicator, a backtracking pattern.
+    for other in [
+        json!({"$defs": {"a": {"type": "string"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}}),
+        json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+        json!({"type": "string", "pattern": "^(a+)+\\1$"}),
+    ] {
+        assert!(compile(other.clone()).program.flat.is_none(), "{other}");
+    }
 }
 
 #[test]
