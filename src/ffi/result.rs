@@ -1,7 +1,7 @@
 //! Result codes and the per-thread error message (STYLE.md section 3).
 
 use super::guard::ffi_guard_or;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, CStr, CString};
 
 /// The result of every fallible rcip function. `RCIP_RESULT_OK` is 0, so
@@ -154,46 +154,52 @@ const ALL: [rcip_result; 20] = [
 ];
 
 thread_local! {
-    /// The message, and a count of its changes.
-    static LAST_ERROR: RefCell<(Option<CString>, u64)> = const { RefCell::new((None, 0)) };
+    /// The message.
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// Whether there is a message, and a count of its changes. Kept apart
+    /// from the message: a cell of plain data needs no destructor, so every
+    /// export's entry reads it without the registration check and borrow
+    /// that the message's cell costs (about 30 instructions a call; a
+    /// refresh makes one call per availability check, BENCHMARKS.md (h2)).
+    static LAST_ERROR_STATE: Cell<(bool, u64)> = const { Cell::new((false, 0)) };
 }
 
 /// Clears this thread's last error message (every fallible export does it on
 /// entry).
 pub(crate) fn clear_last_error() {
-    LAST_ERROR.with(|e| {
-        let mut e = e.borrow_mut();
-        if e.0.is_some() {
-            e.0 = None;
-            e.1 += 1;
-        }
-    });
+    let (has, n) = LAST_ERROR_STATE.get();
+    if has {
+        LAST_ERROR.with(|e| *e.borrow_mut() = None);
+        LAST_ERROR_STATE.set((false, n + 1));
+    }
 }
 
 /// The message (copied when there is one) and its change count.
 pub(crate) fn save_last_error() -> (Option<CString>, u64) {
-    LAST_ERROR.with(|e| e.borrow().clone())
+    let (has, n) = LAST_ERROR_STATE.get();
+    if has {
+        (LAST_ERROR.with(|e| e.borrow().clone()), n)
+    } else {
+        (None, n)
+    }
 }
 
 /// Puts a saved message back if it changed since it was saved.
 pub(crate) fn restore_last_error(saved: (Option<CString>, u64)) {
-    LAST_ERROR.with(|e| {
-        let mut e = e.borrow_mut();
-        if e.1 != saved.1 {
-            e.0 = saved.0;
-            e.1 += 1;
-        }
-    });
+    let (_, n) = LAST_ERROR_STATE.get();
+    if n != saved.1 {
+        let has = saved.0.is_some();
+        LAST_ERROR.with(|e| *e.borrow_mut() = saved.0);
+        LAST_ERROR_STATE.set((has, n + 1));
+    }
 }
 
 /// Records this thread's last error message.
 pub(crate) fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|e| {
-        let mut e = e.borrow_mut();
-        e.0 = Some(text);
-        e.1 += 1;
-    });
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some(text));
+    let (_, n) = LAST_ERROR_STATE.get();
+    LAST_ERROR_STATE.set((true, n + 1));
 }
 
 /// Static text describing a result code.
@@ -230,7 +236,10 @@ pub extern "C" fn rcip_result_str(code: u32) -> *const c_char {
 #[unsafe(no_mangle)]
 pub extern "C" fn rcip_last_error_message() -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
-        LAST_ERROR.with(|e| match &e.borrow().0 {
+        if !LAST_ERROR_STATE.get().0 {
+            return std::ptr::null();
+        }
+        LAST_ERROR.with(|e| match &*e.borrow() {
             Some(s) => s.as_ptr(),
             None => std::ptr::null(),
         })
