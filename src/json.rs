@@ -346,6 +346,11 @@ fn normalized_number(n: &Number) -> Option<Number> {
     if n.as_u64().is_some_and(|u| u <= safe) || n.as_i64().is_some_and(|i| i.unsigned_abs() <= safe) {
         return None;
     }
+    normalized_through_double(n)
+}
+
+/// [`normalized_number`]'s general rule, through the nearest double.
+fn normalized_through_double(n: &Number) -> Option<Number> {
     let f = n.as_f64()?; // u64 and i64 convert to the nearest double
     let canonical_integer = f.fract() == 0.0 && f.abs() <= MAX_SAFE;
     if canonical_integer {
@@ -506,22 +511,7 @@ mod tests {
     /// edges: 0, powers of ten, ±2^53 and one past it, the 64-bit limits.
     #[test]
     fn integer_shortcuts_match_the_general_rule() {
-        let general = |n: &Number| -> Option<Number> {
-            let f = n.as_f64()?;
-            if f.fract() == 0.0 && f.abs() <= MAX_SAFE {
-                if f >= 0.0 {
-                    let u = f as u64;
-                    return (n.as_u64() != Some(u)).then(|| Number::from(u));
-                }
-                let i = f as i64;
-                return (n.as_i64() != Some(i)).then(|| Number::from(i));
-            }
-            if n.is_f64() {
-                None
-            } else {
-                Number::from_f64(f)
-            }
-        };
+        let general = normalized_through_double;
         let safe = 1u64 << 53;
         let mut unsigned = vec![0, 1, 9, 10, 99, 100, safe - 1, safe, safe + 1, safe + 2, u64::MAX - 1, u64::MAX];
         unsigned.extend((0..20).map(|k| 10u64.pow(k)));

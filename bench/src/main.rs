@@ -361,6 +361,25 @@ unsafe fn load(text: &str) -> *mut rcip_catalog {
     c
 }
 
+/// Workload (f) once: invokes the destructive capability (outcome
+/// `confirmation_required`, its id kept in the `Vec<u8>` at `slot`), then
+/// approves it as the host.
+unsafe fn confirmation_round_trip(client: *const rcip_client, host: *const rcip_host, input: &CStr, slot: *mut c_void) {
+    rcip_client_invoke(
+        client,
+        c"bench.purge".as_ptr(),
+        input.as_ptr(),
+        ptr::null(),
+        ptr::null(),
+        Some(on_confirmation_outcome),
+        slot,
+        None,
+        ptr::null_mut(),
+    );
+    let id = CString::new((*(slot as *mut Vec<u8>)).clone()).unwrap();
+    rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
+}
+
 unsafe fn invoke(client: *const rcip_client, input: &CStr) {
     rcip_client_invoke(
         client,
@@ -815,19 +834,7 @@ unsafe fn run_all(b: &mut Bench) {
         runs,
         b.n(1000),
         || {
-            rcip_client_invoke(
-                client,
-                c"bench.purge".as_ptr(),
-                empty.as_ptr(),
-                ptr::null(),
-                ptr::null(),
-                Some(on_confirmation_outcome),
-                slot_ptr,
-                None,
-                ptr::null_mut(),
-            );
-            let id = CString::new((*(slot_ptr as *mut Vec<u8>)).clone()).unwrap();
-            rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
+            confirmation_round_trip(client, host, &empty, slot_ptr);
         },
     ));
     drop(rt);
@@ -1244,19 +1251,7 @@ unsafe fn profile(what: &str, n: usize) {
             let slot_ptr = &mut slot as *mut Vec<u8> as *mut c_void;
             let empty = cs("{\"title\":\"x\",\"priority\":1}");
             for _ in 0..n {
-                rcip_client_invoke(
-                    client,
-                    c"bench.purge".as_ptr(),
-                    empty.as_ptr(),
-                    ptr::null(),
-                    ptr::null(),
-                    Some(on_confirmation_outcome),
-                    slot_ptr,
-                    None,
-                    ptr::null_mut(),
-                );
-                let id = CString::new((*(slot_ptr as *mut Vec<u8>)).clone()).unwrap();
-                rcip_host_resolve_confirmation(host, id.as_ptr(), true, Some(on_outcome), ptr::null_mut(), None);
+                confirmation_round_trip(client, host, &empty, slot_ptr);
             }
         }
         "h2" => {
