@@ -16,6 +16,7 @@ use crate::runtime::{
     Subscriber,
 };
 use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
 
 /// Releases host data registered with a callback. Called exactly once, on
 /// the thread that releases the registration, after its last callback
@@ -187,6 +188,31 @@ impl Handler for CBinding {
 }
 
 impl CBinding {
+    /// Makes the record of a C binding and hands `register` the views the
+    /// runtime keeps of it (the handler, the availability check if there is
+    /// one, and its direct form). When `register` fails, the record's
+    /// `user_data_free` is disarmed: a failed registration never calls it
+    /// (header, `rcip_host_bind`).
+    pub(crate) fn register<T, E>(
+        handler: unsafe extern "C" fn(*mut c_void, *mut rcip_invocation),
+        availability: Option<unsafe extern "C" fn(*mut c_void, *mut rcip_availability_sink) -> i32>,
+        user_data: UserData,
+        register: impl FnOnce(Arc<dyn Handler>, Option<Arc<dyn AvailabilityCheck>>, Option<DirectCheck>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let callbacks = Arc::new(CBinding {
+            handler,
+            availability,
+            user_data,
+        });
+        let check = availability.map(|_| callbacks.clone() as Arc<dyn AvailabilityCheck>);
+        let direct = callbacks.direct_check();
+        let result = register(callbacks.clone() as Arc<dyn Handler>, check, direct);
+        if result.is_err() {
+            callbacks.user_data.disarm();
+        }
+        result
+    }
+
     /// The availability callback in the form the runtime keeps in its list
     /// of checks (a refresh calls it without the trait object); the binding
     /// record, which owns the user data, outlives it.

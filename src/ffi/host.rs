@@ -9,9 +9,8 @@ use super::guard::{bytes_arg, ffi_guard, out_arg, str_arg, FfiError, FfiResult};
 use super::handle::{into_owned, lent_arg};
 use super::result::rcip_result;
 use super::runtime::rcip_host;
-use crate::runtime::{AvailabilityCheck, Handler, Host};
+use crate::runtime::Host;
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
 
 pub(crate) unsafe fn host_arg(host: *const rcip_host) -> FfiResult<Host> {
     Ok(lent_arg(host, "host")?.host())
@@ -54,29 +53,12 @@ pub unsafe extern "C" fn rcip_host_bind(
         let host = host_arg(host)?;
         let capability_id = str_arg(capability_id, "capability_id")?;
         let handler = handler.ok_or_else(|| FfiError::null("handler"))?;
-        let callbacks = Arc::new(CBinding {
-            handler,
-            availability,
-            user_data: UserData::new(user_data, user_data_free),
-        });
-        let check: Option<Arc<dyn AvailabilityCheck>> = if availability.is_some() {
-            Some(callbacks.clone() as Arc<dyn AvailabilityCheck>)
-        } else {
-            None
-        };
-        let direct = callbacks.direct_check();
-        let handler = callbacks.clone() as Arc<dyn Handler>;
-        match host.bind_c(capability_id, handler, check, direct) {
-            Ok(binding) => {
-                *out = into_owned::<rcip_binding>(binding);
-                Ok(())
-            }
-            Err(e) => {
-                // A failed registration never calls user_data_free.
-                callbacks.user_data.disarm();
-                Err(e.into())
-            }
-        }
+        let user_data = UserData::new(user_data, user_data_free);
+        let binding = CBinding::register(handler, availability, user_data, |handler, check, direct| {
+            host.bind_c(capability_id, handler, check, direct)
+        })?;
+        *out = into_owned::<rcip_binding>(binding);
+        Ok(())
     })
 }
 

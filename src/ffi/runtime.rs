@@ -11,7 +11,7 @@ use super::handle::{free_owned, handle_kind, into_owned, owned_arg, owned_mut, t
 use super::invocation::rcip_invocation;
 use super::result::rcip_result;
 use super::string::into_c_string;
-use crate::runtime::{AvailabilityCheck, Handler, Invocation, Runtime, RuntimeBuilder};
+use crate::runtime::{Handler, Invocation, Runtime, RuntimeBuilder};
 use once_cell::sync::OnceCell;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -505,26 +505,11 @@ pub unsafe extern "C" fn rcip_runtime_builder_bind(
             });
             return Ok(());
         }
-        let callbacks = Arc::new(CBinding {
-            handler,
-            availability,
-            user_data: UserData::new(user_data, user_data_free),
-        });
-        let check: Option<Arc<dyn AvailabilityCheck>> = if availability.is_some() {
-            Some(callbacks.clone() as Arc<dyn AvailabilityCheck>)
-        } else {
-            None
-        };
-        let direct = callbacks.direct_check();
-        let handler = callbacks.clone() as Arc<dyn Handler>;
-        match settings(b).bind_c(capability_id, handler, check, direct) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                // A failed registration never calls user_data_free.
-                callbacks.user_data.disarm();
-                Err(e.into())
-            }
-        }
+        let user_data = UserData::new(user_data, user_data_free);
+        CBinding::register(handler, availability, user_data, |handler, check, direct| {
+            settings(b).bind_c(capability_id, handler, check, direct)
+        })?;
+        Ok(())
     })
 }
 
