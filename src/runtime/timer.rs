@@ -250,6 +250,12 @@ mod tests {
     /// Binds the destructive capability and invokes it: one confirmation
     /// pending, due 50 ms from the clock's now.
     fn open_confirmation(runtime: &crate::runtime::Runtime) {
+        bind_close(runtime);
+        invoke_close(runtime, "c1");
+    }
+
+    /// Binds the destructive capability with a handler that completes.
+    fn bind_close(runtime: &crate::runtime::Runtime) {
         runtime
             .host()
             .bind(
@@ -259,6 +265,11 @@ mod tests {
             )
             .unwrap()
             .detach();
+    }
+
+    /// Invokes the destructive capability as `id`; returns the id of the
+    /// confirmation it opened.
+    fn invoke_close(runtime: &crate::runtime::Runtime, id: &str) -> String {
         let outcome = Arc::new(parking_lot::Mutex::new(String::new()));
         let o = outcome.clone();
         runtime
@@ -266,12 +277,14 @@ mod tests {
             .invoke(
                 "visits.close",
                 b"{}",
-                Some("c1"),
+                Some(id),
                 None,
                 Box::new(move |json: &str| *o.lock() = json.to_string()),
             )
             .unwrap();
         assert!(outcome.lock().contains("confirmation_required"), "{}", outcome.lock());
+        let v: serde_json::Value = serde_json::from_str(&outcome.lock()).unwrap();
+        v["confirmation"]["id"].as_str().expect("a confirmation id").to_string()
     }
 
     /// A confirmation whose deadline is later than the runtime's queued
@@ -295,41 +308,14 @@ mod tests {
             }));
             builder.build()
         };
-        let open = |runtime: &Runtime, id: &str| -> String {
-            let outcome = Arc::new(parking_lot::Mutex::new(String::new()));
-            let o = outcome.clone();
-            runtime
-                .client()
-                .invoke(
-                    "visits.close",
-                    b"{}",
-                    Some(id),
-                    None,
-                    Box::new(move |json: &str| *o.lock() = json.to_string()),
-                )
-                .unwrap();
-            let v: serde_json::Value = serde_json::from_str(&outcome.lock()).unwrap();
-            v["confirmation"]["id"].as_str().expect("confirmation_required").to_string()
-        };
-        let bind = |runtime: &Runtime| {
-            runtime
-                .host()
-                .bind(
-                    "visits.close",
-                    Arc::new(|inv: Invocation| inv.complete(serde_json::json!({})).unwrap()),
-                    None,
-                )
-                .unwrap()
-                .detach();
-        };
         let runtime = make(40);
         let other = make(60_000);
-        bind(&runtime);
-        bind(&other);
-        let first = open(&runtime, "first");
-        open(&other, "other");
+        bind_close(&runtime);
+        bind_close(&other);
+        let first = invoke_close(&runtime, "first");
+        invoke_close(&other, "other");
         std::thread::sleep(Duration::from_millis(10));
-        let second = open(&runtime, "second");
+        let second = invoke_close(&runtime, "second");
         runtime
             .host()
             .resolve_confirmation(&first, true, Box::new(|_: &str| {}))
@@ -342,7 +328,7 @@ mod tests {
         assert_eq!(got.len(), 1, "one expiry: {got:?}");
         assert!(got[0].contains(&second), "the second confirmation expired: {got:?}");
         assert!(!runtime.host().confirmation_pending(&second));
-        assert!(other.host().confirmation_pending(&open(&other, "other-2")));
+        assert!(other.host().confirmation_pending(&invoke_close(&other, "other-2")));
     }
 
     /// PIPELINE.md section 9: the runtime's user data is released before
