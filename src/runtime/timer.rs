@@ -295,7 +295,6 @@ mod tests {
     /// between checks that the skip is per runtime.
     #[test]
     fn a_later_deadline_expires_after_the_earlier_one_was_resolved() {
-        use crate::runtime::Runtime;
         let expired = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
         let make = |ttl: u64| {
             let e = expired.clone();
