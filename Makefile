@@ -21,20 +21,25 @@ PLAN    ?= examples-c/dispatch/plan.jsonl
 all: lib
 
 # The shared and static library (SONAME librcip.so.$(ABI_MAJOR)).
+# The C ABI crate (crates/rcip-capi) builds librcip_capi.{so,a}; the
+# library's name for C hosts is librcip (its SONAME is set by that crate's
+# build.rs), so the outputs are linked under it.
 lib:
-	$(CARGO) build --release --lib
+	$(CARGO) build --release -p rcip-capi
+	ln -sf librcip_capi.so $(LIBDIR)/librcip.so
+	ln -sf librcip_capi.a $(LIBDIR)/librcip.a
 	ln -sf librcip.so $(LIBDIR)/librcip.so.$(ABI_MAJOR)
 
 # Copies the header build.rs generated into include/ (commit the result).
 header: lib
-	cp "$$(ls -t $(LIBDIR)/build/rcip-*/out/rcip.h | head -n 1)" include/rcip.h
+	cp "$$(ls -t $(LIBDIR)/build/rcip-capi-*/out/rcip.h | head -n 1)" include/rcip.h
 
 conformance:
 	$(CARGO) build --release -p rcip-conformance
 
 # The catalog linter (`rcip check CATALOG.json`).
 cli:
-	$(CARGO) build --release --bin rcip
+	$(CARGO) build --release -p rcip --bin rcip
 
 $(BUILD):
 	mkdir -p $(BUILD)

@@ -1,7 +1,7 @@
 /*
  * rcip.h: the C ABI of rcip, the RCIP 1.0 capability runtime.
  *
- * Generated from src/ffi by build.rs (cbindgen); do not edit by hand.
+ * Generated from crates/rcip-capi/src by build.rs (cbindgen); do not edit by hand.
  * Regenerate with `make header`; a test fails when this copy is stale.
  *
  * Conventions that hold for every function:
@@ -825,10 +825,6 @@ typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefi
  * (`rcip_mcp_server_new`).
  */
 typedef int32_t (*rcip_mcp_session_factory_callback)(void *user_data, struct rcip_mcp_session_setup *setup);
-
-
-
-
 
 #ifdef __cplusplus
 extern "C" {

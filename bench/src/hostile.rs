@@ -171,9 +171,9 @@ fn main() {
     let times = std::sync::Mutex::new(Vec::<(String, Instant)>::new());
     let times = Arc::new(times);
     let t = times.clone();
-    let session = rcip::mcp::McpSession::new(
+    let session = rcip_mcp::McpSession::new(
         &runtime,
-        rcip::mcp::McpOptions::default(),
+        rcip_mcp::McpOptions::default(),
         Arc::new(move |m: &str| {
             let v: Value = serde_json::from_str(m).unwrap_or(Value::Null);
             let id = v["id"].to_string();

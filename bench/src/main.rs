@@ -26,16 +26,16 @@
 //! sees its allocations; the workloads call the exported C functions.
 
 use rcip::catalog::Catalog;
-use rcip::ffi::binding::*;
-use rcip::ffi::catalog::*;
-use rcip::ffi::client::*;
-use rcip::ffi::host::*;
-use rcip::ffi::invocation::*;
-use rcip::ffi::policy::*;
-use rcip::ffi::result::rcip_result;
-use rcip::ffi::runtime::*;
-use rcip::ffi::sink::*;
-use rcip::ffi::snapshot::*;
+use rcip_capi::binding::*;
+use rcip_capi::catalog::*;
+use rcip_capi::client::*;
+use rcip_capi::host::*;
+use rcip_capi::invocation::*;
+use rcip_capi::policy::*;
+use rcip_capi::result::rcip_result;
+use rcip_capi::runtime::*;
+use rcip_capi::sink::*;
+use rcip_capi::snapshot::*;
 use rcip::runtime::{Outcome, RcipError};
 use serde_json::{json, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -194,7 +194,7 @@ fn cs(s: &str) -> CString {
 
 fn check(rc: rcip_result, what: &str) {
     assert_eq!(rc, rcip_result::Ok, "{what}: {:?}", unsafe {
-        let m = rcip::ffi::result::rcip_last_error_message();
+        let m = rcip_capi::result::rcip_last_error_message();
         if m.is_null() {
             String::new()
         } else {

@@ -31,7 +31,7 @@ NO_CARGO = """rcip: cannot build the package: it bundles librcip, the Rust libra
 and building it needs cargo, which was not found (looked for %r).
 Either
   - install Rust (https://rustup.rs; Rust 1.85 or later) and run pip again, or
-  - build the library elsewhere (`cargo build --release --lib` or `make lib`
+  - build the library elsewhere (`cargo build --release -p rcip-capi` or `make lib`
     in the repository) and point pip at it:
       RCIP_PREBUILT_LIBRARY=/path/to/librcip.so pip install ./bindings/python
 """
@@ -43,6 +43,15 @@ def library_name():
     if sys.platform == "win32":
         return "rcip.dll"
     return "librcip.so"
+
+
+def cargo_output_name():
+    """What cargo names the C ABI crate's shared library (crates/rcip-capi)."""
+    if sys.platform == "darwin":
+        return "librcip_capi.dylib"
+    if sys.platform == "win32":
+        return "rcip_capi.dll"
+    return "librcip_capi.so"
 
 
 def build_library():
@@ -60,9 +69,9 @@ def build_library():
     cargo = os.environ.get("CARGO", "cargo")
     if shutil.which(cargo) is None:
         raise SystemExit(NO_CARGO % cargo)
-    subprocess.check_call([cargo, "build", "--release", "--lib", "--manifest-path", manifest])
+    subprocess.check_call([cargo, "build", "--release", "-p", "rcip-capi", "--manifest-path", manifest])
     target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
-    return os.path.join(target, "release", library_name())
+    return os.path.join(target, "release", cargo_output_name())
 
 
 def strip(path):

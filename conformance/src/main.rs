@@ -11,7 +11,7 @@
 
 // Links the library's C functions (see Cargo.toml); nothing else of it is
 // named.
-use rcip as _;
+use rcip_capi as _;
 
 mod abi;
 mod compare;

@@ -3,9 +3,9 @@
 //! effect. Every target drives the C ABI (the product's real boundary).
 #![allow(dead_code)]
 
-use rcip::ffi::catalog::*;
-use rcip::ffi::result::rcip_result;
-use rcip::ffi::string::rcip_string_free;
+use rcip_capi::catalog::*;
+use rcip_capi::result::rcip_result;
+use rcip_capi::string::rcip_string_free;
 use serde_json::Value;
 use std::ffi::{c_char, CStr};
 use std::sync::OnceLock;
@@ -64,7 +64,7 @@ pub fn no_panic(rc: rcip_result, what: &str) {
 }
 
 pub fn last_error() -> Option<String> {
-    unsafe { borrowed(rcip::ffi::result::rcip_last_error_message()) }
+    unsafe { borrowed(rcip_capi::result::rcip_last_error_message()) }
 }
 
 /// One capability per effect, scopes with a parent, schemas that exercise

@@ -33,16 +33,16 @@ mod common;
 use arbitrary::Arbitrary;
 use common::*;
 use libfuzzer_sys::fuzz_target;
-use rcip::ffi::binding::*;
-use rcip::ffi::cancel::*;
-use rcip::ffi::client::*;
-use rcip::ffi::host::*;
-use rcip::ffi::invocation::*;
-use rcip::ffi::policy::*;
-use rcip::ffi::result::rcip_result;
-use rcip::ffi::runtime::*;
-use rcip::ffi::sink::*;
-use rcip::ffi::snapshot::*;
+use rcip_capi::binding::*;
+use rcip_capi::cancel::*;
+use rcip_capi::client::*;
+use rcip_capi::host::*;
+use rcip_capi::invocation::*;
+use rcip_capi::policy::*;
+use rcip_capi::result::rcip_result;
+use rcip_capi::runtime::*;
+use rcip_capi::sink::*;
+use rcip_capi::snapshot::*;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -756,7 +756,7 @@ impl Driver {
                     handle: Cell::new(ptr::null_mut()),
                 });
                 let ud = &*data as *const BindingData as *mut c_void;
-                let avail_cb: rcip::ffi::callback::rcip_availability_callback = if *avail == AvailMode::None {
+                let avail_cb: rcip_capi::callback::rcip_availability_callback = if *avail == AvailMode::None {
                     None
                 } else {
                     Some(availability)

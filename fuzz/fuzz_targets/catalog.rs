@@ -13,13 +13,13 @@ mod common;
 
 use common::*;
 use libfuzzer_sys::fuzz_target;
-use rcip::ffi::catalog::*;
-use rcip::ffi::client::*;
-use rcip::ffi::host::*;
-use rcip::ffi::invocation::*;
-use rcip::ffi::result::rcip_result;
-use rcip::ffi::runtime::*;
-use rcip::ffi::snapshot::*;
+use rcip_capi::catalog::*;
+use rcip_capi::client::*;
+use rcip_capi::host::*;
+use rcip_capi::invocation::*;
+use rcip_capi::result::rcip_result;
+use rcip_capi::runtime::*;
+use rcip_capi::snapshot::*;
 use std::ffi::{c_char, c_void};
 use std::ptr;
 
@@ -154,7 +154,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         for b in bindings {
-            rcip::ffi::binding::rcip_binding_free(b);
+            rcip_capi::binding::rcip_binding_free(b);
         }
         rcip_runtime_free(runtime);
     }

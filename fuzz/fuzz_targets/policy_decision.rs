@@ -18,12 +18,12 @@ mod common;
 
 use common::*;
 use libfuzzer_sys::fuzz_target;
-use rcip::ffi::client::*;
-use rcip::ffi::host::*;
-use rcip::ffi::invocation::*;
-use rcip::ffi::policy::*;
-use rcip::ffi::result::rcip_result;
-use rcip::ffi::runtime::*;
+use rcip_capi::client::*;
+use rcip_capi::host::*;
+use rcip_capi::invocation::*;
+use rcip_capi::policy::*;
+use rcip_capi::result::rcip_result;
+use rcip_capi::runtime::*;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void};
@@ -232,7 +232,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        rcip::ffi::binding::rcip_binding_free(b);
+        rcip_capi::binding::rcip_binding_free(b);
         rcip_runtime_free(runtime);
     }
 });

@@ -19,8 +19,8 @@ mod common;
 
 use common::*;
 use libfuzzer_sys::fuzz_target;
-use rcip::ffi::result::rcip_result;
-use rcip::ffi::schema::*;
+use rcip_capi::result::rcip_result;
+use rcip_capi::schema::*;
 use std::ptr;
 
 fuzz_target!(|data: &[u8]| {

@@ -12,7 +12,7 @@
 //! Loopback-free, bounded: a few thousand calls in all.
 
 use rcip::catalog::Catalog;
-use rcip::mcp::{McpOptions, McpSession};
+use rcip_mcp::{McpOptions, McpSession};
 use rcip::runtime::{Invocation, Runtime};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};

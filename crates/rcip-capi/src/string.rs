@@ -1,0 +1,45 @@
+//! Strings the library returns, and version queries.
+
+use super::guard::ffi_guard_or;
+use std::ffi::{c_char, CString};
+
+/// Turns text into a library-owned C string (freed with `rcip_string_free`).
+pub(crate) fn into_c_string(text: &str) -> *mut c_char {
+    super::callback::c_json(text).into_raw()
+}
+
+/// Frees a string the library returned through a `char **` out-parameter.
+///
+/// Ownership: consumes `string`; use only on strings from rcip (never
+/// `free()`: another allocator). NULL does nothing; freeing twice is
+/// undefined. Strings returned as `const char *` are never freed.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_string_free(string: *mut c_char) {
+    ffi_guard_or!((), {
+        if !string.is_null() {
+            drop(CString::from_raw(string));
+        }
+    })
+}
+
+/// The ABI version of this library: MAJOR * 10000 + MINOR * 100 + PATCH.
+/// Equals `RCIP_ABI_VERSION` of the header it was built with; a host can
+/// compare the two at startup.
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn rcip_abi_version() -> u32 {
+    ffi_guard_or!(0, { rcip::abi_version() })
+}
+
+/// The library version as text (`"MAJOR.MINOR.PATCH"`).
+///
+/// Ownership: static; do not free.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn rcip_version() -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    })
+}

@@ -1,0 +1,182 @@
+//! JSON-RPC 2.0 framing for the MCP session: classifying what arrives,
+//! building what leaves. MCP (2025-11-25, "Base Protocol") narrows JSON-RPC:
+//! request ids are strings or integers and never `null`, params are objects,
+//! and batches are not part of the protocol.
+
+use rcip::json::{JsonError, Limits};
+use serde_json::{json, Map, Value};
+
+/// Invalid JSON was received.
+pub(crate) const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object.
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not offered.
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters (MCP: also an unknown tool).
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+/// Internal error (for example: the runtime is closed).
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
+
+/// What one message turned out to be.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Incoming {
+    /// A request: it gets exactly one response.
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
+    /// A notification: it never gets a response.
+    Notification { method: String, params: Option<Value> },
+    /// A response to a request this session sent: `Ok(result)` or
+    /// `Err(error object)`.
+    Response { id: Value, outcome: Result<Value, Value> },
+    /// A message that is not valid JSON-RPC: answered with this error (the
+    /// id is `null` when it could not be read).
+    Invalid { id: Value, code: i64, message: String },
+    /// Something that cannot be answered (a malformed response).
+    Ignored,
+}
+
+/// A request id MCP accepts: a string or an integer.
+fn valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        // Integers within 64 bits, exactly as sent (parse_bytes_exact);
+        // a larger one reads as a double and is refused.
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+/// Reads one message (one line of the stdio transport, without its
+/// newline).
+pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
+    // Exact integers: request ids are compared and echoed as sent.
+    let value = match rcip::json::parse_bytes_exact(bytes, limits) {
+        Ok(v) => v,
+        Err(e) => {
+            let message = match e {
+                JsonError::NotUtf8 => "Parse error: the message is not UTF-8".to_string(),
+                other => format!("Parse error: {other}"),
+            };
+            return Incoming::Invalid {
+                id: Value::Null,
+                code: PARSE_ERROR,
+                message,
+            };
+        }
+    };
+    classify_value(value)
+}
+
+/// Classifies one parsed message (parsed as [`classify`] parses: integers
+/// exact).
+pub(crate) fn classify_value(value: Value) -> Incoming {
+    let Value::Object(mut map) = value else {
+        let message = if value.is_array() {
+            "Invalid Request: JSON-RPC batches are not part of MCP; send one message per line"
+        } else {
+            "Invalid Request: a message must be a JSON object"
+        };
+        return Incoming::Invalid {
+            id: Value::Null,
+            code: INVALID_REQUEST,
+            message: message.into(),
+        };
+    };
+    let id = map.remove("id");
+    let id_ok = id.as_ref().is_some_and(valid_id);
+    let reply_id = if id_ok {
+        id.clone().unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
+    let version_ok = map.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+
+    match map.remove("method") {
+        Some(Value::String(method)) => {
+            let invalid = |message: &str| Incoming::Invalid {
+                id: reply_id.clone(),
+                code: INVALID_REQUEST,
+                message: format!("Invalid Request: {message}"),
+            };
+            if !version_ok {
+                return invalid("\"jsonrpc\" must be \"2.0\"");
+            }
+            if id.is_some() && !id_ok {
+                return invalid("\"id\" must be a string or an integer (MCP: never null)");
+            }
+            let params = map.remove("params");
+            // MCP: params are an object (JSON-RPC's by-position arrays are
+            // not part of the protocol).
+            if params.as_ref().is_some_and(|p| !p.is_object()) {
+                return invalid("\"params\" must be an object");
+            }
+            match id {
+                Some(id) => Incoming::Request { id, method, params },
+                None => Incoming::Notification { method, params },
+            }
+        }
+        Some(_) => Incoming::Invalid {
+            id: reply_id,
+            code: INVALID_REQUEST,
+            message: "Invalid Request: \"method\" must be a string".into(),
+        },
+        None => {
+            let result = map.remove("result");
+            let error = map.remove("error");
+            match (result, error) {
+                (Some(result), None) if id_ok && version_ok => Incoming::Response {
+                    id: reply_id,
+                    outcome: Ok(result),
+                },
+                (None, Some(error)) if id_ok && version_ok && error.is_object() => Incoming::Response {
+                    id: reply_id,
+                    outcome: Err(error),
+                },
+                // A malformed response: JSON-RPC never answers a response.
+                (Some(_), _) | (_, Some(_)) => Incoming::Ignored,
+                (None, None) => Incoming::Invalid {
+                    id: reply_id,
+                    code: INVALID_REQUEST,
+                    message: "Invalid Request: neither a request (\"method\") nor a response (\"result\" or \"error\")"
+                        .into(),
+                },
+            }
+        }
+    }
+}
+
+/// The key of a request id: its JSON text as serde_json writes it (a
+/// string with its quotes, an integer exactly as sent), so `1` and `"1"`
+/// are different ids and integers beyond 2^53 stay distinct.
+pub(crate) fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// A success response.
+pub(crate) fn response(id: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+/// An error response.
+pub(crate) fn error_response(id: &Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// A request this session sends.
+pub(crate) fn request(id: &Value, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// A notification this session sends.
+pub(crate) fn notification(method: &str, params: Option<Value>) -> String {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), Value::String("2.0".into()));
+    m.insert("method".into(), Value::String(method.into()));
+    if let Some(p) = params {
+        m.insert("params".into(), p);
+    }
+    Value::Object(m).to_string()
+}

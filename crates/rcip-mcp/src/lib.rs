@@ -1,0 +1,342 @@
+//! An MCP server session over a runtime's consumer surface: the bridge that
+//! lets any Model Context Protocol client (a desktop assistant, an IDE
+//! agent, an agent framework) discover and invoke a host's capabilities,
+//! without giving up an RCIP guarantee.
+//!
+//! The session is transport-agnostic: JSON-RPC 2.0 messages go in through
+//! [`McpSession::receive`] and replies, requests and notifications come out
+//! through an [`McpOutput`]; [`McpSession::serve`] and
+//! [`McpSession::serve_stdio`] add the stdio transport (newline-delimited
+//! messages). It implements MCP revision 2025-11-25:
+//!
+//! - lifecycle: `initialize` (any proposed revision is answered with
+//!   2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
+//!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
+//!   other method, such as a newer
+//!   client's `server/discover`, is `-32601`, so such clients fall back;
+//! - `tools/list` from the current snapshot (one tool per capability: name
+//!   = capability id, annotations by effect, `_meta` with the RCIP effect,
+//!   scopes, relevance, availability and snapshot revision), optionally
+//!   filtered and paginated ([`McpOptions`]);
+//! - `tools/call` through [`Client::invoke`](rcip::runtime::Client::invoke)
+//!   with the request's own cancellation token (`notifications/cancelled`
+//!   cancels it); an unknown tool is `-32602`;
+//! - `notifications/tools/list_changed` only when what `tools/list` returns
+//!   changes, not on every revision;
+//! - a handler's side channel (**rcip**, docs/MCP.md "Progress, logging and
+//!   elicitation"): its progress reports become `notifications/progress`
+//!   (when the call carried `_meta.progressToken`), its log messages
+//!   `notifications/message` (filtered by `logging/setLevel`, `info` by
+//!   default), its questions `elicitation/create` (clients that declared
+//!   form elicitation; schemas checked against MCP's rules), its sampling
+//!   requests `sampling/createMessage` (clients that declared sampling),
+//!   each related to the call and queued before its response;
+//! - duplicate in-flight request ids are refused, malformed JSON-RPC gets
+//!   the standard error codes.
+//!
+//! Only the consumer surface is used. No MCP method reaches the host
+//! controls (binding, context, refresh, confirmation resolution): a
+//! `confirmation_required` outcome becomes an error result naming the
+//! confirmation and its expiry, which only the host can approve. As a host
+//! opt-in ([`ConfirmationMode::Elicit`]) the session asks the MCP client's
+//! user through `elicitation/create` and resolves the confirmation with the
+//! answer through [`Host::resolve_confirmation`](rcip::runtime::Host::resolve_confirmation);
+//! a client that did not declare form elicitation never gets an approval.
+//!
+//! The mapping is documented in docs/MCP.md.
+
+mod content;
+mod elicit;
+pub mod http;
+mod jsonrpc;
+mod outbox;
+mod pool;
+mod session;
+mod timer;
+mod tools;
+
+#[cfg(test)]
+mod content_tests;
+#[cfg(test)]
+mod naming_tests;
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+pub use content::{ContentMap, ContentSource};
+pub use pool::WorkerPool;
+pub use session::McpSession;
+
+use rcip::runtime::Filter;
+use serde_json::Value;
+
+/// The MCP protocol revision the session implements.
+pub const MCP_PROTOCOL_REVISION: &str = "2025-11-25";
+
+/// The largest message the session reads, in bytes, unless
+/// [`McpOptions::max_message_bytes`] says otherwise (16 MiB: the default
+/// payload limit of 8 MiB plus room for the envelope and escapes). The C
+/// ABI's `RCIP_MCP_DEFAULT_MAX_MESSAGE_BYTES`.
+pub const MCP_DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a message the session sends is, so a transport can route it
+/// (Streamable HTTP sends a response on the stream of its request).
+///
+/// `id` and `related` are request id keys: the exact JSON text of a
+/// client request's id (`7`, `"abc"`), as [`McpSession::request_key`]
+/// computes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind<'a> {
+    /// The response to the client's request `id`.
+    Response { id: &'a str },
+    /// A request the session sends (`elicitation/create`), on behalf of
+    /// the client's request `related` when there is one.
+    Request { related: Option<&'a str> },
+    /// A notification; `related` is the client's request it belongs to
+    /// (progress, log messages), `None` for session-wide ones
+    /// (`notifications/tools/list_changed`).
+    Notification { related: Option<&'a str> },
+    /// No message: the client's request `id` ends without a response (it
+    /// was cancelled). The message text is empty; a transport that keeps
+    /// something per request lets it go.
+    Abandoned { id: &'a str },
+}
+
+/// Receives every message the session sends (responses, requests,
+/// notifications), each a complete JSON-RPC message without a trailing
+/// newline.
+///
+/// Called one message at a time (never concurrently), in order, on
+/// whichever thread produced or is delivering messages, with no session
+/// lock held. It may call [`McpSession::receive`] (that message's replies
+/// are delivered after `send` returns).
+pub trait McpOutput: Send + Sync {
+    fn send(&self, message: &str);
+
+    /// As [`send`](Self::send), with what the message is; the default
+    /// ignores the kind.
+    fn send_message(&self, message: &str, kind: MessageKind<'_>) {
+        if !matches!(kind, MessageKind::Abandoned { .. }) {
+            self.send(message)
+        }
+    }
+}
+
+impl<F: Fn(&str) + Send + Sync> McpOutput for F {
+    fn send(&self, message: &str) {
+        self(message)
+    }
+}
+
+/// Who may approve a confirmation a tool call opens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ConfirmationMode {
+    /// Only the host (its own UI, through its host controller). The MCP
+    /// client gets an error result naming the confirmation and its expiry.
+    #[default]
+    Host,
+    /// Host opt-in: ask the MCP client's user with `elicitation/create`
+    /// (form mode) and resolve the confirmation with the answer: accept
+    /// approves, decline and cancel decline. A client without form
+    /// elicitation is answered as in [`ConfirmationMode::Host`].
+    Elicit,
+}
+
+/// How tools are named (**rcip**, docs/MCP.md "Tool names").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ToolNames {
+    /// The capability id as it is (default).
+    #[default]
+    Ids,
+    /// The capability id with every character outside `[A-Za-z0-9_-]`
+    /// replaced by `_`, for clients that accept only such names
+    /// (`^[a-zA-Z0-9_-]{1,64}$`).
+    Safe,
+    /// An explicit name for some capabilities (capability id → tool name);
+    /// the others keep their id.
+    Map(Vec<(String, String)>),
+}
+
+/// The longest tool name the `safe` and map namings allow, in characters.
+pub const MAX_TOOL_NAME_CHARS: usize = 64;
+
+/// Default of [`McpOptions::workers`].
+pub const DEFAULT_WORKERS: usize = 2;
+/// Default of [`McpOptions::max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+/// Default of [`McpOptions::max_queued_messages`].
+pub const DEFAULT_MAX_QUEUED_MESSAGES: usize = 256;
+/// Default of [`McpOptions::max_pending_confirmations`].
+pub const DEFAULT_MAX_PENDING_CONFIRMATIONS: usize = 16;
+
+/// How a session presents the runtime.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct McpOptions {
+    /// Which capabilities `tools/list` offers (an `RcipCapabilityFilter`:
+    /// `context: "current"` for the relevant ones, `availableOnly` for the
+    /// available ones, `scopeId`, `effect`). Default: all. Calls are not
+    /// filtered: the runtime decides, as for any consumer.
+    pub filter: Filter,
+    /// Who approves confirmations.
+    pub confirmation: ConfirmationMode,
+    /// Tools per `tools/list` page; `None` (default) lists all at once.
+    pub page_size: Option<usize>,
+    /// `serverInfo.name` (default: the catalog's application id).
+    pub server_name: Option<String>,
+    /// `serverInfo.version` (default: the application's version, else
+    /// rcip's).
+    pub server_version: Option<String>,
+    /// `instructions` (default: the application's description).
+    pub instructions: Option<String>,
+    /// The largest message read, in bytes (default
+    /// 16 MiB).
+    pub max_message_bytes: Option<usize>,
+    /// How tools are named (default: capability ids).
+    pub tool_names: ToolNames,
+    /// Worker threads that run `tools/call` (validation, policy, handler),
+    /// cancellations and confirmation answers, so that the thread that
+    /// reads the transport never runs host code (**rcip**). `None`: the
+    /// default, [`DEFAULT_WORKERS`]; `Some(0)`: no pool, everything runs on
+    /// the thread that calls [`McpSession::receive`] (for hosts that drive
+    /// the session from their own threads). A Streamable HTTP server shares
+    /// one pool among its sessions.
+    pub workers: Option<usize>,
+    /// Client requests in flight at once (default
+    /// [`DEFAULT_MAX_IN_FLIGHT`]); one more is answered `-32000`, and the
+    /// stdio transport stops reading until one is answered.
+    pub max_in_flight: Option<usize>,
+    /// Outgoing messages that may wait for delivery (default
+    /// [`DEFAULT_MAX_QUEUED_MESSAGES`]); beyond it progress and log
+    /// notifications are dropped and counted, `list_changed` is coalesced,
+    /// responses are always kept, and the stdio transport stops reading.
+    pub max_queued_messages: Option<usize>,
+    /// Pending confirmations of the session's runtime (default
+    /// [`DEFAULT_MAX_PENDING_CONFIRMATIONS`]); a call that would open one
+    /// more gets it declined through the host at once (`denied`,
+    /// `CONFIRMATION_DECLINED`, **rcip**).
+    pub max_pending_confirmations: Option<usize>,
+    /// Content blocks from output properties (**rcip**, docs/MCP.md
+    /// "Content blocks"): for each capability named, the blocks of its
+    /// succeeded results in order; the others get the structured content
+    /// as one text block. Checked against the catalog when the session is
+    /// created.
+    pub content: ContentMap,
+}
+
+/// The keys [`McpOptions::from_value`] reads.
+pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
+    "filter",
+    "confirmation",
+    "pageSize",
+    "serverName",
+    "serverVersion",
+    "instructions",
+    "maxMessageBytes",
+    "toolNames",
+    "workers",
+    "maxInFlight",
+    "maxQueuedMessages",
+    "maxPendingConfirmations",
+    "content",
+];
+
+impl McpOptions {
+    /// Parses `{"filter"?: RcipCapabilityFilter, "confirmation"?: "host" |
+    /// "elicit", "pageSize"?: 1..=1000, "serverName"?: string,
+    /// "serverVersion"?: string, "instructions"?: string,
+    /// "maxMessageBytes"?: integer >= 1024, "toolNames"?: "ids" | "safe" |
+    /// {capability id: tool name}, "workers"?: 0..=64, "maxInFlight"?:
+    /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
+    /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
+    /// [{"type": "json" | "text" | "image" | "audio" | "resource",
+    /// "property"?: output property}]}`. An unknown key or a value
+    /// of the wrong type is an error message.
+    pub fn from_value(value: &Value) -> Result<McpOptions, String> {
+        let Value::Object(map) = value else {
+            return Err("the MCP options must be a JSON object".into());
+        };
+        let mut o = McpOptions::default();
+        let string = |key: &str, v: &Value| -> Result<String, String> {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("/{key} must be a string"))
+        };
+        let count = |key: &str, v: &Value, min: u64, max: u64| -> Result<usize, String> {
+            match v.as_u64() {
+                Some(n) if (min..=max).contains(&n) => Ok(n as usize),
+                _ => Err(format!("/{key} must be an integer from {min} to {max}")),
+            }
+        };
+        for (key, v) in map {
+            match key.as_str() {
+                "filter" => o.filter = Filter::from_value(v).map_err(|e| format!("/filter: {e}"))?,
+                "confirmation" => {
+                    o.confirmation = match v.as_str() {
+                        Some("host") => ConfirmationMode::Host,
+                        Some("elicit") => ConfirmationMode::Elicit,
+                        _ => return Err("/confirmation must be \"host\" or \"elicit\"".into()),
+                    }
+                }
+                "pageSize" => o.page_size = Some(count(key, v, 1, 1000)?),
+                "serverName" => o.server_name = Some(string(key, v)?),
+                "serverVersion" => o.server_version = Some(string(key, v)?),
+                "instructions" => o.instructions = Some(string(key, v)?),
+                "maxMessageBytes" => match v.as_u64() {
+                    Some(n) if n >= 1024 => o.max_message_bytes = Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                    _ => return Err("/maxMessageBytes must be an integer of at least 1024".into()),
+                },
+                "toolNames" => {
+                    o.tool_names = match v {
+                        Value::String(s) if s == "ids" => ToolNames::Ids,
+                        Value::String(s) if s == "safe" => ToolNames::Safe,
+                        Value::Object(m) => ToolNames::Map(
+                            m.iter()
+                                .map(|(id, name)| match name.as_str() {
+                                    Some(n) => Ok((id.clone(), n.to_string())),
+                                    None => Err(format!("/toolNames/{id} must be a string (the tool name)")),
+                                })
+                                .collect::<Result<_, _>>()?,
+                        ),
+                        _ => {
+                            return Err(
+                                "/toolNames must be \"ids\", \"safe\" or an object of capability id to tool name"
+                                    .into(),
+                            )
+                        }
+                    }
+                }
+                "workers" => o.workers = Some(count(key, v, 0, 64)?),
+                "maxInFlight" => o.max_in_flight = Some(count(key, v, 1, 65536)?),
+                "maxQueuedMessages" => o.max_queued_messages = Some(count(key, v, 1, 1 << 20)?),
+                "maxPendingConfirmations" => o.max_pending_confirmations = Some(count(key, v, 1, 65536)?),
+                "content" => o.content = content::parse(v)?,
+                other => {
+                    return Err(format!(
+                        "the MCP options have no field \"{other}\" (allowed: {})",
+                        SESSION_OPTION_KEYS.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// The tool name a capability gets under `naming` (before collision
+/// checks): the id, the id with unsafe characters replaced, or the mapped
+/// name.
+pub(crate) fn tool_name_for<'a>(naming: &'a ToolNames, capability_id: &'a str) -> std::borrow::Cow<'a, str> {
+    match naming {
+        ToolNames::Ids => capability_id.into(),
+        ToolNames::Safe => capability_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect::<String>()
+            .into(),
+        ToolNames::Map(map) => map
+            .iter()
+            .find(|(id, _)| id == capability_id)
+            .map_or(capability_id.into(), |(_, name)| name.as_str().into()),
+    }
+}

@@ -1,0 +1,700 @@
+//! The Streamable HTTP server (src/mcp/http) driven over real sockets on
+//! 127.0.0.1 with hyper's client: sessions as runtimes, the security
+//! defaults, resumption, polling, idle expiry, limits and shutdown.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use rcip::catalog::Catalog;
+use rcip_mcp::http::{HttpOptions, McpHttpServer, ResponseMode, SessionRequest, SessionRuntime};
+use rcip::runtime::{Invocation, LifecycleEvent, Runtime, RuntimeBuilder};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn catalog() -> Catalog {
+    let text = json!({
+        "protocolVersion": "1.0",
+        "application": {"id": "clinic", "name": "Clinic", "description": "A clinic for tests.", "version": "1.0.0"},
+        "scopes": [
+            {"id": "ward", "title": "Ward", "description": "The ward."},
+            {"id": "desk", "title": "Desk", "description": "The front desk."}
+        ],
+        "capabilities": [
+            {"id": "ward.list", "title": "List beds", "description": "Lists beds.", "scopeIds": ["ward"],
+             "effect": "read", "inputSchema": {"type": "object", "additionalProperties": false},
+             "outputSchema": {"type": "object"}},
+            {"id": "ward.slow", "title": "Slow report", "description": "Reports slowly.", "scopeIds": ["ward"],
+             "effect": "read", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+            {"id": "ward.discharge", "title": "Discharge", "description": "Discharges a patient.",
+             "scopeIds": ["ward"], "effect": "destructive", "inputSchema": {"type": "object"},
+             "outputSchema": {"type": "object"}}
+        ]
+    });
+    Catalog::from_bytes(text.to_string().as_bytes()).unwrap()
+}
+
+/// What a session's runtime is held by in these tests.
+struct Held {
+    runtime: Runtime,
+    ended: Arc<AtomicUsize>,
+}
+
+impl SessionRuntime for Held {
+    fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+    fn session_ended(&self) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+struct Fixture {
+    server: McpHttpServer<Held>,
+    addr: SocketAddr,
+    /// Invocations of `ward.slow`, settled by the test.
+    slow: Arc<Mutex<Vec<Invocation>>>,
+    ended: Arc<AtomicUsize>,
+    created: Arc<AtomicUsize>,
+    events: Arc<Mutex<Vec<String>>>,
+}
+
+fn fixture(options: HttpOptions) -> Fixture {
+    let catalog = catalog();
+    let slow: Arc<Mutex<Vec<Invocation>>> = Arc::default();
+    let ended = Arc::new(AtomicUsize::new(0));
+    let created = Arc::new(AtomicUsize::new(0));
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (c, s, e, n, ev) = (catalog.clone(), slow.clone(), ended.clone(), created.clone(), events.clone());
+    let factory = move |req: &SessionRequest<'_>| -> Result<Held, String> {
+        if req.client_name() == Some("refused") {
+            return Err("this client is not welcome".into());
+        }
+        let mut b = RuntimeBuilder::new(&c);
+        let ev = ev.clone();
+        b.event_observer(Arc::new(move |e: &LifecycleEvent| ev.lock().push(e.to_json())));
+        let runtime = b.build();
+        let host = runtime.host();
+        let list = host
+            .bind("ward.list", Arc::new(|inv: Invocation| inv.complete(json!({"beds": 3})).unwrap()), None)
+            .unwrap();
+        let s = s.clone();
+        let slow_binding = host
+            .bind("ward.slow", Arc::new(move |inv: Invocation| s.lock().push(inv)), None)
+            .unwrap();
+        let discharge = host
+            .bind("ward.discharge", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None)
+            .unwrap();
+        // The bindings live as long as the runtime.
+        std::mem::forget((list, slow_binding, discharge));
+        if req.client_name() == Some("ward-agent") {
+            host.set_context_json(br#"{"activeScopeIds": ["ward"], "primaryScopeId": "ward"}"#)
+                .unwrap();
+        }
+        n.fetch_add(1, Ordering::SeqCst);
+        Ok(Held {
+            runtime,
+            ended: e.clone(),
+        })
+    };
+    let server = McpHttpServer::bind(&catalog, "127.0.0.1:0", options, factory).unwrap();
+    server.start().unwrap();
+    let addr = server.local_addr();
+    Fixture {
+        server,
+        addr,
+        slow,
+        ended,
+        created,
+        events,
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Response<Incoming> {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+    sender.send_request(req).await.unwrap()
+}
+
+fn request(addr: SocketAddr, method: &str, session: Option<&str>, body: &str) -> hyper::http::request::Builder {
+    let mut b = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}/mcp"))
+        .header("host", format!("127.0.0.1:{}", addr.port()))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s);
+    }
+    let _ = body;
+    b
+}
+
+async fn post(addr: SocketAddr, session: Option<&str>, body: Value) -> (StatusCode, Option<String>, String) {
+    let text = body.to_string();
+    let req = request(addr, "POST", session, &text).body(Full::new(Bytes::from(text))).unwrap();
+    let resp = send(addr, req).await;
+    let status = resp.status();
+    let sid = resp
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, sid, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// The JSON-RPC messages of an SSE body (the data lines).
+fn sse_messages(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|e| {
+            let data: String = e
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .collect::<Vec<_>>()
+                .join("\n");
+            serde_json::from_str(&data).ok()
+        })
+        .collect()
+}
+
+/// The one JSON-RPC answer of a POST, whether JSON or SSE.
+fn answer(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|_| sse_messages(body).pop().expect("an SSE message"))
+}
+
+async fn initialize(addr: SocketAddr, client: &str) -> String {
+    let (status, sid, body) = post(
+        addr,
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(answer(&body)["result"]["protocolVersion"], "2025-11-25");
+    let sid = sid.expect("a session id");
+    let (status, _, _) = post(
+        addr,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    sid
+}
+
+fn call(id: u64, name: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+}
+
+#[test]
+fn each_session_is_a_runtime_of_its_own() {
+    let f = fixture(HttpOptions::default());
+    rt().block_on(async {
+        let a = initialize(f.addr, "ward-agent").await;
+        let b = initialize(f.addr, "desk-agent").await;
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert_eq!(f.created.load(Ordering::SeqCst), 2);
+        // Each session's tools/list reflects its own context.
+        let list = |sid: String| async move {
+            let (_, _, body) = post(
+                f.addr,
+                Some(&sid),
+                json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+            )
+            .await;
+            answer(&body)["result"]["tools"][0]["_meta"]["rcip/relevance"].clone()
+        };
+        assert_eq!(list(a.clone()).await, "current");
+        assert_eq!(list(b.clone()).await, "other");
+        // A call answered as SSE; invocation ids are per runtime.
+        let (status, _, body) = post(f.addr, Some(&a), call(6, "ward.list")).await;
+        assert_eq!(status, StatusCode::OK);
+        let messages = sse_messages(&body);
+        assert_eq!(messages.len(), 1, "{body}");
+        assert_eq!(messages[0]["result"]["structuredContent"], json!({"beds": 3}));
+        assert!(body.starts_with("id: "), "a priming event first: {body}");
+        // The host reaches each session's runtime by id.
+        let ids: Vec<_> = f.server.sessions().into_iter().map(|s| s.session_id).collect();
+        assert!(ids.contains(&a) && ids.contains(&b));
+        let host_b = f.server.session_host(&b).unwrap();
+        host_b.set_context_json(br#"{"activeScopeIds": ["desk"]}"#).unwrap();
+        assert_eq!(list(a.clone()).await, "current", "a's context is untouched");
+        // DELETE ends b: 404 afterwards, its runtime closed, the host told once.
+        let req = request(f.addr, "DELETE", Some(&b), "")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::OK);
+        let (status, _, _) = post(f.addr, Some(&b), json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(f.ended.load(Ordering::SeqCst), 1);
+        // A late host call on the ended session answers Closed, not a crash.
+        assert!(host_b.set_context_json(br#"{"activeScopeIds": []}"#).is_err());
+    });
+}
+
+#[test]
+fn security_defaults_refuse_with_clear_http_errors() {
+    let options = HttpOptions {
+        max_body_bytes: 2048,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}})
+        .to_string();
+        let with = |name: &str, value: &str| {
+            request(f.addr, "POST", None, "")
+                .header(name, value)
+                .body(Full::new(Bytes::from(init.clone())))
+                .unwrap()
+        };
+        // DNS rebinding: another site's Host or Origin.
+        assert_eq!(send(f.addr, with("origin", "http://evil.example.com")).await.status(), StatusCode::FORBIDDEN);
+        let mut req = with("x-any", "1");
+        req.headers_mut().insert("host", "evil.example.com".parse().unwrap());
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::FORBIDDEN);
+        // A localhost origin on any port is fine.
+        assert_eq!(send(f.addr, with("origin", "http://localhost:5173")).await.status(), StatusCode::OK);
+        // An unknown protocol version.
+        assert_eq!(send(f.addr, with("mcp-protocol-version", "1999-01-01")).await.status(), StatusCode::BAD_REQUEST);
+        // Too large.
+        let big = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"p\":\"{}\"}}}}", "a".repeat(4096));
+        let req = request(f.addr, "POST", None, "").body(Full::new(Bytes::from(big))).unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        // No session / unknown session.
+        let (status, _, _) = post(f.addr, None, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let (status, _, _) = post(f.addr, Some("nope"), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        // Not JSON; a batch; another method.
+        let req = request(f.addr, "POST", None, "").body(Full::new(Bytes::from("{oops"))).unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::BAD_REQUEST);
+        let req = request(f.addr, "PUT", None, "").body(Full::new(Bytes::new())).unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::METHOD_NOT_ALLOWED);
+        // Accepted versions on any session, including an older one.
+        let sid = initialize(f.addr, "y").await;
+        for v in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+            let req = request(f.addr, "POST", Some(&sid), "")
+                .header("mcp-protocol-version", v)
+                .body(Full::new(Bytes::from(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#)))
+                .unwrap();
+            assert_eq!(send(f.addr, req).await.status(), StatusCode::OK, "{v}");
+        }
+    });
+}
+
+#[test]
+fn a_dropped_stream_does_not_cancel_and_the_answer_waits_for_resumption() {
+    let f = fixture(HttpOptions::default());
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let text = call(11, "ward.slow").to_string();
+        let req = request(f.addr, "POST", Some(&sid), "").body(Full::new(Bytes::from(text))).unwrap();
+        let resp = send(f.addr, req).await;
+        let mut body = resp.into_body();
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        let first = String::from_utf8(first.to_vec()).unwrap();
+        let last_id = first.lines().next().unwrap().strip_prefix("id: ").unwrap().to_string();
+        drop(body); // the client loses the connection
+        // The call goes on: the handler has it, not cancelled.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let inv = f.slow.lock().pop().expect("the handler got the call");
+        assert!(!inv.is_cancelled());
+        inv.complete(json!({"report": "done"})).unwrap();
+        // Resumed with Last-Event-ID: the answer is there.
+        let req = request(f.addr, "GET", Some(&sid), "")
+            .header("last-event-id", last_id)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let resp = send(f.addr, req).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        let text = String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        let m = sse_messages(&text);
+        assert_eq!(m.last().unwrap()["id"], 11, "{text}");
+        assert_eq!(m.last().unwrap()["result"]["structuredContent"]["report"], "done");
+    });
+}
+
+#[test]
+fn poll_after_closes_a_pending_call_stream_with_a_retry() {
+    let options = HttpOptions {
+        poll_after_ms: Some(50),
+        retry_ms: 300,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let (status, _, body) = post(f.addr, Some(&sid), call(12, "ward.slow")).await;
+        assert_eq!(status, StatusCode::OK);
+        // The stream closed without the answer, after the priming event.
+        assert!(body.contains("retry: 300"), "{body}");
+        assert!(sse_messages(&body).is_empty(), "{body}");
+        let last_id = body.lines().next().unwrap().strip_prefix("id: ").unwrap().to_string();
+        f.slow.lock().pop().unwrap().complete(json!({"n": 1})).unwrap();
+        let req = request(f.addr, "GET", Some(&sid), "")
+            .header("last-event-id", last_id)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let text = String::from_utf8(
+            send(f.addr, req).await.into_body().collect().await.unwrap().to_bytes().to_vec(),
+        )
+        .unwrap();
+        assert_eq!(sse_messages(&text).last().unwrap()["id"], 12, "{text}");
+    });
+}
+
+#[test]
+fn idle_sessions_end_but_not_while_a_call_is_pending() {
+    let options = HttpOptions {
+        idle_timeout_ms: 150,
+        response_mode: ResponseMode::Json,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let idle = initialize(f.addr, "idle").await;
+        let busy = initialize(f.addr, "busy").await;
+        // busy has a call pending in its handler (answered as JSON: the
+        // POST waits).
+        let addr = f.addr;
+        let b = busy.clone();
+        let pending = tokio::spawn(async move { post(addr, Some(&b), call(13, "ward.slow")).await });
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let (status, _, _) = post(f.addr, Some(&idle), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "the idle session expired");
+        assert!(f.server.session(&busy).is_some(), "the busy one did not");
+        assert_eq!(f.ended.load(Ordering::SeqCst), 1);
+        f.slow.lock().pop().unwrap().complete(json!({})).unwrap();
+        let (status, _, body) = pending.await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(answer(&body)["id"], 13);
+    });
+}
+
+#[test]
+fn a_failing_factory_answers_internal_error_and_creates_nothing() {
+    let f = fixture(HttpOptions::default());
+    rt().block_on(async {
+        let (status, sid, body) = post(
+            f.addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "refused", "version": "1"}}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(sid.is_none());
+        let v = answer(&body);
+        assert_eq!(v["error"]["code"], -32603);
+        assert!(v["error"]["message"].as_str().unwrap().contains("not welcome"));
+        assert!(f.server.sessions().is_empty());
+    });
+}
+
+#[test]
+fn limits_on_sessions_and_in_flight_requests() {
+    let options = HttpOptions {
+        max_sessions: 1,
+        max_in_flight: 1,
+        response_mode: ResponseMode::Json,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let sid = initialize(f.addr, "one").await;
+        let (status, _, _) = post(
+            f.addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        let addr = f.addr;
+        let s = sid.clone();
+        let pending = tokio::spawn(async move { post(addr, Some(&s), call(20, "ward.slow")).await });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (status, _, _) = post(f.addr, Some(&sid), json!({"jsonrpc": "2.0", "id": 21, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        f.slow.lock().pop().unwrap().complete(json!({})).unwrap();
+        assert_eq!(pending.await.unwrap().0, StatusCode::OK);
+    });
+}
+
+#[test]
+fn shutdown_ends_every_session_and_aborts_pending_calls() {
+    let f = fixture(HttpOptions::default());
+    let sid = rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let addr = f.addr;
+        let s = sid.clone();
+        // The SSE answer never comes; the connection stays open.
+        tokio::spawn(async move {
+            let _ = post(addr, Some(&s), call(30, "ward.slow")).await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        sid
+    });
+    let started = Instant::now();
+    f.server.shutdown(Duration::from_millis(2000));
+    // The held call never ends: shutdown returned because of its bound
+    // (loose, for a loaded machine).
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+    assert_eq!(f.ended.load(Ordering::SeqCst), 1);
+    assert!(f.server.session(&sid).is_none());
+    let events = f.events.lock().join("\n");
+    assert!(events.contains("EXECUTION_ABORTED"), "{events}");
+    // The late completion of the aborted call is harmless.
+    let _ = f.slow.lock().pop().unwrap().complete(json!({}));
+    // No new connections.
+    assert!(std::net::TcpStream::connect_timeout(&f.addr, Duration::from_millis(200)).is_err());
+}
+
+// ---- found by a cold review (each failed before its fix) ----------------
+
+#[test]
+fn invalid_ids_and_invalid_messages_are_refused_without_a_trace() {
+    let options = HttpOptions {
+        max_sessions: 2,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        // An id MCP refuses: 400 at once, no session, nothing routed.
+        for id in [json!(1.5), json!(true), json!({"k": 1})] {
+            let (status, sid, _) = post(
+                f.addr,
+                None,
+                json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{id}");
+            assert!(sid.is_none());
+        }
+        // An initialize the session refuses (no protocolVersion) creates none.
+        let (status, sid, body) = post(f.addr, None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(sid.is_none(), "{body}");
+        assert_eq!(answer(&body)["error"]["code"], -32602);
+        assert!(f.server.sessions().is_empty());
+        let sid = initialize(f.addr, "a").await;
+        for bad in [json!({}), json!({"jsonrpc": "2.0", "id": true, "method": "ping"}), json!({"jsonrpc": "2.0", "id": 3})] {
+            let (status, _, _) = post(f.addr, Some(&sid), bad.clone()).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+        // A ping still works, and the session can go idle later (nothing pinned).
+        let (status, _, _) = post(f.addr, Some(&sid), json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::OK);
+    });
+}
+
+#[test]
+fn a_cancelled_call_ends_its_request_and_frees_its_id() {
+    let options = HttpOptions {
+        response_mode: ResponseMode::Json,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let addr = f.addr;
+        let s = sid.clone();
+        let pending = tokio::spawn(async move { post(addr, Some(&s), call(42, "ward.slow")).await });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (status, _, _) = post(
+            f.addr,
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        // The request ends at once, though the handler has not ended yet.
+        let (status, _, body) = tokio::time::timeout(Duration::from_secs(5), pending).await.expect("answered").unwrap();
+        assert_eq!(status, StatusCode::ACCEPTED, "no response is due: {body}");
+        let inv = f.slow.lock().pop().unwrap();
+        assert!(inv.is_cancelled());
+        inv.fail(true).unwrap();
+        // Once the handler ended, the id is free again.
+        let (status, _, body) = post(f.addr, Some(&sid), call(42, "ward.list")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(answer(&body)["result"]["isError"], false, "{body}");
+    });
+}
+
+#[test]
+fn a_closed_stream_restarts_the_idle_clock_and_a_stale_stream_is_not_404() {
+    let options = HttpOptions {
+        idle_timeout_ms: 400,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let req = request(f.addr, "GET", Some(&sid), "").body(Full::new(Bytes::new())).unwrap();
+        let resp = send(f.addr, req).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        tokio::time::sleep(Duration::from_millis(1200)).await; // held open: not idle
+        drop(resp);
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let (status, _, _) = post(f.addr, Some(&sid), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        assert_eq!(status, StatusCode::OK, "the idle clock starts when the stream closes");
+        let req = request(f.addr, "GET", Some(&sid), "")
+            .header("last-event-id", "999-1")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::BAD_REQUEST);
+    });
+}
+
+#[test]
+fn a_call_pending_at_shutdown_gets_its_aborted_outcome_on_its_stream() {
+    let f = fixture(HttpOptions::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let runtime = rt();
+    runtime.block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let addr = f.addr;
+        tokio::spawn(async move {
+            let got = post(addr, Some(&sid), call(50, "ward.slow")).await;
+            let _ = tx.send(got);
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    let server = &f.server;
+    std::thread::scope(|s| {
+        s.spawn(|| server.shutdown(Duration::from_millis(2000)));
+        // Keep the client's runtime running while the server shuts down.
+        runtime.block_on(async { tokio::time::sleep(Duration::from_millis(300)).await });
+    });
+    let (_, _, body) = rx.recv_timeout(Duration::from_secs(5)).expect("the stream ended");
+    let last = sse_messages(&body).pop().expect("an answer on the stream");
+    assert_eq!(last["id"], 50);
+    assert_eq!(last["result"]["_meta"]["rcip/outcome"]["error"]["code"], "EXECUTION_ABORTED", "{body}");
+}
+
+#[test]
+fn a_cancellation_is_never_queued_behind_the_handlers_it_should_stop() {
+    let catalog = catalog();
+    let c = catalog.clone();
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let running = Arc::new(AtomicUsize::new(0));
+    let (st, run) = (stopped.clone(), running.clone());
+    let factory = move |_: &SessionRequest<'_>| -> Result<Held, String> {
+        let runtime = Runtime::new(&c);
+        let (st, run) = (st.clone(), run.clone());
+        // Busy handlers that poll their token: they occupy both workers.
+        let b = runtime
+            .host()
+            .bind(
+                "ward.slow",
+                Arc::new(move |inv: Invocation| {
+                    run.fetch_add(1, Ordering::SeqCst);
+                    let deadline = Instant::now() + Duration::from_secs(8);
+                    while !inv.is_cancelled() && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    if inv.is_cancelled() {
+                        st.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _ = inv.fail(true);
+                }),
+                None,
+            )
+            .unwrap();
+        std::mem::forget(b);
+        Ok(Held {
+            runtime,
+            ended: Arc::new(AtomicUsize::new(0)),
+        })
+    };
+    let server = McpHttpServer::bind(&catalog, "127.0.0.1:0", HttpOptions::default(), factory).unwrap();
+    server.start().unwrap();
+    let addr = server.local_addr();
+    rt().block_on(async {
+        let sid = initialize(addr, "a").await;
+        for id in [1, 2] {
+            let s = sid.clone();
+            tokio::spawn(async move {
+                let _ = post(addr, Some(&s), call(id, "ward.slow")).await;
+            });
+        }
+        // Both handlers hold both workers before the cancellations are sent.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while running.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(running.load(Ordering::SeqCst), 2);
+        let started = Instant::now();
+        for id in [1, 2] {
+            post(
+                addr,
+                Some(&sid),
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}),
+            )
+            .await;
+        }
+        // Another session's initialize does not wait for them either.
+        initialize(addr, "b").await;
+        while stopped.load(Ordering::SeqCst) < 2 && started.elapsed() < Duration::from_secs(8) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Queued behind them, the cancellations would arrive after the
+        // handlers gave up at their 8 s deadline, uncancelled.
+        assert_eq!(stopped.load(Ordering::SeqCst), 2, "{:?}", started.elapsed());
+    });
+}
+
+#[test]
+fn a_loopback_bind_other_than_127_0_0_1_accepts_its_own_url() {
+    let catalog = catalog();
+    let c = catalog.clone();
+    let server = McpHttpServer::bind(&catalog, "127.0.0.2:0", HttpOptions::default(), move |_: &SessionRequest<'_>| {
+        Ok(Held {
+            runtime: Runtime::new(&c),
+            ended: Arc::new(AtomicUsize::new(0)),
+        })
+    });
+    let Ok(server) = server else { return }; // no 127.0.0.2 here: nothing to check
+    server.start().unwrap();
+    let addr = server.local_addr();
+    rt().block_on(async {
+        let text = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}).to_string();
+        let req = Request::builder()
+            .method("POST")
+            .uri(format!("http://{addr}/mcp"))
+            .header("host", addr.to_string())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(text)))
+            .unwrap();
+        assert_eq!(send(addr, req).await.status(), StatusCode::OK);
+    });
+}

@@ -1,0 +1,191 @@
+//! Waitable outcomes (**rcip**): a [`Pending`] receives the one outcome of
+//! an invocation, a confirmation resolution or a preflight (its report),
+//! and hands it over exactly once: to [`Pending::wait`] (from any thread,
+//! with a timeout) or to a callback attached with [`Pending::on_ready`].
+//! Dropping it before that keeps every guarantee: the outcome still
+//! arrives, at nobody, and nothing leaks.
+
+use super::callbacks::OutcomeSink;
+use super::shared::{in_callback_of, Shared};
+use super::types::JsonText;
+use parking_lot::{Condvar, Mutex};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// A timeout that never ends (`u64::MAX` milliseconds).
+pub const WAIT_FOREVER: u64 = u64::MAX;
+
+/// Where [`Pending::on_ready`] sends the outcome.
+pub type ReadyCallback = Box<dyn OutcomeSink>;
+
+enum State {
+    /// No outcome yet, nobody to hand it to but a waiter.
+    Waiting,
+    /// The outcome, not handed over yet.
+    Ready(JsonText),
+    /// A callback will receive it.
+    Callback(ReadyCallback),
+    /// Handed over (to a waiter or a callback), or the handle was dropped.
+    Done,
+}
+
+struct Slot {
+    state: Mutex<State>,
+    ready: Condvar,
+    /// The runtime's shared state, for the context checks.
+    runtime: Weak<Shared>,
+    runtime_key: usize,
+}
+
+/// Why [`Pending::wait`] gave no outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitError {
+    /// The timeout passed first; the outcome may still come.
+    TimedOut,
+    /// The outcome was already handed over (to a wait or a callback), or a
+    /// callback is attached.
+    AlreadyUsed,
+    /// Waiting here could deadlock: inside a callback of the same runtime,
+    /// or on the thread that runs its manual timers.
+    WrongContext,
+}
+
+/// The pending outcome of one invoke, resolve or preflight call.
+pub struct Pending {
+    slot: Arc<Slot>,
+}
+
+struct PendingSink {
+    slot: Arc<Slot>,
+}
+
+impl OutcomeSink for PendingSink {
+    fn deliver(self: Box<Self>, json: &JsonText) {
+        let slot = &self.slot;
+        let mut st = slot.state.lock();
+        match std::mem::replace(&mut *st, State::Done) {
+            State::Waiting => {
+                *st = State::Ready(json.clone());
+                drop(st);
+                slot.ready.notify_all();
+            }
+            State::Callback(cb) => {
+                // Never call host code under the slot's lock.
+                drop(st);
+                cb.deliver(json);
+            }
+            // Dropped before the outcome came: it goes to nobody.
+            other => *st = other,
+        }
+    }
+}
+
+impl Pending {
+    /// A new pending outcome for a call on `runtime`, and the sink to pass
+    /// to that call.
+    pub(crate) fn new(runtime: &Arc<Shared>) -> (Pending, Box<dyn OutcomeSink>) {
+        let slot = Arc::new(Slot {
+            state: Mutex::new(State::Waiting),
+            ready: Condvar::new(),
+            runtime: Arc::downgrade(runtime),
+            runtime_key: Arc::as_ptr(runtime) as usize,
+        });
+        let sink = Box::new(PendingSink { slot: slot.clone() });
+        (Pending { slot }, sink)
+    }
+
+    /// True when the outcome has arrived and was not handed over yet.
+    pub fn is_ready(&self) -> bool {
+        matches!(*self.slot.state.lock(), State::Ready(_))
+    }
+
+    /// True when waiting on this thread could deadlock.
+    fn wrong_context(&self) -> bool {
+        if in_callback_of(self.slot.runtime_key) {
+            return true;
+        }
+        self.slot.runtime.upgrade().is_some_and(|r| r.is_manual_timer_thread())
+    }
+
+    /// Waits up to `timeout_ms` milliseconds ([`WAIT_FOREVER`]: no limit;
+    /// 0: a poll that never blocks) and takes the outcome.
+    pub fn wait(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
+        if timeout_ms > 0 && !self.is_ready() && self.wrong_context() {
+            return Err(WaitError::WrongContext);
+        }
+        let deadline = if timeout_ms == WAIT_FOREVER {
+            None
+        } else {
+            Instant::now().checked_add(Duration::from_millis(timeout_ms))
+        };
+        let mut st = self.slot.state.lock();
+        loop {
+            match std::mem::replace(&mut *st, State::Done) {
+                State::Ready(json) => return Ok(json),
+                State::Waiting => *st = State::Waiting,
+                other => {
+                    *st = other;
+                    return Err(WaitError::AlreadyUsed);
+                }
+            }
+            if timeout_ms == 0 {
+                return Err(WaitError::TimedOut);
+            }
+            match deadline {
+                None => self.slot.ready.wait(&mut st),
+                Some(at) => {
+                    if self.slot.ready.wait_until(&mut st, at).timed_out() {
+                        if let State::Ready(_) = &*st {
+                            continue;
+                        }
+                        return Err(WaitError::TimedOut);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands the outcome to `callback` instead: at once on this thread when
+    /// it has arrived, else on the thread that delivers it. The callback
+    /// keeps its claim when the handle is dropped afterwards. Fails (and
+    /// tells `callback` it was refused) when the outcome was already handed
+    /// over or a callback is attached.
+    pub fn on_ready(&self, callback: ReadyCallback) -> Result<(), WaitError> {
+        let mut st = self.slot.state.lock();
+        match std::mem::replace(&mut *st, State::Done) {
+            State::Waiting => {
+                *st = State::Callback(callback);
+                drop(st);
+                // A wait blocked on another thread now answers AlreadyUsed.
+                self.slot.ready.notify_all();
+                Ok(())
+            }
+            State::Ready(json) => {
+                drop(st);
+                callback.deliver(&json);
+                Ok(())
+            }
+            other => {
+                *st = other;
+                drop(st);
+                callback.refused();
+                Err(WaitError::AlreadyUsed)
+            }
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // An unread outcome is released; an attached callback keeps its
+        // claim; a later outcome goes to nobody.
+        let old = {
+            let mut st = self.slot.state.lock();
+            match &*st {
+                State::Callback(_) => None,
+                _ => Some(std::mem::replace(&mut *st, State::Done)),
+            }
+        };
+        drop(old);
+    }
+}

@@ -1,0 +1,1051 @@
+//! Strict rules and issue shapes of [`Schema`], each checked against what
+//! the reference (Ajv 8, `Ajv2020`, `strict: true`, `allErrors: true`) does.
+
+use super::eval::Mode;
+use super::*;
+use serde_json::json;
+
+fn compile(schema: Value) -> Schema {
+    match Schema::compile(&schema) {
+        Ok(s) => s,
+        Err(e) => panic!("{schema} should compile: {e:?}"),
+    }
+}
+
+/// The rules of the errors `schema` is refused with.
+fn refused(schema: Value) -> Vec<(String, &'static str)> {
+    match Schema::compile(&schema) {
+        Ok(_) => panic!("{schema} should be refused"),
+        Err(e) => {
+            assert!(!e.is_empty());
+            e.into_iter().map(|e| (e.pointer, e.rule)).collect()
+        }
+    }
+}
+
+fn has(errors: &[(String, &'static str)], pointer: &str, rule: &str) -> bool {
+    errors.iter().any(|(p, r)| p == pointer && *r == rule)
+}
+
+/// The (instancePath, keyword) pairs of the issues, sorted.
+fn issues(schema: &Schema, data: Value) -> Vec<(String, String)> {
+    let list = schema.validate(&data);
+    assert_eq!(
+        list.is_empty(),
+        schema.is_valid(&data),
+        "validate and is_valid disagree on {data}"
+    );
+    let mut pairs: Vec<(String, String)> = list.into_iter().map(|i| (i.instance_path, i.keyword)).collect();
+    pairs.sort();
+    pairs
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = list.iter().map(|(p, k)| (p.to_string(), k.to_string())).collect();
+    v.sort();
+    v
+}
+
+// ---- strict compile -------------------------------------------------------
+
+#[test]
+fn unknown_keywords_are_refused_where_compiled() {
+    let e = refused(json!({"type": "object", "properties": {"a": {"type": "string", "tpye": "x"}}}));
+    assert!(has(&e, "/properties/a/tpye", "unknown keyword"));
+    for kw in [
+        "$anchor",
+        "additionalItems",
+        "example",
+        "x-internal",
+        "discriminator",
+        "errorMessage",
+    ] {
+        let e = refused(json!({"type": "string", kw: "x"}));
+        assert!(has(&e, &format!("/{kw}"), "unknown keyword"), "{kw}");
+    }
+    // A $defs entry nothing references is never compiled, so never checked.
+    compile(json!({"type": "string", "$defs": {"x": {"x-note": 1, "format": "email"}}}));
+    // A referenced one is.
+    let e = refused(
+        json!({"type": "object", "properties": {"c": {"$ref": "#/$defs/c"}}, "$defs": {"c": {"type": "string", "maxLenght": 3}}}),
+    );
+    assert!(has(&e, "/$defs/c/maxLenght", "unknown keyword"));
+    // Annotations are known.
+    compile(
+        json!({"type": "string", "title": "t", "description": "d", "default": "x", "examples": ["a"],
+        "deprecated": false, "readOnly": true, "writeOnly": false, "$comment": "c",
+        "contentMediaType": "text/plain", "contentEncoding": "base64"}),
+    );
+}
+
+#[test]
+fn schema_dialect_and_meta_schema() {
+    compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}));
+    compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema#", "type": "string"}));
+    assert!(has(
+        &refused(json!({"$schema": "http://json-schema.org/draft-07/schema#"})),
+        "/$schema",
+        "$schema"
+    ));
+    // $schema inside a subschema is ignored.
+    compile(
+        json!({"type": "object", "properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"}}}),
+    );
+    let e = refused(json!({"type": "string", "minLength": -1}));
+    assert!(has(&e, "/minLength", "meta-schema"));
+    assert!(has(&refused(json!({"type": "strng"})), "/type", "meta-schema"));
+    assert!(has(
+        &refused(json!({"type": "number", "multipleOf": 0})),
+        "/multipleOf",
+        "meta-schema"
+    ));
+    // A non-object schema fails every vocabulary meta-schema the same way:
+    // one problem, not eight copies.
+    assert_eq!(refused(json!([])).len(), 1, "{:?}", refused(json!([])));
+}
+
+#[test]
+fn nullable_and_id() {
+    let s = compile(json!({"type": "string", "nullable": true}));
+    assert!(s.is_valid(&json!(null)) && s.is_valid(&json!("a")) && !s.is_valid(&json!(1)));
+    assert!(has(&refused(json!({"nullable": true})), "/nullable", "nullable"));
+    assert!(has(
+        &refused(json!({"type": ["string", "null"], "nullable": false})),
+        "/nullable",
+        "nullable"
+    ));
+    assert!(has(
+        &refused(json!({"id": "https://example.com/x", "type": "string"})),
+        "/id",
+        "id"
+    ));
+}
+
+#[test]
+fn strict_types() {
+    // Union types: only one type, or one type and null.
+    assert!(has(
+        &refused(json!({"type": ["string", "number"]})),
+        "/type",
+        "union type"
+    ));
+    assert!(has(
+        &refused(json!({"type": ["number", "integer"]})),
+        "/type",
+        "union type"
+    ));
+    compile(json!({"type": ["string", "null"], "minLength": 1}));
+    // Type-specific keywords need their type.
+    assert!(has(&refused(json!({"minimum": 1})), "/minimum", "strict types"));
+    assert!(has(
+        &refused(json!({"type": "integer", "minLength": 1})),
+        "/minLength",
+        "strict types"
+    ));
+    compile(json!({"type": "integer", "minimum": 1, "multipleOf": 2}));
+    // Types flow into allOf/anyOf/oneOf/not/if/then/else, not into properties.
+    compile(json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}}]}));
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"minLength": 1}}})),
+        "/properties/a/minLength",
+        "strict types"
+    ));
+    // A type the context does not allow.
+    let e = refused(json!({"type": "object", "oneOf": [{"type": "object"}, {"type": "array"}]}));
+    assert!(has(&e, "/oneOf/1/type", "strict types"));
+    compile(json!({"type": "number", "allOf": [{"type": "integer"}]}));
+    assert!(has(
+        &refused(json!({"type": "integer", "allOf": [{"type": "number"}]})),
+        "/allOf/0/type",
+        "strict types"
+    ));
+    // propertyNames applies to strings.
+    compile(json!({"type": "object", "propertyNames": {"pattern": "^a"}}));
+    assert!(has(
+        &refused(json!({"type": "object", "propertyNames": {"type": "integer"}})),
+        "/propertyNames/type",
+        "strict types"
+    ));
+    // A schema whose only rule is $ref skips the check; the referring type does not reach the target.
+    compile(
+        json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string", "minLength": 1}}}),
+    );
+    assert!(has(
+        &refused(json!({"type": "string", "$ref": "#/$defs/s", "$defs": {"s": {"minLength": 1}}})),
+        "/$defs/s/minLength",
+        "strict types"
+    ));
+}
+
+#[test]
+fn strict_required() {
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]})),
+        "/required",
+        "strict required"
+    ));
+    assert!(has(
+        &refused(json!({"type": "object", "additionalProperties": {"type": "string"}, "required": ["k"]})),
+        "/required",
+        "strict required"
+    ));
+    // required inside allOf does not see the parent's properties (compiled before them)...
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"type": "string"}}, "allOf": [{"required": ["a"]}]})),
+        "/allOf/0/required",
+        "strict required"
+    ));
+    // ...but properties reached earlier through $ref count.
+    compile(json!({"type": "object", "$ref": "#/$defs/p", "required": ["a"],
+        "$defs": {"p": {"type": "object", "properties": {"a": {"type": "string"}}}}}));
+    // dependentSchemas sees only the last non-trivial property.
+    compile(
+        json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
+        "dependentSchemas": {"shipping": {"required": ["shipping"]}}}),
+    );
+    assert!(has(
+        &refused(
+            json!({"type": "object", "properties": {"address": {"type": "string"}, "shipping": {"type": "boolean"}},
+            "dependentSchemas": {"shipping": {"required": ["address"]}}})
+        ),
+        "/dependentSchemas/shipping/required",
+        "strict required"
+    ));
+}
+
+#[test]
+fn strict_tuples_conditionals_and_contains() {
+    assert!(has(
+        &refused(json!({"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}]})),
+        "/prefixItems",
+        "strict tuple"
+    ));
+    compile(json!({"type": "array", "prefixItems": [{"type": "number"}], "minItems": 1, "maxItems": 1}));
+    compile(json!({"type": "array", "prefixItems": [{"type": "number"}], "minItems": 1, "items": false}));
+    assert!(has(
+        &refused(
+            json!({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 1})
+        ),
+        "/prefixItems",
+        "strict tuple"
+    ));
+
+    assert!(has(
+        &refused(json!({"type": "number", "if": {"minimum": 0}})),
+        "/if",
+        "if/then/else"
+    ));
+    assert!(has(
+        &refused(json!({"type": "number", "then": {"minimum": 0}})),
+        "/then",
+        "if/then/else"
+    ));
+    assert!(has(
+        &refused(json!({"type": "number", "else": {"minimum": 0}})),
+        "/else",
+        "if/then/else"
+    ));
+
+    assert!(has(
+        &refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 0})),
+        "/minContains",
+        "contains"
+    ));
+    assert!(has(
+        &refused(json!({"type": "array", "contains": {"type": "integer"}, "minContains": 3, "maxContains": 2})),
+        "/minContains",
+        "contains"
+    ));
+    assert!(has(
+        &refused(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 0})),
+        "/minContains",
+        "contains"
+    ));
+    assert!(has(
+        &refused(json!({"type": "array", "maxContains": 2})),
+        "/maxContains",
+        "contains"
+    ));
+}
+
+#[test]
+fn formats_enums_regexes_and_matching_properties() {
+    assert!(has(
+        &refused(json!({"type": "string", "format": "email"})),
+        "/format",
+        "format"
+    ));
+    assert!(has(&refused(json!({"type": "string", "enum": []})), "/enum", "enum"));
+    assert!(has(
+        &refused(json!({"type": "string", "pattern": "^[\\w-.]+$"})),
+        "/pattern",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(json!({"type": "string", "pattern": "(unclosed"})),
+        "/pattern",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(json!({"type": "string", "pattern": "a\\-b"})),
+        "/pattern",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(json!({"type": "object", "patternProperties": {"^(x": {"type": "string"}}})),
+        "/patternProperties/^(x",
+        "regular expression"
+    ));
+    assert!(has(
+        &refused(
+            json!({"type": "object", "properties": {"x-id": {"type": "string"}}, "patternProperties": {"^x-": {"type": "string"}}})
+        ),
+        "/properties/x-id",
+        "matching properties"
+    ));
+}
+
+#[test]
+fn references_and_identifiers() {
+    assert!(has(
+        &refused(json!({"type": "object", "properties": {"a": {"$ref": "#/definitions/money"}}})),
+        "/properties/a/$ref",
+        "reference"
+    ));
+    assert!(has(
+        &refused(json!({"$ref": "https://example.com/s.json"})),
+        "/$ref",
+        "reference"
+    ));
+    assert!(has(
+        &refused(json!({"$ref": "./user.schema.json#/$defs/user"})),
+        "/$ref",
+        "reference"
+    ));
+    let e = refused(json!({"type": "object", "properties": {
+        "a": {"$id": "https://example.com/dup", "type": "string"},
+        "b": {"$id": "https://example.com/dup", "type": "integer"}}}));
+    assert!(e.iter().any(|(_, r)| *r == "duplicate identifier"));
+    assert!(has(
+        &refused(json!({"$dynamicRef": "https://example.com/x#a"})),
+        "/$dynamicRef",
+        "dynamic reference"
+    ));
+    // Local references, an embedded $id, escaped pointers and the meta-schema resolve.
+    let s = compile(json!({"$id": "https://example.com/root", "type": "object",
+        "properties": {"a": {"$ref": "item"}, "b~/c": {"type": "integer"}, "d": {"$ref": "#/properties/b~0~1c"}},
+        "$defs": {"i": {"$id": "item", "type": "string"}}}));
+    assert_eq!(
+        issues(&s, json!({"a": 1, "d": "x"})),
+        pairs(&[("/a", "type"), ("/d", "type")])
+    );
+    let meta = compile(json!({"$ref": "https://json-schema.org/draft/2020-12/schema"}));
+    assert!(meta.is_valid(&json!({"minLength": 1})));
+    assert_eq!(
+        issues(&meta, json!({"minLength": -1})),
+        pairs(&[("/minLength", "minimum")])
+    );
+}
+
+#[test]
+fn every_problem_is_listed() {
+    let e = refused(json!({"type": "object", "properties": {
+        "a": {"type": "string", "format": "email"},
+        "b": {"type": ["string", "integer"]},
+        "c": {"type": "string", "minLenght": 1}}}));
+    assert!(has(&e, "/properties/a/format", "format"));
+    assert!(has(&e, "/properties/b/type", "union type"));
+    assert!(has(&e, "/properties/c/minLenght", "unknown keyword"));
+    let shown = Schema::compile(&json!({"type": "string", "format": "email"})).unwrap_err()[0].to_string();
+    assert!(shown.starts_with("format at \"/format\": "), "{shown}");
+}
+
+// ---- issues ---------------------------------------------------------------
+
+#[test]
+fn type_and_keyword_issues() {
+    let s = compile(json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "multipleOf": 2}}}));
+    assert_eq!(issues(&s, json!({"n": "x"})), pairs(&[("/n", "type")]));
+    assert_eq!(
+        issues(&s, json!({"n": 3})),
+        pairs(&[("/n", "minimum"), ("/n", "multipleOf")])
+    );
+    assert_eq!(
+        issues(&s, json!({"n": 6.5})),
+        pairs(&[("/n", "type"), ("/n", "multipleOf")])
+    );
+    assert!(s.validate(&json!({"n": 6})).is_empty());
+    let messages = s.validate(&json!({"n": 3}));
+    assert!(messages.iter().all(|i| !i.message.is_empty()));
+}
+
+#[test]
+fn numbers_are_doubles() {
+    let cents = compile(json!({"type": "number", "multipleOf": 0.01}));
+    assert!(
+        !cents.is_valid(&json!(19.99)),
+        "19.99 / 0.01 is not an integer in doubles"
+    );
+    assert!(cents.is_valid(&json!(0.5)));
+    let half = compile(json!({"type": "number", "multipleOf": 0.5}));
+    assert!(!half.is_valid(&json!(1e308)));
+    let big = compile(json!({"const": 9007199254740993u64}));
+    let parse = |t: &str| crate::json::parse_str(t, &crate::json::Limits::default()).unwrap();
+    let big = {
+        let _ = big;
+        compile(parse(r#"{"const": 9007199254740993}"#))
+    };
+    assert!(big.is_valid(&parse("9007199254740992")));
+    assert!(!big.is_valid(&parse("9007199254740994")));
+    let int = compile(json!({"type": "integer"}));
+    assert!(int.is_valid(&parse("1.0")) && int.is_valid(&parse("1e300")) && !int.is_valid(&parse("1.5")));
+}
+
+#[test]
+fn every_required_and_additional_property() {
+    let s = compile(
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "required": ["a", "b"], "additionalProperties": false}),
+    );
+    assert_eq!(
+        issues(&s, json!({"x": 1, "y": 2})),
+        pairs(&[
+            ("", "required"),
+            ("", "required"),
+            ("", "additionalProperties"),
+            ("", "additionalProperties")
+        ])
+    );
+    let ap = compile(json!({"type": "object", "additionalProperties": {"type": "integer"}}));
+    assert_eq!(
+        issues(&ap, json!({"a": "1", "b": 2, "c": true})),
+        pairs(&[("/a", "type"), ("/c", "type")])
+    );
+    let pat = compile(
+        json!({"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": false}),
+    );
+    assert_eq!(
+        issues(&pat, json!({"x-a": 1, "b": 1})),
+        pairs(&[("/x-a", "type"), ("", "additionalProperties")])
+    );
+}
+
+#[test]
+fn any_of_one_of_not() {
+    let one = compile(json!({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]}));
+    assert_eq!(issues(&one, json!(5)), pairs(&[("", "oneOf")]));
+    assert_eq!(
+        issues(&one, json!(-1.5)),
+        pairs(&[("", "type"), ("", "minimum"), ("", "oneOf")])
+    );
+    assert!(one.validate(&json!(2.5)).is_empty());
+    // Once two branches match, later ones are not evaluated.
+    let bools = compile(json!({"oneOf": [true, true, false]}));
+    assert_eq!(issues(&bools, json!("x")), pairs(&[("", "oneOf")]));
+    let any = compile(json!({"anyOf": [{"type": "string"}, {"type": "number"}]}));
+    assert_eq!(
+        issues(&any, json!(null)),
+        pairs(&[("", "type"), ("", "type"), ("", "anyOf")])
+    );
+    assert!(any.validate(&json!(1)).is_empty());
+    let not = compile(json!({"type": "string", "not": {"const": "root"}}));
+    assert_eq!(issues(&not, json!("root")), pairs(&[("", "not")]));
+}
+
+#[test]
+fn if_then_else_reports_the_branch_then_if() {
+    let s = compile(
+        json!({"type": "object", "properties": {"mode": {"type": "string"}, "config": {"type": "object"}},
+        "if": {"properties": {"mode": {"const": "advanced"}}, "required": ["mode"]},
+        "then": {"properties": {"config": {"type": "object", "properties": {"level": {"type": "integer"}}, "required": ["level"]}}, "required": ["config"]}}),
+    );
+    assert!(s.validate(&json!({"mode": "basic"})).is_empty());
+    assert_eq!(
+        issues(&s, json!({"mode": "advanced"})),
+        pairs(&[("", "required"), ("", "if")])
+    );
+    assert_eq!(
+        issues(&s, json!({"mode": "advanced", "config": {"level": "x"}})),
+        pairs(&[("/config/level", "type"), ("", "if")])
+    );
+}
+
+#[test]
+fn contains_reports_each_scanned_item() {
+    let s = compile(json!({"type": "array", "contains": {"type": "string", "const": "admin"}}));
+    assert_eq!(issues(&s, json!(["user"])), pairs(&[("/0", "const"), ("", "contains")]));
+    assert_eq!(issues(&s, json!([])), pairs(&[("", "contains")]));
+    assert!(s.validate(&json!(["user", "admin"])).is_empty());
+    let max = compile(json!({"type": "array", "contains": {"type": "integer"}, "maxContains": 1}));
+    assert_eq!(
+        issues(&max, json!([1, "a", 2, 3])),
+        pairs(&[("/1", "type"), ("", "contains")])
+    );
+}
+
+#[test]
+fn property_names_dependent_required_and_items() {
+    let names = compile(json!({"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"}}));
+    assert_eq!(
+        issues(&names, json!({"A": 1, "b-c": 2, "ok": 3})),
+        pairs(&[
+            ("", "pattern"),
+            ("", "propertyNames"),
+            ("", "pattern"),
+            ("", "propertyNames")
+        ])
+    );
+    let dep = compile(
+        json!({"type": "object", "properties": {"card": {"type": "string"}, "cvv": {"type": "string"}, "exp": {"type": "string"}},
+        "dependentRequired": {"card": ["cvv", "exp"]}}),
+    );
+    assert_eq!(
+        issues(&dep, json!({"card": "x"})),
+        pairs(&[("", "dependentRequired"), ("", "dependentRequired")])
+    );
+    let tuple = compile(json!({"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": false}));
+    assert_eq!(issues(&tuple, json!(["a", 1, 2])), pairs(&[("", "items")]));
+    let no_items = compile(json!({"type": "array", "items": false}));
+    assert_eq!(
+        issues(&no_items, json!([1, 2])),
+        pairs(&[("/0", "false schema"), ("/1", "false schema")])
+    );
+}
+
+#[test]
+fn unevaluated_properties_and_items() {
+    let s = compile(json!({"type": "object", "properties": {"a": {"type": "string"}},
+        "allOf": [{"properties": {"b": {"type": "string"}}}], "unevaluatedProperties": false}));
+    assert!(s.validate(&json!({"a": "x", "b": "y"})).is_empty());
+    assert_eq!(
+        issues(&s, json!({"a": "x", "c": 1, "d": 2})),
+        pairs(&[("", "unevaluatedProperties"), ("", "unevaluatedProperties")])
+    );
+    // anyOf: only matching branches evaluate.
+    let any = compile(
+        json!({"type": "object", "anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]}, {"properties": {"b": {"const": 1}}, "required": ["b"]}],
+        "unevaluatedProperties": false}),
+    );
+    assert!(any.is_valid(&json!({"a": 1})));
+    assert_eq!(
+        issues(&any, json!({"a": 1, "b": 2})),
+        pairs(&[("", "unevaluatedProperties")])
+    );
+    // contains marks every item evaluated, as in the reference.
+    let items =
+        compile(json!({"type": "array", "contains": {"type": "string"}, "unevaluatedItems": {"type": "number"}}));
+    assert!(items.is_valid(&json!(["a", true])));
+}
+
+#[test]
+fn instance_paths_are_escaped_pointers() {
+    let s = compile(json!({"type": "object", "properties": {
+        "a/b": {"type": "integer"}, "c~d": {"type": "integer"}, "": {"type": "integer"},
+        "list": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}}}}}}));
+    assert_eq!(
+        issues(
+            &s,
+            json!({"a/b": "1", "c~d": "1", "": "1", "list": [{"x": 1}, {"x": "2"}]})
+        ),
+        pairs(&[
+            ("/a~1b", "type"),
+            ("/c~0d", "type"),
+            ("/", "type"),
+            ("/list/1/x", "type")
+        ])
+    );
+}
+
+#[test]
+fn patterns_match_as_javascript() {
+    let s = compile(json!({"type": "string", "pattern": "^\\d+$"}));
+    assert!(s.is_valid(&json!("123")));
+    assert!(!s.is_valid(&json!("١٢٣")), "\\d is ASCII only in JavaScript");
+    let letters = compile(json!({"type": "string", "pattern": "^\\p{L}+$"}));
+    assert!(letters.is_valid(&json!("héllo")));
+    let unanchored = compile(json!({"type": "string", "pattern": "b"}));
+    assert!(unanchored.is_valid(&json!("abc")));
+}
+
+#[test]
+fn boolean_schemas_and_loops() {
+    let f = compile(json!(false));
+    assert_eq!(issues(&f, json!(1)), pairs(&[("", "false schema")]));
+    assert!(compile(json!(true)).is_valid(&json!({"any": 1})));
+    let p = compile(json!({"type": "object", "properties": {"a": false}}));
+    assert_eq!(issues(&p, json!({"a": 1})), pairs(&[("/a", "false schema")]));
+    // A recursive schema follows the data.
+    let tree = compile(json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}}));
+    assert!(tree.is_valid(&json!({"kids": [{"kids": []}]})));
+    assert_eq!(
+        issues(&tree, json!({"kids": [{"kids": [1]}]})),
+        pairs(&[("/kids/0/kids/0", "type")])
+    );
+}
+
+#[test]
+fn schema_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Schema>();
+}
+
+#[test]
+fn deep_instances_within_the_payload_depth_limit() {
+    // Payloads may nest 1000 levels (crate::json::DEFAULT_MAX_DEPTH); a
+    // recursive schema follows them on a host thread's stack.
+    let depth = crate::json::DEFAULT_MAX_DEPTH;
+    let text = "[".repeat(depth) + &"]".repeat(depth);
+    let data = crate::json::parse_str(&text, &crate::json::Limits::default()).unwrap();
+    let s = compile(json!({"type": "array", "items": {"$ref": "#"}}));
+    let handle = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || (s.is_valid(&data), s.validate(&data).len()))
+        .unwrap();
+    assert_eq!(handle.join().unwrap(), (true, 0));
+}
+
+/// Valid-path speed against the jsonschema crate on a typical contract:
+/// `cargo test --release --lib schema::tests::valid_path_speed -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn valid_path_speed() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "customer": {"type": "string", "minLength": 1, "maxLength": 80},
+            "currency": {"enum": ["EUR", "USD", "GBP"]},
+            "lines": {"type": "array", "minItems": 1, "items": {
+                "type": "object",
+                "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"}, "qty": {"type": "integer", "minimum": 1}, "price": {"type": "number", "minimum": 0}},
+                "required": ["sku", "qty", "price"], "additionalProperties": false}},
+            "note": {"type": ["string", "null"]}
+        },
+        "required": ["customer", "currency", "lines"],
+        "additionalProperties": false
+    });
+    let data = json!({"customer": "ACME", "currency": "EUR", "note": null, "lines": [
+        {"sku": "ABC-1234", "qty": 2, "price": 9.5}, {"sku": "XYZ-0001", "qty": 1, "price": 100},
+        {"sku": "DEF-0042", "qty": 10, "price": 0.25}]});
+    let ours = compile(schema.clone());
+    let crate_validator = jsonschema::draft202012::options()
+        .should_validate_formats(false)
+        .build(&schema)
+        .unwrap();
+    assert!(ours.validate(&data).is_empty() && crate_validator.is_valid(&data));
+    let n: u32 = std::env::var("RCIP_SPEED_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(ours.validate(std::hint::black_box(&data)).is_empty());
+    }
+    let a = t.elapsed();
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(crate_validator.is_valid(std::hint::black_box(&data)));
+    }
+    let b = t.elapsed();
+    println!(
+        "rcip validate (valid): {:?}/call; jsonschema is_valid: {:?}/call",
+        a / n,
+        b / n
+    );
+}
+
+#[test]
+fn evaluated_properties_forgotten_by_a_failing_conditional_merge() {
+    // Ajv forgets the properties it knew were evaluated before a merge that
+    // only happens on success, when that merge does not happen.
+    let s = compile(json!({"type": "object",
+        "properties": {"p": {"type": "object"}},
+        "dependentSchemas": {"p": {"properties": {"z": {"type": "boolean"}}}},
+        "unevaluatedProperties": false}));
+    assert!(s.is_valid(&json!({"p": {}, "z": true})));
+    assert_eq!(
+        issues(&s, json!({"p": {}, "z": 1})),
+        pairs(&[
+            ("/z", "type"),
+            ("", "unevaluatedProperties"),
+            ("", "unevaluatedProperties")
+        ])
+    );
+    // $ref is applied before anyOf: a failing first branch loses "a" even
+    // when the second branch passes (checked against Ajv 8.20.0).
+    let any = compile(json!({"type": "object",
+        "$ref": "#/$defs/base", "$defs": {"base": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+        "anyOf": [{"properties": {"b": {"type": "string"}}, "required": ["b"]}, {"properties": {"c": {"type": "string"}}}],
+        "unevaluatedProperties": false}));
+    assert!(any.is_valid(&json!({"a": 1, "b": "x"})));
+    assert_eq!(
+        issues(&any, json!({"a": 1, "c": "x"})),
+        pairs(&[("", "unevaluatedProperties")])
+    );
+}
+
+/// `$defs` where each level names the next twice (the shape of issue 17).
+pub(super) fn fan_out_schema(levels: usize, applicator: &str) -> Value {
+    let mut defs = serde_json::Map::new();
+    for i in 0..levels {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(format!("d{i}"), json!({applicator: [{"$ref": next}, {"$ref": next}]}));
+    }
+    defs.insert(format!("d{levels}"), json!({"type": "string"}));
+    json!({"$ref": "#/$defs/d0", "$defs": defs})
+}
+
+#[test]
+fn references_that_fan_out_are_evaluated_once_per_location() {
+    let s = compile(fan_out_schema(30, "allOf"));
+    assert!(s.is_valid(&json!("x")));
+    // Ajv reports the leaf's issue 2^30 times; rcip once per use in the
+    // last level (the leaf has no reference, so each use is its own copy,
+    // as in the reference): twice (**rcip**).
+    assert_eq!(issues(&s, json!(1)), pairs(&[("", "type"), ("", "type")]));
+    let any = compile(fan_out_schema(30, "anyOf"));
+    assert!(any.is_valid(&json!("x")));
+    let got = issues(&any, json!(1));
+    assert_eq!(got.iter().filter(|(_, k)| k == "anyOf").count(), 30);
+    assert_eq!(got.iter().filter(|(_, k)| k == "type").count(), 2);
+    // Inside items: each item is its own location.
+    let mut root = fan_out_schema(25, "allOf");
+    root["type"] = json!("array");
+    root["items"] = json!({"$ref": "#/$defs/d0"});
+    root.as_object_mut().unwrap().remove("$ref");
+    let items = compile(root);
+    assert_eq!(
+        issues(&items, json!(["a", 1, 2])),
+        pairs(&[("/1", "type"), ("/1", "type"), ("/2", "type"), ("/2", "type")])
+    );
+    // The cost stays far below the budget.
+    let cost = s.validation_cost(&json!(1), Budget::default());
+    assert!(!cost.exhausted && cost.spent < 1000, "{cost:?}");
+    // And `rcip check` hears about it.
+    let w = s.performance_warnings();
+    assert!(
+        w.iter()
+            .any(|w| w.rule == "reference fan-out" && w.pointer == "/$defs/d1"),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn a_memoised_result_reports_its_issues_where_they_were_dropped() {
+    // The first use of #/$defs/n fails inside an anyOf whose other branch
+    // passes, so its issues are dropped; the second use must report them.
+    let s = compile(json!({
+        "$defs": {"n": {"type": "string"}},
+        "anyOf": [{"$ref": "#/$defs/n"}, {"type": "number"}],
+        "allOf": [{"$ref": "#/$defs/n"}]
+    }));
+    assert_eq!(issues(&s, json!(1)), pairs(&[("", "type")]));
+    // Evaluated first under `not` (no issues kept), then for real.
+    let s = compile(json!({
+        "$defs": {"n": {"type": "string"}},
+        "not": {"$ref": "#/$defs/n"},
+        "allOf": [{"$ref": "#/$defs/n"}]
+    }));
+    assert_eq!(issues(&s, json!(1)), pairs(&[("", "type")]));
+}
+
+#[test]
+fn the_budget_ends_a_validation_with_one_issue() {
+    let s = compile(json!({"type": "array", "items": {"type": "string", "pattern": "^(a+)+$(?<=a)"}}));
+    assert!(s
+        .performance_warnings()
+        .iter()
+        .any(|w| w.rule == "backtracking pattern" && w.pointer == "/items/pattern"));
+    let hostile = json!([format!("{}!", "a".repeat(64))]);
+    let small = Budget {
+        floor: 100_000,
+        per_pair: 1,
+    };
+    let got = s.validate_within(&hostile, small);
+    assert_eq!(got.len(), 1);
+    assert_eq!((got[0].instance_path.as_str(), got[0].keyword.as_str()), ("", "budget"));
+    assert!(!s.validate_within(&hostile, small).is_empty());
+    // A cheap value passes under the same budget.
+    assert!(s.validate_within(&json!(["aaa"]), small).is_empty());
+    let cost = s.validation_cost(&hostile, small);
+    assert!(cost.exhausted && cost.limit == 100_000, "{cost:?}");
+    // The budget grows with the instance: 10^5 items of a cheap schema.
+    let many = compile(json!({"type": "array", "items": {"type": "integer"}}));
+    let big = Value::Array((0..100_000).map(|i| json!(i)).collect());
+    let tight = Budget {
+        floor: 1000,
+        per_pair: 1,
+    };
+    let cost = many.validation_cost(&big, tight);
+    assert!(!cost.exhausted && cost.limit > 100_000, "{cost:?}");
+}
+
+/// The validity-only pass (`Evaluator::check`, with the fused plain-object
+/// check) answers exactly what the keyword-by-keyword evaluator answers, on
+/// every instance of every schema corpus, and spends the same units on a
+/// valid one.
+#[test]
+fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("tests/data/schema-corpus");
+    let mut checked = 0;
+    let mut flat = 0;
+    for name in [
+        "ajv2020-strict-suite.json",
+        "ajv2020-strict-probes.json",
+        "ajv2020-rcip-probes.json",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).expect("corpus file");
+        let corpus: Value = serde_json::from_str(&text).expect("corpus JSON");
+        for entry in corpus["entries"].as_array().expect("entries") {
+            let Ok(schema) = Schema::compile(&entry["schema"]) else {
+                continue;
+            };
+            for t in entry["tests"].as_array().expect("tests") {
+                let data = &t["data"];
+                let budget = Budget::default();
+                let general = Evaluator::run_with(&schema.program, data, false, budget, Mode::General);
+                for mode in [Mode::Fastest, Mode::Check] {
+                    let fast = Evaluator::run_with(&schema.program, data, false, budget, mode);
+                    let at = format!("{name} {} {mode:?}: {data}", entry["id"]);
+                    assert_eq!(fast.valid, general.valid, "{at}");
+                    assert_eq!(fast.exhausted, general.exhausted, "{at}");
+                    if fast.valid {
+                        assert_eq!(
+                            (fast.spent, fast.limit),
+                            (general.spent, general.limit),
+                            "units of {at}"
+                        );
+                    }
+                }
+                // Tight budgets: the flat plan's one comparison at the end
+                // gives the evaluator's exhaustion and budget on a valid
+                // instance, and `validate_within` the general evaluator's
+                // issues on every instance.
+                for floor in [general.spent, general.spent.saturating_sub(1), general.spent / 2] {
+                    let tight = Budget { floor, per_pair: 0 };
+                    let g = Evaluator::run_with(&schema.program, data, false, tight, Mode::General);
+                    let f = Evaluator::run_with(&schema.program, data, false, tight, Mode::Fastest);
+                    if general.valid {
+                        assert_eq!(
+                            (f.valid, f.exhausted, f.spent, f.limit),
+                            (g.valid, g.exhausted, g.spent, g.limit),
+                            "{name} {} floor {floor}: {data}",
+                            entry["id"]
+                        );
+                    }
+                    let expected = if g.valid {
+                        Vec::new()
+                    } else if g.exhausted {
+                        vec![budget_issue(g.limit)]
+                    } else {
+                        let issues = Evaluator::run_with(&schema.program, data, true, tight, Mode::General);
+                        if issues.exhausted {
+                            vec![budget_issue(issues.limit)]
+                        } else {
+                            issues.issues
+                        }
+                    };
+                    assert_eq!(
+                        schema.validate_within(data, tight),
+                        expected,
+                        "{name} {} floor {floor}: {data}",
+                        entry["id"]
+                    );
+                }
+                flat += schema.program.flat.is_some() as usize;
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 500, "only {checked} instances");
+    assert!(flat > 200, "only {flat} instances of schemas with a flat plan");
+}
+
+/// The desk's input schemas and the benchmark's get a flat plan (the
+/// validator fast path of issue 20), and on instances made to hit each
+/// of its checks (names of one length, code points against bytes, enum
+/// strings against other kinds, integers written as doubles, patterns)
+/// it answers as the general evaluator, with the same units when valid.
+#[test]
+fn flat_plan_covers_the_desk_and_answers_as_the_evaluator() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("examples-c/dispatch/catalog.json"),
+    )
+    .expect("desk catalog");
+    let desk: Value = serde_json::from_str(&text).expect("desk JSON");
+    let mut schemas: Vec<Value> = desk["capabilities"]
+        .as_array()
+        .expect("capabilities")
+        .iter()
+        .map(|c| c["inputSchema"].clone())
+        .collect();
+    let bench = json!({"type": "object", "properties": {"title": {"type": "string", "maxLength": 200},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 5}, "done": {"type": "boolean"}},
+        "required": ["title", "priority"], "additionalProperties": false});
+    schemas.push(bench);
+    let mixed = json!({"type": "object", "properties": {"ab": {"const": "x"}, "ba": {"enum": [1, "y", null]},
+        "aa": {"type": ["integer", "null"]}, "s": {"type": "string", "minLength": 2, "maxLength": 3},
+        "list": {"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": false},
+        "nums": {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "minItems": 1}},
+        "required": ["ab"], "additionalProperties": {"type": "boolean"}, "maxProperties": 4});
+    schemas.push(mixed);
+    let instances = [
+        json!({"priority": "urgent"}),
+        json!({"unassignedOnly": true, "limit": 5}),
+        json!({"limit": 5.0}),
+        json!({"limit": 5.5}),
+        json!({"limit": 25}),
+        json!({"priority": "Urgent"}),
+        json!({"priority": 1}),
+        json!({"technicianId": "T-0x"}),
+        json!({"query": "boiler"}),
+        json!({"query": "\u{20ac}"}),
+        json!({"query": "b"}),
+        json!({"visitId": "V-1003", "technicianId": "T-02"}),
+        json!({"visitId": "V-1003", "technicianId": "T-02", "extra": 1}),
+        json!({"visitId": "V-1003", "date": "2026-01-07", "window": "afternoon"}),
+        json!({"visitId": "V-1003", "date": "2026-01-0x", "window": "afternoon"}),
+        json!({"visitId": "V-\u{660}003", "text": "x"}),
+        json!({"visitId": "V-1003", "text": ""}),
+        json!({"visitId": "V-1003", "resolution": "fixed", "summary": "Done."}),
+        json!({"title": "Buy milk", "priority": 3, "done": false}),
+        json!({"title": "Buy milk", "priority": 3.0}),
+        json!({"title": "x".repeat(201), "priority": 3}),
+        json!({"title": "\u{20ac}".repeat(200), "priority": 3}),
+        json!({"ab": "x", "zz": true}),
+        json!({"ab": "x", "zz": 1}),
+        json!({"ab": "x", "zz": true, "ba": "y", "aa": null}),
+        json!({"ab": "x", "zz": true, "ba": 1.0, "aa": 2.0}),
+        json!({"ab": "x", "zz": true, "ba": "z"}),
+        json!({"ab": "x", "zz": true, "s": "\u{20ac}\u{20ac}\u{20ac}"}),
+        json!({"ab": "x", "zz": true, "s": "\u{20ac}"}),
+        json!({"ab": "x", "zz": true, "list": ["a"]}),
+        json!({"ab": "x", "zz": true, "list": ["a", 1]}),
+        json!({"ab": "x", "zz": true, "list": [1]}),
+        json!({"ab": "x", "zz": true, "nums": [1.5, 2]}),
+        json!({"ab": "x", "zz": true, "nums": [1.25]}),
+        json!({"ab": "x", "zz": true, "nums": []}),
+        json!({"ab": "x", "zz": true, "s": "ab", "aa": 1, "ba": null}),
+        json!({"ab": "y", "zz": true}),
+        json!([1]),
+        json!("text"),
+        json!(null),
+    ];
+    let mut valid = 0;
+    for schema in &schemas {
+        let s = compile(schema.clone());
+        assert!(s.program.flat.is_some(), "no flat plan for {schema}");
+        for data in &instances {
+            let budget = Budget::default();
+            let general = Evaluator::run_with(&s.program, data, false, budget, Mode::General);
+            let fast = Evaluator::run_with(&s.program, data, false, budget, Mode::Fastest);
+            assert_eq!(fast.valid, general.valid, "{schema}: {data}");
+            if fast.valid {
+                assert_eq!(fast.spent, general.spent, "{schema}: units of {data}");
+                valid += 1;
+            }
+        }
+    }
+    assert!(valid > 10, "only {valid} valid pairs");
+    // Not planned: a reference, an applicator, a backtracking pattern.
+    for other in [
+        json!({"$defs": {"a": {"type": "string"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}}),
+        json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+        json!({"type": "string", "pattern": "^(a+)+\\1$"}),
+    ] {
+        assert!(compile(other.clone()).program.flat.is_none(), "{other}");
+    }
+}
+
+#[test]
+fn fused_object_check_keeps_every_keyword() {
+    let s = compile(json!({"type": "object",
+        "properties": {"a": {"type": "integer", "maximum": 3}, "b": {"type": "string", "maxLength": 2}},
+        "required": ["a"], "additionalProperties": false, "minProperties": 1, "maxProperties": 2}));
+    assert!(
+        s.program.closed[s.program.root].is_some(),
+        "the root is a plain object schema"
+    );
+    assert!(s.is_valid(&json!({"a": 1})));
+    assert!(s.is_valid(&json!({"a": 3, "b": "xy"})));
+    assert!(!s.is_valid(&json!("not an object: type fails")));
+    assert!(!s.is_valid(&json!({"b": "x"})), "required");
+    assert!(!s.is_valid(&json!({"a": 1, "c": 1})), "additionalProperties");
+    assert!(!s.is_valid(&json!({"a": 4})), "maximum below");
+    assert!(!s.is_valid(&json!({"a": 1, "b": "xyz"})), "maxLength below");
+    assert!(!s.is_valid(&json!({"a": 1.5})), "integer below");
+    assert!(!s.is_valid(&json!({})), "minProperties (and required)");
+    // Code points, not bytes: two code points in six bytes.
+    assert!(s.is_valid(&json!({"a": 1, "b": "\u{20ac}\u{20ac}"})));
+    assert!(!s.is_valid(&json!({"a": 1, "b": "\u{20ac}\u{20ac}\u{20ac}"})));
+    let open = compile(json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}));
+    assert!(open.program.closed[open.program.root].is_some());
+    assert!(open.is_valid(&json!({"a": 1, "other": true})));
+    assert!(!open.is_valid(&json!({"a": "1"})));
+    assert!(!open.is_valid(&json!({"other": 1})));
+}
+
+#[test]
+fn property_name_equality_covers_every_byte() {
+    use super::eval::same;
+    let names = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "abcd",
+        "abcde",
+        "abcdefgh",
+        "abcdefghi",
+        "abcdefghijklmnop",
+        "abcdefghijklmnopq",
+    ];
+    for a in names {
+        for b in names {
+            assert_eq!(same(a, b), a == b, "{a} {b}");
+        }
+        // One byte changed anywhere.
+        for i in 0..a.len() {
+            let mut c = a.as_bytes().to_vec();
+            c[i] = b'Z';
+            let c = String::from_utf8(c).unwrap();
+            assert!(!same(a, &c), "{a} {c}");
+        }
+    }
+}
+
+/// The validity pass checks the stack every few levels: a schema nested 900
+/// levels deep (no references, so no level goes through the general
+/// evaluator) validates on a thread with a small stack.
+#[test]
+fn fast_validity_pass_grows_the_stack_for_deep_schemas() {
+    let mut schema = json!({"type": "integer"});
+    let mut data = json!(1);
+    // Nested by moving values (json! would serialize the inner value again,
+    // recursively: 900 levels overflow a debug test thread's stack).
+    let wrap = |inner: Value| Value::Object([("a".to_string(), inner)].into_iter().collect());
+    for _ in 0..900 {
+        let mut level = json!({"type": "object", "required": ["a"], "additionalProperties": false});
+        level["properties"] = wrap(schema);
+        schema = level;
+        data = wrap(data);
+    }
+    // The catalog's meta-schema check (the jsonschema crate) recurses per
+    // level: in a debug build 900 levels need more than a test thread's stack.
+    let compiled = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || compile(schema))
+        .unwrap()
+        .join()
+        .unwrap();
+    // Borrowed by the small thread, so the deep values are built and
+    // dropped (recursively) on this thread's stack, not on the 128 KiB one.
+    let ok = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn_scoped(s, || (compiled.validate(&data).is_empty(), compiled.is_valid(&json!({"a": 1}))))
+            .unwrap()
+            .join()
+            .expect("no stack overflow")
+    });
+    assert_eq!(ok, (true, false));
+}
