@@ -199,7 +199,11 @@ fn main() {
             std::thread::sleep(Duration::from_micros(200));
         }
         let got = times.lock().unwrap().clone();
-        let at = |prefix: &str| got.iter().find(|(k, _)| k.starts_with(prefix)).map(|(k, t)| (k.clone(), *t));
+        let at = |prefix: &str| {
+            got.iter()
+                .find(|(k, _)| k.starts_with(prefix))
+                .map(|(k, t)| (k.clone(), *t))
+        };
         if let (Some((k, c)), Some((_, p))) = (at("1 "), at("2 ")) {
             call_best = call_best.min(c.duration_since(start));
             ping_best = ping_best.min(p.duration_since(start));

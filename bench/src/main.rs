@@ -26,6 +26,7 @@
 //! sees its allocations; the workloads call the exported C functions.
 
 use rcip::catalog::Catalog;
+use rcip::runtime::{Outcome, RcipError};
 use rcip_capi::binding::*;
 use rcip_capi::catalog::*;
 use rcip_capi::client::*;
@@ -36,7 +37,6 @@ use rcip_capi::result::rcip_result;
 use rcip_capi::runtime::*;
 use rcip_capi::sink::*;
 use rcip_capi::snapshot::*;
-use rcip::runtime::{Outcome, RcipError};
 use serde_json::{json, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::{c_char, c_void, CStr, CString};

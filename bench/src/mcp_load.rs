@@ -98,7 +98,12 @@ fn parse_args() -> Args {
             _ => usage(&format!("unknown argument {a}")),
         }
     }
-    if args.sessions == 0 || args.sessions > 1000 || args.calls == 0 || args.calls > 100_000 || !(1..=5).contains(&args.rounds) {
+    if args.sessions == 0
+        || args.sessions > 1000
+        || args.calls == 0
+        || args.calls > 100_000
+        || !(1..=5).contains(&args.rounds)
+    {
         usage("--sessions 1..1000, --calls 1..100000, --rounds 1..5");
     }
     args
@@ -128,7 +133,10 @@ struct Server {
 impl Server {
     /// Starts the server and waits for its one "serving MCP on URL" line.
     fn start(name: &'static str, mut command: Command) -> Server {
-        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         let mut child = command.spawn().unwrap_or_else(|e| panic!("{name}: cannot start: {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
@@ -142,12 +150,24 @@ impl Server {
         let line = rx
             .recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("{name}: no 'serving MCP on' line within 30 s"));
-        let url = line.split(" on ").nth(1).unwrap_or_else(|| panic!("{name}: unexpected line {line:?}")).trim();
-        let rest = url.strip_prefix("http://").unwrap_or_else(|| panic!("{name}: not an http URL: {url}"));
+        let url = line
+            .split(" on ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: unexpected line {line:?}"))
+            .trim();
+        let rest = url
+            .strip_prefix("http://")
+            .unwrap_or_else(|| panic!("{name}: not an http URL: {url}"));
         let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
         let addr: SocketAddr = host.parse().unwrap_or_else(|_| panic!("{name}: bad address {host}"));
         assert!(addr.ip().is_loopback(), "{name}: not on loopback: {addr}");
-        Server { name, child, addr, host: host.to_string(), path: if path.is_empty() { "/".into() } else { path.into() } }
+        Server {
+            name,
+            child,
+            addr,
+            host: host.to_string(),
+            path: if path.is_empty() { "/".into() } else { path.into() },
+        }
     }
 
     fn pid(&self) -> u32 {
@@ -279,7 +299,10 @@ impl Reply {
             .filter_map(|p| serde_json::from_slice::<Answer>(p).ok())
             .filter(|a| a.result.is_some() || a.error.is_some())
             .filter_map(|a| {
-                let ok = a.result.as_ref().is_some_and(|r| r.is_error == Some(false) && r.structured.is_some());
+                let ok = a
+                    .result
+                    .as_ref()
+                    .is_some_and(|r| r.is_error == Some(false) && r.structured.is_some());
                 a.id.and_then(|n| n.as_u64()).map(|id| (id, ok))
             })
             .collect()
@@ -293,14 +316,20 @@ struct Conn {
 
 impl Conn {
     async fn open(target: &Target) -> Result<Conn, String> {
-        let stream = TcpStream::connect(target.addr).await.map_err(|e| format!("connect: {e}"))?;
+        let stream = TcpStream::connect(target.addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| format!("handshake: {e}"))?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("handshake: {e}"))?;
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        Ok(Conn { sender, target: target.clone() })
+        Ok(Conn {
+            sender,
+            target: target.clone(),
+        })
     }
 
     async fn send(
@@ -318,15 +347,27 @@ impl Conn {
             .header("accept", ACCEPT)
             .header("content-type", "application/json");
         if let Some(id) = session {
-            request = request.header("mcp-session-id", id).header("mcp-protocol-version", PROTOCOL);
+            request = request
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", PROTOCOL);
         }
         for (k, v) in extra {
             request = request.header(*k, *v);
         }
         let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
-        let response = self.sender.send_request(request).await.map_err(|e| format!("request: {e}"))?;
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("request: {e}"))?;
         let (parts, body) = response.into_parts();
-        let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let header = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
         let body = body.collect().await.map_err(|e| format!("body: {e}"))?.to_bytes();
         Ok(Reply {
             status: parts.status,
@@ -337,7 +378,8 @@ impl Conn {
     }
 
     async fn post(&mut self, session: Option<&str>, message: &Value) -> Result<Reply, String> {
-        self.send(Method::POST, session, &[], Bytes::from(message.to_string())).await
+        self.send(Method::POST, session, &[], Bytes::from(message.to_string()))
+            .await
     }
 }
 
@@ -365,14 +407,23 @@ async fn open_session(target: &Target, client: &str) -> Result<(Conn, String), S
         return Err(format!("initialize: HTTP {}", reply.status));
     }
     let session = reply.session.clone().ok_or("initialize: no Mcp-Session-Id")?;
-    let ok = reply.messages().iter().any(|m| m["id"] == json!(0) && m.get("result").is_some());
+    let ok = reply
+        .messages()
+        .iter()
+        .any(|m| m["id"] == json!(0) && m.get("result").is_some());
     if !ok {
-        return Err(format!("initialize: no result in {:?}", String::from_utf8_lossy(&reply.body)));
+        return Err(format!(
+            "initialize: no result in {:?}",
+            String::from_utf8_lossy(&reply.body)
+        ));
     }
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let reply = conn.post(Some(&session), &initialized).await?;
     if reply.status != StatusCode::ACCEPTED {
-        return Err(format!("notifications/initialized: HTTP {} (202 expected)", reply.status));
+        return Err(format!(
+            "notifications/initialized: HTTP {} (202 expected)",
+            reply.status
+        ));
     }
     Ok((conn, session))
 }
@@ -453,7 +504,10 @@ async fn run_session(target: Target, index: usize, calls: usize, deadline: Insta
             *seen.entry(rid).or_default() += 1;
             if rid == id {
                 if !ok {
-                    result.errors.push(format!("call {id}: not a successful result: {}", String::from_utf8_lossy(&reply.body)));
+                    result.errors.push(format!(
+                        "call {id}: not a successful result: {}",
+                        String::from_utf8_lossy(&reply.body)
+                    ));
                 }
                 answered = true;
             }
@@ -508,11 +562,15 @@ async fn load(target: &Target, pid: u32, sessions: usize, calls: usize, deadline
     let cpu0 = cpu_self();
     let server_cpu0 = cpu_of(pid);
     let started = Instant::now();
-    let tasks: Vec<_> =
-        (0..sessions).map(|i| tokio::spawn(run_session(target.clone(), i, calls, deadline))).collect();
+    let tasks: Vec<_> = (0..sessions)
+        .map(|i| tokio::spawn(run_session(target.clone(), i, calls, deadline)))
+        .collect();
     let mut results = Vec::new();
     for t in tasks {
-        results.push(t.await.unwrap_or_else(|e| SessionResult { errors: vec![format!("task: {e}")], ..Default::default() }));
+        results.push(t.await.unwrap_or_else(|e| SessionResult {
+            errors: vec![format!("task: {e}")],
+            ..Default::default()
+        }));
     }
     let seconds = started.elapsed().as_secs_f64();
     let generator_cpu_s = cpu_self() - cpu0;
@@ -600,13 +658,23 @@ async fn big_post(target: &Target, request: Vec<u8>) -> Result<u16, String> {
 
 /// A probe session: `calls` calls must all be answered.
 async fn probe(target: &Target, calls: usize) -> Result<f64, String> {
-    let r = run_session(target.clone(), 900 + calls, calls, Instant::now() + Duration::from_secs(60)).await;
+    let r = run_session(
+        target.clone(),
+        900 + calls,
+        calls,
+        Instant::now() + Duration::from_secs(60),
+    )
+    .await;
     if r.answered == calls as u64 && r.lost == 0 && r.duplicated == 0 && r.errors.is_empty() {
         let mut l = r.latencies_us.clone();
         l.sort_unstable();
         Ok(percentile(&l, 99.0))
     } else {
-        Err(format!("answered {}/{calls}, errors {:?}", r.answered, r.errors.first()))
+        Err(format!(
+            "answered {}/{calls}, errors {:?}",
+            r.answered,
+            r.errors.first()
+        ))
     }
 }
 
@@ -630,14 +698,22 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
             statuses.push(status_of(target, Some(id), &[], Bytes::from(call_message(1).to_string())).await);
         }
         let ok = statuses.iter().all(|s| s == "404");
-        out.push(Fault { name: "invalid session ids", ok, detail: format!("HTTP {} (404 expected)", statuses.join(", ")) });
+        out.push(Fault {
+            name: "invalid session ids",
+            ok,
+            detail: format!("HTTP {} (404 expected)", statuses.join(", ")),
+        });
     }
 
     // A wrong Origin: 403, and no session created.
     {
         let body = Bytes::from(initialize_message("evil").to_string());
         let s = status_of(target, None, &[("origin", "http://evil.example")], body).await;
-        out.push(Fault { name: "wrong Origin", ok: s == "403", detail: format!("HTTP {s} (403 expected)") });
+        out.push(Fault {
+            name: "wrong Origin",
+            ok: s == "403",
+            detail: format!("HTTP {s} (403 expected)"),
+        });
     }
 
     // 10 MB bodies, 20 of them, on a valid session: refused. The server may
@@ -685,7 +761,10 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
             if let Ok(mut s) = TcpStream::connect(target.addr).await {
                 let partial = if i % 2 == 0 {
                     // headers never finished
-                    format!("POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: appl", target.path, target.host)
+                    format!(
+                        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: appl",
+                        target.path, target.host
+                    )
                 } else {
                     // body shorter than its Content-Length
                     let r = raw_request(target, "POST", None, "", &initialize_message("slow").to_string());
@@ -747,7 +826,9 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
                 } else {
                     call_message(7)
                 };
-                let _ = raw.write_all(raw_request(target, "POST", Some(s), "", &message.to_string()).as_bytes()).await;
+                let _ = raw
+                    .write_all(raw_request(target, "POST", Some(s), "", &message.to_string()).as_bytes())
+                    .await;
                 // read at most the response head, then hang up
                 let mut buf = [0u8; 64];
                 let _ = tokio::time::timeout(Duration::from_millis(20), raw.read(&mut buf)).await;
@@ -789,7 +870,9 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
                     Err(_) => continue,
                 };
                 let _ = sock.set_recv_buffer_size(4096);
-                let Ok(mut stream) = sock.connect(target.addr).await else { continue };
+                let Ok(mut stream) = sock.connect(target.addr).await else {
+                    continue;
+                };
                 if kind == 0 {
                     let get = format!(
                         "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {s}\r\nMcp-Protocol-Version: {PROTOCOL}\r\n\r\n",
@@ -800,7 +883,12 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
                     let until = Instant::now() + Duration::from_secs(5);
                     for i in 0..2000u64 {
                         let req = raw_request(target, "POST", Some(&s), "", &call_message(10_000 + i).to_string());
-                        match tokio::time::timeout(until.saturating_duration_since(Instant::now()), stream.write_all(req.as_bytes())).await {
+                        match tokio::time::timeout(
+                            until.saturating_duration_since(Instant::now()),
+                            stream.write_all(req.as_bytes()),
+                        )
+                        .await
+                        {
                             Ok(Ok(())) => written += 1,
                             _ => break,
                         }
@@ -830,7 +918,11 @@ async fn faults(target: &Target, pid: u32, desk: bool) -> Vec<Fault> {
                 ),
             });
         } else {
-            out.push(Fault { name: "never reads its SSE streams", ok: false, detail: "no session".into() });
+            out.push(Fault {
+                name: "never reads its SSE streams",
+                ok: false,
+                detail: "no session".into(),
+            });
         }
     }
     out
@@ -851,12 +943,19 @@ struct ServerReport {
 }
 
 fn run_server(rt: &tokio::runtime::Runtime, server: Server, args: &Args, desk: bool) -> ServerReport {
-    let target = Target { addr: server.addr, host: server.host.clone(), path: server.path.clone() };
+    let target = Target {
+        addr: server.addr,
+        host: server.host.clone(),
+        path: server.path.clone(),
+    };
     let pid = server.pid();
     std::thread::sleep(Duration::from_millis(300));
     let (rss_before, _) = rss_kib(pid);
     let deadline = Instant::now() + args.deadline;
-    eprintln!("rcip-mcp-load: {}: {} sessions x {} calls ...", server.name, args.sessions, args.calls);
+    eprintln!(
+        "rcip-mcp-load: {}: {} sessions x {} calls ...",
+        server.name, args.sessions, args.calls
+    );
     let load = rt.block_on(load(&target, pid, args.sessions, args.calls, deadline));
     let (_, rss_peak) = rss_kib(pid);
     // rcip keeps an ended session's runtime for 5 s (SESSION_RETIRE_MS:
@@ -870,9 +969,19 @@ fn run_server(rt: &tokio::runtime::Runtime, server: Server, args: &Args, desk: b
     let mut later_rounds = Vec::new();
     for round in 2..=args.rounds {
         eprintln!("rcip-mcp-load: {}: round {round} ...", server.name);
-        let again = rt.block_on(self::load(&target, pid, args.sessions, args.calls, Instant::now() + args.deadline));
+        let again = rt.block_on(self::load(
+            &target,
+            pid,
+            args.sessions,
+            args.calls,
+            Instant::now() + args.deadline,
+        ));
         std::thread::sleep(Duration::from_millis(1000));
-        later_rounds.push((again.lost + again.duplicated + again.foreign, again.throughput, rss_kib(pid).0));
+        later_rounds.push((
+            again.lost + again.duplicated + again.foreign,
+            again.throughput,
+            rss_kib(pid).0,
+        ));
     }
     eprintln!("rcip-mcp-load: {}: faults ...", server.name);
     let faults = rt.block_on(faults(&target, pid, desk));
@@ -912,7 +1021,10 @@ fn report_json(r: &ServerReport) -> Value {
 fn print_report(r: &ServerReport) {
     let l = &r.load;
     let mib = |k: u64| k as f64 / 1024.0;
-    println!("== {} ({} sessions x {} calls)", r.name, l.sessions, l.calls_per_session);
+    println!(
+        "== {} ({} sessions x {} calls)",
+        r.name, l.sessions, l.calls_per_session
+    );
     println!(
         "  answered {}/{} ({} as SSE), lost {}, duplicated {}, foreign {}",
         l.answered,
@@ -922,7 +1034,10 @@ fn print_report(r: &ServerReport) {
         l.duplicated,
         l.foreign
     );
-    println!("  {:.0} calls/s over {:.2} s; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms", l.throughput, l.seconds, l.p50_ms, l.p99_ms, l.max_ms);
+    println!(
+        "  {:.0} calls/s over {:.2} s; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        l.throughput, l.seconds, l.p50_ms, l.p99_ms, l.max_ms
+    );
     println!(
         "  CPU: server {:.2} s, load generator {:.2} s (share {:.1}%)",
         l.server_cpu_s,
@@ -937,19 +1052,31 @@ fn print_report(r: &ServerReport) {
         mib(r.rss_after_faults_kib)
     );
     for (i, (bad, tput, rss)) in r.later_rounds.iter().enumerate() {
-        println!("  round {}: {tput:.0} calls/s, lost or duplicated {bad}, RSS after it {:.1} MiB", i + 2, mib(*rss));
+        println!(
+            "  round {}: {tput:.0} calls/s, lost or duplicated {bad}, RSS after it {:.1} MiB",
+            i + 2,
+            mib(*rss)
+        );
     }
     for e in &l.errors {
         println!("  error: {e}");
     }
     for f in &r.faults {
-        println!("  fault {:<34} {}  {}", f.name, if f.ok { "ok  " } else { "FAIL" }, f.detail);
+        println!(
+            "  fault {:<34} {}  {}",
+            f.name,
+            if f.ok { "ok  " } else { "FAIL" },
+            f.detail
+        );
     }
 }
 
 fn main() {
     let args = parse_args();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     let mut reports = Vec::new();
     if args.only.as_deref() != Some("python") {
         let mut command = Command::new(&args.desk);
@@ -960,12 +1087,25 @@ fn main() {
             .arg(&args.catalog)
             .arg("--mcp-options")
             .arg(json!({"maxSessions": args.sessions + 100}).to_string());
-        reports.push(run_server(&rt, Server::start("rcip (dispatch_desk --mcp-http)", command), &args, true));
+        reports.push(run_server(
+            &rt,
+            Server::start("rcip (dispatch_desk --mcp-http)", command),
+            &args,
+            true,
+        ));
     }
     if args.only.as_deref() != Some("rcip") {
         let mut command = Command::new(&args.python);
-        command.arg(&args.python_server).arg("--max-sessions").arg((args.sessions + 100).to_string());
-        reports.push(run_server(&rt, Server::start("python (mcp 2.3.0 MCPServer)", command), &args, false));
+        command
+            .arg(&args.python_server)
+            .arg("--max-sessions")
+            .arg((args.sessions + 100).to_string());
+        reports.push(run_server(
+            &rt,
+            Server::start("python (mcp 2.3.0 MCPServer)", command),
+            &args,
+            false,
+        ));
     }
 
     let mut failed = Vec::new();
@@ -986,25 +1126,49 @@ fn main() {
             }
         };
         let later_bad: u64 = r.later_rounds.iter().map(|x| x.0).sum();
-        check(later_bad == 0, format!("later rounds: 0 lost, 0 duplicated ({later_bad})"));
-        check(l.lost == 0 && l.duplicated == 0 && l.foreign == 0, format!("0 lost, 0 duplicated (lost {}, duplicated {}, foreign {})", l.lost, l.duplicated, l.foreign));
-        check(share < 0.30, format!("load generator CPU share below 30% ({:.1}%)", share * 100.0));
+        check(
+            later_bad == 0,
+            format!("later rounds: 0 lost, 0 duplicated ({later_bad})"),
+        );
+        check(
+            l.lost == 0 && l.duplicated == 0 && l.foreign == 0,
+            format!(
+                "0 lost, 0 duplicated (lost {}, duplicated {}, foreign {})",
+                l.lost, l.duplicated, l.foreign
+            ),
+        );
+        check(
+            share < 0.30,
+            format!("load generator CPU share below 30% ({:.1}%)", share * 100.0),
+        );
         if r.name.starts_with("rcip") {
             check(
                 r.rss_after_kib <= r.rss_before_kib + 10 * 1024,
-                format!("RSS after all sessions end at most 10 MB above before (+{:.1} MiB)", (r.rss_after_kib as f64 - r.rss_before_kib as f64) / 1024.0),
+                format!(
+                    "RSS after all sessions end at most 10 MB above before (+{:.1} MiB)",
+                    (r.rss_after_kib as f64 - r.rss_before_kib as f64) / 1024.0
+                ),
             );
             for f in &r.faults {
                 check(f.ok, format!("fault: {}", f.name));
             }
         }
     }
-    let ratio = match (reports.iter().find(|r| r.name.starts_with("rcip")), reports.iter().find(|r| r.name.starts_with("python"))) {
+    let ratio = match (
+        reports.iter().find(|r| r.name.starts_with("rcip")),
+        reports.iter().find(|r| r.name.starts_with("python")),
+    ) {
         (Some(a), Some(b)) => Some(a.load.throughput / b.load.throughput),
         _ => None,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!({"servers": reports.iter().map(report_json).collect::<Vec<_>>(), "throughputRatio": ratio})).unwrap());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"servers": reports.iter().map(report_json).collect::<Vec<_>>(), "throughputRatio": ratio})
+            )
+            .unwrap()
+        );
     } else {
         for r in &reports {
             print_report(r);
@@ -1012,7 +1176,10 @@ fn main() {
     }
     if let Some(ratio) = ratio {
         let ok = ratio >= 10.0;
-        eprintln!("{} throughput rcip / python: {ratio:.1}x (target >= 10x)", if ok { "PASS" } else { "FAIL" });
+        eprintln!(
+            "{} throughput rcip / python: {ratio:.1}x (target >= 10x)",
+            if ok { "PASS" } else { "FAIL" }
+        );
         if !ok {
             failed.push("throughput ratio".into());
         }

@@ -12,8 +12,8 @@
 //! Loopback-free, bounded: a few thousand calls in all.
 
 use rcip::catalog::Catalog;
-use rcip_mcp::{McpOptions, McpSession};
 use rcip::runtime::{Invocation, Runtime};
+use rcip_mcp::{McpOptions, McpSession};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -39,7 +39,11 @@ fn measure(n: usize, calls: usize, runs: usize) -> (f64, f64) {
     let runtime = Runtime::new(&catalog(n));
     let _binding = runtime
         .host()
-        .bind("tools.t0", Arc::new(|inv: Invocation| inv.complete(json!({"ok": true})).unwrap()), None)
+        .bind(
+            "tools.t0",
+            Arc::new(|inv: Invocation| inv.complete(json!({"ok": true})).unwrap()),
+            None,
+        )
         .unwrap();
     let answered = Arc::new(AtomicUsize::new(0));
     let a = answered.clone();

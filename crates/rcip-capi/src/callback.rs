@@ -9,12 +9,11 @@
 use super::invocation::rcip_invocation;
 use super::policy::rcip_policy_request;
 use super::sink::{rcip_availability_sink, rcip_string_sink};
-pub(crate) use rcip::foreign::{OnceText, UserData};
 use rcip::foreign::{Code, Release};
+pub(crate) use rcip::foreign::{OnceText, UserData};
 use rcip::runtime::{
     Availability, AvailabilityCheck, AvailabilitySlot, CheckFailed, Clock, ConfirmationObserver, DirectCheck,
-    EventObserver, Handler, IdGenerator, Invocation, LifecycleEvent, Policy, PolicyRequest,
-    Subscriber,
+    EventObserver, Handler, IdGenerator, Invocation, LifecycleEvent, Policy, PolicyRequest, Subscriber,
 };
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The consumer surface: discovery, subscriptions, invocation, preflight.
 
-use super::callback::{c_user_data, 
-    boxed_once_text, once_text, rcip_outcome_callback, rcip_report_callback, rcip_subscriber_callback,
+use super::callback::{
+    boxed_once_text, c_user_data, once_text, rcip_outcome_callback, rcip_report_callback, rcip_subscriber_callback,
     rcip_user_data_free_callback, CSubscriber,
 };
 use super::cancel::rcip_cancel_token;

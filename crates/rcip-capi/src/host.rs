@@ -1,8 +1,8 @@
 //! The trusted host surface: bindings, context, refresh, confirmations.
 
 use super::binding::rcip_binding;
-use super::callback::{c_user_data, 
-    boxed_once_text, rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback,
+use super::callback::{
+    boxed_once_text, c_user_data, rcip_availability_callback, rcip_handler_callback, rcip_outcome_callback,
     rcip_user_data_free_callback, CBinding,
 };
 use super::guard::{bytes_arg, ffi_guard, out_arg, str_arg, FfiError, FfiResult};

@@ -5,8 +5,8 @@ use super::callback::{c_json, rcip_user_data_free_callback};
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, out_arg, FfiError};
 use super::handle::{free_owned, handle_kind, into_owned, owned_arg};
 use super::result::rcip_result;
-use super::string::into_c_string;
 use super::runtime::rcip_runtime;
+use super::string::into_c_string;
 use rcip_mcp::{McpOptions, McpOutput, McpSession};
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -341,20 +341,11 @@ mod tests {
         let text = CString::new(catalog).unwrap();
         let mut c: *mut rcip_catalog = std::ptr::null_mut();
         unsafe {
-            assert_eq!(
-                crate::catalog::rcip_catalog_new(text.as_ptr(), &mut c),
-                rcip_result::Ok
-            );
+            assert_eq!(crate::catalog::rcip_catalog_new(text.as_ptr(), &mut c), rcip_result::Ok);
             let mut b = std::ptr::null_mut();
-            assert_eq!(
-                crate::runtime::rcip_runtime_builder_new(c, &mut b),
-                rcip_result::Ok
-            );
+            assert_eq!(crate::runtime::rcip_runtime_builder_new(c, &mut b), rcip_result::Ok);
             let mut r = std::ptr::null_mut();
-            assert_eq!(
-                crate::runtime::rcip_runtime_builder_build(b, &mut r),
-                rcip_result::Ok
-            );
+            assert_eq!(crate::runtime::rcip_runtime_builder_build(b, &mut r), rcip_result::Ok);
             crate::catalog::rcip_catalog_free(c);
             r
         }

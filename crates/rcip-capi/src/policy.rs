@@ -3,8 +3,8 @@
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg};
 use super::handle::{free_owned, handle_kind, into_owned, owned, owned_arg};
 use super::result::rcip_result;
-use rcip::runtime::{Decision, PolicyRequest};
 use once_cell::sync::OnceCell;
+use rcip::runtime::{Decision, PolicyRequest};
 use std::ffi::{c_char, CString};
 
 /// One question to the host policy: an invocation (`phase` `"invoke"`), an

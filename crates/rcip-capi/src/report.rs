@@ -10,8 +10,8 @@ use super::handle::counted_arg;
 use super::invocation::rcip_invocation;
 use super::result::rcip_result;
 use super::runtime::{builder_mut, rcip_runtime_builder, settings};
-use rcip::runtime::{ClientReply, ElicitAnswer, LogLevel, ProgressObserver};
 use parking_lot::Mutex;
+use rcip::runtime::{ClientReply, ElicitAnswer, LogLevel, ProgressObserver};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 

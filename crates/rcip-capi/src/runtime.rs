@@ -1,7 +1,7 @@
 //! Runtime builder, runtime, timers and stats.
 
-use super::callback::{c_user_data, 
-    rcip_availability_callback, rcip_clock_callback, rcip_confirmation_callback, rcip_event_callback,
+use super::callback::{
+    c_user_data, rcip_availability_callback, rcip_clock_callback, rcip_confirmation_callback, rcip_event_callback,
     rcip_handler_callback, rcip_id_generator_callback, rcip_policy_callback, rcip_user_data_free_callback, CBinding,
     CClock, CEvents, CIds, CPolicy, UserData,
 };
@@ -11,8 +11,8 @@ use super::handle::{free_owned, handle_kind, into_owned, owned_arg, owned_mut, t
 use super::invocation::rcip_invocation;
 use super::result::rcip_result;
 use super::string::into_c_string;
-use rcip::runtime::{Handler, Invocation, Runtime, RuntimeBuilder};
 use once_cell::sync::OnceCell;
+use rcip::runtime::{Handler, Invocation, Runtime, RuntimeBuilder};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 

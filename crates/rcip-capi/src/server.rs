@@ -10,8 +10,8 @@ use super::handle::{
 use super::result::rcip_result;
 use super::runtime::{rcip_client, rcip_host, rcip_runtime};
 use super::string::into_c_string;
-use rcip_mcp::http::{HttpOptions, McpHttpServer, SessionFactory, SessionRequest, SessionRuntime};
 use rcip::runtime::Runtime;
+use rcip_mcp::http::{HttpOptions, McpHttpServer, SessionFactory, SessionRequest, SessionRuntime};
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 use std::time::Duration;
@@ -153,11 +153,7 @@ impl SessionFactory<CSessionRuntime> for CFactory {
             session_id: c_text(request.session_id),
             params: c_text(&request.initialize_params.to_string()),
             client_name: request.client_name().map(c_text),
-            headers: request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.clone(), c_text(v)))
-                .collect(),
+            headers: request.headers.iter().map(|(n, v)| (n.clone(), c_text(v))).collect(),
             accepted: None,
         };
         // Safety: the host's function with its data; `setup` lives across
@@ -509,7 +505,10 @@ pub unsafe extern "C" fn rcip_mcp_server_session_find(
         let server = owned_arg(server, "server")?;
         let id = str_arg(session_id, "session_id")?;
         let owner = server.session(id).ok_or_else(|| {
-            FfiError::new(rcip_result::NotFound, format!("no live MCP session has the id \"{id}\""))
+            FfiError::new(
+                rcip_result::NotFound,
+                format!("no live MCP session has the id \"{id}\""),
+            )
         })?;
         *out = into_owned::<rcip_mcp_server_session>(owner);
         Ok(())

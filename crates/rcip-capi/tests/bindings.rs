@@ -24,7 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 fn read(rel: &str) -> String {
-    std::fs::read_to_string(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    std::fs::read_to_string(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(rel))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
 /// A signature by ABI class: return, then parameters.

@@ -6,6 +6,7 @@
 //! handler are gone, and every outcome is the one binding the same handlers
 //! with `rcip_host_bind` right after the build gives.
 
+use rcip::runtime::{HostError, Invocation, RuntimeBuilder};
 use rcip_capi::binding::*;
 use rcip_capi::catalog::*;
 use rcip_capi::client::*;
@@ -16,7 +17,6 @@ use rcip_capi::runtime::*;
 use rcip_capi::sink::*;
 use rcip_capi::snapshot::*;
 use rcip_capi::string::*;
-use rcip::runtime::{HostError, Invocation, RuntimeBuilder};
 use serde_json::{json, Value};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr;

@@ -626,7 +626,13 @@ fn a_record_copies_its_text_and_refuses_what_is_not_a_record() {
         // Deep text on a host thread with a small stack: read up to 100,000
         // levels (the stack overflowed when the value was dropped), refused
         // beyond, never a crash.
-        let nested = |n: usize| c(&format!(r#"{{"status": "succeeded", "output": {}1{}}}"#, "[".repeat(n), "]".repeat(n)));
+        let nested = |n: usize| {
+            c(&format!(
+                r#"{{"status": "succeeded", "output": {}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            ))
+        };
         let (ok, too_deep) = (nested(20_000), nested(200_000));
         std::thread::Builder::new()
             .stack_size(256 * 1024)

@@ -6,8 +6,9 @@ use std::path::Path;
 #[test]
 fn committed_header_is_current() {
     let generated = include_str!(concat!(env!("OUT_DIR"), "/rcip.h"));
-    let committed = std::fs::read_to_string(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("include/rcip.h"))
-        .expect("include/rcip.h exists");
+    let committed =
+        std::fs::read_to_string(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("include/rcip.h"))
+            .expect("include/rcip.h exists");
     if committed != generated {
         let line = committed
             .lines()
@@ -110,7 +111,10 @@ fn every_name_the_header_defines_is_prefixed() {
     assert!(foreign.is_empty(), "unprefixed macros in include/rcip.h: {foreign:?}");
     for kind in ["typedef struct ", "typedef enum "] {
         for line in header.lines().filter_map(|l| l.strip_prefix(kind)) {
-            assert!(line.starts_with("rcip_"), "unprefixed type in include/rcip.h: {kind}{line}");
+            assert!(
+                line.starts_with("rcip_"),
+                "unprefixed type in include/rcip.h: {kind}{line}"
+            );
         }
     }
 }

@@ -443,15 +443,15 @@ fn the_checker_finds_each_form_of_back_edge() {
             "use crate as root; fn f() -> root::catalog::T { todo!() }",
             false,
         ),
-        one("g", &["catalog"], "mod inner { use super::super::runtime as f; }", false),
-        one("h", &["schema"], "use crate::runtime::Runtime;", false),
-        one("i", &["json"], "use crate::foreign::UserData;", false),
         one(
-            "j",
-            &["foreign"],
-            "use crate::json; fn f(_: json::Limits) {}",
+            "g",
+            &["catalog"],
+            "mod inner { use super::super::runtime as f; }",
             false,
         ),
+        one("h", &["schema"], "use crate::runtime::Runtime;", false),
+        one("i", &["json"], "use crate::foreign::UserData;", false),
+        one("j", &["foreign"], "use crate::json; fn f(_: json::Limits) {}", false),
         one("k", &["runtime"], "use crate::*;", false),
         one("l", &[], "use rcip::*;", true),
         one(
@@ -478,12 +478,7 @@ fn the_checker_finds_each_form_of_back_edge() {
             "use crate::foreign::{OnceText, UserData}; use crate::catalog::Catalog;",
             false,
         ),
-        one(
-            "C",
-            &[],
-            "pub mod runtime; pub use runtime::Runtime;",
-            false,
-        ),
+        one("C", &[], "pub mod runtime; pub use runtime::Runtime;", false),
         one(
             "D",
             &[],
@@ -586,7 +581,11 @@ fn the_conformance_runner_names_no_rust_item_of_the_library() {
     struct Names(Vec<String>);
     impl<'ast> Visit<'ast> for Names {
         fn visit_path(&mut self, path: &'ast syn::Path) {
-            if path.segments.first().is_some_and(|s| s.ident == "rcip_capi" || s.ident == "rcip") {
+            if path
+                .segments
+                .first()
+                .is_some_and(|s| s.ident == "rcip_capi" || s.ident == "rcip")
+            {
                 let p: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
                 self.0.push(p.join("::"));
             }

@@ -4,9 +4,9 @@
 //! values.
 
 use super::*;
+use parking_lot::Mutex;
 use rcip::catalog::Catalog;
 use rcip::runtime::{Invocation, Runtime};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

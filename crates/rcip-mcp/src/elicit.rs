@@ -272,7 +272,11 @@ pub(crate) fn check_sampling_params(params: &Value) -> Result<(), String> {
         match m.get("content") {
             Some(Value::Object(_)) => {}
             Some(Value::Array(blocks)) if !blocks.is_empty() && blocks.iter().all(Value::is_object) => {}
-            _ => return Err(format!("/messages/{i}/content must be a content block or an array of them")),
+            _ => {
+                return Err(format!(
+                    "/messages/{i}/content must be a content block or an array of them"
+                ))
+            }
         }
     }
     match p.get("maxTokens").and_then(Value::as_u64) {
@@ -294,9 +298,18 @@ mod tests {
             (json!([]), "must be an object"),
             (json!({"maxTokens": 1}), "\"messages\""),
             (json!({"messages": [], "maxTokens": 1}), "/messages"),
-            (json!({"messages": [{"role": "system", "content": {}}], "maxTokens": 1}), "/messages/0/role"),
-            (json!({"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1}), "/messages/0/content"),
-            (json!({"messages": [{"role": "user", "content": {}}], "maxTokens": 0}), "/maxTokens"),
+            (
+                json!({"messages": [{"role": "system", "content": {}}], "maxTokens": 1}),
+                "/messages/0/role",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1}),
+                "/messages/0/content",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": {}}], "maxTokens": 0}),
+                "/maxTokens",
+            ),
         ] {
             let e = sampling(&params).expect_err(&params.to_string());
             assert!(e.contains(place), "{params}: {e}");

@@ -62,9 +62,9 @@ mod naming_tests;
 #[cfg(test)]
 mod tests;
 
+pub use content::{ContentMap, ContentSource};
 #[cfg(test)]
 use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
-pub use content::{ContentMap, ContentSource};
 pub use pool::WorkerPool;
 pub use session::McpSession;
 
@@ -331,7 +331,13 @@ pub(crate) fn tool_name_for<'a>(naming: &'a ToolNames, capability_id: &'a str) -
         ToolNames::Ids => capability_id.into(),
         ToolNames::Safe => capability_id
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect::<String>()
             .into(),
         ToolNames::Map(map) => map

@@ -3,9 +3,9 @@
 //! the map naming is covered in tests.rs.
 
 use super::*;
+use parking_lot::Mutex;
 use rcip::catalog::Catalog;
 use rcip::runtime::{Invocation, Runtime};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

@@ -56,7 +56,9 @@ impl Drop for Handle {
 
 impl std::fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WorkerPool").field("threads", &self.handle.threads).finish()
+        f.debug_struct("WorkerPool")
+            .field("threads", &self.handle.threads)
+            .finish()
     }
 }
 

@@ -3,25 +3,25 @@
 //! session), so every method collects what it has to send and sends it
 //! after releasing the lock.
 
+use super::content::{self, ContentSource};
 use super::jsonrpc::{
     self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
-use super::content::{self, ContentSource};
 use super::tools::{self, Unwrapped};
 use super::{
     tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_PENDING_CONFIRMATIONS, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_WORKERS, MAX_TOOL_NAME_CHARS,
     MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_PROTOCOL_REVISION,
 };
+use parking_lot::{Condvar, Mutex};
 use rcip::catalog::Catalog;
 use rcip::json::Limits;
 use rcip::runtime::{
     CancelToken, Client, ClientReply, ElicitAnswer, ElicitRefusal, ElicitSink, Host, HostError, InvocationChannel,
     LogLevel, ProgressReport, ReplySink, Runtime, Snapshot, Subscriber, Subscription,
 };
-use parking_lot::{Condvar, Mutex};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -189,7 +189,9 @@ struct CallChannel {
 
 impl InvocationChannel for CallChannel {
     fn progress(&self, report: &ProgressReport) -> bool {
-        let Some(inner) = self.inner.upgrade() else { return false };
+        let Some(inner) = self.inner.upgrade() else {
+            return false;
+        };
         let message = self.progress_token.as_ref().map(|token| {
             let mut params = Map::new();
             params.insert("progressToken".into(), token.clone());
@@ -206,7 +208,9 @@ impl InvocationChannel for CallChannel {
     }
 
     fn log(&self, level: LogLevel, logger: Option<&str>, data: &Value) -> bool {
-        let Some(inner) = self.inner.upgrade() else { return false };
+        let Some(inner) = self.inner.upgrade() else {
+            return false;
+        };
         let mut params = Map::new();
         params.insert("level".into(), Value::String(level.as_str().into()));
         if let Some(l) = logger {
@@ -237,7 +241,12 @@ impl InvocationChannel for CallChannel {
             return Err(ElicitRefusal::Answered);
         };
         super::elicit::check_sampling_params(params).map_err(ElicitRefusal::Invalid)?;
-        inner.ask(&self.key, "sampling/createMessage", params.clone(), AskSink::Sample(reply))
+        inner.ask(
+            &self.key,
+            "sampling/createMessage",
+            params.clone(),
+            AskSink::Sample(reply),
+        )
     }
 }
 
@@ -296,7 +305,8 @@ impl McpSession {
     /// worker threads cannot be started.
     pub fn new(runtime: &Runtime, options: McpOptions, output: Arc<dyn McpOutput>) -> Result<McpSession, HostError> {
         let start = |n: usize| {
-            WorkerPool::new(n).map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))
+            WorkerPool::new(n)
+                .map_err(|e| HostError::InvalidArgument(format!("the MCP worker threads could not start: {e}")))
         };
         let (pool, control) = match options.workers.unwrap_or(DEFAULT_WORKERS) {
             0 => (None, None),
@@ -961,7 +971,10 @@ impl Inner {
         // Any proposed revision is answered with the one this session
         // speaks (MCP lifecycle, "Version Negotiation").
         result.insert("protocolVersion".into(), Value::String(MCP_PROTOCOL_REVISION.into()));
-        result.insert("capabilities".into(), json!({"tools": {"listChanged": true}, "logging": {}}));
+        result.insert(
+            "capabilities".into(),
+            json!({"tools": {"listChanged": true}, "logging": {}}),
+        );
         result.insert("serverInfo".into(), self.server_info.clone());
         if let Some(i) = &self.instructions {
             result.insert("instructions".into(), Value::String(i.clone()));
@@ -1127,9 +1140,9 @@ impl Inner {
             key: key.clone(),
             progress_token,
         });
-        if let Err(e) = self
-            .client
-            .invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
+        if let Err(e) =
+            self.client
+                .invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
         {
             self.finish(&key, Err(internal(e)));
         }
@@ -1170,7 +1183,9 @@ impl Inner {
             return;
         }
         let capability = outcome.get("capabilityId").and_then(Value::as_str).unwrap_or_default();
-        let Some(sources) = self.content.get(capability) else { return };
+        let Some(sources) = self.content.get(capability) else {
+            return;
+        };
         let blocks = content::blocks(sources, &result["structuredContent"]);
         result["content"] = Value::Array(blocks.content);
         if blocks.replaced > 0 {
@@ -1204,7 +1219,10 @@ impl Inner {
                 inner.on_outcome(context, outcome);
             }
         };
-        if let Err(e) = self.host.resolve_confirmation(confirmation_id, approved, Box::new(sink)) {
+        if let Err(e) = self
+            .host
+            .resolve_confirmation(confirmation_id, approved, Box::new(sink))
+        {
             self.finish(key, Err(internal(e)));
         }
     }
@@ -1212,7 +1230,12 @@ impl Inner {
     /// Sends `elicitation/create` for the confirmation of `outcome`; the
     /// answer resolves it. `Err` (with a note for the result) when the
     /// client cannot be asked.
-    fn ask_user(self: &Arc<Self>, context: &CallContext, outcome: &Value, confirmation_id: &str) -> Result<(), &'static str> {
+    fn ask_user(
+        self: &Arc<Self>,
+        context: &CallContext,
+        outcome: &Value,
+        confirmation_id: &str,
+    ) -> Result<(), &'static str> {
         let (request, request_key) = {
             let mut st = self.state.lock();
             if st.closed {
@@ -1250,7 +1273,10 @@ impl Inner {
         self.send(request, Kind::Request(Some(context.key.clone())));
         // At expiry the question is withdrawn and the call answered with
         // the runtime's CONFIRMATION_EXPIRED.
-        let expires_at = outcome.pointer("/confirmation/expiresAt").and_then(Value::as_i64).unwrap_or(0);
+        let expires_at = outcome
+            .pointer("/confirmation/expiresAt")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         self.watch_expiry(request_key, instant_of(expires_at));
         Ok(())
     }
@@ -1280,7 +1306,9 @@ impl Inner {
         }
         let elicitation = {
             let mut st = self.state.lock();
-            let Some(e) = st.elicitations.remove(&request_key) else { return };
+            let Some(e) = st.elicitations.remove(&request_key) else {
+                return;
+            };
             match st.calls.get_mut(&e.call) {
                 Some(call) if !call.cancelled => call.elicitation = None,
                 _ => return,
@@ -1449,7 +1477,11 @@ impl Inner {
                 return;
             }
             // Another thread may have compared a newer revision meanwhile.
-            if st.tools_seen.as_ref().is_some_and(|(s, _)| s.revision() >= snapshot.revision()) {
+            if st
+                .tools_seen
+                .as_ref()
+                .is_some_and(|(s, _)| s.revision() >= snapshot.revision())
+            {
                 return;
             }
             st.tools_seen = Some((snapshot, Some(new)));
@@ -1500,7 +1532,9 @@ fn tool_names(
     }
     if let ToolNames::Map(map) = naming {
         if let Some((id, _)) = map.iter().find(|(id, _)| catalog.capability(id).is_none()) {
-            return Err(format!("toolNames maps \"{id}\", which is not a capability of the catalog"));
+            return Err(format!(
+                "toolNames maps \"{id}\", which is not a capability of the catalog"
+            ));
         }
     }
     let mut to_tool = HashMap::new();
@@ -1539,7 +1573,9 @@ fn take_asks(st: &mut State, keys: &[String]) -> Vec<Ask> {
 /// accept (with its `content` object, `{}` when there is none), decline, and
 /// anything else (cancel, an error, a malformed result) as cancel.
 fn elicit_answer(outcome: &Result<Value, Value>) -> ElicitAnswer {
-    let Ok(result) = outcome else { return ElicitAnswer::Cancel };
+    let Ok(result) = outcome else {
+        return ElicitAnswer::Cancel;
+    };
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => ElicitAnswer::Accept(match result.get("content") {
             Some(Value::Object(m)) => m.clone(),

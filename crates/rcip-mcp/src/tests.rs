@@ -3,11 +3,11 @@
 
 use super::tools;
 use super::*;
+use parking_lot::Mutex;
 use rcip::catalog::Catalog;
 use rcip::runtime::{
     Availability, Binding, Decision, HostError, Invocation, PolicyRequest, Runtime, RuntimeBuilder, SemanticContext,
 };
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -407,7 +407,10 @@ fn malformed_messages_get_the_standard_codes() {
         error_code(&h.request(json!(10), "initialize", json!([]))),
         INVALID_REQUEST
     );
-    assert_eq!(error_code(&h.request(json!(11), "ping", json!([1, 2]))), INVALID_REQUEST);
+    assert_eq!(
+        error_code(&h.request(json!(11), "ping", json!([1, 2]))),
+        INVALID_REQUEST
+    );
     // Responses that match nothing, malformed responses and unknown
     // notifications are never answered.
     for text in [
@@ -1295,17 +1298,22 @@ fn an_elicitation_whose_confirmation_expires_is_withdrawn_and_the_call_answered(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let sent = sent.lock().clone();
-    let question = sent.iter().find(|m| m["method"] == "elicitation/create").expect("asked");
+    let question = sent
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("asked");
     let withdrawn = sent
         .iter()
         .find(|m| m["method"] == "notifications/cancelled")
         .expect("the question is withdrawn");
     assert_eq!(withdrawn["params"]["requestId"], question["id"]);
-    let answer = sent.iter().find(|m| m.get("id") == Some(&json!(1))).expect("the call is answered");
+    let answer = sent
+        .iter()
+        .find(|m| m.get("id") == Some(&json!(1)))
+        .expect("the call is answered");
     assert_eq!(answer["result"]["isError"], true);
     assert_eq!(
-        answer["result"]["_meta"]["rcip/outcome"]["error"]["code"],
-        "CONFIRMATION_EXPIRED",
+        answer["result"]["_meta"]["rcip/outcome"]["error"]["code"], "CONFIRMATION_EXPIRED",
         "{answer}"
     );
     // A late accept approves nothing.
@@ -1338,22 +1346,30 @@ fn tool_names_safe_or_mapped_call_back_exactly() {
     h.init(json!({}));
     let tools = h.tools();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
+    assert!(names
+        .iter()
+        .all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
     assert_eq!(tool(&tools, "notes_list")["_meta"]["rcip/capabilityId"], "notes.list");
     assert_eq!(h.call(1, "notes_list", json!({}))["result"]["isError"], false);
     assert_eq!(error_code(&h.call(2, "notes.list", json!({}))), INVALID_PARAMS);
 
-    let mapped = harness(McpOptions::from_value(&json!({"toolNames": {"notes.list": "json_schema_2020_12_tool"}})).unwrap());
+    let mapped =
+        harness(McpOptions::from_value(&json!({"toolNames": {"notes.list": "json_schema_2020_12_tool"}})).unwrap());
     mapped.init(json!({}));
     let tools = mapped.tools();
     assert!(tools.iter().any(|t| t["name"] == "json_schema_2020_12_tool"));
     assert!(tools.iter().any(|t| t["name"] == "notes.add"), "unmapped keep their id");
-    assert_eq!(mapped.call(1, "json_schema_2020_12_tool", json!({}))["result"]["isError"], false);
+    assert_eq!(
+        mapped.call(1, "json_schema_2020_12_tool", json!({}))["result"]["isError"],
+        false
+    );
 
     // Collisions and long names are refused when the session is created.
     let runtime = Runtime::new(&catalog());
     let collide = McpOptions::from_value(&json!({"toolNames": {"notes.list": "notes.add"}})).unwrap();
-    let e = McpSession::new(&runtime, collide, Arc::new(|_: &str| {})).unwrap_err().to_string();
+    let e = McpSession::new(&runtime, collide, Arc::new(|_: &str| {}))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("notes.list") && e.contains("notes.add"), "{e}");
     let long = McpOptions::from_value(&json!({"toolNames": {"notes.list": "x".repeat(65)}})).unwrap();
     assert!(McpSession::new(&runtime, long, Arc::new(|_: &str| {})).is_err());
@@ -1403,7 +1419,11 @@ fn with_workers_a_slow_handler_never_delays_a_ping() {
     }
     let sent = sent.lock();
     let order: Vec<&Value> = sent.iter().map(|m| &m["id"]).collect();
-    assert_eq!(order, [&json!(0), &json!(2), &json!(1)], "the ping did not wait for the call");
+    assert_eq!(
+        order,
+        [&json!(0), &json!(2), &json!(1)],
+        "the ping did not wait for the call"
+    );
 }
 
 /// A reader of `n` tools/call lines that counts how many bytes were read.
@@ -1484,7 +1504,10 @@ fn a_client_that_stops_reading_stops_being_read() {
         let lines = std::io::BufRead::split(numbered, b'\n').map(move |l| {
             n += 1;
             let l = l.unwrap();
-            String::from_utf8(l).unwrap().replace("\"id\":7", &format!("\"id\":{n}")) + "\n"
+            String::from_utf8(l)
+                .unwrap()
+                .replace("\"id\":7", &format!("\"id\":{n}"))
+                + "\n"
         });
         let joined = IterRead {
             lines: Box::new(lines),
@@ -1506,7 +1529,10 @@ fn a_client_that_stops_reading_stops_being_read() {
     // The input's end closes the session (the client is gone): the calls
     // still in flight then get no answer, every other one got its answer.
     let answered = delivered.load(Ordering::SeqCst);
-    assert!(answered + 16 + 32 >= requests + 1 && answered <= requests + 1, "{answered}");
+    assert!(
+        answered + 16 + 32 >= requests + 1 && answered <= requests + 1,
+        "{answered}"
+    );
     assert!(rss_kb() < rss + 64 * 1024, "RSS stays flat");
 }
 
@@ -1671,8 +1697,7 @@ fn an_approved_rerun_reports_only_to_the_observer() {
             "notes.purge",
             Arc::new(|inv: Invocation| {
                 inv.report_progress(1.0, Some(1.0), None).unwrap();
-                inv.log(rcip::runtime::LogLevel::Error, None, &json!("purged"))
-                    .unwrap();
+                inv.log(rcip::runtime::LogLevel::Error, None, &json!("purged")).unwrap();
                 inv.complete(json!({"purged": true})).unwrap()
             }),
             None,
@@ -1832,7 +1857,10 @@ fn handler_sampling_needs_the_capability_and_is_withdrawn_on_cancel() {
     let h = harness(McpOptions::default());
     h.init(json!({"elicitation": {}}));
     let inv = slow_call(&h, 1, json!({}));
-    assert!(matches!(inv.create_message(&params, sink(&replies)), Err(HostError::Unsupported(_))));
+    assert!(matches!(
+        inv.create_message(&params, sink(&replies)),
+        Err(HostError::Unsupported(_))
+    ));
     inv.complete(json!({})).unwrap();
 
     let h = harness(McpOptions::default());
@@ -1844,7 +1872,10 @@ fn handler_sampling_needs_the_capability_and_is_withdrawn_on_cancel() {
     ));
     inv.create_message(&params, sink(&replies)).unwrap();
     let ask = h.take().pop().unwrap();
-    assert_eq!((ask["method"].as_str(), &ask["params"]), (Some("sampling/createMessage"), &params));
+    assert_eq!(
+        (ask["method"].as_str(), &ask["params"]),
+        (Some("sampling/createMessage"), &params)
+    );
     h.send(json!({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": "User rejected"}}));
     assert_eq!(
         replies.lock().pop(),
@@ -1854,5 +1885,8 @@ fn handler_sampling_needs_the_capability_and_is_withdrawn_on_cancel() {
     let ask = h.take().pop().unwrap();
     h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
     assert_eq!(replies.lock().pop(), Some(ClientReply::Cancelled));
-    assert!(h.take().iter().any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == ask["id"]));
+    assert!(h
+        .take()
+        .iter()
+        .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == ask["id"]));
 }

@@ -9,8 +9,8 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use rcip::catalog::Catalog;
-use rcip_mcp::http::{HttpOptions, McpHttpServer, ResponseMode, SessionRequest, SessionRuntime};
 use rcip::runtime::{Invocation, LifecycleEvent, Runtime, RuntimeBuilder};
+use rcip_mcp::http::{HttpOptions, McpHttpServer, ResponseMode, SessionRequest, SessionRuntime};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -70,7 +70,13 @@ fn fixture(options: HttpOptions) -> Fixture {
     let ended = Arc::new(AtomicUsize::new(0));
     let created = Arc::new(AtomicUsize::new(0));
     let events: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (c, s, e, n, ev) = (catalog.clone(), slow.clone(), ended.clone(), created.clone(), events.clone());
+    let (c, s, e, n, ev) = (
+        catalog.clone(),
+        slow.clone(),
+        ended.clone(),
+        created.clone(),
+        events.clone(),
+    );
     let factory = move |req: &SessionRequest<'_>| -> Result<Held, String> {
         if req.client_name() == Some("refused") {
             return Err("this client is not welcome".into());
@@ -81,14 +87,22 @@ fn fixture(options: HttpOptions) -> Fixture {
         let runtime = b.build();
         let host = runtime.host();
         let list = host
-            .bind("ward.list", Arc::new(|inv: Invocation| inv.complete(json!({"beds": 3})).unwrap()), None)
+            .bind(
+                "ward.list",
+                Arc::new(|inv: Invocation| inv.complete(json!({"beds": 3})).unwrap()),
+                None,
+            )
             .unwrap();
         let s = s.clone();
         let slow_binding = host
             .bind("ward.slow", Arc::new(move |inv: Invocation| s.lock().push(inv)), None)
             .unwrap();
         let discharge = host
-            .bind("ward.discharge", Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None)
+            .bind(
+                "ward.discharge",
+                Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()),
+                None,
+            )
             .unwrap();
         // The bindings live as long as the runtime.
         std::mem::forget((list, slow_binding, discharge));
@@ -116,12 +130,17 @@ fn fixture(options: HttpOptions) -> Fixture {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 async fn send(addr: SocketAddr, req: Request<Full<Bytes>>) -> Response<Incoming> {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
     tokio::spawn(conn);
     sender.send_request(req).await.unwrap()
 }
@@ -142,7 +161,9 @@ fn request(addr: SocketAddr, method: &str, session: Option<&str>, body: &str) ->
 
 async fn post(addr: SocketAddr, session: Option<&str>, body: Value) -> (StatusCode, Option<String>, String) {
     let text = body.to_string();
-    let req = request(addr, "POST", session, &text).body(Full::new(Bytes::from(text))).unwrap();
+    let req = request(addr, "POST", session, &text)
+        .body(Full::new(Bytes::from(text)))
+        .unwrap();
     let resp = send(addr, req).await;
     let status = resp.status();
     let sid = resp
@@ -262,25 +283,46 @@ fn security_defaults_refuse_with_clear_http_errors() {
                 .unwrap()
         };
         // DNS rebinding: another site's Host or Origin.
-        assert_eq!(send(f.addr, with("origin", "http://evil.example.com")).await.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            send(f.addr, with("origin", "http://evil.example.com")).await.status(),
+            StatusCode::FORBIDDEN
+        );
         let mut req = with("x-any", "1");
         req.headers_mut().insert("host", "evil.example.com".parse().unwrap());
         assert_eq!(send(f.addr, req).await.status(), StatusCode::FORBIDDEN);
         // A localhost origin on any port is fine.
-        assert_eq!(send(f.addr, with("origin", "http://localhost:5173")).await.status(), StatusCode::OK);
+        assert_eq!(
+            send(f.addr, with("origin", "http://localhost:5173")).await.status(),
+            StatusCode::OK
+        );
         // An unknown protocol version.
-        assert_eq!(send(f.addr, with("mcp-protocol-version", "1999-01-01")).await.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            send(f.addr, with("mcp-protocol-version", "1999-01-01")).await.status(),
+            StatusCode::BAD_REQUEST
+        );
         // Too large.
-        let big = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"p\":\"{}\"}}}}", "a".repeat(4096));
-        let req = request(f.addr, "POST", None, "").body(Full::new(Bytes::from(big))).unwrap();
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"p\":\"{}\"}}}}",
+            "a".repeat(4096)
+        );
+        let req = request(f.addr, "POST", None, "")
+            .body(Full::new(Bytes::from(big)))
+            .unwrap();
         assert_eq!(send(f.addr, req).await.status(), StatusCode::PAYLOAD_TOO_LARGE);
         // No session / unknown session.
         let (status, _, _) = post(f.addr, None, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
-        let (status, _, _) = post(f.addr, Some("nope"), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        let (status, _, _) = post(
+            f.addr,
+            Some("nope"),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        )
+        .await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         // Not JSON; a batch; another method.
-        let req = request(f.addr, "POST", None, "").body(Full::new(Bytes::from("{oops"))).unwrap();
+        let req = request(f.addr, "POST", None, "")
+            .body(Full::new(Bytes::from("{oops")))
+            .unwrap();
         assert_eq!(send(f.addr, req).await.status(), StatusCode::BAD_REQUEST);
         let req = request(f.addr, "PUT", None, "").body(Full::new(Bytes::new())).unwrap();
         assert_eq!(send(f.addr, req).await.status(), StatusCode::METHOD_NOT_ALLOWED);
@@ -302,14 +344,16 @@ fn a_dropped_stream_does_not_cancel_and_the_answer_waits_for_resumption() {
     rt().block_on(async {
         let sid = initialize(f.addr, "a").await;
         let text = call(11, "ward.slow").to_string();
-        let req = request(f.addr, "POST", Some(&sid), "").body(Full::new(Bytes::from(text))).unwrap();
+        let req = request(f.addr, "POST", Some(&sid), "")
+            .body(Full::new(Bytes::from(text)))
+            .unwrap();
         let resp = send(f.addr, req).await;
         let mut body = resp.into_body();
         let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
         let first = String::from_utf8(first.to_vec()).unwrap();
         let last_id = first.lines().next().unwrap().strip_prefix("id: ").unwrap().to_string();
         drop(body); // the client loses the connection
-        // The call goes on: the handler has it, not cancelled.
+                    // The call goes on: the handler has it, not cancelled.
         let deadline = Instant::now() + Duration::from_secs(5);
         while f.slow.lock().is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -353,7 +397,14 @@ fn poll_after_closes_a_pending_call_stream_with_a_retry() {
             .body(Full::new(Bytes::new()))
             .unwrap();
         let text = String::from_utf8(
-            send(f.addr, req).await.into_body().collect().await.unwrap().to_bytes().to_vec(),
+            send(f.addr, req)
+                .await
+                .into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .to_vec(),
         )
         .unwrap();
         assert_eq!(sse_messages(&text).last().unwrap()["id"], 12, "{text}");
@@ -377,7 +428,12 @@ fn idle_sessions_end_but_not_while_a_call_is_pending() {
         let b = busy.clone();
         let pending = tokio::spawn(async move { post(addr, Some(&b), call(13, "ward.slow")).await });
         tokio::time::sleep(Duration::from_millis(700)).await;
-        let (status, _, _) = post(f.addr, Some(&idle), json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        let (status, _, _) = post(
+            f.addr,
+            Some(&idle),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        )
+        .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "the idle session expired");
         assert!(f.server.session(&busy).is_some(), "the busy one did not");
         assert_eq!(f.ended.load(Ordering::SeqCst), 1);
@@ -433,7 +489,12 @@ fn limits_on_sessions_and_in_flight_requests() {
         while f.slow.lock().is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let (status, _, _) = post(f.addr, Some(&sid), json!({"jsonrpc": "2.0", "id": 21, "method": "ping"})).await;
+        let (status, _, _) = post(
+            f.addr,
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "id": 21, "method": "ping"}),
+        )
+        .await;
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
         f.slow.lock().pop().unwrap().complete(json!({})).unwrap();
         assert_eq!(pending.await.unwrap().0, StatusCode::OK);
@@ -534,7 +595,10 @@ fn a_cancelled_call_ends_its_request_and_frees_its_id() {
         .await;
         assert_eq!(status, StatusCode::ACCEPTED);
         // The request ends at once, though the handler has not ended yet.
-        let (status, _, body) = tokio::time::timeout(Duration::from_secs(5), pending).await.expect("answered").unwrap();
+        let (status, _, body) = tokio::time::timeout(Duration::from_secs(5), pending)
+            .await
+            .expect("answered")
+            .unwrap();
         assert_eq!(status, StatusCode::ACCEPTED, "no response is due: {body}");
         let inv = f.slow.lock().pop().unwrap();
         assert!(inv.is_cancelled());
@@ -555,7 +619,9 @@ fn a_closed_stream_restarts_the_idle_clock_and_a_stale_stream_is_not_404() {
     let f = fixture(options);
     rt().block_on(async {
         let sid = initialize(f.addr, "a").await;
-        let req = request(f.addr, "GET", Some(&sid), "").body(Full::new(Bytes::new())).unwrap();
+        let req = request(f.addr, "GET", Some(&sid), "")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
         let resp = send(f.addr, req).await;
         assert_eq!(resp.status(), StatusCode::OK);
         tokio::time::sleep(Duration::from_millis(1200)).await; // held open: not idle
@@ -597,7 +663,10 @@ fn a_call_pending_at_shutdown_gets_its_aborted_outcome_on_its_stream() {
     let (_, _, body) = rx.recv_timeout(Duration::from_secs(5)).expect("the stream ended");
     let last = sse_messages(&body).pop().expect("an answer on the stream");
     assert_eq!(last["id"], 50);
-    assert_eq!(last["result"]["_meta"]["rcip/outcome"]["error"]["code"], "EXECUTION_ABORTED", "{body}");
+    assert_eq!(
+        last["result"]["_meta"]["rcip/outcome"]["error"]["code"], "EXECUTION_ABORTED",
+        "{body}"
+    );
 }
 
 #[test]
@@ -676,17 +745,24 @@ fn a_cancellation_is_never_queued_behind_the_handlers_it_should_stop() {
 fn a_loopback_bind_other_than_127_0_0_1_accepts_its_own_url() {
     let catalog = catalog();
     let c = catalog.clone();
-    let server = McpHttpServer::bind(&catalog, "127.0.0.2:0", HttpOptions::default(), move |_: &SessionRequest<'_>| {
-        Ok(Held {
-            runtime: Runtime::new(&c),
-            ended: Arc::new(AtomicUsize::new(0)),
-        })
-    });
+    let server = McpHttpServer::bind(
+        &catalog,
+        "127.0.0.2:0",
+        HttpOptions::default(),
+        move |_: &SessionRequest<'_>| {
+            Ok(Held {
+                runtime: Runtime::new(&c),
+                ended: Arc::new(AtomicUsize::new(0)),
+            })
+        },
+    );
     let Ok(server) = server else { return }; // no 127.0.0.2 here: nothing to check
     server.start().unwrap();
     let addr = server.local_addr();
     rt().block_on(async {
-        let text = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}).to_string();
+        let text =
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}})
+                .to_string();
         let req = Request::builder()
             .method("POST")
             .uri(format!("http://{addr}/mcp"))

@@ -513,7 +513,20 @@ mod tests {
     fn integer_shortcuts_match_the_general_rule() {
         let general = normalized_through_double;
         let safe = 1u64 << 53;
-        let mut unsigned = vec![0, 1, 9, 10, 99, 100, safe - 1, safe, safe + 1, safe + 2, u64::MAX - 1, u64::MAX];
+        let mut unsigned = vec![
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            safe - 1,
+            safe,
+            safe + 1,
+            safe + 2,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         unsigned.extend((0..20).map(|k| 10u64.pow(k)));
         for u in unsigned {
             let n = Number::from(u);
@@ -524,7 +537,11 @@ mod tests {
         for i in [-1i64, -9, -10, -s + 1, -s, -s - 1, -s - 2, i64::MIN + 1, i64::MIN] {
             let n = Number::from(i);
             assert_eq!(normalized_number(&n), general(&n), "{i}");
-            assert_eq!(1 + decimal_digits(i.unsigned_abs()), itoa::Buffer::new().format(i).len(), "{i}");
+            assert_eq!(
+                1 + decimal_digits(i.unsigned_abs()),
+                itoa::Buffer::new().format(i).len(),
+                "{i}"
+            );
         }
     }
 

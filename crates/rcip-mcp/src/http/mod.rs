@@ -37,10 +37,10 @@
 mod router;
 mod service;
 
-use rcip::catalog::Catalog;
 use crate::{McpOptions, McpSession, WorkerPool, SESSION_OPTION_KEYS};
-use rcip::runtime::{Client, Host, Runtime};
 use parking_lot::{Condvar, Mutex};
+use rcip::catalog::Catalog;
+use rcip::runtime::{Client, Host, Runtime};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -279,7 +279,9 @@ pub struct SessionRequest<'a> {
 impl SessionRequest<'_> {
     /// `clientInfo.name` of the `initialize` params.
     pub fn client_name(&self) -> Option<&str> {
-        self.initialize_params.pointer("/clientInfo/name").and_then(Value::as_str)
+        self.initialize_params
+            .pointer("/clientInfo/name")
+            .and_then(Value::as_str)
     }
 
     /// The value of forwarded header `name` (any case).
@@ -456,9 +458,11 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         factory: impl SessionFactory<O>,
     ) -> std::io::Result<McpHttpServer<O>> {
         let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
-        let addr: SocketAddr = address
-            .parse()
-            .map_err(|_| invalid(format!("\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)")))?;
+        let addr: SocketAddr = address.parse().map_err(|_| {
+            invalid(format!(
+                "\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)"
+            ))
+        })?;
         crate::session::check_tool_names(catalog, &options.session.tool_names).map_err(invalid)?;
         crate::content::check(catalog, &options.session.content).map_err(invalid)?;
         let listener = std::net::TcpListener::bind(addr)?;
@@ -721,7 +725,9 @@ impl<O: SessionRuntime> ServerInner<O> {
         }
         // The workers finish what the endings queued, then end: no library
         // thread runs host code after shutdown returns.
-        let left = end.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+        let left = end
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(100));
         self.pool.close_and_wait(left);
         self.control.close_and_wait(left);
         // No worker runs host code any more: the retired holders go now.

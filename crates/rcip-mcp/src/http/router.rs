@@ -230,12 +230,7 @@ impl Router {
     fn push(&self, st: &mut State, id: u64, data: &str, keep: bool, list_changed: bool) -> Option<Waker> {
         let replay = self.replay;
         let stream = st.streams.get_mut(&id)?;
-        if list_changed
-            && stream
-                .events
-                .iter()
-                .any(|e| e.list_changed && e.seq > stream.delivered)
-        {
+        if list_changed && stream.events.iter().any(|e| e.list_changed && e.seq > stream.delivered) {
             return None; // one undelivered list_changed says it all
         }
         let mut dropped = 0;
@@ -345,10 +340,7 @@ impl Router {
     /// joins the finished streams kept for resumption (the oldest beyond
     /// [`FINISHED_KEPT`] go).
     fn retire(st: &mut State, id: u64) {
-        let done = st
-            .streams
-            .get(&id)
-            .is_some_and(|s| s.finished && s.attached.is_none());
+        let done = st.streams.get(&id).is_some_and(|s| s.finished && s.attached.is_none());
         if id == STANDALONE || !done || st.finished.contains(&id) {
             return;
         }
@@ -528,7 +520,12 @@ mod tests {
         // Resumed after event 0: both events, then the end.
         let mut resumed = r.attach(sid, Some(0)).unwrap();
         let got = drain(&mut resumed);
-        assert_eq!(got[1], format!("id: {sid}-1\nevent: message\ndata: {{\"n\":1}}\n\nid: {sid}-2\nevent: message\ndata: {{\"r\":2}}\n\n"));
+        assert_eq!(
+            got[1],
+            format!(
+                "id: {sid}-1\nevent: message\ndata: {{\"n\":1}}\n\nid: {sid}-2\nevent: message\ndata: {{\"r\":2}}\n\n"
+            )
+        );
         assert_eq!(got.last().unwrap(), "<end>");
     }
 
@@ -543,7 +540,11 @@ mod tests {
             r.send_message("{}", MessageKind::Response { id: &key });
         }
         let st = r.state.lock();
-        assert_eq!(st.streams.len(), FINISHED_KEPT + 1, "the standalone stream and the kept ones");
+        assert_eq!(
+            st.streams.len(),
+            FINISHED_KEPT + 1,
+            "the standalone stream and the kept ones"
+        );
         assert!(st.routes.is_empty());
     }
 
@@ -552,7 +553,10 @@ mod tests {
         let r = Arc::new(Router::new(4));
         r.send_message("{\"id\":\"x\"}", MessageKind::Response { id: "unrouted" });
         for i in 0..100 {
-            r.send_message(&format!("{{\"p\":{i}}}"), MessageKind::Notification { related: Some("none") });
+            r.send_message(
+                &format!("{{\"p\":{i}}}"),
+                MessageKind::Notification { related: Some("none") },
+            );
         }
         assert!(r.dropped() >= 96);
         let mut body = r.attach(STANDALONE, None).unwrap();

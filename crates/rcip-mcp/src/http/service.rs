@@ -5,8 +5,9 @@
 //! the sessions themselves put `tools/call` work there.
 
 use super::router::{parse_event_id, Router, SseBody, STANDALONE};
-use super::{ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime, SUPPORTED_PROTOCOL_VERSIONS};
-use rcip::json::Limits;
+use super::{
+    ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime, SUPPORTED_PROTOCOL_VERSIONS,
+};
 use crate::jsonrpc;
 use crate::McpSession;
 use bytes::Bytes;
@@ -18,6 +19,7 @@ use hyper::header::{
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rcip::json::Limits;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -63,7 +65,8 @@ fn json_response(text: String) -> Response<Body> {
 
 fn sse_response(body: SseBody) -> Response<Body> {
     let mut r = response(StatusCode::OK, Some("text/event-stream"), body.boxed_unsync());
-    r.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
 
@@ -172,7 +175,14 @@ fn host_name(host: &str) -> &str {
         // `[v6]` or `[v6]:port`, nothing else after the bracket (anything
         // else is returned whole and matches no allowed name).
         return match host.find(']') {
-            Some(i) if host[i + 1..].is_empty() || host[i + 1..].strip_prefix(':').is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())) => &host[..=i],
+            Some(i)
+                if host[i + 1..].is_empty()
+                    || host[i + 1..]
+                        .strip_prefix(':')
+                        .is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())) =>
+            {
+                &host[..=i]
+            }
             _ => host,
         };
     }
@@ -206,16 +216,21 @@ fn allowed(list: &[String], value: &str, base: &str) -> bool {
 fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     match header(headers, &ACCEPT) {
         None => true,
-        Some(a) => a
-            .split(',')
-            .map(|p| p.split(';').next().unwrap_or("").trim())
-            .any(|t| t.eq_ignore_ascii_case(kind) || t == "*/*" || t.eq_ignore_ascii_case(&format!("{}/*", kind.split('/').next().unwrap_or("")))),
+        Some(a) => a.split(',').map(|p| p.split(';').next().unwrap_or("").trim()).any(|t| {
+            t.eq_ignore_ascii_case(kind)
+                || t == "*/*"
+                || t.eq_ignore_ascii_case(&format!("{}/*", kind.split('/').next().unwrap_or("")))
+        }),
     }
 }
 
 async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != server.options.endpoint {
-        return http_error(StatusCode::NOT_FOUND, -32000, "Not Found: the MCP endpoint is elsewhere");
+        return http_error(
+            StatusCode::NOT_FOUND,
+            -32000,
+            "Not Found: the MCP endpoint is elsewhere",
+        );
     }
     let headers = req.headers();
     // DNS rebinding: a browser page of another site must not reach a
@@ -260,7 +275,8 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         Method::DELETE => delete(server, req).await,
         _ => {
             let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method Not Allowed");
-            r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            r.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
             r
         }
     }
@@ -306,7 +322,11 @@ async fn read_body(server: &ServerInner<impl SessionRuntime>, body: Incoming) ->
                     &format!("Payload Too Large: the body exceeds {limit} bytes (maxBodyBytes)"),
                 ))
             } else {
-                Err(http_error(StatusCode::BAD_REQUEST, -32000, "Bad Request: the body could not be read"))
+                Err(http_error(
+                    StatusCode::BAD_REQUEST,
+                    -32000,
+                    "Bad Request: the body could not be read",
+                ))
             }
         }
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
@@ -505,7 +525,11 @@ async fn initialize<O: SessionRuntime>(
             r
         }
         Ok(Err(text)) => json_response(text),
-        Err(_) => http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: the session was not created"),
+        Err(_) => http_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            -32603,
+            "Internal error: the session was not created",
+        ),
     }
 }
 
@@ -694,7 +718,11 @@ mod tests {
         assert!(!allowed(&v6, "[::1]evil.example:80", host_name("[::1]evil.example:80")));
         assert!(!allowed(&v6, "[::1]@evil.example", host_name("[::1]@evil.example")));
         let origins = vec!["http://[::1]".to_string()];
-        assert!(!allowed(&origins, "http://[::1]evil.example", origin_without_port("http://[::1]evil.example")));
+        assert!(!allowed(
+            &origins,
+            "http://[::1]evil.example",
+            origin_without_port("http://[::1]evil.example")
+        ));
         assert_eq!(new_session_id().unwrap().len(), 32);
         assert_ne!(new_session_id().unwrap(), new_session_id().unwrap());
     }

@@ -207,7 +207,9 @@ pub trait InvocationChannel: Send + Sync {
     /// (unsupported).
     fn create_message(&self, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
         let _ = (params, reply);
-        Err(ElicitRefusal::Unsupported("this consumer cannot ask its client to sample".into()))
+        Err(ElicitRefusal::Unsupported(
+            "this consumer cannot ask its client to sample".into(),
+        ))
     }
 }
 

@@ -231,10 +231,14 @@ impl Invocation {
     pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), HostError> {
         let shared = self.reporting()?;
         if !progress.is_finite() {
-            return Err(HostError::InvalidArgument(format!("progress must be a finite number, not {progress}")));
+            return Err(HostError::InvalidArgument(format!(
+                "progress must be a finite number, not {progress}"
+            )));
         }
         if let Some(t) = total.filter(|t| !t.is_finite()) {
-            return Err(HostError::InvalidArgument(format!("total must be a finite number, not {t}")));
+            return Err(HostError::InvalidArgument(format!(
+                "total must be a finite number, not {t}"
+            )));
         }
         let report = super::ProgressReport {
             progress,

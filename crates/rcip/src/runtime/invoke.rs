@@ -40,7 +40,9 @@ pub(crate) struct InvocationState {
 
 impl InvocationState {
     pub(crate) fn new() -> InvocationState {
-        InvocationState { ids: HashMap::default() }
+        InvocationState {
+            ids: HashMap::default(),
+        }
     }
 
     pub(crate) fn is_reserved(&self, id: &str) -> bool {
@@ -1305,8 +1307,14 @@ mod tests {
         client.invoke("outer", b"{}", Some("o1"), None, sink()).unwrap();
         let got = outcomes.lock().clone();
         assert_eq!(got.len(), 2, "{got:?}");
-        assert!(got[0].contains("\"invocationId\":\"i1\"") && got[0].contains("\"from\":\"inner\""), "{got:?}");
-        assert!(got[1].contains("\"invocationId\":\"o1\"") && got[1].contains("\"from\":\"outer\""), "{got:?}");
+        assert!(
+            got[0].contains("\"invocationId\":\"i1\"") && got[0].contains("\"from\":\"inner\""),
+            "{got:?}"
+        );
+        assert!(
+            got[1].contains("\"invocationId\":\"o1\"") && got[1].contains("\"from\":\"outer\""),
+            "{got:?}"
+        );
     }
 
     /// A handler that settles and then panics: the runtime goes on
@@ -1338,7 +1346,10 @@ mod tests {
         client.invoke("outer", b"{}", Some("p2"), None, sink()).unwrap();
         let got = outcomes.lock().clone();
         let last = got.last().expect("an outcome for p2");
-        assert!(last.contains("\"invocationId\":\"p2\"") && last.contains("succeeded"), "{got:?}");
+        assert!(
+            last.contains("\"invocationId\":\"p2\"") && last.contains("succeeded"),
+            "{got:?}"
+        );
     }
 
     /// Settled from another thread while the callback still runs: that

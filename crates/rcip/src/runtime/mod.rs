@@ -43,10 +43,10 @@ pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use pending::WAIT_FOREVER;
 pub use pending::{Pending, ReadyCallback, WaitError};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
-pub use types::NulString;
 pub use record::Record;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
+pub use types::NulString;
 pub use types::{
     Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, LifecycleEvent, Outcome,
     OutcomeStatus, RcipError, SemanticContext,

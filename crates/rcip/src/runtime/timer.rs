@@ -140,7 +140,7 @@ fn run() {
                             }
                             drop(armed);
                             (d.runtime, d.gate)
-                        })
+                        });
                     }
                     Some(Reverse(first)) => {
                         let wait = first.at - now;

@@ -1042,7 +1042,9 @@ fn fast_validity_pass_grows_the_stack_for_deep_schemas() {
     let ok = std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(128 * 1024)
-            .spawn_scoped(s, || (compiled.validate(&data).is_empty(), compiled.is_valid(&json!({"a": 1}))))
+            .spawn_scoped(s, || {
+                (compiled.validate(&data).is_empty(), compiled.is_valid(&json!({"a": 1})))
+            })
             .unwrap()
             .join()
             .expect("no stack overflow")
