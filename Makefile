@@ -23,11 +23,13 @@ all: lib
 # The shared and static library (SONAME librcip.so.$(ABI_MAJOR)).
 # The C ABI crate (crates/rcip-capi) builds librcip_capi.{so,a}; the
 # library's name for C hosts is librcip (its SONAME is set by that crate's
-# build.rs), so the outputs are linked under it.
+# build.rs), so the outputs are hard-linked under it: a file of its own
+# name, so tools that report the loaded object by its real path (valgrind,
+# and the suppression file's obj:*/librcip.so* rule) see librcip.so.
 lib:
 	$(CARGO) build --release -p rcip-capi
-	ln -sf librcip_capi.so $(LIBDIR)/librcip.so
-	ln -sf librcip_capi.a $(LIBDIR)/librcip.a
+	ln -f $(LIBDIR)/librcip_capi.so $(LIBDIR)/librcip.so
+	ln -f $(LIBDIR)/librcip_capi.a $(LIBDIR)/librcip.a
 	ln -sf librcip.so $(LIBDIR)/librcip.so.$(ABI_MAJOR)
 
 # Copies the header build.rs generated into include/ (commit the result).
