@@ -65,6 +65,12 @@ pub unsafe extern "C" fn rcip_availability_set(
 ) -> rcip_result {
     ffi_guard!({
         let sink = lent_mut(sink).ok_or_else(|| FfiError::null("sink"))?;
+        if available && reason_code.is_null() && reason.is_null() {
+            // The common answer, without building one (a refresh asks
+            // hundreds of checks).
+            sink.set_plain_available();
+            return Ok(());
+        }
         let reason_code = opt_str_arg(reason_code, "reason_code")?.map(str::to_string);
         let reason = opt_str_arg(reason, "reason")?.map(str::to_string);
         sink.set(Availability {

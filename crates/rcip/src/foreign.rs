@@ -56,6 +56,7 @@ impl Release {
     /// # Safety
     /// `call(code, data)` must be sound for the user data this release
     /// function will be given, once, from any thread.
+    #[inline]
     pub unsafe fn new(code: Code, call: ReleaseCall) -> Release {
         Release { code, call }
     }
@@ -76,6 +77,7 @@ unsafe impl Sync for UserData {}
 
 impl UserData {
     /// Host data `ptr`, released with `free` (none: nothing to release).
+    #[inline]
     pub fn new(ptr: *mut c_void, free: Option<Release>) -> UserData {
         UserData {
             ptr,
@@ -86,11 +88,13 @@ impl UserData {
 
     /// After a failed registration: the host keeps its data, so the release
     /// function must never run.
+    #[inline]
     pub fn disarm(&self) {
         self.armed.store(false, Ordering::SeqCst);
     }
 
     /// The host's pointer, as it was registered.
+    #[inline]
     pub fn ptr(&self) -> *mut c_void {
         self.ptr
     }
@@ -99,6 +103,7 @@ impl UserData {
     /// whose registration ends before its holder goes (an MCP server
     /// session's data, released when the session ends while a host handle
     /// may still hold the session's runtime).
+    #[inline]
     pub fn release(&self) {
         if self.armed.swap(false, Ordering::SeqCst) {
             self.call_free();
@@ -140,12 +145,14 @@ impl OnceText {
     /// # Safety
     /// `call(code, user_data, text)` must be sound once, from any thread,
     /// for a text valid during the call.
+    #[inline]
     pub unsafe fn new(code: Code, call: TextCall, user_data: UserData) -> OnceText {
         OnceText { code, call, user_data }
     }
 
     /// Calls the callback with `text` (valid during the call only), then
     /// releases the user data.
+    #[inline]
     pub fn call(self, text: &CStr) {
         // Safety: `new`'s contract; the text lives across the call.
         unsafe { (self.call)(self.code, self.user_data.ptr(), text.as_ptr()) };
@@ -153,6 +160,7 @@ impl OnceText {
     }
 
     /// The registering call failed: the host keeps its data.
+    #[inline]
     pub fn disarm(self) {
         self.user_data.disarm();
     }
@@ -187,12 +195,14 @@ impl<S> SlotFn<S> {
     /// # Safety
     /// `user_data` stays valid for as long as any copy of the result may be
     /// called, and `call(code, user_data, slot)` is sound from any thread.
+    #[inline]
     pub unsafe fn new(code: Code, call: SlotCall<S>, user_data: *mut c_void) -> SlotFn<S> {
         SlotFn { code, call, user_data }
     }
 
     /// Calls the function with `slot` lent for the call; its return value
     /// (0 for an answer, anything else for a failure).
+    #[inline]
     pub fn call(self, slot: &mut S) -> i32 {
         // Safety: `new`'s contract; the slot lives across the call.
         unsafe { (self.call)(self.code, self.user_data, slot) }

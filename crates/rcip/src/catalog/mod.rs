@@ -249,6 +249,7 @@ impl Catalog {
     }
 
     /// Index of a capability id in catalog order.
+    #[inline]
     pub fn capability_index(&self, id: &str) -> Option<usize> {
         self.inner.capability_index.get(id).copied()
     }

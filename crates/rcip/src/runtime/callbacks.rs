@@ -139,6 +139,7 @@ pub enum Sink {
 }
 
 impl Sink {
+    #[inline]
     pub fn deliver(self, json: &JsonText) {
         match self {
             Sink::Boxed(sink) => sink.deliver(json),
@@ -146,6 +147,7 @@ impl Sink {
         }
     }
 
+    #[inline]
     pub fn refused(self) {
         match self {
             Sink::Boxed(sink) => sink.refused(),
@@ -174,19 +176,39 @@ impl From<Box<dyn OutcomeSink>> for Sink {
 
 /// Where a foreign availability check writes its answer during the call
 /// (the C ABI lends it as `rcip_availability_sink`). Valid for one call.
+///
+/// The common answer, plainly available (no reason), is a flag of its own
+/// ([`AvailabilitySlot::set_plain_available`]), so a refresh asking
+/// hundreds of checks writes and reads one byte per check (BENCHMARKS.md,
+/// (h2)).
 #[derive(Default)]
 pub struct AvailabilitySlot {
     answer: Option<Availability>,
+    plain: bool,
 }
 
 impl AvailabilitySlot {
     /// Records the answer; a later one replaces an earlier one.
+    #[inline]
     pub fn set(&mut self, answer: Availability) {
         self.answer = Some(answer);
+        self.plain = false;
+    }
+
+    /// Records "available, no reason" (the same answer as `set` with
+    /// [`Availability::available`]); a later answer replaces it.
+    #[inline]
+    pub fn set_plain_available(&mut self) {
+        self.answer = None;
+        self.plain = true;
     }
 
     /// The answer, if the check gave one.
+    #[inline]
     pub fn take(&mut self) -> Option<Availability> {
+        if std::mem::take(&mut self.plain) {
+            return Some(Availability::available());
+        }
         self.answer.take()
     }
 }
@@ -206,9 +228,73 @@ pub fn check_unless_plain(check: DirectCheck) -> Option<Availability> {
     if check.call(&mut slot) != 0 {
         return Some(Availability::check_failed());
     }
+    if slot.plain {
+        return None;
+    }
     match slot.answer {
         Some(answer) if answer.is_plain_available() => None,
         Some(answer) => Some(answer),
         None => Some(Availability::check_failed()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(code: &str) -> Availability {
+        Availability {
+            available: false,
+            reason_code: Some(code.to_string()),
+            reason: None,
+        }
+    }
+
+    /// The plain flag and the full answer replace each other in call order,
+    /// and both read back as the same answers `set` alone gives.
+    #[test]
+    fn a_later_answer_replaces_an_earlier_one() {
+        let mut slot = AvailabilitySlot::default();
+        assert_eq!(slot.take(), None);
+        slot.set_plain_available();
+        assert_eq!(slot.take(), Some(Availability::available()));
+        assert_eq!(slot.take(), None, "take empties the slot");
+
+        slot.set_plain_available();
+        slot.set(reason("OFFLINE"));
+        assert_eq!(slot.take(), Some(reason("OFFLINE")));
+
+        slot.set(reason("OFFLINE"));
+        slot.set_plain_available();
+        assert_eq!(slot.take(), Some(Availability::available()));
+        assert_eq!(slot.take(), None);
+    }
+
+    /// A foreign check's answer as a refresh reads it: plain is `None`
+    /// whichever way it was written; a reason is kept; no answer or a
+    /// non-zero return is a failed check.
+    #[test]
+    fn check_unless_plain_reads_each_kind_of_answer() {
+        unsafe fn call(code: crate::foreign::Code, _: *mut std::ffi::c_void, slot: *mut AvailabilitySlot) -> i32 {
+            let slot = &mut *slot;
+            match code as usize {
+                1 => slot.set_plain_available(),
+                2 => slot.set(Availability::available()),
+                3 => slot.set(reason("OFFLINE")),
+                4 => {}
+                _ => return 1,
+            }
+            0
+        }
+        let ask = |n: usize| {
+            // Safety: `call` reads no user data.
+            let check = unsafe { DirectCheck::new(n as crate::foreign::Code, call, std::ptr::null_mut()) };
+            check_unless_plain(check)
+        };
+        assert_eq!(ask(1), None);
+        assert_eq!(ask(2), None);
+        assert_eq!(ask(3), Some(reason("OFFLINE")));
+        assert_eq!(ask(4), Some(Availability::check_failed()));
+        assert_eq!(ask(5), Some(Availability::check_failed()));
     }
 }

@@ -42,6 +42,7 @@ impl Invocation {
     /// The handle as a pointer that owns it, for a C handle: give it back
     /// with [`Invocation::from_raw`]. No allocation: the pointer is the
     /// shared invocation state's own.
+    #[inline]
     pub fn into_raw(self) -> *const () {
         let raw = Arc::as_ptr(&self.core).cast::<()>();
         // The reference this handle held now belongs to the pointer.
@@ -53,6 +54,7 @@ impl Invocation {
     ///
     /// # Safety
     /// `raw` came from `into_raw` and is given back once.
+    #[inline]
     pub unsafe fn from_raw(raw: *const ()) -> Invocation {
         Invocation {
             core: Arc::from_raw(raw.cast::<InvocationCore>()),
@@ -62,11 +64,13 @@ impl Invocation {
     /// The invocation id as NUL-terminated text, made on first request
     /// and kept with the invocation state (so valid at least as long as
     /// this handle).
+    #[inline]
     pub fn id_c_str(&self) -> &CStr {
         self.core.lent.id.get_or_init(|| nul_terminated(&self.core.id))
     }
 
     /// The capability id as NUL-terminated text (as [`Self::id_c_str`]).
+    #[inline]
     pub fn capability_id_c_str(&self) -> &CStr {
         self.core
             .lent
@@ -76,6 +80,7 @@ impl Invocation {
 
     /// The handler's token kept with the invocation state at a fixed
     /// address (as [`Self::id_c_str`]), for a host that borrows it.
+    #[inline]
     pub fn lent_cancel_token(&self) -> &CancelToken {
         self.core.lent.token.get_or_init(|| Box::new(self.core.handler_token()))
     }
@@ -93,6 +98,7 @@ impl Invocation {
     /// The capability's index in catalog order (a handler is only called
     /// for a capability of the catalog), for a handler that serves several
     /// capabilities (the C builder bindings' shared record).
+    #[inline]
     pub fn capability_index(&self) -> Option<usize> {
         self.core.capability
     }
@@ -108,11 +114,13 @@ impl Invocation {
     }
 
     /// The input as NUL-terminated JSON text, owned by the invocation.
+    #[inline]
     pub fn input_c_str(&self) -> &CStr {
         self.core.payload.as_ref().expect("parsed input").nul_text().as_c_str()
     }
 
     /// The semantic context as NUL-terminated JSON text.
+    #[inline]
     pub fn context_c_str(&self) -> &CStr {
         self.semantic_context().json_c_str()
     }
@@ -425,6 +433,7 @@ impl PolicyRequest {
     }
 
     /// The context as NUL-terminated JSON text.
+    #[inline]
     pub fn context_c_str(&self) -> &CStr {
         self.core.nul_context_json().as_c_str()
     }
@@ -454,6 +463,7 @@ impl PolicyRequest {
         self.core.nul_input_json().as_str()
     }
 
+    #[inline]
     pub fn input_c_str(&self) -> &CStr {
         self.core.nul_input_json().as_c_str()
     }
@@ -463,6 +473,7 @@ impl PolicyRequest {
         self.core.nul_capability_json().as_str()
     }
 
+    #[inline]
     pub fn capability_c_str(&self) -> &CStr {
         self.core.nul_capability_json().as_c_str()
     }

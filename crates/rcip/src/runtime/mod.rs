@@ -317,6 +317,7 @@ impl RuntimeBuilder {
     }
 
     /// The number of capabilities the catalog declares.
+    #[inline]
     pub fn capability_count(&self) -> usize {
         self.catalog.capabilities().len()
     }

@@ -200,6 +200,7 @@ impl Snapshot {
     }
 
     /// The JSON text, NUL-terminated, owned by the snapshot.
+    #[inline]
     pub fn json_c_str(&self) -> &std::ffi::CStr {
         self.nul_json().as_c_str()
     }

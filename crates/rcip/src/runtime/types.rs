@@ -443,6 +443,7 @@ impl SemanticContext {
     }
 
     /// The context as NUL-terminated JSON text.
+    #[inline]
     pub fn json_c_str(&self) -> &std::ffi::CStr {
         self.json.as_c_str()
     }
@@ -623,11 +624,13 @@ pub struct JsonText(NulString);
 
 impl JsonText {
     /// The JSON text.
+    #[inline]
     pub fn as_str(&self) -> &str {
         self.0.as_str()
     }
 
     /// The JSON text, NUL-terminated (lent to C callbacks without a copy).
+    #[inline]
     pub fn as_c_str(&self) -> &std::ffi::CStr {
         self.0.as_c_str()
     }
@@ -672,6 +675,7 @@ impl std::fmt::Display for JsonText {
 pub struct NulString(String);
 
 impl NulString {
+    #[inline]
     pub fn new(mut text: String) -> NulString {
         debug_assert!(!text.contains('\0'));
         text.push('\0');
@@ -679,6 +683,7 @@ impl NulString {
     }
 
     /// A copy of `text` with its NUL, in one allocation.
+    #[inline]
     pub fn copy_of(text: &str) -> NulString {
         let mut s = String::with_capacity(text.len() + 1);
         s.push_str(text);
@@ -699,6 +704,7 @@ impl NulString {
     }
 
     /// The text without the NUL.
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.0[..self.0.len() - 1]
     }
@@ -706,6 +712,7 @@ impl NulString {
     /// The NUL-terminated text. No copy and no scan: every constructor
     /// ends the text with its one NUL, and the text is JSON the crate wrote
     /// (serde_json escapes a NUL as `\u0000`), so it holds no other.
+    #[inline]
     pub fn as_c_str(&self) -> &std::ffi::CStr {
         // Safety: exactly one NUL, at the end (see above).
         unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(self.0.as_bytes()) }
