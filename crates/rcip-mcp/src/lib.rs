@@ -47,6 +47,8 @@
 
 mod content;
 mod elicit;
+// Streamable HTTP: its dependencies come with the feature.
+#[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
 mod outbox;
