@@ -57,6 +57,11 @@ mod session;
 mod timer;
 mod tools;
 
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 #[cfg(test)]
 mod content_tests;
 #[cfg(test)]
