@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-readme test-desk-timing test-rust test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance install-cpp-header valgrind install clean
 
 all: lib
 
@@ -60,10 +60,22 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
+test: test-rust test-package test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
 
 test-rust:
 	$(CARGO) test --workspace
+
+# The crates meant for crates.io (rcip, rcip-mcp and rcip-regress, the
+# regress fork in vendor/regress) packaged as `cargo publish` would upload
+# them, then each extracted and built on its own (debug, in
+# target/package), the three together through a temporary local registry:
+# a build that needs a [patch] or a file outside its package fails here.
+# Needs the registry index (a filled cache is enough). cargo package
+# refuses a package with uncommitted changes; PACKAGE_FLAGS=--allow-dirty
+# packages them as they are.
+PACKAGE_FLAGS ?=
+test-package:
+	$(CARGO) package --workspace --exclude rcip-capi --exclude rcip-conformance --exclude rcip-bench $(PACKAGE_FLAGS)
 
 test-conformance: conformance
 	$(LIBDIR)/rcip-conformance check tests/conformance/scenarios

@@ -30,7 +30,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 NO_CARGO = """rcip: cannot build the package: it bundles librcip, the Rust library,
 and building it needs cargo, which was not found (looked for %r).
 Either
-  - install Rust (https://rustup.rs; Rust 1.85 or later) and run pip again, or
+  - install Rust (https://rustup.rs; Rust 1.88 or later) and run pip again, or
   - build the library elsewhere (`cargo build --release -p rcip-capi` or `make lib`
     in the repository) and point pip at it:
       RCIP_PREBUILT_LIBRARY=/path/to/librcip.so pip install ./bindings/python

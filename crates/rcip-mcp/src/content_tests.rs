@@ -250,6 +250,7 @@ fn unmapped_capabilities_and_failures_keep_the_json_text() {
 }
 
 #[test]
+#[cfg(feature = "http")]
 fn a_server_checks_the_mapping_before_it_listens() {
     let options =
         http::HttpOptions::from_value(&json!({"content": {"media.render": [{"type": "audio", "property": "poster"}]}}))

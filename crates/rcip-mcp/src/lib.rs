@@ -47,6 +47,8 @@
 
 mod content;
 mod elicit;
+// Streamable HTTP: its dependencies come with the feature.
+#[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
 mod outbox;
@@ -54,6 +56,11 @@ mod pool;
 mod session;
 mod timer;
 mod tools;
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 #[cfg(test)]
 mod content_tests;

@@ -468,6 +468,7 @@ impl McpSession {
 
     /// As [`receive`](Self::receive), for a message a transport already
     /// parsed and classified (`jsonrpc::classify_value`).
+    #[cfg(feature = "http")]
     pub(crate) fn receive_incoming(&self, message: Incoming) {
         self.inner.receive_incoming(message);
     }
@@ -1515,6 +1516,7 @@ fn instant_of(ms: i64) -> Instant {
 
 /// Checks `naming` against `catalog` as a session would (for a server,
 /// before any session exists).
+#[cfg(feature = "http")]
 pub(crate) fn check_tool_names(catalog: &Catalog, naming: &ToolNames) -> Result<(), String> {
     tool_names(catalog, naming).map(|_| ())
 }

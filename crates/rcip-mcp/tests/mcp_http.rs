@@ -1,6 +1,7 @@
 //! The Streamable HTTP server (src/mcp/http) driven over real sockets on
 //! 127.0.0.1 with hyper's client: sessions as runtimes, the security
 //! defaults, resumption, polling, idle expiry, limits and shutdown.
+#![cfg(feature = "http")]
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -20,6 +20,11 @@ pub mod json;
 pub mod runtime;
 pub mod schema;
 
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// The ABI version of this build: MAJOR * 10000 + MINOR * 100 + PATCH of the
 /// package version. The C ABI crate derives the header's `RCIP_ABI_VERSION`
 /// from the same version (the workspace has one), and `rcip_abi_version()`

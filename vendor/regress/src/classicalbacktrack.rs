@@ -20,7 +20,7 @@ use crate::util::DebugCheckIndex;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-// rcip: a step budget per thread (RCIP-CHANGES.md). Every instruction the
+// rcip: a step budget per thread (README.md). Every instruction the
 // backtracking executor runs takes one step; with none left, every match
 // attempt fails at once, so a search ends in time linear in the text.
 #[cfg(feature = "std")]
@@ -686,7 +686,7 @@ impl<'a, Input: InputIndexer> MatchAttempter<'a, Input> {
         #[allow(clippy::never_loop)]
         'nextinsn: loop {
             'backtrack: loop {
-                // rcip: the step budget (RCIP-CHANGES.md).
+                // rcip: the step budget (README.md).
                 if !take_step() {
                     return None;
                 }

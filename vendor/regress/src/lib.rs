@@ -163,9 +163,14 @@ compile_error!(
 extern crate alloc;
 
 pub use crate::api::*;
-// rcip: the per-thread step budget (RCIP-CHANGES.md).
+// rcip: the per-thread step budget (README.md).
 #[cfg(feature = "std")]
 pub use crate::classicalbacktrack::{set_step_budget, step_budget};
+
+// rcip: the README's example runs as a doctest (nothing of the library).
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 #[macro_use]
 mod util;

@@ -12,7 +12,8 @@
 //! translation the `regex` crate refuses, such as a repetition too large
 //! for its size limit) stay on `regress`, whose backtracking takes
 //! exponential time on patterns such as `^(a+)+$(?<=a)`: they run under a
-//! step budget (the vendored copy's counter, vendor/regress/RCIP-CHANGES.md).
+//! step budget (the counter of rcip-regress, regress 0.12.0 with a step
+//! budget: vendor/regress/README.md).
 //!
 //! The jsonschema crate's own engines (fancy-regex, regex) use a Perl-style
 //! dialect that accepts patterns the reference refuses (`\-` outside a
