@@ -467,10 +467,12 @@ impl Fx {
         fx
     }
     fn host(&self) -> *const rcip_host {
-        rcip_runtime_host(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_host(self.runtime) }
     }
     fn client(&self) -> *const rcip_client {
-        rcip_runtime_client(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_client(self.runtime) }
     }
     /// A held policy request for an invocation of `items.list`.
     unsafe fn policy_request(&self) -> *mut rcip_policy_request {
