@@ -238,8 +238,7 @@ fn safe_exports_taking_pointers(text: &str) -> Vec<String> {
     fn is_export(attrs: &[syn::Attribute]) -> bool {
         attrs.iter().any(|a| {
             a.path().is_ident("no_mangle")
-                || a.path().is_ident("unsafe")
-                    && a.parse_args::<syn::Path>().is_ok_and(|p| p.is_ident("no_mangle"))
+                || a.path().is_ident("unsafe") && a.parse_args::<syn::Path>().is_ok_and(|p| p.is_ident("no_mangle"))
         })
     }
     fn is_pointer(ty: &syn::Type) -> bool {
