@@ -611,12 +611,8 @@ impl<'p> Evaluator<'p> {
                     }
                     match sub {
                         _ if *is_false => return false,
-                        Some(id) => {
-                            if !self.check(*id, value) {
-                                return false;
-                            }
-                        }
-                        None => {}
+                        Some(id) if !self.check(*id, value) => return false,
+                        Some(_) | None => {}
                     }
                 }
                 true
