@@ -129,13 +129,15 @@ def main():
         write_list(
             a.exports,
             "# The functions librcip exports (tests/abi/check.py; `make abi-list` rewrites this).\n",
-            symbols | functions,
+            {s for s in symbols if s.startswith("rcip_")} | functions,
         )
         write_list(
             a.names,
             "# The other names include/rcip.h defines (tests/abi/check.py; `make abi-list` rewrites this).\n",
             names,
         )
+        for name in sorted(s for s in symbols if not s.startswith("rcip_")):
+            print(f"not listed: {a.so} exports {name}, which is not an rcip_ function", file=sys.stderr)
         print(f"wrote {a.exports} and {a.names}: review with git diff")
         return 0
 
@@ -149,7 +151,13 @@ def main():
         if not re.fullmatch(r"rcip_[a-z0-9_]+", name):
             problems.append(f"{a.exports}: {name!r} is not an rcip_ function name")
     listed = set(exports)
-    problems += compare(f"{a.so} (nm -D --defined-only)", symbols, listed, a.exports)
+    for name in sorted(s for s in symbols if not s.startswith("rcip_")):
+        problems.append(
+            f"{a.so} exports {name}, which is not an rcip_ function: only the #[no_mangle] "
+            "exports of crates/rcip-capi may reach the dynamic symbol table"
+        )
+    rcip_symbols = {s for s in symbols if s.startswith("rcip_")}
+    problems += compare(f"{a.so} (nm -D --defined-only)", rcip_symbols, listed, a.exports)
     problems += compare(f"{a.header} (function declarations)", functions, listed, a.exports)
     problems += compare(f"{a.header} (other names)", names, set(listed_names), a.names)
 
