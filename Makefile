@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance install-cpp-header valgrind install clean
 
 all: lib
 
@@ -60,7 +60,17 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-rust test-package test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
+
+# The lint gates: rustfmt on the workspace and on the fuzz workspace (its
+# own, not a member), clippy with every warning an error on every target,
+# and rustdoc with every warning an error (rcip-capi has doc = false, so
+# rustdoc skips it). An allow that stays carries its reason beside it.
+test-gates:
+	$(CARGO) fmt --all --check
+	cd fuzz && $(CARGO) fmt --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 test-rust:
 	$(CARGO) test --workspace
@@ -76,6 +86,22 @@ test-rust:
 PACKAGE_FLAGS ?=
 test-package:
 	$(CARGO) package --workspace --exclude rcip-capi --exclude rcip-conformance --exclude rcip-bench $(PACKAGE_FLAGS)
+
+# The ABI cannot drift unseen: the functions librcip.so exports (nm -D) and
+# the functions and other names include/rcip.h declares against the
+# committed lists in crates/rcip-capi/abi/. The library exports nothing but
+# the listed rcip_ functions (a Rust cdylib exports only its #[no_mangle]
+# items; tests/abi/check.py says more, and how to extend a list on purpose).
+ABI_LISTS := --so $(LIBDIR)/librcip.so --header include/rcip.h \
+             --exports crates/rcip-capi/abi/exports.txt --names crates/rcip-capi/abi/header-names.txt
+
+test-abi: lib
+	$(PYTHON) tests/abi/check.py $(ABI_LISTS)
+
+# Rewrites the lists from the library and the header, for an ABI change
+# made on purpose: review with git diff, commit with a CHANGELOG.md entry.
+abi-list: lib
+	$(PYTHON) tests/abi/check.py --write $(ABI_LISTS)
 
 test-conformance: conformance
 	$(LIBDIR)/rcip-conformance check tests/conformance/scenarios

@@ -325,7 +325,8 @@ impl Rt {
     }
 
     fn client(&self) -> *const rcip_client {
-        rcip_runtime_client(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_client(self.runtime) }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The C functions of librcip this runner uses, declared by hand from
 //! include/rcip.h: the runner can only do what a C host can.
 
-#![allow(non_camel_case_types, dead_code)]
+#![allow(non_camel_case_types, dead_code)] // the header's C names; the whole code table, checked by tests/bindings.rs
 
 use std::ffi::{c_char, c_void, CStr, CString};
 

@@ -1,7 +1,7 @@
 //! Helpers shared by the fuzz targets: C strings from fuzz bytes, owned
 //! strings back from rcip, and a small catalog with one capability per
 //! effect. Every target drives the C ABI (the product's real boundary).
-#![allow(dead_code)]
+#![allow(dead_code)] // each target includes this module and uses only some of its helpers
 
 use rcip_capi::catalog::*;
 use rcip_capi::result::rcip_result;

@@ -47,8 +47,10 @@ fn measure(n: usize, calls: usize, runs: usize) -> (f64, f64) {
         .unwrap();
     let answered = Arc::new(AtomicUsize::new(0));
     let a = answered.clone();
-    let mut options = McpOptions::default();
-    options.workers = Some(0);
+    let options = McpOptions {
+        workers: Some(0),
+        ..McpOptions::default()
+    };
     let session = McpSession::new(
         &runtime,
         options,

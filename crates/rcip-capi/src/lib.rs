@@ -8,8 +8,8 @@
 //! out are freed with `rcip_string_free`; every registration that keeps
 //! `user_data` takes a `user_data_free` called exactly once.
 
-#![allow(non_camel_case_types)]
-#![allow(clippy::missing_safety_doc)]
+#![allow(non_camel_case_types)] // the C names (rcip_runtime, rcip_result, ...) are the ABI's, copied by cbindgen
+#![allow(clippy::missing_safety_doc)] // exports give their contract as the labels ffi_surface.rs checks, not `# Safety`
 
 pub mod binding;
 pub mod callback;

@@ -571,7 +571,7 @@ pub unsafe extern "C" fn rcip_runtime_builder_free(builder: *mut rcip_runtime_bu
 /// Ownership: borrowed from `runtime`; valid until `rcip_runtime_free`.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
-pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rcip_client {
+pub unsafe extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rcip_client {
     ffi_guard_or!(std::ptr::null(), { view_of(runtime) })
 }
 
@@ -580,7 +580,7 @@ pub extern "C" fn rcip_runtime_client(runtime: *const rcip_runtime) -> *const rc
 /// Ownership: borrowed from `runtime`; valid until `rcip_runtime_free`.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
-pub extern "C" fn rcip_runtime_host(runtime: *const rcip_runtime) -> *const rcip_host {
+pub unsafe extern "C" fn rcip_runtime_host(runtime: *const rcip_runtime) -> *const rcip_host {
     ffi_guard_or!(std::ptr::null(), { view_of(runtime) })
 }
 

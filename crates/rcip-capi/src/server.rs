@@ -178,7 +178,7 @@ impl SessionFactory<CSessionRuntime> for CFactory {
 /// Ownership: borrowed from `setup`, valid during the factory call.
 /// Thread safety: the factory's thread.
 #[unsafe(no_mangle)]
-pub extern "C" fn rcip_mcp_session_setup_session_id(setup: *const rcip_mcp_session_setup) -> *const c_char {
+pub unsafe extern "C" fn rcip_mcp_session_setup_session_id(setup: *const rcip_mcp_session_setup) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
         // Safety: NULL or the setup lent to the factory.
         unsafe { super::handle::lent(setup) }.map_or(std::ptr::null(), |s| s.session_id.as_ptr())
@@ -192,7 +192,9 @@ pub extern "C" fn rcip_mcp_session_setup_session_id(setup: *const rcip_mcp_sessi
 /// Ownership: borrowed from `setup`, valid during the factory call.
 /// Thread safety: the factory's thread.
 #[unsafe(no_mangle)]
-pub extern "C" fn rcip_mcp_session_setup_initialize_params(setup: *const rcip_mcp_session_setup) -> *const c_char {
+pub unsafe extern "C" fn rcip_mcp_session_setup_initialize_params(
+    setup: *const rcip_mcp_session_setup,
+) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
         // Safety: NULL or the setup lent to the factory.
         unsafe { super::handle::lent(setup) }.map_or(std::ptr::null(), |s| s.params.as_ptr())
@@ -204,7 +206,7 @@ pub extern "C" fn rcip_mcp_session_setup_initialize_params(setup: *const rcip_mc
 /// Ownership: borrowed from `setup`, valid during the factory call.
 /// Thread safety: the factory's thread.
 #[unsafe(no_mangle)]
-pub extern "C" fn rcip_mcp_session_setup_client_name(setup: *const rcip_mcp_session_setup) -> *const c_char {
+pub unsafe extern "C" fn rcip_mcp_session_setup_client_name(setup: *const rcip_mcp_session_setup) -> *const c_char {
     ffi_guard_or!(std::ptr::null(), {
         // Safety: NULL or the setup lent to the factory.
         unsafe { super::handle::lent(setup) }

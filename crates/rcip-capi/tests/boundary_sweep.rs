@@ -467,10 +467,12 @@ impl Fx {
         fx
     }
     fn host(&self) -> *const rcip_host {
-        rcip_runtime_host(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_host(self.runtime) }
     }
     fn client(&self) -> *const rcip_client {
-        rcip_runtime_client(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_client(self.runtime) }
     }
     /// A held policy request for an invocation of `items.list`.
     unsafe fn policy_request(&self) -> *mut rcip_policy_request {
@@ -712,7 +714,7 @@ unsafe fn with_setup(
 }
 
 unsafe extern "C" fn accept_session(_: *mut c_void, setup: *mut rcip_mcp_session_setup) -> i32 {
-    let rc = rcip_mcp_session_setup_accept(setup, Fx::new().runtime_only(), 1usize as *mut c_void, None);
+    let rc = rcip_mcp_session_setup_accept(setup, Fx::new().runtime_only(), ptr::dangling_mut::<c_void>(), None);
     i32::from(rc != rcip_result::Ok)
 }
 
@@ -1308,7 +1310,7 @@ unsafe fn run(f: &str, case: &str) -> String {
                 a.null("capability_id", c"items.list".as_ptr())
             };
             let input = match a.targets("input_json") {
-                Some("utf8") => b"{\"a\": \"\xff\"}\0".as_ptr().cast(),
+                Some("utf8") => c"{\"a\": \"\xff\"}".as_ptr().cast(),
                 _ => a.text("input_json", "{}"),
             };
             let inv = if a.targets("invocation_id") == Some("utf8") {
@@ -1711,9 +1713,9 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_mcp_session_setup_accept" => {
             // A live setup exists only inside the factory: the case's
             // arguments are chosen here, the call made there.
-            let setup_null = a.null("setup", 1usize as *const rcip_mcp_session_setup).is_null();
+            let setup_null = a.null("setup", ptr::dangling::<rcip_mcp_session_setup>()).is_null();
             let name = a.text("name", "x-sweep") as usize;
-            let runtime_null = a.null("runtime", 1usize as *const rcip_runtime).is_null();
+            let runtime_null = a.null("runtime", ptr::dangling::<rcip_runtime>()).is_null();
             let f = f.to_string();
             let job = move |setup: *mut rcip_mcp_session_setup| {
                 let setup = if setup_null { ptr::null_mut() } else { setup };

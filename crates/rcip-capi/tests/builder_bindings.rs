@@ -314,7 +314,7 @@ fn a_duplicate_or_an_unknown_id_is_refused_by_the_bind_call() {
                 c"items.read".as_ptr(),
                 Some(echo),
                 None,
-                1 as *mut c_void,
+                ptr::without_provenance_mut(1),
                 Some(release)
             ),
             rcip_result::Ok
@@ -366,7 +366,7 @@ fn a_duplicate_or_an_unknown_id_is_refused_by_the_bind_call() {
         let mut rt = ptr::null_mut();
         assert_eq!(rcip_runtime_builder_build(b, &mut rt), rcip_result::Ok);
         assert_eq!(stats(rt)["bindings"], 1);
-        assert_eq!(invoke(rt, "items.read", r#"{"n": 1}"#, "x").contains("succeeded"), true);
+        assert!(invoke(rt, "items.read", r#"{"n": 1}"#, "x").contains("succeeded"));
         // A built builder's handle is gone; a bind on a live runtime is the
         // host's.
         let host = rcip_runtime_host(rt);

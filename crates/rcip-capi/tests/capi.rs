@@ -129,10 +129,12 @@ impl Rt {
         rt
     }
     fn host(&self) -> *const rcip_host {
-        rcip_runtime_host(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_host(self.runtime) }
     }
     fn client(&self) -> *const rcip_client {
-        rcip_runtime_client(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_client(self.runtime) }
     }
     unsafe fn invoke(&self, cap: &str, input: &str) -> *mut rcip_pending {
         let mut p = ptr::null_mut();

@@ -73,10 +73,12 @@ impl Fixture {
         }
     }
     fn host(&self) -> *const rcip_host {
-        rcip_runtime_host(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_host(self.runtime) }
     }
     fn client(&self) -> *const rcip_client {
-        rcip_runtime_client(self.runtime)
+        // Safety: the fixture's runtime, alive until it is dropped.
+        unsafe { rcip_runtime_client(self.runtime) }
     }
 }
 

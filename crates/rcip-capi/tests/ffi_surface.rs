@@ -230,3 +230,80 @@ fn every_opaque_type_lists_its_functions_and_ownership() {
         }
     }
 }
+
+/// The exports in `text` (a source file of src/) that take a raw pointer
+/// and are not `unsafe fn`: the caller must promise the pointer is valid,
+/// so the Rust signature says so (C sees no difference).
+fn safe_exports_taking_pointers(text: &str) -> Vec<String> {
+    fn is_export(attrs: &[syn::Attribute]) -> bool {
+        attrs.iter().any(|a| {
+            a.path().is_ident("no_mangle")
+                || a.path().is_ident("unsafe") && a.parse_args::<syn::Path>().is_ok_and(|p| p.is_ident("no_mangle"))
+        })
+    }
+    fn is_pointer(ty: &syn::Type) -> bool {
+        match ty {
+            syn::Type::Ptr(_) => true,
+            syn::Type::Paren(p) => is_pointer(&p.elem),
+            syn::Type::Group(g) => is_pointer(&g.elem),
+            _ => false,
+        }
+    }
+    fn visit(items: &[syn::Item], out: &mut Vec<String>) {
+        for item in items {
+            match item {
+                syn::Item::Fn(f) if is_export(&f.attrs) => {
+                    let takes_pointer = f.sig.inputs.iter().any(|arg| match arg {
+                        syn::FnArg::Typed(t) => is_pointer(&t.ty),
+                        syn::FnArg::Receiver(_) => false,
+                    });
+                    if takes_pointer && f.sig.unsafety.is_none() {
+                        out.push(f.sig.ident.to_string());
+                    }
+                }
+                syn::Item::Mod(m) => {
+                    if let Some((_, inner)) = &m.content {
+                        visit(inner, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let file = syn::parse_file(text).unwrap();
+    let mut out = Vec::new();
+    visit(&file.items, &mut out);
+    out
+}
+
+#[test]
+fn every_export_taking_a_pointer_is_unsafe() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for name in safe_exports_taking_pointers(&text) {
+            problems.push(format!("{} ({})", name, path.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "exports that take a raw pointer must be `pub unsafe extern \"C\" fn`:\n{}",
+        problems.join("\n")
+    );
+    // The check sees both attribute spellings, and only pointer parameters.
+    let sample = r#"
+        #[unsafe(no_mangle)]
+        pub extern "C" fn rcip_a(x: *const u8) {}
+        #[no_mangle]
+        pub extern "C" fn rcip_b(x: u32, y: *mut *const u8) {}
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn rcip_c(x: *const u8) {}
+        #[unsafe(no_mangle)]
+        pub extern "C" fn rcip_d(x: u32) -> *const u8 { std::ptr::null() }
+        pub fn not_an_export(x: *const u8) {}
+    "#;
+    assert_eq!(safe_exports_taking_pointers(sample), ["rcip_a", "rcip_b"]);
+}

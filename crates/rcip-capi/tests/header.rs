@@ -105,7 +105,7 @@ fn every_name_the_header_defines_is_prefixed() {
     let foreign: Vec<&str> = header
         .lines()
         .filter_map(|l| l.strip_prefix("#define "))
-        .filter_map(|l| l.split(|c: char| c == ' ' || c == '(').next())
+        .filter_map(|l| l.split([' ', '(']).next())
         .filter(|name| !name.starts_with("RCIP_"))
         .collect();
     assert!(foreign.is_empty(), "unprefixed macros in include/rcip.h: {foreign:?}");

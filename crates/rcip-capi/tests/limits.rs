@@ -544,7 +544,8 @@ fn every_json_entry_point_refuses_depth_100000() {
 /// Opens `n` confirmations (batches of `batch`) and expires each batch by
 /// moving the manual clock past the TTL and running due timers.
 fn open_and_expire(runtime: *mut rcip_runtime, n: usize, batch: usize) {
-    let client = rcip_runtime_client(runtime);
+    // Safety: the caller's runtime (NULL gives NULL).
+    let client = unsafe { rcip_runtime_client(runtime) };
     let mut done = 0;
     while done < n {
         let k = batch.min(n - done);

@@ -1521,14 +1521,15 @@ pub(crate) fn check_tool_names(catalog: &Catalog, naming: &ToolNames) -> Result<
     tool_names(catalog, naming).map(|_| ())
 }
 
+/// The two maps of a naming other than the capability ids: capability id
+/// to tool name (only the ids it renames), and tool name to capability id.
+type ToolNameMaps = (HashMap<String, String>, HashMap<String, String>);
+
 /// The tool names other than the capability ids for `naming`, checked:
 /// no two capabilities share a name, no name is longer than
 /// [`MAX_TOOL_NAME_CHARS`] (in the `safe` and map namings) or empty, and a
 /// map names only capabilities of the catalog.
-fn tool_names(
-    catalog: &Catalog,
-    naming: &ToolNames,
-) -> Result<Option<(HashMap<String, String>, HashMap<String, String>)>, String> {
+fn tool_names(catalog: &Catalog, naming: &ToolNames) -> Result<Option<ToolNameMaps>, String> {
     if *naming == ToolNames::Ids {
         return Ok(None);
     }

@@ -583,7 +583,7 @@ fn check_capability(
 /// capability to the next), then copied into a text exactly as long as it
 /// needs to be: a catalog holds one per capability. `None` only if
 /// serde_json fails to write a string (it does not).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // one argument per field of the text; a struct would only rename them
 pub(super) fn snapshot_prefix(
     prefix: &mut Vec<u8>,
     id: &str,

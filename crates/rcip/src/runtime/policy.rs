@@ -41,7 +41,7 @@ pub(crate) struct PolicyCore {
 }
 
 impl PolicyCore {
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one argument per field of the PolicyCore it builds
     pub(crate) fn new(
         target: PolicyTarget,
         invocation_id: Option<Arc<str>>,

@@ -41,11 +41,11 @@ impl Record {
     /// Reads a record from JSON text: `Err((true, message))` when the text
     /// is not JSON, `Err((false, message))` when it is not an object.
     ///
-    /// Text nesting deeper than [`RECORD_MAX_DEPTH`] is refused as not
-    /// JSON (hostile text, never an outcome rcip produced). Text nesting
-    /// deeper than the payload default of 1000 levels (a runtime whose
-    /// limits were raised) is read, copied and dropped on a stack grown to
-    /// its depth, so no host thread's stack overflows.
+    /// Text nesting deeper than `RECORD_MAX_DEPTH` (100 000 levels) is
+    /// refused as not JSON (hostile text, never an outcome rcip produced).
+    /// Text nesting deeper than the payload default of 1000 levels (a
+    /// runtime whose limits were raised) is read, copied and dropped on a
+    /// stack grown to its depth, so no host thread's stack overflows.
     pub fn parse(text: &[u8]) -> Result<Record, (bool, String)> {
         // One scan decides both the refusal and the stack; text no longer
         // than 1000 bytes cannot nest deeper than 1000 levels.

@@ -234,7 +234,7 @@ pub(super) enum Mode {
     Fastest,
     /// [`Evaluator::check`] (when nothing depends on evaluating every
     /// keyword).
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg_attr(not(test), allow(dead_code))] // only the tests choose this path by name
     Check,
     /// The keyword-by-keyword evaluator.
     General,
@@ -611,12 +611,8 @@ impl<'p> Evaluator<'p> {
                     }
                     match sub {
                         _ if *is_false => return false,
-                        Some(id) => {
-                            if !self.check(*id, value) {
-                                return false;
-                            }
-                        }
-                        None => {}
+                        Some(id) if !self.check(*id, value) => return false,
+                        Some(_) | None => {}
                     }
                 }
                 true

@@ -9,18 +9,18 @@
 //! (checking a schema before compiling it, and a `$ref` to the meta-schema).
 //!
 //! Layout:
-//! - [`compile`]: the walk over a schema as the reference compiles it
+//! - `compile`: the walk over a schema as the reference compiles it
 //!   (identifiers, reference resolution, `type`/`nullable`, the strict
-//!   rules that span keywords), building the arena of [`node`]s;
-//! - [`eval`]: the evaluator of that arena (instance paths, which issues
+//!   rules that span keywords), building the arena of `node`s;
+//! - `eval`: the evaluator of that arena (instance paths, which issues
 //!   are kept, evaluated properties and items for `unevaluated*`);
-//! - [`flat`]: the validity pass of a schema made only of simple keywords,
+//! - `flat`: the validity pass of a schema made only of simple keywords,
 //!   as one record per node built at compile (a valid instance is answered
 //!   without setting up the evaluator);
-//! - [`keywords`]: one file per keyword family, with that family's closed
+//! - `keywords`: one file per keyword family, with that family's closed
 //!   enum, its compile code and its evaluation code side by side;
-//! - [`regex`] (ECMAScript `u`-flag patterns), [`value`] (JSON values as the
-//!   reference sees them: numbers as doubles), [`uri`] (identifiers).
+//! - `regex` (ECMAScript `u`-flag patterns), `value` (JSON values as the
+//!   reference sees them: numbers as doubles), `uri` (identifiers).
 //!
 //! Instances are expected to be normalised by [`crate::json`] (numbers as
 //! doubles).

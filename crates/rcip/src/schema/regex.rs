@@ -175,8 +175,8 @@ impl Anchored {
             });
         }
         let mut outside = false;
-        for i in 0..t.len() {
-            outside |= t[i].wrapping_sub(self.low[i]) > self.span[i];
+        for ((&b, &low), &span) in t.iter().zip(&self.low).zip(&self.span) {
+            outside |= b.wrapping_sub(low) > span;
         }
         !outside
     }

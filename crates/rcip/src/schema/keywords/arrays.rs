@@ -247,7 +247,7 @@ impl Evaluator<'_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the keyword's fields, unpacked by the one match that calls it
     fn contains<'i>(
         &mut self,
         a: &'i [Value],
