@@ -468,7 +468,7 @@ impl<'p> Evaluator<'p> {
     pub(super) fn check(&mut self, id: NodeId, inst: &Value) -> bool {
         debug_assert!(self.short && !self.collect);
         self.depth += 1;
-        let ok = if self.depth % CHECK_STACK_EVERY == 0 {
+        let ok = if self.depth.is_multiple_of(CHECK_STACK_EVERY) {
             self.check_on_enough_stack(id, inst)
         } else {
             self.check_node(id, inst)
