@@ -15,6 +15,8 @@ use crate::foreign::{OnceText, SlotFn};
 /// (complete or fail) exactly once, before returning or later from any
 /// thread. Dropping the handle unsettled settles it as a failure.
 pub trait Handler: Send + Sync {
+    /// Runs one invocation; called once per invocation that reaches the
+    /// handler (PIPELINE.md section 4), never under a runtime lock.
     fn call(&self, invocation: Invocation);
 }
 
@@ -33,6 +35,8 @@ pub struct CheckFailed;
 /// Answers whether a bound capability is available now. `Err(CheckFailed)`
 /// means the check failed (shown as `AVAILABILITY_CHECK_FAILED`).
 pub trait AvailabilityCheck: Send + Sync {
+    /// The availability now (PIPELINE.md section 2); called during a
+    /// refresh and before a handler runs, never under a runtime lock.
     fn check(&self) -> Result<Availability, CheckFailed>;
 }
 
@@ -46,6 +50,8 @@ impl<F: Fn() -> Result<Availability, CheckFailed> + Send + Sync> AvailabilityChe
 /// before returning or later from any thread. Dropping the handle undecided
 /// settles it as a policy failure.
 pub trait Policy: Send + Sync {
+    /// Decides one request (`allow`, `deny`, `confirm`: PIPELINE.md
+    /// section 4), never under a runtime lock.
     fn evaluate(&self, request: PolicyRequest);
 }
 
@@ -57,6 +63,8 @@ impl<F: Fn(PolicyRequest) + Send + Sync> Policy for F {
 
 /// Receives each lifecycle event (redacted: no input, output or message).
 pub trait EventObserver: Send + Sync {
+    /// One event, in the order the runtime emits them; `event` is lent for
+    /// the call.
     fn on_event(&self, event: &LifecycleEvent);
 }
 
@@ -70,6 +78,7 @@ impl<F: Fn(&LifecycleEvent) + Send + Sync> EventObserver for F {
 /// (PIPELINE.md section 5: `{"event": "opened", ...}` and
 /// `{"event": "closed", ...}`).
 pub trait ConfirmationObserver: Send + Sync {
+    /// One notice as JSON text, lent for the call.
     fn on_confirmation(&self, json: &str);
 }
 
@@ -81,6 +90,8 @@ impl<F: Fn(&str) + Send + Sync> ConfirmationObserver for F {
 
 /// The time source, in epoch milliseconds.
 pub trait Clock: Send + Sync {
+    /// Now, in epoch milliseconds. Calls into the runtime from here
+    /// answer `WrongContext`.
     fn now_ms(&self) -> i64;
 }
 
@@ -93,6 +104,9 @@ impl<F: Fn() -> i64 + Send + Sync> Clock for F {
 /// Generates invocation and confirmation ids for a prefix (`invocation`,
 /// `confirmation`). `None` falls back to the built-in generator.
 pub trait IdGenerator: Send + Sync {
+    /// A new id for `prefix`, unique within the runtime; `None` uses the
+    /// built-in generator. Calls into the runtime from here answer
+    /// `WrongContext`.
     fn generate(&self, prefix: &str) -> Option<String>;
 }
 
@@ -104,6 +118,7 @@ impl<F: Fn(&str) -> Option<String> + Send + Sync> IdGenerator for F {
 
 /// Notified once per snapshot revision.
 pub trait Subscriber: Send + Sync {
+    /// The snapshot's new revision.
     fn notify(&self, revision: u64);
 }
 
@@ -118,6 +133,7 @@ impl<F: Fn(u64) + Send + Sync> Subscriber for F {
 /// that registered the sink (closed runtime, wrong context): then it calls
 /// `refused` instead, and never `deliver`.
 pub trait OutcomeSink: Send {
+    /// The outcome (or report) as JSON text, lent for the call.
     fn deliver(self: Box<Self>, json: &JsonText);
 
     /// The registering call was refused; nothing will be delivered.
@@ -134,11 +150,14 @@ impl<F: FnOnce(&str) + Send> OutcomeSink for F {
 /// callback kept inline, so that the C path allocates no box for it. Same
 /// contract as `OutcomeSink`: one `deliver`, or one `refused`.
 pub enum Sink {
+    /// A Rust sink.
     Boxed(Box<dyn OutcomeSink>),
+    /// A language binding's one-shot text callback (`rcip::foreign`).
     C(OnceText),
 }
 
 impl Sink {
+    /// Delivers the outcome (the one call the sink gets).
     #[inline]
     pub fn deliver(self, json: &JsonText) {
         match self {
@@ -147,6 +166,8 @@ impl Sink {
         }
     }
 
+    /// The registering call was refused: nothing is delivered, and a
+    /// binding's user data stays the binding's.
     #[inline]
     pub fn refused(self) {
         match self {

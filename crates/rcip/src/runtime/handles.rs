@@ -463,6 +463,7 @@ impl PolicyRequest {
         self.core.nul_input_json().as_str()
     }
 
+    /// As [`input_json`](Self::input_json), NUL-terminated (no copy).
     #[inline]
     pub fn input_c_str(&self) -> &CStr {
         self.core.nul_input_json().as_c_str()
@@ -473,6 +474,8 @@ impl PolicyRequest {
         self.core.nul_capability_json().as_str()
     }
 
+    /// As [`capability_json`](Self::capability_json), NUL-terminated (no
+    /// copy).
     #[inline]
     pub fn capability_c_str(&self) -> &CStr {
         self.core.nul_capability_json().as_c_str()

@@ -7,22 +7,38 @@
 use super::types::NulString;
 use serde_json::Value;
 
-/// The fields of one record (absent fields are `None`).
+/// The fields of one record (absent fields are `None`), each the text of
+/// the record's JSON member of that name (the C ABI's `rcip_record_*`
+/// accessors lend them). Immutable once parsed; shared by any thread.
 #[derive(Debug, Default)]
 pub struct Record {
+    /// `status`: `succeeded`, `failed`, `denied`, `confirmation_required`
+    /// (an outcome or report entry), or an event's status.
     pub status: Option<NulString>,
+    /// `invocationId`.
     pub invocation_id: Option<NulString>,
+    /// `capabilityId`.
     pub capability_id: Option<NulString>,
+    /// `error.code`: an RCIP error code (PIPELINE.md section 8).
     pub error_code: Option<NulString>,
+    /// `error.message`.
     pub error_message: Option<NulString>,
     /// (instancePath, keyword, message) of each validation issue.
     pub issues: Vec<[NulString; 3]>,
+    /// `confirmation.id` of a `confirmation_required` outcome, or a
+    /// notice's confirmation id.
     pub confirmation_id: Option<NulString>,
+    /// `confirmation.expiresAt`, epoch milliseconds of the runtime's clock.
     pub expires_at: Option<i64>,
+    /// `output` of a `succeeded` outcome, as compact JSON text.
     pub output: Option<NulString>,
+    /// An event's `phase`.
     pub phase: Option<NulString>,
+    /// A confirmation notice's `event` (`opened`, `closed`).
     pub notice_kind: Option<NulString>,
+    /// A closed notice's `reason`.
     pub reason: Option<NulString>,
+    /// A preflight report's entries, in proposal order.
     pub entries: Vec<Record>,
 }
 
