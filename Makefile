@@ -222,7 +222,7 @@ test-hardening: test-c-tests stress-short
 
 # ----- sanitizers ---------------------------------------------------------------
 # The C side is instrumented; the Rust library is not (that needs a nightly
-# toolchain, STYLE.md section 9), but LeakSanitizer sees its allocations
+# toolchain, docs/C-ABI.md, "Tests"), but LeakSanitizer sees its allocations
 # through the intercepted allocator, and valgrind below checks it fully.
 
 ASAN_DIR     := $(BUILD)/asan

@@ -1,5 +1,5 @@
-//! Generates the C header from `src/ffi` into `OUT_DIR/rcip.h` (STYLE.md
-//! section 6). `make header` copies it to `include/rcip.h`, which is
+//! Generates the C header from this crate's `src` into `OUT_DIR/rcip.h`
+//! (docs/C-ABI.md, "The header"). `make header` copies it to `include/rcip.h`, which is
 //! committed; `tests/header.rs` fails when the two differ.
 
 use std::env;

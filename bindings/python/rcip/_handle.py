@@ -1,4 +1,4 @@
-"""Owned C pointers and the callback registry (STYLE.md section 7).
+"""Owned C pointers and the callback registry (docs/C-ABI.md, "Bindings").
 
 ``Handle`` owns one pointer and its free function. Calls borrow the pointer
 with ``use()``; ``close()`` frees it at once when no call is using it, else

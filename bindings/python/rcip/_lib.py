@@ -1,4 +1,4 @@
-"""Loads librcip once and declares every C function (STYLE.md section 7).
+"""Loads librcip once and declares every C function (docs/C-ABI.md, "Bindings").
 
 The library comes from the ``RCIP_LIBRARY`` environment variable when it is
 set, else from the file shipped beside this package (``pip install`` puts it

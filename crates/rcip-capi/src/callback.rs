@@ -1,5 +1,5 @@
 //! Callback types, user data, and the trampolines that implement the
-//! runtime's callback traits over C function pointers (STYLE.md section 5).
+//! runtime's callback traits over C function pointers (docs/C-ABI.md, "Callbacks and user data").
 //!
 //! Every registration that keeps `user_data` takes a `user_data_free`
 //! called exactly once, on the releasing thread with no lock held, after the

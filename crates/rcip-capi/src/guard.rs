@@ -1,5 +1,5 @@
-//! The panic guard every export runs in, and argument checks (STYLE.md
-//! section 4): NULL pointers, UTF-8, and slices checked before use.
+//! The panic guard every export runs in, and argument checks (docs/C-ABI.md,
+//! "Panics, NULL, UTF-8, threads"): NULL pointers, UTF-8, and slices checked before use.
 
 use super::result::{clear_last_error, rcip_result, restore_last_error, save_last_error, set_last_error};
 use rcip::runtime::HostError;

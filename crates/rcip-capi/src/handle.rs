@@ -1,5 +1,5 @@
-//! One set of typed conversions for every opaque handle (STYLE.md section
-//! 2): each handle type of the header is an opaque marker struct, and the
+//! One set of typed conversions for every opaque handle (docs/C-ABI.md,
+//! "Names and handles"): each handle type of the header is an opaque marker struct, and the
 //! kind of pointer it stands for is declared once with [`handle_kind!`]:
 //!
 //! - **owned**: a `Box<Target>` the host owns and frees once with the type's

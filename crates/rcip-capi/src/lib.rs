@@ -1,8 +1,8 @@
 //! The C ABI (`include/rcip.h` is generated from this module by build.rs).
 //!
 //! Only conversions live here: each export is one guard around argument
-//! checks, a call into [`rcip::runtime`], and result conversion (STYLE.md
-//! section 1). Conventions: `rcip_result` codes with a per-thread message
+//! checks, a call into [`rcip::runtime`], and result conversion (docs/C-ABI.md,
+//! "Layout"). Conventions: `rcip_result` codes with a per-thread message
 //! (`rcip_last_error_message`); out-parameters last, named `*_out`, set to
 //! NULL on failure; strings in are NUL-terminated UTF-8 (copied), strings
 //! out are freed with `rcip_string_free`; every registration that keeps

@@ -1,4 +1,4 @@
-//! Result codes and the per-thread error message (STYLE.md section 3).
+//! Result codes and the per-thread error message (docs/C-ABI.md, "Errors").
 
 use super::guard::ffi_guard_or;
 use std::cell::{Cell, RefCell};

@@ -358,7 +358,7 @@ pub unsafe extern "C" fn rcip_mcp_server_new(
         let options = if options_json.is_null() {
             HttpOptions::default()
         } else {
-            // JSON text that is not UTF-8 is INVALID_JSON (STYLE.md section 3).
+            // JSON text that is not UTF-8 is INVALID_JSON (docs/C-ABI.md, "Errors").
             let text = bytes_arg(options_json, "options_json")?;
             let value = rcip::json::parse_bytes(text, &rcip::json::Limits::default())
                 .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("options_json: {e}")))?;

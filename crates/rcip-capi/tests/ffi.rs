@@ -1,4 +1,4 @@
-//! The C ABI called directly (STYLE.md section 9): NULL arguments, invalid
+//! The C ABI called directly (docs/C-ABI.md, "Tests"): NULL arguments, invalid
 //! UTF-8 and JSON, out-parameters on failure, double settles, user data
 //! released exactly once (and never after a failed registration), and
 //! every free order.

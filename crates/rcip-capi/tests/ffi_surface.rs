@@ -1,5 +1,6 @@
-//! Reads src/ffi and enforces the boundary conventions (STYLE.md sections
-//! 3, 4 and 10): every export's body is the panic guard, no Rust enum
+//! Reads the C ABI crate's src and enforces the boundary conventions
+//! (docs/C-ABI.md, "Errors", "Panics, NULL, UTF-8, threads" and
+//! "Documentation labels"): every export's body is the panic guard, no Rust enum
 //! crosses into the library, and every export documents what it must.
 
 use std::path::Path;
@@ -178,7 +179,7 @@ fn check_docs(e: &Export) {
                 e.name
             );
         }
-        // Labels in the STYLE.md order (Shape, Units, Ownership, Errors,
+        // Labels in docs/C-ABI.md's order (Shape, Units, Ownership, Errors,
         // Thread safety, Callbacks, Rule).
         for pair in [
             ("Shape:", "Units:"),

@@ -1,5 +1,5 @@
-//! The committed header must equal the one build.rs generates (STYLE.md
-//! section 6), and the ABI version macro must match the library.
+//! The committed header must equal the one build.rs generates (docs/C-ABI.md,
+//! "The header"), and the ABI version macro must match the library.
 
 use std::path::Path;
 
