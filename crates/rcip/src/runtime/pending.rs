@@ -10,7 +10,6 @@ use super::shared::{in_callback_of, Shared};
 use super::types::JsonText;
 use parking_lot::{Condvar, Mutex};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
 
 /// A timeout that never ends (`u64::MAX` milliseconds).
 pub const WAIT_FOREVER: u64 = u64::MAX;
@@ -46,7 +45,8 @@ pub enum WaitError {
     /// callback is attached.
     AlreadyUsed,
     /// Waiting here could deadlock: inside a callback of the same runtime,
-    /// or on the thread that runs its manual timers.
+    /// or on the thread that runs its manual timers, or on a platform
+    /// without threads ([`crate::platform::THREADS`]).
     WrongContext,
 }
 
@@ -109,14 +109,21 @@ impl Pending {
 
     /// Waits up to `timeout_ms` milliseconds ([`WAIT_FOREVER`]: no limit;
     /// 0: a poll that never blocks) and takes the outcome.
+    ///
+    /// On a platform without threads (`wasm32-unknown-unknown`,
+    /// [`crate::platform`]) nothing could deliver the outcome while this
+    /// thread waits: a wait with a timeout for an outcome that has not
+    /// arrived answers [`WaitError::WrongContext`] at once (a poll still
+    /// answers `TimedOut`).
     pub fn wait(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
-        if timeout_ms > 0 && !self.is_ready() && self.wrong_context() {
+        if timeout_ms > 0 && !self.is_ready() && (!crate::platform::THREADS || self.wrong_context()) {
             return Err(WaitError::WrongContext);
         }
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         let deadline = if timeout_ms == WAIT_FOREVER {
             None
         } else {
-            Instant::now().checked_add(Duration::from_millis(timeout_ms))
+            crate::platform::wait_deadline(timeout_ms)
         };
         let mut st = self.slot.state.lock();
         loop {
@@ -131,6 +138,10 @@ impl Pending {
             if timeout_ms == 0 {
                 return Err(WaitError::TimedOut);
             }
+            // Not reached without threads: the check above answered.
+            #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+            return Err(WaitError::WrongContext);
+            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
             match deadline {
                 None => self.slot.ready.wait(&mut st),
                 Some(at) => {

@@ -154,6 +154,8 @@ pub(crate) fn in_callback_of(runtime: usize) -> bool {
 /// waits for the timer thread to leave, so the runtime is never dropped
 /// (and its policy, observer and clock user data never released) on the
 /// timer thread after `rcip_runtime_free` returned.
+// No timer thread without threads (`crate::platform`).
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 pub(crate) struct TimerGate {
     /// (timer threads inside, shut).
     state: Mutex<(u32, bool)>,
@@ -175,6 +177,7 @@ impl TimerGate {
     }
 
     /// Admits the timer thread; false once the runtime is closing.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn enter(&self) -> bool {
         let mut st = self.state.lock();
         if st.1 {
@@ -185,6 +188,7 @@ impl TimerGate {
     }
 
     /// The timer thread has dropped its strong references to the runtime.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn leave(&self) {
         let mut st = self.state.lock();
         st.0 -= 1;
@@ -210,8 +214,10 @@ impl TimerGate {
 /// Marks this thread as the timer thread delivering `runtime`'s expiries
 /// for as long as the guard lives: a close from one of those callbacks must
 /// not wait for the delivery it is part of.
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 pub(crate) struct TimerWork(());
 
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 impl TimerWork {
     pub(crate) fn begin(runtime: &Arc<Shared>) -> TimerWork {
         TIMER_WORK.with(|t| t.set(Arc::as_ptr(runtime) as usize));
@@ -257,11 +263,11 @@ fn base36(mut n: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The clock of a runtime built without one: the platform's wall clock,
+/// else the documented fallback (`crate::platform`).
+#[inline]
 pub(crate) fn system_now_ms() -> i64 {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_millis() as i64,
-        Err(e) => -(e.duration().as_millis() as i64),
-    }
+    crate::platform::default_now_ms()
 }
 
 impl Shared {
@@ -371,13 +377,12 @@ impl Shared {
     pub(crate) fn builtin_id(&self, prefix: &str) -> Arc<str> {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let salt = self.id_salt.get_or_init(|| {
+            // The wall clock; on a platform without one (`crate::platform`),
+            // the runtime's clock, which the host gives there.
+            let created = crate::platform::system_now_ms().unwrap_or_else(|| self.now());
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(system_now_ms() as u64);
-            format!(
-                "{}{}",
-                base36(system_now_ms().max(0) as u64),
-                base36(h.finish() % 36u64.pow(6))
-            )
+            h.write_u64(created as u64);
+            format!("{}{}", base36(created.max(0) as u64), base36(h.finish() % 36u64.pow(6)))
         });
         // Assembled on the stack (this runs once per invocation), then one
         // allocation; the text is checked as UTF-8 once, digits included.
