@@ -685,8 +685,8 @@ impl Client {
     /// without threads (`wasm32-unknown-unknown`, [`crate::platform`])
     /// nothing else could deliver it: when the outcome has not arrived by
     /// the time the invocation call returns, this answers
-    /// [`HostError::WrongContext`] instead of waiting (the outcome then
-    /// goes to nobody).
+    /// [`HostError::Unsupported`] instead of waiting (the invocation goes
+    /// on; its outcome then goes to nobody).
     pub fn invoke_blocking(
         &self,
         capability_id: &str,
@@ -700,7 +700,11 @@ impl Client {
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         return Ok(slot.wait());
         #[cfg(all(target_family = "wasm", target_os = "unknown"))]
-        return slot.take().ok_or(HostError::WrongContext);
+        return slot.take().ok_or_else(|| {
+            HostError::Unsupported(
+                "this platform has no threads to wait on: the outcome had not arrived when the invocation call returned (use invoke or invoke_pending)".into(),
+            )
+        });
     }
 
     /// Invokes; the outcome goes to the returned [`Pending`] (with the
