@@ -1,6 +1,9 @@
 //! The platform interface (**rcip**, docs/ARCHITECTURE.md, "Platforms"):
-//! everything the core takes from the machine it runs on, in one place, so
-//! that no other module reads a clock, starts a thread or blocks by itself.
+//! everything the core takes from the machine it runs on, in one place. The
+//! runtime reads the wall clock and decides whether a wait may block only
+//! through this module; the one module that starts a thread and reads
+//! `Instant` on its own, the real-time timer (`runtime/timer.rs`), is
+//! compiled only where [`THREADS`] holds.
 //!
 //! The core needs four things from its platform:
 //!
@@ -34,6 +37,15 @@
 //! `crates/rcip-wasm-smoke`, imports `crypto.getRandomValues` from
 //! JavaScript). The core defines no entropy symbol of its own, so a host's
 //! choice never collides with it.
+//!
+//! One limit on `wasm32-unknown-unknown` that the core cannot lift: `std`'s
+//! own `RandomState` has no entropy there (its keys are the same in every
+//! instance of a module), and `serde_json` keys the maps of parsed JSON
+//! objects with it (its `preserve_order` map), so the hashing of payload
+//! object keys is not DoS-resistant on that target. The payload size limit
+//! ([`RuntimeBuilder::limits`](crate::runtime::RuntimeBuilder::limits))
+//! bounds the work; a module exposed to hostile payloads should keep it
+//! small. Native targets seed `std` from the OS as before.
 
 /// True when this build's platform runs the confirmation expiry timer on a
 /// library thread (real-time timers, the native default). False on

@@ -456,6 +456,26 @@ impl Runtime {
 mod tests {
     use super::*;
 
+    /// Natively the platform has a clock and threads: `try_build` is
+    /// `build`, and the default timers are real-time (`crate::platform`).
+    #[test]
+    fn try_build_never_fails_natively() {
+        let catalog = Catalog::from_bytes(
+            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
+                 "scopes": [], "capabilities": []}"#,
+        )
+        .unwrap();
+        assert!(crate::platform::THREADS && crate::platform::SYSTEM_CLOCK);
+        assert!(crate::platform::system_now_ms().is_some_and(|t| t > 1_600_000_000_000));
+        let builder = RuntimeBuilder::new(&catalog);
+        assert!(!builder.config.manual_timers);
+        let runtime = builder.try_build().expect("nothing missing natively");
+        assert_eq!(runtime.next_deadline(), Ok(None));
+        let mut manual = RuntimeBuilder::new(&catalog);
+        manual.manual_timers(true);
+        assert!(manual.try_build().is_ok());
+    }
+
     #[test]
     fn a_zero_limit_keeps_the_current_value() {
         let catalog = Catalog::from_bytes(
