@@ -377,12 +377,17 @@ impl Shared {
     pub(crate) fn builtin_id(&self, prefix: &str) -> Arc<str> {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let salt = self.id_salt.get_or_init(|| {
-            // The wall clock; on a platform without one (`crate::platform`),
-            // the runtime's clock, which the host gives there.
-            let created = crate::platform::system_now_ms().unwrap_or_else(|| self.now());
+            // The wall clock, never the host's: this may run under the
+            // runtime's lock (`register_confirmation`), where no host code
+            // runs. Without one (`crate::platform`) the time part is 0 and
+            // `std`'s per-call keys still keep runtimes apart.
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(created as u64);
-            format!("{}{}", base36(created.max(0) as u64), base36(h.finish() % 36u64.pow(6)))
+            h.write_u64(system_now_ms() as u64);
+            format!(
+                "{}{}",
+                base36(system_now_ms().max(0) as u64),
+                base36(h.finish() % 36u64.pow(6))
+            )
         });
         // Assembled on the stack (this runs once per invocation), then one
         // allocation; the text is checked as UTF-8 once, digits included.
