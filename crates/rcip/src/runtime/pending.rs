@@ -32,7 +32,9 @@ struct Slot {
     state: Mutex<State>,
     ready: Condvar,
     /// The runtime's shared state, for the context checks.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     runtime: Weak<Shared>,
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     runtime_key: usize,
 }
 
@@ -45,8 +47,7 @@ pub enum WaitError {
     /// callback is attached.
     AlreadyUsed,
     /// Waiting here could deadlock: inside a callback of the same runtime,
-    /// or on the thread that runs its manual timers, or on a platform
-    /// without threads ([`crate::platform::THREADS`]).
+    /// or on the thread that runs its manual timers.
     WrongContext,
 }
 
@@ -99,7 +100,9 @@ impl Pending {
         matches!(*self.slot.state.lock(), State::Ready(_))
     }
 
-    /// True when waiting on this thread could deadlock.
+    /// True when waiting on this thread could deadlock (without threads a
+    /// wait never blocks, so it is not asked).
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     fn wrong_context(&self) -> bool {
         if in_callback_of(self.slot.runtime_key) {
             return true;
@@ -116,10 +119,39 @@ impl Pending {
     /// arrived answers [`WaitError::WrongContext`] at once (a poll still
     /// answers `TimedOut`).
     pub fn wait(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
-        if timeout_ms > 0 && !self.is_ready() && (!crate::platform::THREADS || self.wrong_context()) {
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+        return self.wait_blocking(timeout_ms);
+        #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+        return self.take_without_waiting(timeout_ms);
+    }
+
+    /// [`wait`](Self::wait) without threads: takes what is there.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    fn take_without_waiting(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
+        let mut st = self.slot.state.lock();
+        match std::mem::replace(&mut *st, State::Done) {
+            State::Ready(json) => Ok(json),
+            State::Waiting => {
+                *st = State::Waiting;
+                Err(if timeout_ms == 0 {
+                    WaitError::TimedOut
+                } else {
+                    WaitError::WrongContext
+                })
+            }
+            other => {
+                *st = other;
+                Err(WaitError::AlreadyUsed)
+            }
+        }
+    }
+
+    /// [`wait`](Self::wait) where the platform has threads.
+    #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+    fn wait_blocking(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
+        if timeout_ms > 0 && !self.is_ready() && self.wrong_context() {
             return Err(WaitError::WrongContext);
         }
-        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         let deadline = if timeout_ms == WAIT_FOREVER {
             None
         } else {
@@ -138,10 +170,6 @@ impl Pending {
             if timeout_ms == 0 {
                 return Err(WaitError::TimedOut);
             }
-            // Not reached without threads: the check above answered.
-            #[cfg(all(target_family = "wasm", target_os = "unknown"))]
-            return Err(WaitError::WrongContext);
-            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
             match deadline {
                 None => self.slot.ready.wait(&mut st),
                 Some(at) => {

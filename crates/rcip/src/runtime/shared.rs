@@ -140,6 +140,7 @@ impl Drop for CallbackScope {
 /// True while this thread is inside a host callback (handler, policy,
 /// outcome, report, event, confirmation or subscriber callback) of the
 /// runtime at `runtime` (`Arc::as_ptr` of its shared state).
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 pub(crate) fn in_callback_of(runtime: usize) -> bool {
     IN_CALLBACK.with(|c| c.borrow().contains(&runtime))
 }
@@ -333,6 +334,7 @@ impl Shared {
 
     /// True when the calling thread is the one that last ran this
     /// runtime's manual timers.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn is_manual_timer_thread(&self) -> bool {
         self.config.manual_timers && *self.manual_timer_thread.lock() == Some(std::thread::current().id())
     }
