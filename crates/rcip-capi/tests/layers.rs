@@ -7,10 +7,10 @@
 //! macro calls, each resolved from the module it is written in (`crate::`,
 //! `self::`, `super::`, child modules and names brought in by `use`).
 //!
-//! - `json` and `foreign` are the bottom and name no other module;
-//!   `schema` names `json`; `catalog` names `json` and `schema`;
-//!   `runtime` names those and `foreign`; only the crate root, which
-//!   declares the modules, names them all.
+//! - `json`, `foreign` and `platform` are the bottom and name no other
+//!   module; `schema` names `json`; `catalog` names `json` and `schema`;
+//!   `runtime` names those, `foreign` and `platform`; only the crate root,
+//!   which declares the modules, names them all.
 //! - The C ABI crate alone converts handles (`handle.rs`), and the
 //!   conformance runner names no Rust item of it.
 
@@ -22,9 +22,10 @@ use syn::visit::Visit;
 const LAYERS: &[(&str, &[&str])] = &[
     ("json", &[]),
     ("foreign", &[]),
+    ("platform", &[]),
     ("schema", &["json"]),
     ("catalog", &["json", "schema"]),
-    ("runtime", &["json", "schema", "catalog", "foreign"]),
+    ("runtime", &["json", "schema", "catalog", "foreign", "platform"]),
 ];
 
 /// What a checked source may name.

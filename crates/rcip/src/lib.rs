@@ -7,7 +7,9 @@
 //! compiled immutable catalog) and [`json`] (payload text limits and number
 //! semantics). Beside them, at the bottom, [`foreign`] holds the neutral form
 //! of what a language binding registers (user data, one-shot callbacks)
-//! that the runtime keeps; it names no other module.
+//! that the runtime keeps; it names no other module. [`platform`] is the
+//! one place that reads the machine's clock, starts a thread or decides
+//! whether a wait may block (native and `wasm32-unknown-unknown` defaults).
 //!
 //! This crate is the core of the workspace (docs/ARCHITECTURE.md,
 //! "Crates"): it has no C exports, no MCP and no I/O. The MCP server is the
@@ -17,6 +19,7 @@
 pub mod catalog;
 pub mod foreign;
 pub mod json;
+pub mod platform;
 pub mod runtime;
 pub mod schema;
 

@@ -276,6 +276,9 @@ impl Shared {
         if let Some((start, sink)) = rerun {
             self.run_held_rerun(start, sink);
         }
+        // No timer thread on a platform without threads (`crate::platform`):
+        // the runtime's timers are manual there.
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if !self.config.manual_timers {
             super::timer::schedule(self, record.expires_at);
         }

@@ -1230,6 +1230,14 @@ impl BlockingSlot {
         })
     }
 
+    /// The outcome, if it has arrived (a platform without threads cannot
+    /// wait for it).
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub(crate) fn take(&self) -> Option<String> {
+        self.value.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
     pub(crate) fn wait(&self) -> String {
         let mut v = self.value.lock().unwrap_or_else(|e| e.into_inner());
         loop {

@@ -26,6 +26,9 @@ mod record;
 mod shared;
 mod snapshot;
 mod subscribers;
+// The real-time timer is a library thread: none on a platform without
+// threads (`crate::platform`).
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 mod timer;
 mod types;
 
@@ -87,6 +90,8 @@ pub enum HostError {
     WrongContext,
     /// The consumer of an invocation cannot do what the handler asked: an
     /// elicitation without a consumer that can ask its user (**rcip**).
+    /// Also the platform cannot run what a builder asks
+    /// ([`RuntimeBuilder::try_build`], [`crate::platform`]).
     Unsupported(String),
 }
 
@@ -148,7 +153,8 @@ impl RuntimeBuilder {
             config: Config {
                 ttl_ms: DEFAULT_CONFIRMATION_TTL_MS as i64,
                 limits: Limits::default(),
-                manual_timers: false,
+                // Real-time timers where the platform has threads.
+                manual_timers: !crate::platform::THREADS,
                 policy: None,
                 confirmation_observer: None,
                 observers: Vec::new(),
@@ -227,7 +233,11 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The clock (default: the system clock).
+    /// The clock (default: the system clock). On a platform without one
+    /// (`wasm32-unknown-unknown`, [`crate::platform::SYSTEM_CLOCK`]) the
+    /// host must set it: [`try_build`](Self::try_build) refuses a runtime
+    /// without it, and [`build`](Self::build) falls back to a clock that
+    /// stands still at [`crate::platform::FALLBACK_NOW_MS`].
     pub fn clock(&mut self, clock: Arc<dyn Clock>) -> &mut RuntimeBuilder {
         self.config.clock = Some(clock);
         self
@@ -241,6 +251,11 @@ impl RuntimeBuilder {
 
     /// Manual timers: no library thread; the host asks
     /// [`Runtime::next_deadline`] and calls [`Runtime::run_due_timers`].
+    /// Default: false (real-time timers on the library's thread), except on
+    /// a platform without threads (`wasm32-unknown-unknown`,
+    /// [`crate::platform::THREADS`]), where it is true and `false` cannot
+    /// be had: [`try_build`](Self::try_build) refuses it, and
+    /// [`build`](Self::build) builds with manual timers anyway.
     pub fn manual_timers(&mut self, manual: bool) -> &mut RuntimeBuilder {
         self.config.manual_timers = manual;
         self
@@ -325,10 +340,44 @@ impl RuntimeBuilder {
     /// Builds the runtime: revision 0, empty context, everything unbound
     /// except what was bound on the builder ([`bind`](Self::bind), whose
     /// availability checks are asked now).
-    pub fn build(self) -> Runtime {
+    ///
+    /// It never fails. On a platform that lacks what the configuration
+    /// asks for ([`crate::platform`]: `wasm32-unknown-unknown`, with no
+    /// clock or with real-time timers), it builds with the documented
+    /// fallbacks instead: manual timers, and a clock standing still at
+    /// [`crate::platform::FALLBACK_NOW_MS`]. [`try_build`](Self::try_build)
+    /// says so instead of building.
+    pub fn build(mut self) -> Runtime {
+        if !crate::platform::THREADS {
+            self.config.manual_timers = true;
+        }
         Runtime {
             shared: Shared::new(self.catalog, self.config, self.staged),
         }
+    }
+
+    /// As [`build`](Self::build), but refuses a configuration the platform
+    /// cannot run as asked, instead of falling back: on a platform without
+    /// a wall clock ([`crate::platform::SYSTEM_CLOCK`] false:
+    /// `wasm32-unknown-unknown`), a builder without a
+    /// [`clock`](Self::clock); on a platform without threads
+    /// ([`crate::platform::THREADS`] false), real-time timers
+    /// (`manual_timers(false)`). Both are [`HostError::Unsupported`], with
+    /// the setter to call in the message; the builder (and what it holds:
+    /// bindings, callbacks) is dropped then. On native targets it never
+    /// fails and is `Ok(build())`.
+    pub fn try_build(self) -> Result<Runtime, HostError> {
+        if !crate::platform::SYSTEM_CLOCK && self.config.clock.is_none() {
+            return Err(HostError::Unsupported(
+                "this platform has no wall clock: give the runtime one with RuntimeBuilder::clock".into(),
+            ));
+        }
+        if !crate::platform::THREADS && !self.config.manual_timers {
+            return Err(HostError::Unsupported(
+                "this platform has no threads for real-time timers: use RuntimeBuilder::manual_timers(true) and drive them with next_deadline and run_due_timers".into(),
+            ));
+        }
+        Ok(self.build())
     }
 }
 
@@ -407,6 +456,26 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Natively the platform has a clock and threads: `try_build` is
+    /// `build`, and the default timers are real-time (`crate::platform`).
+    #[test]
+    fn try_build_never_fails_natively() {
+        let catalog = Catalog::from_bytes(
+            br#"{"protocolVersion": "1.0", "application": {"id": "a", "name": "A", "description": "A."},
+                 "scopes": [], "capabilities": []}"#,
+        )
+        .unwrap();
+        assert!(crate::platform::THREADS && crate::platform::SYSTEM_CLOCK);
+        assert!(crate::platform::system_now_ms().is_some_and(|t| t > 1_600_000_000_000));
+        let builder = RuntimeBuilder::new(&catalog);
+        assert!(!builder.config.manual_timers);
+        let runtime = builder.try_build().expect("nothing missing natively");
+        assert_eq!(runtime.next_deadline(), Ok(None));
+        let mut manual = RuntimeBuilder::new(&catalog);
+        manual.manual_timers(true);
+        assert!(manual.try_build().is_ok());
+    }
 
     #[test]
     fn a_zero_limit_keeps_the_current_value() {
@@ -633,7 +702,12 @@ impl Client {
     }
 
     /// Invokes and waits for the outcome JSON. Must not be called where the
-    /// outcome depends on work this thread would have to do.
+    /// outcome depends on work this thread would have to do. On a platform
+    /// without threads (`wasm32-unknown-unknown`, [`crate::platform`])
+    /// nothing else could deliver it: when the outcome has not arrived by
+    /// the time the invocation call returns, this answers
+    /// [`HostError::Unsupported`] instead of waiting (the invocation goes
+    /// on; its outcome then goes to nobody).
     pub fn invoke_blocking(
         &self,
         capability_id: &str,
@@ -644,7 +718,14 @@ impl Client {
         let slot = invoke::BlockingSlot::new();
         self.shared
             .invoke(capability_id, input, invocation_id, token, slot.sink().into())?;
-        Ok(slot.wait())
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+        return Ok(slot.wait());
+        #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+        return slot.take().ok_or_else(|| {
+            HostError::Unsupported(
+                "this platform has no threads to wait on: the outcome had not arrived when the invocation call returned (use invoke or invoke_pending)".into(),
+            )
+        });
     }
 
     /// Invokes; the outcome goes to the returned [`Pending`] (with the

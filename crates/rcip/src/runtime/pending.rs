@@ -10,7 +10,6 @@ use super::shared::{in_callback_of, Shared};
 use super::types::JsonText;
 use parking_lot::{Condvar, Mutex};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
 
 /// A timeout that never ends (`u64::MAX` milliseconds).
 pub const WAIT_FOREVER: u64 = u64::MAX;
@@ -33,7 +32,9 @@ struct Slot {
     state: Mutex<State>,
     ready: Condvar,
     /// The runtime's shared state, for the context checks.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     runtime: Weak<Shared>,
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     runtime_key: usize,
 }
 
@@ -99,7 +100,9 @@ impl Pending {
         matches!(*self.slot.state.lock(), State::Ready(_))
     }
 
-    /// True when waiting on this thread could deadlock.
+    /// True when waiting on this thread could deadlock (without threads a
+    /// wait never blocks, so it is not asked).
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     fn wrong_context(&self) -> bool {
         if in_callback_of(self.slot.runtime_key) {
             return true;
@@ -109,14 +112,50 @@ impl Pending {
 
     /// Waits up to `timeout_ms` milliseconds ([`WAIT_FOREVER`]: no limit;
     /// 0: a poll that never blocks) and takes the outcome.
+    ///
+    /// On a platform without threads (`wasm32-unknown-unknown`,
+    /// [`crate::platform`]) nothing could deliver the outcome while this
+    /// thread waits: a wait with a timeout for an outcome that has not
+    /// arrived answers [`WaitError::WrongContext`] at once (a poll still
+    /// answers `TimedOut`).
     pub fn wait(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+        return self.wait_blocking(timeout_ms);
+        #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+        return self.take_without_waiting(timeout_ms);
+    }
+
+    /// [`wait`](Self::wait) without threads: takes what is there.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    fn take_without_waiting(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
+        let mut st = self.slot.state.lock();
+        match std::mem::replace(&mut *st, State::Done) {
+            State::Ready(json) => Ok(json),
+            State::Waiting => {
+                *st = State::Waiting;
+                Err(if timeout_ms == 0 {
+                    WaitError::TimedOut
+                } else {
+                    WaitError::WrongContext
+                })
+            }
+            other => {
+                *st = other;
+                Err(WaitError::AlreadyUsed)
+            }
+        }
+    }
+
+    /// [`wait`](Self::wait) where the platform has threads.
+    #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+    fn wait_blocking(&self, timeout_ms: u64) -> Result<JsonText, WaitError> {
         if timeout_ms > 0 && !self.is_ready() && self.wrong_context() {
             return Err(WaitError::WrongContext);
         }
         let deadline = if timeout_ms == WAIT_FOREVER {
             None
         } else {
-            Instant::now().checked_add(Duration::from_millis(timeout_ms))
+            crate::platform::wait_deadline(timeout_ms)
         };
         let mut st = self.slot.state.lock();
         loop {

@@ -140,6 +140,7 @@ impl Drop for CallbackScope {
 /// True while this thread is inside a host callback (handler, policy,
 /// outcome, report, event, confirmation or subscriber callback) of the
 /// runtime at `runtime` (`Arc::as_ptr` of its shared state).
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 pub(crate) fn in_callback_of(runtime: usize) -> bool {
     IN_CALLBACK.with(|c| c.borrow().contains(&runtime))
 }
@@ -154,6 +155,8 @@ pub(crate) fn in_callback_of(runtime: usize) -> bool {
 /// waits for the timer thread to leave, so the runtime is never dropped
 /// (and its policy, observer and clock user data never released) on the
 /// timer thread after `rcip_runtime_free` returned.
+// No timer thread without threads (`crate::platform`).
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 pub(crate) struct TimerGate {
     /// (timer threads inside, shut).
     state: Mutex<(u32, bool)>,
@@ -175,6 +178,7 @@ impl TimerGate {
     }
 
     /// Admits the timer thread; false once the runtime is closing.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn enter(&self) -> bool {
         let mut st = self.state.lock();
         if st.1 {
@@ -185,6 +189,7 @@ impl TimerGate {
     }
 
     /// The timer thread has dropped its strong references to the runtime.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn leave(&self) {
         let mut st = self.state.lock();
         st.0 -= 1;
@@ -210,8 +215,10 @@ impl TimerGate {
 /// Marks this thread as the timer thread delivering `runtime`'s expiries
 /// for as long as the guard lives: a close from one of those callbacks must
 /// not wait for the delivery it is part of.
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 pub(crate) struct TimerWork(());
 
+#[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
 impl TimerWork {
     pub(crate) fn begin(runtime: &Arc<Shared>) -> TimerWork {
         TIMER_WORK.with(|t| t.set(Arc::as_ptr(runtime) as usize));
@@ -257,11 +264,11 @@ fn base36(mut n: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The clock of a runtime built without one: the platform's wall clock,
+/// else the documented fallback (`crate::platform`).
+#[inline]
 pub(crate) fn system_now_ms() -> i64 {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_millis() as i64,
-        Err(e) => -(e.duration().as_millis() as i64),
-    }
+    crate::platform::default_now_ms()
 }
 
 impl Shared {
@@ -327,6 +334,7 @@ impl Shared {
 
     /// True when the calling thread is the one that last ran this
     /// runtime's manual timers.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn is_manual_timer_thread(&self) -> bool {
         self.config.manual_timers && *self.manual_timer_thread.lock() == Some(std::thread::current().id())
     }
@@ -371,6 +379,10 @@ impl Shared {
     pub(crate) fn builtin_id(&self, prefix: &str) -> Arc<str> {
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed) + 1;
         let salt = self.id_salt.get_or_init(|| {
+            // The wall clock, never the host's: this may run under the
+            // runtime's lock (`register_confirmation`), where no host code
+            // runs. Without one (`crate::platform`) the time part is 0 and
+            // `std`'s per-call keys still keep runtimes apart.
             let mut h = std::collections::hash_map::RandomState::new().build_hasher();
             h.write_u64(system_now_ms() as u64);
             format!(
