@@ -466,7 +466,7 @@ mod tests {
                  "scopes": [], "capabilities": []}"#,
         )
         .unwrap();
-        assert!(crate::platform::THREADS && crate::platform::SYSTEM_CLOCK);
+        const { assert!(crate::platform::THREADS && crate::platform::SYSTEM_CLOCK) };
         assert!(crate::platform::system_now_ms().is_some_and(|t| t > 1_600_000_000_000));
         let builder = RuntimeBuilder::new(&catalog);
         assert!(!builder.config.manual_timers);
