@@ -518,7 +518,9 @@ impl<'p> Evaluator<'p> {
             return;
         }
         self.omitted += 1;
-        if self.droppable == 0 && self.stopped.is_none() {
+        // (After the budget ran out the pass ends with the budget issue:
+        // a full list must not turn that into a cut list.)
+        if self.droppable == 0 && !self.exhausted {
             // The list is final: nothing later can change it.
             self.stopped = Some(self.left);
             self.left = 0;

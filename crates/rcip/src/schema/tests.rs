@@ -1215,6 +1215,28 @@ fn the_issue_limit_keeps_the_first_issues_and_stops_the_pass() {
     }
 }
 
+/// Item 2: a pass whose budget ran out while its issue list was full ends
+/// with the budget issue, not a cut list (an issue reported after the
+/// exhaustion, here `contains`, must not stop it as a full list).
+#[test]
+fn an_exhausted_pass_with_a_full_issue_list_reports_the_budget() {
+    let s = compile(json!({"type": "array", "items": {"type": "string"}, "contains": {"type": "boolean"}}));
+    let mut data: Vec<Value> = vec![json!(1), json!(2), json!(3)];
+    data.extend((0..1000).map(|_| json!("a")));
+    let data = Value::Array(data);
+    let tight = Budget {
+        floor: 100,
+        per_pair: 0,
+    };
+    let limit = IssueLimit {
+        max_issues: 3,
+        max_bytes: usize::MAX,
+    };
+    let got = s.validate_limited(&data, tight, limit);
+    assert_eq!(got.issues, vec![budget_issue(100)]);
+    assert!(!got.truncated);
+}
+
 /// Item 3: one search on the backtracking engine may take at most
 /// `100000 + 1000 × bytes` steps, whatever budget the instance brings; a
 /// search that takes them ends the validation with the one `budget`
