@@ -779,12 +779,8 @@ impl<'p> Evaluator<'p> {
                     }
                     match sub {
                         _ if *is_false => return false,
-                        Some(id) => {
-                            if !self.check(*id, value) {
-                                return false;
-                            }
-                        }
-                        None => {}
+                        Some(id) if !self.check(*id, value) => return false,
+                        _ => {}
                     }
                 }
                 true

@@ -640,10 +640,9 @@ impl Planner<'_> {
             let p = obj.get_or_insert_with(ObjPlan::default);
             // The names it allows are the declared ones (one lookup answers
             // both keywords).
-            if props.len() != p.props.len() || props.iter().zip(&p.props).any(|(a, b)| **a != *b.name) {
-                if !(sub.is_none() && !is_false) {
-                    return None;
-                }
+            let same_names = props.len() == p.props.len() && props.iter().zip(&p.props).all(|(a, b)| **a == *b.name);
+            if !same_names && (sub.is_some() || is_false) {
+                return None;
             }
             if is_false {
                 p.closed = true;
