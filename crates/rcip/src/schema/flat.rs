@@ -155,6 +155,9 @@ struct ObjPlan {
     closed: bool,
     /// `additionalProperties` with a schema.
     additional: Option<u32>,
+    /// Units per member: 1 with `additionalProperties` (false or a
+    /// schema), which charges each member it looks up; else 0.
+    per_member: u64,
     min: Option<f64>,
     max: Option<f64>,
 }
@@ -168,6 +171,7 @@ impl Default for ObjPlan {
             other_required: Vec::new(),
             closed: false,
             additional: None,
+            per_member: 0,
             min: None,
             max: None,
         }
@@ -338,9 +342,7 @@ impl Flat {
                 }
             }
             // `additionalProperties`' unit per member, as the evaluator.
-            if p.closed || p.additional.is_some() {
-                *spent += o.len() as u64;
-            }
+            *spent += p.per_member * o.len() as u64;
             let mut seen = 0u64;
             for (key, value) in o {
                 let sub = match p.find(key) {
@@ -662,6 +664,7 @@ impl Planner<'_> {
         }
         if let Some(p) = obj.as_mut() {
             p.link();
+            p.per_member = u64::from(p.closed || p.additional.is_some());
         }
         let n = &mut self.out[at as usize];
         n.units = 1 + kws.len() as u64;

@@ -164,7 +164,16 @@ impl Schema {
     /// bound; **rcip**: the reference has no budget). Every issue is
     /// listed (no [`IssueLimit`]).
     pub fn validate_within(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
-        self.validate_limited(instance, budget, IssueLimit::UNLIMITED).issues
+        // As `validate_limited`, with the flat plan's valid answer first
+        // (the hot path returns an empty Vec, which allocates nothing).
+        if let Some(flat) = &self.program.flat {
+            return match flat.walk(instance) {
+                (true, spent) if spent <= budget.floor => Vec::new(),
+                (true, spent) => self.beyond_floor(instance, budget, spent).issues,
+                (false, _) => self.issues_within(instance, budget, IssueLimit::UNLIMITED).issues,
+            };
+        }
+        self.validate_general(instance, budget, IssueLimit::UNLIMITED).issues
     }
 
     /// [`Schema::validate_within`] keeping at most the issues `limit`

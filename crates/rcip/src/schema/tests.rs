@@ -1117,6 +1117,11 @@ fn const_and_enum_charge_the_nodes_they_compare() {
     let short: Vec<Value> = (0..4).map(|i| chain(40, json!(i))).collect();
     let s = compile(json!({"enum": short}));
     assert_eq!(units(&s, &short[3]), 2 + 4 * 41);
+    // A scalar against a short enum: one pair per member compared.
+    let scalars = compile(json!({"enum": [1, "a", {"x": 1}, "b"]}));
+    assert_eq!(units(&scalars, &json!("a")), 2 + 2);
+    assert_eq!(units(&scalars, &json!("b")), 2 + 4);
+    assert_eq!(units(&compile(json!({"const": "b"})), &json!("b")), 2 + 1);
     // A long one hashes the instance (41 nodes) and compares one member.
     let long: Vec<Value> = (0..1000).map(|i| chain(40, json!(i))).collect();
     let l = compile(json!({"enum": long}));

@@ -9,7 +9,7 @@
 //! of comparing the members of the same hash.
 
 use crate::schema::compile::{join, Compiler, Cx};
-use crate::schema::eval::{count_nodes, short_json, Evaluator, Path};
+use crate::schema::eval::{count_nodes, same, short_json, Evaluator, Path};
 use crate::schema::node::Kw;
 use crate::schema::value::{js_equal_counted, js_hash, js_hash_within};
 use serde_json::{Map, Value};
@@ -32,6 +32,9 @@ pub(crate) const LINEAR_ENUM: usize = 8;
 pub(crate) struct Members {
     pub(crate) list: Vec<Value>,
     index: Option<Index>,
+    /// Without an index: the string members, each with its position + 1
+    /// (the units of finding it), for string instances (the common enum).
+    strings: Box<[(Box<str>, u32)]>,
 }
 
 struct Index {
@@ -61,14 +64,33 @@ impl Members {
                 max_nodes,
             }
         });
-        Members { list, index }
+        let strings = if index.is_none() {
+            let found = list.iter().enumerate();
+            found
+                .filter_map(|(i, v)| v.as_str().map(|s| (Box::from(s), i as u32 + 1)))
+                .collect()
+        } else {
+            Box::default()
+        };
+        Members { list, index, strings }
     }
 
     /// Whether `inst` equals a member, and the units that took (see the
     /// module documentation). The answer is the linear search's.
+    #[inline]
     pub(crate) fn find(&self, inst: &Value) -> (bool, u64) {
         let mut units = 0;
         match &self.index {
+            // A string against a short list (the common enum): each
+            // comparison visits one pair, so the units are the members
+            // compared, as `js_equal_counted` counts them.
+            None if inst.is_string() => {
+                let s = inst.as_str().unwrap_or_default();
+                match self.strings.iter().find(|(m, _)| same(m, s)) {
+                    Some((_, units)) => (true, u64::from(*units)),
+                    None => (false, self.list.len() as u64),
+                }
+            }
             None => {
                 let found = self.list.iter().any(|v| js_equal_counted(inst, v, &mut units));
                 (found, units)
@@ -89,7 +111,11 @@ impl Members {
 }
 
 /// `const`: whether `inst` equals `c`, and the units that took.
+#[inline]
 pub(crate) fn const_holds(c: &Value, inst: &Value) -> (bool, u64) {
+    if let (Value::String(a), Value::String(b)) = (c, inst) {
+        return (same(a, b), 1);
+    }
     let mut units = 0;
     (js_equal_counted(inst, c, &mut units), units)
 }
