@@ -529,6 +529,7 @@ typedef struct rcip_runtime rcip_runtime;
  * `rcip_runtime_builder_set_confirmation_ttl_ms`,
  * `rcip_runtime_builder_set_limits`,
  * `rcip_runtime_builder_set_validation_budget`,
+ * `rcip_runtime_builder_set_validation_issue_limit`,
  * `rcip_runtime_builder_set_policy`,
  * `rcip_runtime_builder_set_confirmation_callback`,
  * `rcip_runtime_builder_add_event_observer`,
@@ -2330,6 +2331,24 @@ rcip_result rcip_runtime_builder_set_limits(struct rcip_runtime_builder *builder
  * Rule: PIPELINE.md section 8 (limits; **rcip**).
  */
 rcip_result rcip_runtime_builder_set_validation_budget(struct rcip_runtime_builder *builder, uint64_t floor, uint64_t per_pair);
+
+/**
+ * Sets the bound on the validation issues an outcome carries (input
+ * validation, step 9, preflight too; and handler output).
+ *
+ * Units: `max_issues` issues and `max_bytes` bytes of issue text (the
+ * UTF-8 bytes of each issue's `instancePath`, `keyword` and `message`,
+ * before JSON escaping). Defaults: 1000 issues, 1048576 bytes; 0 keeps a
+ * value as it is. The first issue is always kept. The issues kept are the
+ * first ones of the full list; an outcome that left some out carries
+ * `"validationIssuesTruncated": true` in its `error` (**rcip**) and is
+ * otherwise unchanged (`failed`, `INPUT_INVALID` / `OUTPUT_INVALID`).
+ * Ownership: `builder` is borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: one thread at a time per builder.
+ * Rule: PIPELINE.md section 8 (issue bound; **rcip**).
+ */
+rcip_result rcip_runtime_builder_set_validation_issue_limit(struct rcip_runtime_builder *builder, size_t max_issues, size_t max_bytes);
 
 /**
  * Installs the host policy (replacing an earlier one, whose user data is

@@ -9,13 +9,116 @@
 //! Exits 1 when a target fails. The MCP end-to-end case (a `tools/call`
 //! with the backtracking input, then a `ping`) is not here: see
 //! BENCHMARKS.md.
+//!
+//! Issue 27 (items 1 to 3) adds cases measured against a valid control:
+//! each hostile input and its control (same size, same schema family) go
+//! through one runtime as JSON text (`invoke_blocking`), and the program
+//! prints the CPU time (process CPU clock, best of the runs) and the peak
+//! heap above the start of the call (a counting allocator) of both. The
+//! target: the case's CPU time and peak memory each at most twice its
+//! control's (plus 2 ms and 256 KiB, so that noise on tiny figures does
+//! not decide); the case may be refused with a clear error (a `budget`
+//! issue), but within the same bounds.
 
 use rcip::catalog::Catalog;
 use rcip::runtime::{Invocation, RuntimeBuilder};
 use rcip::schema::Schema;
 use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+// ----- counting allocator (peak heap of one call) ----------------------------
+
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+/// Counting is on only while a call is measured.
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+fn grew(by: isize) {
+    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc(layout);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            grew(layout.size() as isize);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        System.dealloc(p, layout);
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(layout);
+        if !p.is_null() && COUNTING.load(Ordering::Relaxed) {
+            grew(layout.size() as isize);
+        }
+        p
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let q = System.realloc(p, layout, new_size);
+        if !q.is_null() && COUNTING.load(Ordering::Relaxed) {
+            grew(new_size as isize - layout.size() as isize);
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn cpu_seconds() -> f64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // Safety: a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// CPU seconds (best of `runs`) and peak heap bytes above the start (the
+/// largest of the runs) of `f`, and what its last run answered.
+fn measure(runs: usize, mut f: impl FnMut() -> String) -> (f64, u64, String) {
+    let mut cpu = f64::MAX;
+    let mut peak = 0u64;
+    let mut detail = String::new();
+    for _ in 0..runs {
+        LIVE.store(0, Ordering::SeqCst);
+        PEAK.store(0, Ordering::SeqCst);
+        COUNTING.store(true, Ordering::SeqCst);
+        let t = cpu_seconds();
+        detail = f();
+        let spent = cpu_seconds() - t;
+        COUNTING.store(false, Ordering::SeqCst);
+        cpu = cpu.min(spent);
+        peak = peak.max(PEAK.load(Ordering::SeqCst).max(0) as u64);
+    }
+    (cpu, peak, detail)
+}
+
+/// One issue-27 case and its control.
+struct Paired {
+    name: &'static str,
+    case: (f64, u64, String),
+    control: (f64, u64, String),
+}
+
+impl Paired {
+    /// Within twice the control's CPU time and peak memory (plus the noise
+    /// allowances), whatever the answer (a refusal too must come that fast).
+    fn passes(&self) -> bool {
+        let cpu = self.case.0 <= 2.0 * self.control.0 + 0.002;
+        let mem = self.case.1 <= 2 * self.control.1 + 256 * 1024;
+        cpu && mem
+    }
+}
 
 struct Case {
     name: &'static str,
@@ -231,6 +334,8 @@ fn main() {
         best_of(runs, || verdict(&fan, &json!(1))),
     );
 
+    let paired = issue27(runs.min(3));
+
     let mut failed = 0;
     println!("rcip-hostile: best of {runs} runs (wall clock)");
     for c in &cases {
@@ -245,7 +350,169 @@ fn main() {
             c.detail
         );
     }
+    println!(
+        "rcip-hostile, issue 27: CPU time (best of {} runs) and peak heap of the call, case against its valid control",
+        runs.min(3)
+    );
+    for p in &paired {
+        let ok = p.passes();
+        failed += usize::from(!ok);
+        println!(
+            "{} {}: {:.1} ms CPU, {:.1} MiB peak (control {:.1} ms, {:.1} MiB) -> {} | control: {}",
+            if ok { "PASS" } else { "FAIL" },
+            p.name,
+            p.case.0 * 1e3,
+            p.case.1 as f64 / 1048576.0,
+            p.control.0 * 1e3,
+            p.control.1 as f64 / 1048576.0,
+            p.case.2,
+            p.control.2
+        );
+    }
     if failed > 0 {
         std::process::exit(1);
     }
+}
+
+/// A chain `{"a": {"a": ... leaf}}` of `depth` objects.
+fn chain(depth: usize, leaf: Value) -> Value {
+    (0..depth).fold(leaf, |inner, _| json!({ "a": inner }))
+}
+
+/// The issue-27 cases (items 1 to 3), each against its valid control,
+/// through one runtime: JSON text in, the outcome out.
+fn issue27(runs: usize) -> Vec<Paired> {
+    // Enum members 40 objects deep that differ only at the bottom (every
+    // comparison walks the whole chain), and the control's, which differ
+    // at the top (a comparison stops at the first key).
+    let deep: Vec<Value> = (0..1000).map(|i| chain(40, json!(i))).collect();
+    let shallow: Vec<Value> = (0..1000)
+        .map(|i| json!({ format!("m{i}"): chain(39, json!(i)) }))
+        .collect();
+    let strings: Vec<Value> = (0..10_000).map(|i| json!(format!("s{i:05}"))).collect();
+    let backtracking = "^(a+)+$(?<=a)";
+    let caps = [
+        (
+            "hostile.unevaluated",
+            json!({"type": "object",
+            "patternProperties": {"^k": {"type": "integer"}}, "unevaluatedProperties": false}),
+        ),
+        (
+            "hostile.additional",
+            json!({"type": "object",
+            "patternProperties": {"^k": {"type": "integer"}}, "additionalProperties": false}),
+        ),
+        ("hostile.deep_enum", json!({"type": "array", "items": {"enum": deep}})),
+        (
+            "hostile.shallow_enum",
+            json!({"type": "array", "items": {"enum": shallow}}),
+        ),
+        (
+            "hostile.string_enum",
+            json!({"type": "array", "items": {"enum": strings}}),
+        ),
+        ("hostile.strings", json!({"type": "array", "items": {"type": "string"}})),
+        (
+            "hostile.pattern",
+            json!({"type": "object", "properties": {
+            "r": {"type": "string", "pattern": backtracking}, "junk": {"type": "array"}}}),
+        ),
+    ];
+    let capabilities: Vec<Value> = caps
+        .iter()
+        .map(|(id, schema)| {
+            json!({"id": id, "title": "Hostile", "description": "An honest schema.", "scopeIds": ["visits"],
+                "effect": "read", "inputSchema": schema, "outputSchema": {"type": "object"}})
+        })
+        .collect();
+    let catalog = Catalog::from_bytes(
+        json!({
+            "protocolVersion": "1.0",
+            "application": {"id": "desk", "name": "Desk", "description": "Hostile inputs, issue 27."},
+            "scopes": [{"id": "visits", "title": "Visits", "description": "All visits."}],
+            "capabilities": capabilities
+        })
+        .to_string()
+        .as_bytes(),
+    )
+    .expect("catalog");
+    let runtime = RuntimeBuilder::new(&catalog).build();
+    let _bindings: Vec<_> = caps
+        .iter()
+        .map(|(id, _)| {
+            runtime
+                .host()
+                .bind(id, Arc::new(|inv: Invocation| inv.complete(json!({})).unwrap()), None)
+                .unwrap()
+        })
+        .collect();
+    let client = runtime.client();
+    let call = |id: &str, text: &str| -> String {
+        let out = client.invoke_blocking(id, text.as_bytes(), None, None).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let issues = v["error"]["validationIssues"].as_array().map_or(0, Vec::len);
+        format!(
+            "{} {} ({} issue(s), first {}, {} bytes)",
+            v["status"],
+            v["error"]["code"],
+            issues,
+            v["error"]["validationIssues"][0]["keyword"],
+            out.len()
+        )
+    };
+    let mut out = Vec::new();
+    let mut pair = |name, (id, text): (&str, String), (cid, ctext): (&str, String)| {
+        out.push(Paired {
+            name,
+            case: measure(runs, || call(id, &text)),
+            control: measure(runs, || call(cid, &ctext)),
+        })
+    };
+
+    // 1. unevaluatedProperties after patternProperties, 100k valid keys;
+    // control: the same object under additionalProperties: false.
+    let keys: serde_json::Map<String, Value> = (0..100_000).map(|i| (format!("k{i}"), json!(i))).collect();
+    let keys = Value::Object(keys).to_string();
+    pair(
+        "unevaluatedProperties: false, 100k keys (valid)",
+        ("hostile.unevaluated", keys.clone()),
+        ("hostile.additional", keys),
+    );
+    // 1. enum of 1000 objects 40 deep, 12k items equal to the last member;
+    // control: members that differ at the top, items equal to the last.
+    let items = |v: &Value, n: usize| Value::Array(vec![v.clone(); n]).to_string();
+    pair(
+        "enum of 1000 objects 40 deep, 12k items (valid)",
+        ("hostile.deep_enum", items(&deep[999], 12_000)),
+        ("hostile.shallow_enum", items(&shallow[999], 12_000)),
+    );
+    // 1. enum of 10k strings, 300k items equal to the last member;
+    // control: 300k items equal to the first.
+    pair(
+        "enum of 10k strings, 300k items (valid)",
+        ("hostile.string_enum", items(&strings[9_999], 300_000)),
+        ("hostile.string_enum", items(&strings[0], 300_000)),
+    );
+    // 2. 1M failing items (integers under items: string); control: 1M
+    // strings.
+    pair(
+        "1M failing items, items: {type: string}",
+        ("hostile.strings", items(&json!(0), 1_000_000)),
+        ("hostile.strings", items(&json!(""), 1_000_000)),
+    );
+    // 3. A backtracking pattern on 31 characters beside 2M junk values;
+    // control: a matching string of the same length beside the same junk.
+    let junk = Value::Array(vec![json!(0); 2_000_000]);
+    pair(
+        "^(a+)+$(?<=a) on 31 characters beside 2M junk values",
+        (
+            "hostile.pattern",
+            json!({"r": format!("{}!", "a".repeat(30)), "junk": junk}).to_string(),
+        ),
+        (
+            "hostile.pattern",
+            json!({"r": "a".repeat(31), "junk": junk}).to_string(),
+        ),
+    );
+    out
 }

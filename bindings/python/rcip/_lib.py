@@ -237,6 +237,7 @@ _PROTOTYPES = {
     "rcip_runtime_builder_set_confirmation_ttl_ms": (_R, [_P, c_uint64]),
     "rcip_runtime_builder_set_limits": (_R, [_P, c_size_t, c_size_t]),
     "rcip_runtime_builder_set_validation_budget": (_R, [_P, c_uint64, c_uint64]),
+    "rcip_runtime_builder_set_validation_issue_limit": (_R, [_P, c_size_t, c_size_t]),
     "rcip_runtime_builder_set_policy": (_R, [_P, POLICY_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_runtime_builder_set_confirmation_callback": (
         _R,

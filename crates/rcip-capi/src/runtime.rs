@@ -28,6 +28,7 @@ use std::sync::Arc;
 /// `rcip_runtime_builder_set_confirmation_ttl_ms`,
 /// `rcip_runtime_builder_set_limits`,
 /// `rcip_runtime_builder_set_validation_budget`,
+/// `rcip_runtime_builder_set_validation_issue_limit`,
 /// `rcip_runtime_builder_set_policy`,
 /// `rcip_runtime_builder_set_confirmation_callback`,
 /// `rcip_runtime_builder_add_event_observer`,
@@ -250,6 +251,33 @@ pub unsafe extern "C" fn rcip_runtime_builder_set_validation_budget(
     ffi_guard!({
         let b = builder_mut(builder)?;
         settings(b).validation_budget(floor, per_pair);
+        Ok(())
+    })
+}
+
+/// Sets the bound on the validation issues an outcome carries (input
+/// validation, step 9, preflight too; and handler output).
+///
+/// Units: `max_issues` issues and `max_bytes` bytes of issue text (the
+/// UTF-8 bytes of each issue's `instancePath`, `keyword` and `message`,
+/// before JSON escaping). Defaults: 1000 issues, 1048576 bytes; 0 keeps a
+/// value as it is. The first issue is always kept. The issues kept are the
+/// first ones of the full list; an outcome that left some out carries
+/// `"validationIssuesTruncated": true` in its `error` (**rcip**) and is
+/// otherwise unchanged (`failed`, `INPUT_INVALID` / `OUTPUT_INVALID`).
+/// Ownership: `builder` is borrowed for the call.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+/// Thread safety: one thread at a time per builder.
+/// Rule: PIPELINE.md section 8 (issue bound; **rcip**).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_runtime_builder_set_validation_issue_limit(
+    builder: *mut rcip_runtime_builder,
+    max_issues: usize,
+    max_bytes: usize,
+) -> rcip_result {
+    ffi_guard!({
+        let b = builder_mut(builder)?;
+        settings(b).validation_issue_limit(max_issues, max_bytes);
         Ok(())
     })
 }

@@ -163,6 +163,7 @@ rcip_runtime_builder_new ok=OK catalog:null=NULL_ARGUMENT builder_out:null=NULL_
 rcip_runtime_builder_set_confirmation_ttl_ms ok=OK builder:null=NULL_ARGUMENT ttl_ms:zero=INVALID_ARGUMENT ttl_ms:max=INVALID_ARGUMENT
 rcip_runtime_builder_set_limits ok=OK builder:null=NULL_ARGUMENT max_payload_len:zero=OK max_payload_len:max=OK max_depth:zero=OK max_depth:max=OK
 rcip_runtime_builder_set_validation_budget ok=OK builder:null=NULL_ARGUMENT floor:zero=OK floor:max=OK per_pair:zero=OK per_pair:max=OK
+rcip_runtime_builder_set_validation_issue_limit ok=OK builder:null=NULL_ARGUMENT max_issues:zero=OK max_issues:max=OK max_bytes:zero=OK max_bytes:max=OK
 rcip_runtime_builder_set_policy ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_set_confirmation_callback ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_runtime_builder_add_event_observer ok=OK builder:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
@@ -1531,6 +1532,13 @@ unsafe fn run(f: &str, case: &str) -> String {
                     a.num64("floor", 1000),
                     a.num64("per_pair", 8),
                 )),
+                "rcip_runtime_builder_set_validation_issue_limit" => {
+                    Ok(rcip_runtime_builder_set_validation_issue_limit(
+                        bb,
+                        a.size("max_issues", 10),
+                        a.size("max_bytes", 4096),
+                    ))
+                }
                 "rcip_runtime_builder_set_policy" => Ok(rcip_runtime_builder_set_policy(
                     bb,
                     a.cb("callback", policy as unsafe extern "C" fn(_, _)),

@@ -1072,3 +1072,35 @@ fn attaching_a_callback_releases_a_blocked_waiter() {
 }
 
 unsafe extern "C" fn ignore_outcome(_: *mut c_void, _: *const c_char) {}
+
+/// Issue 27, item 2: `rcip_runtime_builder_set_validation_issue_limit`
+/// bounds the issues of an outcome; a cut list says so
+/// (`error.validationIssuesTruncated`) and the record holds the issues kept.
+#[test]
+fn the_issue_limit_set_on_the_builder_cuts_the_issue_list() {
+    unsafe {
+        let input = r#"{"n": "x", "a": 1, "b": 2, "c": 3}"#;
+        let whole = Rt::new(|_| {});
+        let (json, rec) = outcome(whole.invoke("patients.list", input));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(rcip_record_issue_count(rec), 4);
+        assert!(v["error"].get("validationIssuesTruncated").is_none(), "{json}");
+        rcip_record_free(rec);
+        let cut = Rt::new(|b| {
+            assert_eq!(
+                rcip_runtime_builder_set_validation_issue_limit(b, 2, 0),
+                rcip_result::Ok
+            );
+        });
+        let (json, rec) = outcome(cut.invoke("patients.list", input));
+        let w: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(text(rcip_record_error_code(rec)).as_deref(), Some("INPUT_INVALID"));
+        assert_eq!(rcip_record_issue_count(rec), 2);
+        assert_eq!(w["error"]["validationIssuesTruncated"], true);
+        assert_eq!(
+            w["error"]["validationIssues"].as_array().unwrap()[..],
+            v["error"]["validationIssues"].as_array().unwrap()[..2]
+        );
+        rcip_record_free(rec);
+    }
+}

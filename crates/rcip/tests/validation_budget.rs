@@ -313,3 +313,126 @@ fn unique_items_issue_lists_follow_ajv_in_input_output_and_preflight() {
         [("/tags".to_string(), "uniqueItems".to_string())]
     );
 }
+
+/// The most issues, and issue bytes, one validation of `values` reports.
+#[derive(Default)]
+struct Largest {
+    issues: usize,
+    bytes: usize,
+    what: String,
+}
+
+impl Largest {
+    fn measure(&mut self, schema: &Schema, value: &Value, what: impl Fn() -> String) {
+        let issues = schema.validate(value);
+        let bytes = issues
+            .iter()
+            .map(|i| i.instance_path.len() + i.keyword.len() + i.message.len())
+            .sum();
+        if issues.len() > self.issues {
+            self.issues = issues.len();
+            self.what = what();
+        }
+        self.bytes = self.bytes.max(bytes);
+    }
+}
+
+/// Issue 27, item 2: the default issue bound (1000 issues, 1 MiB) is far
+/// above every issue list of the corpora, the scenarios and the desk, so
+/// every one of them is reported whole.
+#[test]
+fn no_real_issue_list_comes_near_the_default_issue_limit() {
+    let mut largest = Largest::default();
+    for file in [
+        "ajv2020-strict-suite.json",
+        "ajv2020-strict-probes.json",
+        "ajv2020-rcip-probes.json",
+    ] {
+        let corpus = load(root().join("tests/data/schema-corpus").join(file));
+        for entry in corpus["entries"].as_array().unwrap() {
+            let Ok(schema) = Schema::compile(&entry["schema"]) else {
+                continue;
+            };
+            for (k, t) in entry["tests"].as_array().unwrap().iter().enumerate() {
+                largest.measure(&schema, &t["data"], || format!("{file} {} test {k}", entry["id"]));
+            }
+        }
+    }
+    let dir = root().join("tests/conformance/scenarios");
+    for path in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let scenario = load(path.clone());
+        let mut values = Vec::new();
+        payloads(&scenario["steps"], &mut values);
+        for (name, schema) in &catalog_schemas(&scenario["catalog"]) {
+            for v in &values {
+                largest.measure(schema, v, || format!("{} {name}", path.display()));
+            }
+        }
+    }
+    println!(
+        "largest issue list: {} issues ({}), most bytes {}",
+        largest.issues, largest.what, largest.bytes
+    );
+    let limit = rcip::schema::IssueLimit::default();
+    assert!(largest.issues * 10 < limit.max_issues, "{} issues", largest.issues);
+    assert!(largest.bytes * 10 < limit.max_bytes, "{} bytes", largest.bytes);
+}
+
+/// Issue 27, item 2, through the runtime: an outcome carries at most the
+/// builder's bound of issues, says it was cut
+/// (`error.validationIssuesTruncated: true`), and is otherwise the same
+/// (`failed`, `INPUT_INVALID` / `OUTPUT_INVALID`, the first issues).
+#[test]
+fn an_outcome_with_too_many_issues_is_cut_and_says_so() {
+    let schema = json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}});
+    let text = json!({
+        "protocolVersion": "1.0",
+        "application": {"id": "desk", "name": "Desk", "description": "Test desk."},
+        "scopes": [{"id": "visits", "title": "Visits", "description": "All visits."}],
+        "capabilities": [{"id": "visits.tag", "title": "Tag", "description": "Tags a visit.", "scopeIds": ["visits"],
+            "effect": "read", "inputSchema": schema, "outputSchema": schema}]
+    });
+    let catalog = Catalog::from_bytes(text.to_string().as_bytes()).unwrap();
+    let bad = json!({"tags": (0..100).collect::<Vec<_>>()});
+    let run = |limit: Option<(usize, usize)>, input: &Value| -> Value {
+        let mut b = RuntimeBuilder::new(&catalog);
+        if let Some((n, bytes)) = limit {
+            b.validation_issue_limit(n, bytes);
+        }
+        let runtime = b.build();
+        let out = bad.clone();
+        let _binding = runtime
+            .host()
+            .bind(
+                "visits.tag",
+                Arc::new(move |inv: Invocation| inv.complete(out.clone()).unwrap()),
+                None,
+            )
+            .unwrap();
+        let text = runtime
+            .client()
+            .invoke_blocking("visits.tag", input.to_string().as_bytes(), None, None)
+            .unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let whole = run(None, &bad);
+    assert_eq!(whole["error"]["code"], "INPUT_INVALID");
+    assert_eq!(whole["error"]["validationIssues"].as_array().unwrap().len(), 100);
+    assert!(whole["error"].get("validationIssuesTruncated").is_none(), "{whole}");
+    let cut = run(Some((10, 0)), &bad);
+    assert_eq!(cut["status"], "failed");
+    assert_eq!(cut["error"]["code"], "INPUT_INVALID");
+    assert_eq!(cut["error"]["message"], whole["error"]["message"]);
+    assert_eq!(
+        cut["error"]["validationIssues"].as_array().unwrap()[..],
+        whole["error"]["validationIssues"].as_array().unwrap()[..10]
+    );
+    assert_eq!(cut["error"]["validationIssuesTruncated"], true);
+    let output = run(Some((10, 0)), &json!({"tags": []}));
+    assert_eq!(output["error"]["code"], "OUTPUT_INVALID");
+    assert_eq!(output["error"]["validationIssues"].as_array().unwrap().len(), 10);
+    assert_eq!(output["error"]["validationIssuesTruncated"], true);
+}

@@ -565,12 +565,15 @@ impl Shared {
             }
         }
         // 9.
-        let issues = self.catalog.capabilities()[capability]
-            .input
-            .validate_within(&payload.value, self.config.validation_budget);
-        if !issues.is_empty() {
+        let found = self.catalog.capabilities()[capability].input.validate_limited(
+            &payload.value,
+            self.config.validation_budget,
+            self.config.issue_limit,
+        );
+        if !found.issues.is_empty() {
             let mut error = RcipError::new(ErrorCode::InputInvalid);
-            error.validation_issues = Some(issues);
+            error.validation_issues = Some(found.issues);
+            error.validation_issues_truncated = found.truncated;
             return Err(error);
         }
         // 10.
@@ -971,10 +974,13 @@ impl Shared {
                 self.finish(core, failed(core, error))
             }
             HandlerResult::Output(Ok((output, rendered))) => {
-                let issues = def.output.validate_within(&output, self.config.validation_budget);
-                if !issues.is_empty() {
+                let found =
+                    def.output
+                        .validate_limited(&output, self.config.validation_budget, self.config.issue_limit);
+                if !found.issues.is_empty() {
                     let mut error = RcipError::new(ErrorCode::OutputInvalid);
-                    error.validation_issues = Some(issues);
+                    error.validation_issues = Some(found.issues);
+                    error.validation_issues_truncated = found.truncated;
                     return self.finish(core, failed(core, error));
                 }
                 let outcome = Outcome::Succeeded {

@@ -162,6 +162,7 @@ impl RuntimeBuilder {
                 id_generator: None,
                 progress_observer: None,
                 validation_budget: crate::schema::Budget::default(),
+                issue_limit: crate::schema::IssueLimit::default(),
             },
             staged: None,
         }
@@ -202,6 +203,23 @@ impl RuntimeBuilder {
         }
         if per_pair != 0 {
             self.config.validation_budget.per_pair = per_pair;
+        }
+        self
+    }
+
+    /// The bound on the validation issues an outcome carries (input and
+    /// output): at most `max_issues` issues and `max_bytes` bytes of issue
+    /// text (defaults 1000 and 1 MiB; see [`crate::schema::IssueLimit`]);
+    /// 0 keeps a value as it is. An outcome whose list was cut says so
+    /// with `error.validationIssuesTruncated: true`; it is otherwise
+    /// unchanged (`failed`, `INPUT_INVALID` / `OUTPUT_INVALID`; **rcip**,
+    /// PIPELINE.md section 8).
+    pub fn validation_issue_limit(&mut self, max_issues: usize, max_bytes: usize) -> &mut RuntimeBuilder {
+        if max_issues != 0 {
+            self.config.issue_limit.max_issues = max_issues;
+        }
+        if max_bytes != 0 {
+            self.config.issue_limit.max_bytes = max_bytes;
         }
         self
     }

@@ -48,6 +48,8 @@ pub(crate) struct Config {
     pub progress_observer: Option<Arc<dyn super::channel::ProgressObserver>>,
     /// The work budget of each schema validation.
     pub validation_budget: crate::schema::Budget,
+    /// The bound on the issues each validation keeps.
+    pub issue_limit: crate::schema::IssueLimit,
 }
 
 /// Everything behind the runtime's lock, by flow. One lock serves all

@@ -84,12 +84,17 @@ pub(crate) mod messages {
     pub const RUNTIME_CLOSED: &str = "The runtime was closed before the invocation finished.";
 }
 
-/// An error inside an outcome: `{"code", "message", "validationIssues"?}`.
+/// An error inside an outcome: `{"code", "message", "validationIssues"?,
+/// "validationIssuesTruncated"?}`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RcipError {
     pub code: ErrorCode,
     pub message: String,
     pub validation_issues: Option<Vec<ValidationIssue>>,
+    /// The runtime's issue bound left issues out of `validation_issues`
+    /// (**rcip**, PIPELINE.md section 8): written as
+    /// `"validationIssuesTruncated": true`, and absent when false.
+    pub validation_issues_truncated: bool,
 }
 
 impl RcipError {
@@ -99,6 +104,7 @@ impl RcipError {
             code,
             message: code.default_message().to_string(),
             validation_issues: None,
+            validation_issues_truncated: false,
         }
     }
 
@@ -114,6 +120,7 @@ impl RcipError {
             code,
             message: message.into(),
             validation_issues: None,
+            validation_issues_truncated: false,
         }
     }
 
@@ -137,6 +144,9 @@ impl RcipError {
                 out.push('}');
             }
             out.push(']');
+        }
+        if self.validation_issues_truncated {
+            out.push_str(",\"validationIssuesTruncated\":true");
         }
         out.push('}');
     }
@@ -843,6 +853,7 @@ mod tests {
                     keyword: "type".into(),
                     message: "must be string".into(),
                 }]),
+                validation_issues_truncated: false,
             },
         };
         let v: Value = serde_json::from_str(&o.to_json()).unwrap();
@@ -852,6 +863,10 @@ mod tests {
                 "error": {"code": "INPUT_INVALID", "message": "m",
                     "validationIssues": [{"instancePath": "/x", "keyword": "type", "message": "must be string"}]}})
         );
+        let mut truncated = RcipError::new(ErrorCode::InputInvalid);
+        truncated.validation_issues = Some(Vec::new());
+        truncated.validation_issues_truncated = true;
+        assert_eq!(truncated.to_value()["validationIssuesTruncated"], true);
         let e = LifecycleEvent {
             timestamp: 5,
             invocation_id: "i".into(),

@@ -7,7 +7,7 @@ use super::keywords::arrays::ArrayKw;
 use super::keywords::objects::ObjectKw;
 use super::keywords::strings::StringKw;
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
-use super::regex::JsRegex;
+use super::regex::{JsRegex, Stop};
 use super::value::escape_token;
 use super::ValidationIssue;
 use serde_json::Value;
@@ -124,7 +124,23 @@ pub(crate) struct Evaluator<'p> {
     /// instance's nodes).
     raised: bool,
     /// The budget ran out: the result is invalid with a budget issue.
+    /// Also set (with [`Evaluator::stopped`]) when the issue list is full.
     pub(super) exhausted: bool,
+    /// A backtracking search took its own step bound (given here): the
+    /// pass is exhausted, and its issue says so.
+    steps_bound: Option<u64>,
+    /// The bound on the issues kept ([`IssueLimit`]), the bytes of those
+    /// kept, and how many were left out since the last [`Mark`].
+    limit: IssueLimit,
+    kept_bytes: usize,
+    pub(super) omitted: u64,
+    /// Keywords under way whose issues may still be dropped (`anyOf`,
+    /// `oneOf`, `contains`): an issue left out under none of them means
+    /// the list is final, and the pass stops.
+    pub(super) droppable: u32,
+    /// The pass stopped because its issue list is full (not a budget
+    /// issue); the units left when it stopped.
+    stopped: Option<u64>,
     budget: Budget,
     root: &'p Value,
     /// Memoised reference results (see [`super::keywords::refs`]).
@@ -249,6 +265,66 @@ pub(crate) struct Pass {
     /// Units spent, and the pass's budget.
     pub spent: u64,
     pub limit: u64,
+    /// The budget ran out because one backtracking search took its own
+    /// step bound (given here, [`super::regex::pattern_steps`]).
+    pub steps_bound: Option<u64>,
+    /// Issues were left out by the [`IssueLimit`] (`issues` is then the
+    /// first ones the full list would have).
+    pub truncated: bool,
+}
+
+impl Pass {
+    /// The one issue of an exhausted pass.
+    pub(super) fn stop_issue(&self) -> ValidationIssue {
+        match self.steps_bound {
+            Some(bound) => super::steps_issue(bound),
+            None => super::budget_issue(self.limit),
+        }
+    }
+}
+
+/// The bound on the issues one validation keeps (**rcip**, issue 27;
+/// PIPELINE.md section 8): at most `max_issues` issues, and no issue that
+/// would take the kept ones beyond `max_bytes` bytes (the UTF-8 bytes of
+/// each issue's `instancePath`, `keyword` and `message`, before JSON
+/// escaping). The first issue is always kept, so an invalid value has at
+/// least one. The issues kept are the first ones of the full list, in its
+/// order, and the validation reports that it left some out
+/// ([`super::Validation::truncated`]); it stops evaluating once an issue
+/// is left out that no enclosing `anyOf`, `oneOf` or `contains` can still
+/// drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IssueLimit {
+    /// Most issues kept (default 1000; 0 counts as 1).
+    pub max_issues: usize,
+    /// Most bytes of issue text kept (default 1 MiB).
+    pub max_bytes: usize,
+}
+
+impl IssueLimit {
+    /// No bound (the reference's `allErrors`).
+    pub const UNLIMITED: IssueLimit = IssueLimit {
+        max_issues: usize::MAX,
+        max_bytes: usize::MAX,
+    };
+}
+
+impl Default for IssueLimit {
+    fn default() -> Self {
+        IssueLimit {
+            max_issues: 1000,
+            max_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Where the issue list stood, to go back to when a keyword drops the
+/// issues it collected since ([`Evaluator::mark`], [`Evaluator::reset`]).
+#[derive(Clone, Copy)]
+pub(super) struct Mark {
+    pub(super) len: usize,
+    bytes: usize,
+    pub(super) omitted: u64,
 }
 
 impl<'p> Evaluator<'p> {
@@ -263,6 +339,12 @@ impl<'p> Evaluator<'p> {
             left: budget.floor,
             raised: false,
             exhausted: false,
+            steps_bound: None,
+            limit: IssueLimit::UNLIMITED,
+            kept_bytes: 0,
+            omitted: 0,
+            droppable: 0,
+            stopped: None,
             budget,
             root: instance,
             memo: PassMap::default(),
@@ -280,6 +362,22 @@ impl<'p> Evaluator<'p> {
     /// [`Evaluator::run`] on the validity path `mode` asks for (the tests
     /// compare the three).
     pub(super) fn run_with(prog: &'p Program, instance: &'p Value, collect: bool, budget: Budget, mode: Mode) -> Pass {
+        Evaluator::run_full(prog, instance, collect, budget, mode, IssueLimit::UNLIMITED)
+    }
+
+    /// The issue pass, keeping at most what `limit` allows.
+    pub(super) fn run_issues(prog: &'p Program, instance: &'p Value, budget: Budget, limit: IssueLimit) -> Pass {
+        Evaluator::run_full(prog, instance, true, budget, Mode::Fastest, limit)
+    }
+
+    fn run_full(
+        prog: &'p Program,
+        instance: &'p Value,
+        collect: bool,
+        budget: Budget,
+        mode: Mode,
+        limit: IssueLimit,
+    ) -> Pass {
         if let (Some(flat), false, Mode::Fastest) = (&prog.flat, collect, mode) {
             let (valid, exhausted, spent, limit) = match flat.verdict(prog, instance, budget) {
                 Verdict::Valid { spent, limit } => (true, false, spent, limit),
@@ -293,9 +391,15 @@ impl<'p> Evaluator<'p> {
                 exhausted,
                 spent,
                 limit,
+                steps_bound: None,
+                truncated: false,
             };
         }
         let mut ev = Evaluator::new(prog, instance, collect, budget);
+        ev.limit = IssueLimit {
+            max_issues: limit.max_issues.max(1),
+            ..limit
+        };
         let valid = if ev.short && mode != Mode::General {
             ev.check(prog.root, instance)
         } else {
@@ -306,16 +410,20 @@ impl<'p> Evaluator<'p> {
         } else {
             budget.floor
         };
-        let spent = limit - ev.left;
-        if ev.exhausted {
+        let spent = limit - ev.stopped.unwrap_or(ev.left);
+        // A full issue list stops the pass without exhausting it.
+        let exhausted = ev.exhausted && ev.stopped.is_none();
+        if exhausted {
             ev.issues.clear();
         }
         Pass {
             valid: valid && !ev.exhausted,
             issues: ev.issues,
-            exhausted: ev.exhausted,
+            exhausted,
             spent,
             limit,
+            steps_bound: if exhausted { ev.steps_bound } else { None },
+            truncated: !exhausted && ev.omitted > 0,
         }
     }
 
@@ -359,14 +467,18 @@ impl<'p> Evaluator<'p> {
             return false;
         }
         let before = self.left;
-        if let Some(found) = re.search(text, &mut self.left) {
-            return found;
+        match re.search_within(text, &mut self.left) {
+            Ok(found) => return found,
+            Err(Stop::Steps(bound)) => return self.steps_out(bound),
+            Err(Stop::Budget) => {}
         }
         // Out of units: raise the budget once and search again with it.
         self.left = before;
         if self.raise() {
-            if let Some(found) = re.search(text, &mut self.left) {
-                return found;
+            match re.search_within(text, &mut self.left) {
+                Ok(found) => return found,
+                Err(Stop::Steps(bound)) => return self.steps_out(bound),
+                Err(Stop::Budget) => {}
             }
         }
         self.left = 0;
@@ -374,9 +486,18 @@ impl<'p> Evaluator<'p> {
         false
     }
 
+    /// One search took its own step bound: the pass is exhausted.
+    #[cold]
+    fn steps_out(&mut self, bound: u64) -> bool {
+        self.steps_bound = Some(bound);
+        self.left = 0;
+        self.exhausted = true;
+        false
+    }
+
     pub(super) fn issue(&mut self, path: &Path<'_>, keyword: &str, message: String) {
         if self.collect {
-            self.issues.push(ValidationIssue {
+            self.push_issue(ValidationIssue {
                 instance_path: path.render(),
                 keyword: keyword.to_string(),
                 message,
@@ -384,14 +505,53 @@ impl<'p> Evaluator<'p> {
         }
     }
 
+    /// Adds an issue to the list, or leaves it out when the list is full
+    /// ([`IssueLimit`]); an issue left out that nothing can drop any more
+    /// stops the pass.
+    pub(super) fn push_issue(&mut self, issue: ValidationIssue) {
+        let size = issue.instance_path.len() + issue.keyword.len() + issue.message.len();
+        let fits =
+            self.issues.len() < self.limit.max_issues && self.kept_bytes.saturating_add(size) <= self.limit.max_bytes;
+        if self.omitted == 0 && (fits || self.issues.is_empty()) {
+            self.kept_bytes += size;
+            self.issues.push(issue);
+            return;
+        }
+        self.omitted += 1;
+        // (After the budget ran out the pass ends with the budget issue:
+        // a full list must not turn that into a cut list.)
+        if self.droppable == 0 && !self.exhausted {
+            // The list is final: nothing later can change it.
+            self.stopped = Some(self.left);
+            self.left = 0;
+            self.exhausted = true;
+        }
+    }
+
+    /// Where the issue list stands (see [`Mark`]).
+    pub(super) fn mark(&self) -> Mark {
+        Mark {
+            len: self.issues.len(),
+            bytes: self.kept_bytes,
+            omitted: self.omitted,
+        }
+    }
+
+    /// Drops the issues collected since `mark`, those left out included.
+    pub(super) fn reset(&mut self, mark: Mark) {
+        self.issues.truncate(mark.len);
+        self.kept_bytes = mark.bytes;
+        self.omitted = mark.omitted;
+    }
+
     /// Evaluates a subschema whose own issues are discarded.
     pub(super) fn quiet<'i>(&mut self, id: NodeId, inst: &'i Value, path: &Path<'_>) -> (bool, Ann<'i>) {
-        let mark = self.issues.len();
+        let mark = self.mark();
         let collect = self.collect;
         self.collect = false;
         let r = self.node(id, inst, path);
         self.collect = collect;
-        self.issues.truncate(mark);
+        self.reset(mark);
         r
     }
 
@@ -554,6 +714,10 @@ impl<'p> Evaluator<'p> {
         if plan.max.is_some_and(|m| n > m) || plan.min.is_some_and(|m| n < m) {
             return false;
         }
+        // `additionalProperties: false`'s unit per member, as `eval_object`.
+        if plan.closed && !self.charge(o.len() as u64) {
+            return false;
+        }
         let mut seen = 0u64;
         for (key, value) in o {
             match plan.props.iter().position(|(name, _)| same(name, key)) {
@@ -605,6 +769,10 @@ impl<'p> Evaluator<'p> {
                 if sub.is_none() && !is_false {
                     return true;
                 }
+                // As `eval_object`: one unit per member looked up.
+                if !self.charge(o.len() as u64) {
+                    return false;
+                }
                 for (key, value) in o {
                     if props.iter().any(|p| same(p, key)) || patterns.iter().any(|re| self.regex_match(re, key)) {
                         continue;
@@ -612,7 +780,7 @@ impl<'p> Evaluator<'p> {
                     match sub {
                         _ if *is_false => return false,
                         Some(id) if !self.check(*id, value) => return false,
-                        Some(_) | None => {}
+                        _ => {}
                     }
                 }
                 true
@@ -635,8 +803,12 @@ impl<'p> Evaluator<'p> {
         }
         if self.collect {
             let base = path.render();
+            let mut found = Vec::new();
             for e in validator.iter_errors(inst) {
-                reshape_crate_error(&e, &base, &mut self.issues);
+                reshape_crate_error(&e, &base, &mut found);
+            }
+            for issue in found {
+                self.push_issue(issue);
             }
         }
         false

@@ -38,12 +38,13 @@ use super::keywords::arrays::ArrayKw;
 use super::keywords::numbers::NumberKw;
 use super::keywords::objects::ObjectKw;
 use super::keywords::strings::StringKw;
-use super::keywords::values::ValueKw;
+use super::keywords::values::{const_holds, Members, ValueKw};
 use super::node::{Kw, Node, NodeId, Program};
 use super::regex::JsRegex;
-use super::value::{as_f64, is_multiple_of, js_equal, js_length, JType};
+use super::value::{as_f64, is_multiple_of, js_length, JType};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Type bits of [`FNode::types`].
 const NULL: u8 = 1;
@@ -89,8 +90,8 @@ struct FNode {
     str: Option<Box<StrPlan>>,
     obj: Option<Box<ObjPlan>>,
     arr: Option<Box<ArrPlan>>,
-    /// `const` and `enum`, for every kind but strings (see
-    /// [`StrPlan::one_of`]).
+    /// `const` and `enum` (their units are the evaluator's, see
+    /// [`super::keywords::values`]).
     values: Box<[ValuePlan]>,
 }
 
@@ -116,7 +117,7 @@ impl Default for NumPlan {
     }
 }
 
-/// String lengths, patterns, and the strings `const` and `enum` allow. A
+/// String lengths and patterns. A
 /// string of at most `max_bytes` and at least `min_bytes` bytes meets the
 /// lengths without counting its code points (a code point takes one to
 /// four bytes); any other string is measured as `eval_string` measures it.
@@ -126,8 +127,6 @@ struct StrPlan {
     max_length: Option<f64>,
     min_length: Option<f64>,
     patterns: Vec<JsRegex>,
-    /// `const` and `enum` on a string: per keyword, the strings it allows.
-    one_of: Vec<Vec<Box<str>>>,
 }
 
 impl Default for StrPlan {
@@ -138,7 +137,6 @@ impl Default for StrPlan {
             max_length: None,
             min_length: None,
             patterns: Vec::new(),
-            one_of: Vec::new(),
         }
     }
 }
@@ -157,6 +155,9 @@ struct ObjPlan {
     closed: bool,
     /// `additionalProperties` with a schema.
     additional: Option<u32>,
+    /// Units per member: 1 with `additionalProperties` (false or a
+    /// schema), which charges each member it looks up; else 0.
+    per_member: u64,
     min: Option<f64>,
     max: Option<f64>,
 }
@@ -170,6 +171,7 @@ impl Default for ObjPlan {
             other_required: Vec::new(),
             closed: false,
             additional: None,
+            per_member: 0,
             min: None,
             max: None,
         }
@@ -202,9 +204,7 @@ struct ArrPlan {
 
 enum ValuePlan {
     Const(Value),
-    /// The members that are not strings (a string instance is checked by
-    /// [`StrPlan::one_of`], and equals no other kind).
-    Enum(Vec<Value>),
+    Enum(Arc<Members>),
 }
 
 impl ObjPlan {
@@ -318,8 +318,7 @@ impl Flat {
         let ok = match inst {
             Value::Object(o) => return self.object(spent, n, o, inst),
             Value::Array(a) => return self.array(spent, n, a, inst),
-            // `const` and `enum` of a string are the string plan's.
-            Value::String(s) => return n.types & STR != 0 && n.str.as_deref().is_none_or(|p| p.holds(spent, s)),
+            Value::String(s) => n.types & STR != 0 && n.str.as_deref().is_none_or(|p| p.holds(spent, s)),
             Value::Number(x) => {
                 (n.types & NUM != 0 || n.types & INT != 0 && is_integer(x))
                     && n.num.as_deref().is_none_or(|p| p.holds(as_f64(x)))
@@ -327,7 +326,7 @@ impl Flat {
             Value::Bool(_) => n.types & BOOL != 0,
             Value::Null => n.types & NULL != 0,
         };
-        ok && (n.values.is_empty() || values_hold(&n.values, inst))
+        ok && (n.values.is_empty() || values_hold(spent, &n.values, inst))
     }
 
     #[inline(never)]
@@ -342,6 +341,8 @@ impl Flat {
                     return false;
                 }
             }
+            // `additionalProperties`' unit per member, as the evaluator.
+            *spent += p.per_member * o.len() as u64;
             let mut seen = 0u64;
             for (key, value) in o {
                 let sub = match p.find(key) {
@@ -360,7 +361,7 @@ impl Flat {
                 return false;
             }
         }
-        n.values.is_empty() || values_hold(&n.values, inst)
+        n.values.is_empty() || values_hold(spent, &n.values, inst)
     }
 
     #[inline(never)]
@@ -389,7 +390,7 @@ impl Flat {
                 }
             }
         }
-        n.values.iter().all(|v| v.holds(inst))
+        n.values.is_empty() || values_hold(spent, &n.values, inst)
     }
 }
 
@@ -415,8 +416,8 @@ impl NumPlan {
 }
 
 #[inline(never)]
-fn values_hold(values: &[ValuePlan], inst: &Value) -> bool {
-    values.iter().all(|v| v.holds(inst))
+fn values_hold(spent: &mut u64, values: &[ValuePlan], inst: &Value) -> bool {
+    values.iter().all(|v| v.holds(spent, inst))
 }
 
 #[inline(never)]
@@ -431,13 +432,7 @@ impl StrPlan {
         if (n > self.max_bytes || n < self.min_bytes) && !self.lengths_hold(s) {
             return false;
         }
-        (self.one_of.is_empty() || self.is_one_of(s)) && (self.patterns.is_empty() || self.patterns_hold(spent, s))
-    }
-
-    /// `const` and `enum`: a string equals only a string.
-    #[inline(never)]
-    fn is_one_of(&self, s: &str) -> bool {
-        self.one_of.iter().all(|list| list.iter().any(|m| same(m, s)))
+        self.patterns.is_empty() || self.patterns_hold(spent, s)
     }
 
     /// As `eval_string`, with the same byte-length shortcuts.
@@ -483,11 +478,13 @@ impl StrPlan {
 
 impl ValuePlan {
     #[inline]
-    fn holds(&self, inst: &Value) -> bool {
-        match self {
-            ValuePlan::Const(c) => js_equal(inst, c),
-            ValuePlan::Enum(others) => others.iter().any(|v| js_equal(inst, v)),
-        }
+    fn holds(&self, spent: &mut u64, inst: &Value) -> bool {
+        let (ok, units) = match self {
+            ValuePlan::Const(c) => const_holds(c, inst),
+            ValuePlan::Enum(members) => members.find(inst),
+        };
+        *spent += units;
+        ok
     }
 }
 
@@ -583,19 +580,8 @@ impl Planner<'_> {
                         StringKw::Pattern(_) => return None,
                     }
                 }
-                Kw::Value(ValueKw::Const(c)) => {
-                    values.push(ValuePlan::Const(c.clone()));
-                    let p = str.get_or_insert_with(StrPlan::default);
-                    p.one_of.push(c.as_str().map(Box::from).into_iter().collect());
-                }
-                Kw::Value(ValueKw::Enum(list)) => {
-                    values.push(ValuePlan::Enum(
-                        list.iter().filter(|v| !v.is_string()).cloned().collect(),
-                    ));
-                    let p = str.get_or_insert_with(StrPlan::default);
-                    p.one_of
-                        .push(list.iter().filter_map(|v| v.as_str().map(Box::from)).collect());
-                }
+                Kw::Value(ValueKw::Const(c)) => values.push(ValuePlan::Const(c.clone())),
+                Kw::Value(ValueKw::Enum(members)) => values.push(ValuePlan::Enum(members.clone())),
                 Kw::Object(k) => {
                     let p = obj.get_or_insert_with(ObjPlan::default);
                     match k {
@@ -656,9 +642,8 @@ impl Planner<'_> {
             let p = obj.get_or_insert_with(ObjPlan::default);
             // The names it allows are the declared ones (one lookup answers
             // both keywords).
-            if (props.len() != p.props.len() || props.iter().zip(&p.props).any(|(a, b)| **a != *b.name))
-                && (sub.is_some() || is_false)
-            {
+            let same_names = props.len() == p.props.len() && props.iter().zip(&p.props).all(|(a, b)| **a == *b.name);
+            if !same_names && (sub.is_some() || is_false) {
                 return None;
             }
             if is_false {
@@ -679,6 +664,7 @@ impl Planner<'_> {
         }
         if let Some(p) = obj.as_mut() {
             p.link();
+            p.per_member = u64::from(p.closed || p.additional.is_some());
         }
         let n = &mut self.out[at as usize];
         n.units = 1 + kws.len() as u64;

@@ -35,8 +35,8 @@ mod uri;
 mod value;
 
 use compile::Compiler;
-pub use eval::Budget;
 use eval::Evaluator;
+pub use eval::{Budget, IssueLimit};
 use node::Program;
 use serde_json::Value;
 use std::fmt;
@@ -159,52 +159,74 @@ impl Schema {
 
     /// [`Schema::validate`] under `budget`: each of its two passes (validity,
     /// then the issues of an invalid instance) may spend the budget once.
-    /// When a pass exhausts it, the one issue is [`budget_issue`]
-    /// (**rcip**: the reference has no budget).
+    /// When a pass exhausts it, the one issue is [`budget_issue`] (or
+    /// [`steps_issue`] when one backtracking search took its own step
+    /// bound; **rcip**: the reference has no budget). Every issue is
+    /// listed (no [`IssueLimit`]).
     pub fn validate_within(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
+        // As `validate_limited`, with the flat plan's valid answer first
+        // (the hot path returns an empty Vec, which allocates nothing).
+        if let Some(flat) = &self.program.flat {
+            return match flat.walk(instance) {
+                (true, spent) if spent <= budget.floor => Vec::new(),
+                (true, spent) => self.beyond_floor(instance, budget, spent).issues,
+                (false, _) => self.issues_within(instance, budget, IssueLimit::UNLIMITED).issues,
+            };
+        }
+        self.validate_general(instance, budget, IssueLimit::UNLIMITED).issues
+    }
+
+    /// [`Schema::validate_within`] keeping at most the issues `limit`
+    /// allows (**rcip**, issue 27): the first ones of the full list, and
+    /// whether some were left out ([`Validation::truncated`]). The issue
+    /// pass stops once the list is final. Validity is unchanged: the list
+    /// is empty exactly when the value is valid. The runtime validates
+    /// inputs and outputs this way (PIPELINE.md section 8).
+    pub fn validate_limited(&self, instance: &Value, budget: Budget, limit: IssueLimit) -> Validation {
         // The flat plan answers a valid instance without setting up an
         // evaluator (and an empty Vec allocates nothing).
         if let Some(flat) = &self.program.flat {
             return match flat.walk(instance) {
-                (true, spent) if spent <= budget.floor => Vec::new(),
+                (true, spent) if spent <= budget.floor => Validation::default(),
                 (true, spent) => self.beyond_floor(instance, budget, spent),
-                (false, _) => self.issues_within(instance, budget),
+                (false, _) => self.issues_within(instance, budget, limit),
             };
         }
-        self.validate_general(instance, budget)
+        self.validate_general(instance, budget, limit)
     }
 
-    /// [`Schema::validate_within`] of a schema without a flat plan.
+    /// [`Schema::validate_limited`] of a schema without a flat plan.
     #[inline(never)]
-    fn validate_general(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
+    fn validate_general(&self, instance: &Value, budget: Budget, limit: IssueLimit) -> Validation {
         let pass = Evaluator::run(&self.program, instance, false, budget);
         if pass.valid {
-            return Vec::new();
+            return Validation::default();
         }
         if pass.exhausted {
-            return vec![budget_issue(pass.limit)];
+            return Validation::one(pass.stop_issue());
         }
-        self.issues_within(instance, budget)
+        self.issues_within(instance, budget, limit)
     }
 
     /// A valid instance of a flat plan that spent more than the budget's
     /// floor: valid within the full budget, or out of it.
     #[cold]
     #[inline(never)]
-    fn beyond_floor(&self, instance: &Value, budget: Budget, spent: u64) -> Vec<ValidationIssue> {
+    fn beyond_floor(&self, instance: &Value, budget: Budget, spent: u64) -> Validation {
         match flat::Flat::judge(&self.program, instance, budget, spent) {
-            flat::Verdict::Exhausted { limit, .. } => vec![budget_issue(limit)],
-            _ => Vec::new(),
+            flat::Verdict::Exhausted { limit, .. } => Validation::one(budget_issue(limit)),
+            _ => Validation::default(),
         }
     }
 
     /// The issue pass of an instance the validity pass found invalid.
     #[inline(never)]
-    fn issues_within(&self, instance: &Value, budget: Budget) -> Vec<ValidationIssue> {
-        let pass = Evaluator::run(&self.program, instance, true, budget);
+    fn issues_within(&self, instance: &Value, budget: Budget, limit: IssueLimit) -> Validation {
+        let pass = Evaluator::run_issues(&self.program, instance, budget, limit);
         if pass.exhausted {
-            return vec![budget_issue(pass.limit)];
+            return Validation::one(pass.stop_issue());
         }
+        let truncated = pass.truncated;
         let mut issues = pass.issues;
         if issues.is_empty() {
             // Every failing keyword reports an issue; keep "empty = valid"
@@ -216,7 +238,7 @@ impl Schema {
                 message: "the value does not match the schema".to_string(),
             });
         }
-        issues
+        Validation { issues, truncated }
     }
 
     /// What validating `instance` spends of `budget`: the units of the
@@ -260,6 +282,40 @@ pub fn budget_issue(limit: u64) -> ValidationIssue {
         message: format!(
             "validation stopped: it exceeded its work budget of {limit} units (a schema and value this costly are refused)"
         ),
+    }
+}
+
+/// The issue a validation reports when one search on the backtracking
+/// engine took its own step bound (**rcip**, issue 27): the shape of
+/// [`budget_issue`] (`{"instancePath": "", "keyword": "budget", ...}`),
+/// naming the bound.
+pub fn steps_issue(bound: u64) -> ValidationIssue {
+    ValidationIssue {
+        instance_path: String::new(),
+        keyword: "budget".to_string(),
+        message: format!(
+            "validation stopped: one regular-expression search exceeded its own bound of {bound} steps (100000 plus 1000 per byte of the text; a pattern and value this costly are refused)"
+        ),
+    }
+}
+
+/// What [`Schema::validate_limited`] found: the issues kept (empty exactly
+/// when the value is valid) and whether the [`IssueLimit`] left some out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Validation {
+    /// The first issues of the full list, in its order.
+    pub issues: Vec<ValidationIssue>,
+    /// Issues were left out (**rcip**; the reference's `allErrors` lists
+    /// them all). The runtime states it as `error.validationIssuesTruncated`.
+    pub truncated: bool,
+}
+
+impl Validation {
+    fn one(issue: ValidationIssue) -> Validation {
+        Validation {
+            issues: vec![issue],
+            truncated: false,
+        }
     }
 }
 

@@ -254,8 +254,43 @@ impl JsRegex {
     }
 
     /// JavaScript `test` under a budget: takes its cost from `budget` and
-    /// returns `None` when the budget does not cover it.
+    /// returns `None` when the budget does not cover it (or the search
+    /// exceeds its own step bound, [`pattern_steps`]).
     pub fn search(&self, text: &str, budget: &mut u64) -> Option<bool> {
+        self.search_within(text, budget).ok()
+    }
+
+    /// [`JsRegex::search`], telling apart why a search stopped: the budget
+    /// ran out ([`Stop::Budget`], `budget` is then 0), or a search on the
+    /// backtracking engine took the [`pattern_steps`] of its text
+    /// ([`Stop::Steps`], with that bound; those steps are taken from
+    /// `budget`). The second is final: no larger budget changes it.
+    pub fn search_within(&self, text: &str, budget: &mut u64) -> Result<bool, Stop> {
+        match &self.engine {
+            Engine::Backtracking(re, _) => {
+                spend(budget, SEARCH_COST).ok_or(Stop::Budget)?;
+                let bound = pattern_steps(text);
+                let steps = (*budget).min(bound);
+                let before = regress::set_step_budget(steps);
+                let found = re.find(text).is_some();
+                let left = regress::set_step_budget(before);
+                if left == 0 {
+                    if steps == bound {
+                        *budget -= bound;
+                        return Err(Stop::Steps(bound));
+                    }
+                    *budget = 0;
+                    return Err(Stop::Budget);
+                }
+                *budget -= steps - left;
+                Ok(found)
+            }
+            _ => self.search_linear(text, budget).ok_or(Stop::Budget),
+        }
+    }
+
+    /// [`JsRegex::search`] on the linear-time engine.
+    fn search_linear(&self, text: &str, budget: &mut u64) -> Option<bool> {
         match &self.engine {
             Engine::Linear(re) => {
                 spend(budget, SEARCH_COST + (text.len() / TEXT_UNIT) as u64)?;
@@ -273,18 +308,7 @@ impl JsRegex {
                 }
                 Some(true)
             }
-            Engine::Backtracking(re, _) => {
-                spend(budget, SEARCH_COST)?;
-                let before = regress::set_step_budget(*budget);
-                let found = re.find(text).is_some();
-                let left = regress::set_step_budget(before);
-                if left == 0 {
-                    *budget = 0;
-                    return None;
-                }
-                *budget = left;
-                Some(found)
-            }
+            Engine::Backtracking(..) => None,
         }
     }
 
@@ -330,6 +354,34 @@ impl JsRegex {
         &self.source
     }
 }
+
+/// Why [`JsRegex::search_within`] stopped without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The validation budget ran out.
+    Budget,
+    /// The search took its own step bound ([`pattern_steps`]), given here.
+    Steps(u64),
+}
+
+/// Steps one search on the backtracking engine may take, whatever budget
+/// is left (**rcip**, issue 27): [`PATTERN_STEPS_FLOOR`] plus
+/// [`PATTERN_STEPS_PER_BYTE`] per byte of the text searched. A search
+/// that takes them ends the validation as an exhausted budget does (one
+/// `budget` issue), so one pattern cannot spend the budget a large
+/// instance brings. The patterns on this engine (backreferences,
+/// lookaround) that do not backtrack without end take a few steps per
+/// byte and start position; every corpus and scenario value stays far
+/// below the bound.
+pub(crate) fn pattern_steps(text: &str) -> u64 {
+    PATTERN_STEPS_FLOOR.saturating_add(PATTERN_STEPS_PER_BYTE.saturating_mul(text.len() as u64))
+}
+
+/// The least step bound of one backtracking search (see [`pattern_steps`]).
+pub(crate) const PATTERN_STEPS_FLOOR: u64 = 100_000;
+/// Steps one backtracking search may take per byte of its text (see
+/// [`pattern_steps`]).
+pub(crate) const PATTERN_STEPS_PER_BYTE: u64 = 1_000;
 
 /// Steps a compile-time check of the non-`u` dialect may take.
 const COMPILE_TIME_STEPS: u64 = 1 << 20;

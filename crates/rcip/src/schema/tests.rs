@@ -1051,3 +1051,225 @@ fn fast_validity_pass_grows_the_stack_for_deep_schemas() {
     });
     assert_eq!(ok, (true, false));
 }
+
+// ---- issue 27: hostile input against the validator -------------------------
+
+/// The units a valid `data` spends, by every validity path (which agree).
+fn units(schema: &Schema, data: &Value) -> u64 {
+    let budget = Budget::default();
+    let general = Evaluator::run_with(&schema.program, data, false, budget, Mode::General);
+    assert!(general.valid && !general.exhausted, "{data} should be valid");
+    for mode in [Mode::Fastest, Mode::Check] {
+        let other = Evaluator::run_with(&schema.program, data, false, budget, mode);
+        assert_eq!((other.valid, other.spent), (true, general.spent), "{mode:?} on {data}");
+    }
+    general.spent
+}
+
+/// A chain `{"a": {"a": ... leaf}}` of `depth` objects.
+fn chain(depth: usize, leaf: Value) -> Value {
+    (0..depth).fold(leaf, |inner, _| json!({ "a": inner }))
+}
+
+/// Item 1: `unevaluatedProperties` charges one unit per member it looks
+/// up (and looks each up in a set: the hostile-input benchmark measures
+/// the time), `additionalProperties` likewise, on every validity path.
+#[test]
+fn unevaluated_and_additional_properties_charge_each_member() {
+    let n = 5_000u64;
+    let object = Value::Object((0..n).map(|i| (format!("k{i}"), json!(i))).collect());
+    let uneval = compile(json!({"type": "object",
+        "patternProperties": {"^k": {"type": "integer"}}, "unevaluatedProperties": false}));
+    // The node (1 + 2 keywords), per member: a search (1), the integer
+    // schema (1), and the member's unevaluatedProperties lookup (1).
+    assert_eq!(units(&uneval, &object), 3 + 3 * n);
+    let additional = compile(json!({"type": "object",
+        "patternProperties": {"^k": {"type": "integer"}}, "additionalProperties": false}));
+    // Per member: two searches, the integer schema, the lookup.
+    assert_eq!(units(&additional, &object), 3 + 4 * n);
+    // The flat plan and the fused object check charge the same.
+    let closed = compile(json!({"type": "object", "properties": {"a": {"type": "integer"}},
+        "additionalProperties": false}));
+    assert!(closed.program.flat.is_some());
+    assert_eq!(units(&closed, &json!({"a": 1})), 3 + 1 + 1);
+    let open = compile(json!({"type": "object", "additionalProperties": {"type": "integer"}}));
+    assert_eq!(units(&open, &json!({"a": 1, "b": 2})), 2 + 2 + 2);
+    // The verdicts are the linear scan's.
+    assert!(uneval.is_valid(&object));
+    let mut with_extra = object.as_object().unwrap().clone();
+    with_extra.insert("x".into(), json!(1));
+    assert_eq!(
+        issues(&uneval, Value::Object(with_extra)),
+        pairs(&[("", "unevaluatedProperties")])
+    );
+}
+
+/// Item 1: `const` and `enum` charge the pairs of values they compare; a
+/// large enum is looked up by hash, so the units (and the time) of a
+/// lookup do not depend on where the member is in the enum.
+#[test]
+fn const_and_enum_charge_the_nodes_they_compare() {
+    let deep = chain(40, json!(0));
+    let c = compile(json!({"const": deep}));
+    // The node (1 + 1 keyword), then 41 pairs (40 objects and the leaf).
+    assert_eq!(units(&c, &deep), 2 + 41);
+    // A short enum compares in order: 41 pairs per member compared.
+    let short: Vec<Value> = (0..4).map(|i| chain(40, json!(i))).collect();
+    let s = compile(json!({"enum": short}));
+    assert_eq!(units(&s, &short[3]), 2 + 4 * 41);
+    // A scalar against a short enum: one pair per member compared.
+    let scalars = compile(json!({"enum": [1, "a", {"x": 1}, "b"]}));
+    assert_eq!(units(&scalars, &json!("a")), 2 + 2);
+    assert_eq!(units(&scalars, &json!("b")), 2 + 4);
+    assert_eq!(units(&compile(json!({"const": "b"})), &json!("b")), 2 + 1);
+    // A long one hashes the instance (41 nodes) and compares one member.
+    let long: Vec<Value> = (0..1000).map(|i| chain(40, json!(i))).collect();
+    let l = compile(json!({"enum": long}));
+    assert_eq!(units(&l, &long[999]), 2 + 41 + 41);
+    assert_eq!(units(&l, &long[0]), 2 + 41 + 41);
+    // An instance larger than every member stops hashing there.
+    assert!(!l.is_valid(&chain(1000, json!(0))));
+    let cost = l.validation_cost(&chain(1000, json!(0)), Budget::default());
+    assert!(cost.spent <= 2 + 42, "{cost:?}");
+    // Strings, through the flat plan: the same units first or last.
+    let strings: Vec<Value> = (0..10_000).map(|i| json!(format!("s{i}"))).collect();
+    let e = compile(json!({"type": "array", "items": {"enum": strings}}));
+    assert!(e.program.flat.is_some());
+    let first = units(&e, &json!(["s0", "s0"]));
+    assert_eq!(first, units(&e, &json!(["s9999", "s9999"])));
+    // The array node (1 + 1), per item: its node (1 + 1), a hash, a pair.
+    assert_eq!(first, 2 + 2 * (2 + 1 + 1));
+    // The answers are deep equality's (numbers as doubles, any order).
+    let mixed = compile(json!({"enum": [1, "a", null, true, [1, {"b": 2}], {"x": 1, "y": [0]},
+        2, 3, 4, 5, 6, 7, {"z": {}}]}));
+    for yes in [
+        json!(1.0),
+        json!("a"),
+        json!(null),
+        json!([1.0, {"b": 2}]),
+        json!({"y": [0], "x": 1}),
+    ] {
+        assert!(mixed.is_valid(&yes), "{yes}");
+    }
+    for no in [
+        json!(false),
+        json!("b"),
+        json!([1, {"b": 3}]),
+        json!({"x": 1}),
+        json!({"z": {"w": 1}}),
+    ] {
+        assert_eq!(issues(&mixed, no.clone()), pairs(&[("", "enum")]), "{no}");
+    }
+}
+
+/// Item 2: an issue list is cut at the [`IssueLimit`], keeps the first
+/// issues of the full list, says it was cut, and the issue pass stops
+/// there (its units show it).
+#[test]
+fn the_issue_limit_keeps_the_first_issues_and_stops_the_pass() {
+    let s = compile(json!({"type": "array", "items": {"type": "string"}}));
+    let bad = Value::Array((0..10_000).map(|i| json!(i)).collect());
+    let full = s.validate(&bad);
+    assert_eq!(full.len(), 10_000);
+    let limit = IssueLimit {
+        max_issues: 100,
+        max_bytes: usize::MAX,
+    };
+    let cut = s.validate_limited(&bad, Budget::default(), limit);
+    assert!(cut.truncated);
+    assert_eq!(cut.issues, full[..100]);
+    // The pass stopped at the 101st issue: about 101 items' units, not
+    // 10,000 (each item's node is 1 unit).
+    let pass = Evaluator::run_issues(&s.program, &bad, Budget::default(), limit);
+    assert!(!pass.exhausted && pass.truncated && pass.spent < 200, "{}", pass.spent);
+    // Bytes: each issue is "/i" + "type" + its message.
+    let size = |i: &ValidationIssue| i.instance_path.len() + i.keyword.len() + i.message.len();
+    let bytes: usize = full[..10].iter().map(size).sum();
+    let by_bytes = IssueLimit {
+        max_issues: usize::MAX,
+        max_bytes: bytes,
+    };
+    assert_eq!(s.validate_limited(&bad, Budget::default(), by_bytes).issues, full[..10]);
+    // The first issue is kept whatever its size.
+    let tiny = IssueLimit {
+        max_issues: 0,
+        max_bytes: 1,
+    };
+    let one = s.validate_limited(&bad, Budget::default(), tiny);
+    assert_eq!((one.issues.len(), one.truncated), (1, true));
+    // A list within the bound is whole and not marked.
+    let few = s.validate_limited(&json!([1, "a", 2]), Budget::default(), limit);
+    assert_eq!((few.issues.len(), few.truncated), (2, false));
+    // Issues a passing anyOf branch drops do not count against the bound:
+    // the list is the unlimited one's first issues.
+    let any = compile(json!({"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}));
+    let data = Value::Array(
+        (0..500)
+            .map(|i| if i % 3 == 0 { json!(null) } else { json!(i) })
+            .collect(),
+    );
+    let whole = any.validate(&data);
+    for max in [1, 2, 5, 50] {
+        let l = IssueLimit {
+            max_issues: max,
+            max_bytes: usize::MAX,
+        };
+        let got = any.validate_limited(&data, Budget::default(), l);
+        assert_eq!(got.issues, whole[..max.min(whole.len())], "max {max}");
+        assert_eq!(got.truncated, whole.len() > max, "max {max}");
+    }
+}
+
+/// Item 2: a pass whose budget ran out while its issue list was full ends
+/// with the budget issue, not a cut list (an issue reported after the
+/// exhaustion, here `contains`, must not stop it as a full list).
+#[test]
+fn an_exhausted_pass_with_a_full_issue_list_reports_the_budget() {
+    let s = compile(json!({"type": "array", "items": {"type": "string"}, "contains": {"type": "boolean"}}));
+    let mut data: Vec<Value> = vec![json!(1), json!(2), json!(3)];
+    data.extend((0..1000).map(|_| json!("a")));
+    let data = Value::Array(data);
+    let tight = Budget {
+        floor: 100,
+        per_pair: 0,
+    };
+    let limit = IssueLimit {
+        max_issues: 3,
+        max_bytes: usize::MAX,
+    };
+    let got = s.validate_limited(&data, tight, limit);
+    assert_eq!(got.issues, vec![budget_issue(100)]);
+    assert!(!got.truncated);
+}
+
+/// Item 3: one search on the backtracking engine may take at most
+/// `100000 + 1000 × bytes` steps, whatever budget the instance brings; a
+/// search that takes them ends the validation with the one `budget`
+/// issue, at once.
+#[test]
+fn each_backtracking_search_has_its_own_step_bound() {
+    use super::regex::pattern_steps;
+    assert_eq!(pattern_steps(""), 100_000);
+    assert_eq!(pattern_steps(&"a".repeat(31)), 131_000);
+    let s = compile(json!({"type": "string", "pattern": "^(a+)+$(?<=a)"}));
+    let text = json!(format!("{}!", "a".repeat(22)));
+    // A budget far larger than the bound (as 2M junk nodes would bring).
+    let huge = Budget {
+        floor: 1 << 40,
+        per_pair: 64,
+    };
+    let got = s.validate_within(&text, huge);
+    assert_eq!(got, vec![steps_issue(pattern_steps(text.as_str().unwrap()))]);
+    assert_eq!((got[0].instance_path.as_str(), got[0].keyword.as_str()), ("", "budget"));
+    let cost = s.validation_cost(&text, huge);
+    assert!(cost.exhausted, "{cost:?}");
+    // A value the pattern answers quickly is unchanged.
+    assert!(s.validate_within(&json!("a".repeat(23)), huge).is_empty());
+    assert_eq!(
+        s.validate_within(&json!("b"), huge)
+            .iter()
+            .map(|i| i.keyword.as_str())
+            .collect::<Vec<_>>(),
+        ["pattern"]
+    );
+}

@@ -75,6 +75,54 @@ pub(crate) fn js_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// [`js_equal`], adding to `visited` one per pair of values it compares
+/// (the units the validation budget charges for `const` and `enum`,
+/// issue 27): at most the smaller value's node count.
+pub(crate) fn js_equal_counted(a: &Value, b: &Value, visited: &mut u64) -> bool {
+    *visited += 1;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => as_f64(x) == as_f64(y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| js_equal_counted(p, q, visited))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| js_equal_counted(v, w, visited)))
+        }
+        _ => a == b,
+    }
+}
+
+/// [`js_hash`] of a value of at most `*left` nodes, taking one from
+/// `*left` per node hashed; `None` once the value has more (it then
+/// equals no value of at most that many nodes).
+pub(crate) fn js_hash_within(v: &Value, state: &ahash::RandomState, left: &mut u64) -> Option<u64> {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    if *left == 0 {
+        return None;
+    }
+    *left -= 1;
+    let mut h = state.build_hasher();
+    match v {
+        Value::Array(a) => {
+            (4u8, a.len()).hash(&mut h);
+            for item in a {
+                js_hash_within(item, state, left)?.hash(&mut h);
+            }
+        }
+        Value::Object(o) => {
+            let mut sum = 0u64;
+            for (k, item) in o {
+                sum = sum.wrapping_add(state.hash_one((k.as_str(), js_hash_within(item, state, left)?)));
+            }
+            (5u8, o.len(), sum).hash(&mut h)
+        }
+        scalar => return Some(js_hash(scalar, state)),
+    }
+    Some(h.finish())
+}
+
 /// A hash consistent with [`js_equal`]: values that are equal hash alike
 /// (numbers by value, so `1`, `1.0` are one and `0`, `-0` are one; object
 /// members in any order). Keyed by `state`, so an instance cannot choose
@@ -165,6 +213,18 @@ mod tests {
         }
         assert_ne!(js_hash(&json!([]), &s), js_hash(&json!({}), &s));
         assert_ne!(js_hash(&json!({"a": null}), &s), js_hash(&json!({"b": null}), &s));
+        for (a, b) in [
+            (json!({"a": [1, {"b": null}]}), json!({"a": [1.0, {"b": null}]})),
+            (json!("x"), json!("x")),
+        ] {
+            let mut left = u64::MAX;
+            assert_eq!(js_hash_within(&a, &s, &mut left), Some(js_hash(&b, &s)));
+            let mut visited = 0;
+            assert!(js_equal_counted(&a, &b, &mut visited));
+            assert_eq!(visited, u64::MAX - left, "{a}: one unit per node");
+        }
+        let mut left = 3;
+        assert_eq!(js_hash_within(&json!([1, 2, 3]), &s, &mut left), None);
         assert!(JType::Integer.matches(&json!(1e300)));
         assert!(!JType::Integer.matches(&json!(1.5)));
         assert_eq!(js_length("a😀"), 2);

@@ -279,9 +279,10 @@ impl Evaluator<'_> {
         };
         ann.items = ALL_ITEMS;
         ann.items_undef = false;
-        let mark = self.issues.len();
+        let mark = self.mark();
         let mut valid;
         let mut count = 0f64;
+        self.droppable += 1;
         let mut scan = |ev: &mut Self, valid: &mut bool| {
             for (i, item) in a.iter().enumerate() {
                 let p = Path::Index(path, i);
@@ -316,8 +317,9 @@ impl Evaluator<'_> {
             valid = false;
             scan(self, &mut valid);
         }
+        self.droppable -= 1;
         if valid {
-            self.issues.truncate(mark);
+            self.reset(mark);
         } else {
             report(self);
         }

@@ -124,8 +124,9 @@ impl Evaluator<'_> {
                 ok
             }
             LogicKw::AnyOf(list) => {
-                let mark = self.issues.len();
+                let mark = self.mark();
                 let mut any = false;
+                self.droppable += 1;
                 for &(id, lose) in list {
                     let (ok, a) = self.node(id, inst, path);
                     if ok {
@@ -138,8 +139,9 @@ impl Evaluator<'_> {
                         ann.skip(lose);
                     }
                 }
+                self.droppable -= 1;
                 if any {
-                    self.issues.truncate(mark);
+                    self.reset(mark);
                 } else {
                     self.issue(path, "anyOf", "must match at least one schema of \"anyOf\"".to_string());
                 }
@@ -189,10 +191,11 @@ impl Evaluator<'_> {
     }
 
     fn one_of<'i>(&mut self, list: &[(Sub, Lose)], inst: &'i Value, path: &Path<'_>, ann: &mut Ann<'i>) -> bool {
-        let mark = self.issues.len();
+        let mark = self.mark();
         let mut valid = false;
         let mut passing: Vec<usize> = Vec::new();
         let mut stopped_at = list.len();
+        self.droppable += 1;
         for (i, &(sub, lose)) in list.iter().enumerate() {
             let (ok, a) = self.sub(sub, inst, path);
             if i > 0 && ok && valid {
@@ -210,11 +213,12 @@ impl Evaluator<'_> {
                 ann.skip(lose);
             }
         }
+        self.droppable -= 1;
         for &(_, lose) in &list[stopped_at..] {
             ann.skip(lose);
         }
         if valid {
-            self.issues.truncate(mark);
+            self.reset(mark);
         } else if passing.len() > 1 {
             let shown: Vec<String> = passing.iter().map(|i| i.to_string()).collect();
             self.issue(

@@ -297,6 +297,10 @@ impl Evaluator<'_> {
                 if sub.is_none() && !is_false {
                     return true;
                 }
+                // One unit per member looked up (issue 27).
+                if !self.charge(o.len() as u64) {
+                    return false;
+                }
                 let mut valid = true;
                 for (key, value) in o {
                     if props.iter().any(|p| p == key) || patterns.iter().any(|re| self.regex_match(re, key)) {

@@ -253,6 +253,14 @@ impl Evaluator<'_> {
     /// was never made (evaluated under `not` or `if`).
     fn follow_memoised<'i>(&mut self, target: NodeId, inst: &'i Value, path: &Path<'_>, ann: &mut Ann<'i>) -> bool {
         let key = (target, inst as *const Value as usize, self.name_epoch);
+        if let Some(m) = self.memo.get(&key) {
+            // A replay: one unit, plus one per evaluated property it
+            // restores (issue 27).
+            let units = 1 + m.props.len() as u64;
+            if !self.charge(units) {
+                return false;
+            }
+        }
         if let Some(m) = self.memo.get_mut(&key) {
             if m.valid || !self.collect {
                 ann.merge(m.ann(inst));
@@ -260,16 +268,19 @@ impl Evaluator<'_> {
             }
             if let Some(list) = &m.issues {
                 let present = self.issues.get(m.at..m.at + list.len()) == Some(&list[..]);
-                if !present {
+                let replay = (!present).then(|| list.clone());
+                if replay.is_some() {
                     m.at = self.issues.len();
-                    self.issues.extend(list.iter().cloned());
                 }
                 ann.merge(m.ann(inst));
+                for issue in replay.into_iter().flatten() {
+                    self.push_issue(issue);
+                }
                 return false;
             }
             // Evaluated before without collecting issues: evaluate again.
         }
-        let mark = self.issues.len();
+        let mark = self.mark();
         let mut a = Ann::default();
         let ok = self.follow(target, inst, path, "$ref", &mut a);
         if self.exhausted {
@@ -286,8 +297,10 @@ impl Evaluator<'_> {
             props,
             items: a.items,
             items_undef: a.items_undef,
-            issues: self.collect.then(|| self.issues[mark..].to_vec()),
-            at: mark,
+            // Only a complete list can be replayed: with issues left out
+            // the target is evaluated again at its next use.
+            issues: (self.collect && self.omitted == mark.omitted).then(|| self.issues[mark.len..].to_vec()),
+            at: mark.len,
         };
         self.memo.insert(key, memo);
         ann.merge(a);

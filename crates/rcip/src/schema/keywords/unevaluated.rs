@@ -6,6 +6,7 @@ use crate::schema::compile::{join, Compiler, Cx, St};
 use crate::schema::eval::{Ann, Evaluator, Path, ALL_ITEMS};
 use crate::schema::node::{Kw, Sub};
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 pub(crate) enum UnevaluatedKw {
     Properties { sub: Sub, is_false: bool },
@@ -56,8 +57,14 @@ impl Evaluator<'_> {
                 let Value::Object(o) = inst else { return true };
                 let mut valid = true;
                 if !ann.all_props {
+                    // One unit per member looked up (issue 27), each
+                    // looked up in a set: linear in the object.
+                    if !self.charge(o.len() as u64) {
+                        return false;
+                    }
+                    let evaluated = Evaluated::new(&ann.props);
                     for (key, value) in o {
-                        if ann.props.iter().any(|p| *p == key) {
+                        if evaluated.contains(key) {
                             continue;
                         }
                         if *is_false {
@@ -107,6 +114,33 @@ impl Evaluator<'_> {
                 }
                 valid
             }
+        }
+    }
+}
+
+/// The names other keywords evaluated, as `unevaluatedProperties` looks
+/// them up: a scan of a short list, a set (keyed hash: the names are the
+/// consumer's) for a longer one, so that the lookups of an object's
+/// members take time linear in the object (issue 27).
+enum Evaluated<'a> {
+    Few(&'a [&'a str]),
+    Many(HashSet<&'a str, ahash::RandomState>),
+}
+
+impl<'a> Evaluated<'a> {
+    fn new(names: &'a [&'a str]) -> Evaluated<'a> {
+        if names.len() <= 16 {
+            return Evaluated::Few(names);
+        }
+        let mut set = HashSet::with_capacity_and_hasher(names.len(), ahash::RandomState::new());
+        set.extend(names.iter().copied());
+        Evaluated::Many(set)
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        match self {
+            Evaluated::Few(names) => names.contains(&key),
+            Evaluated::Many(set) => set.contains(key),
         }
     }
 }
