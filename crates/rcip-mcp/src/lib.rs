@@ -9,8 +9,8 @@
 //! [`McpSession::serve_stdio`] add the stdio transport (newline-delimited
 //! messages). It implements MCP revision 2025-11-25:
 //!
-//! - lifecycle: `initialize` (any proposed revision is answered with
-//!   2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
+//! - lifecycle: `initialize` (the requested revision when it is one of
+//!   [`MCP_LEGACY_REVISIONS`], else 2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
 //!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
 //!   other method, such as a newer
 //!   client's `server/discover`, is `-32601`, so such clients fall back;
@@ -78,8 +78,20 @@ pub use session::McpSession;
 use rcip::runtime::Filter;
 use serde_json::Value;
 
-/// The MCP protocol revision the session implements.
+/// The newest legacy (`initialize`-based) MCP revision the session
+/// implements: what `initialize` answers when the client asks for a
+/// revision the session does not speak.
 pub const MCP_PROTOCOL_REVISION: &str = "2025-11-25";
+
+/// The legacy MCP revisions `initialize` negotiates, newest first. A client
+/// that asks for one of them gets it; any other request gets
+/// [`MCP_PROTOCOL_REVISION`] (MCP 2025-11-25, "Lifecycle": "If the server
+/// supports the requested protocol version, it MUST respond with the same
+/// version. Otherwise, [...] the latest version supported by the server").
+/// What a session sends depends on the negotiated one: `2025-03-26` has no
+/// `outputSchema` on tools, no `structuredContent` on results and no
+/// elicitation (docs/MCP.md, "Protocol revisions").
+pub const MCP_LEGACY_REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// The largest message the session reads, in bytes, unless
 /// [`McpOptions::max_message_bytes`] says otherwise (16 MiB: the default

@@ -13,7 +13,7 @@ use super::tools::{self, Unwrapped};
 use super::{
     tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_PENDING_CONFIRMATIONS, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_WORKERS, MAX_TOOL_NAME_CHARS,
-    MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_PROTOCOL_REVISION,
+    MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_LEGACY_REVISIONS, MCP_PROTOCOL_REVISION,
 };
 use parking_lot::{Condvar, Mutex};
 use rcip::catalog::Catalog;
@@ -108,6 +108,9 @@ struct State {
     initialized: bool,
     /// `notifications/initialized` arrived.
     ready: bool,
+    /// The legacy revision `initialize` negotiated (one of
+    /// [`MCP_LEGACY_REVISIONS`]; empty before `initialize`).
+    protocol: &'static str,
     /// The client declared form-mode elicitation.
     elicitation: bool,
     /// The client declared sampling.
@@ -905,6 +908,14 @@ impl Inner {
             // No response: the transport may let the request go.
             self.send(String::new(), Kind::Abandoned(key.to_string()));
         } else {
+            let mut reply = reply;
+            if let Ok(Value::Object(result)) = &mut reply {
+                if self.state.lock().protocol == "2025-03-26" {
+                    // A 2025-03-26 client reads the output from `content`
+                    // (the JSON text block): no structured content then.
+                    result.remove("structuredContent");
+                }
+            }
             self.send(
                 match reply {
                     Ok(result) => jsonrpc::response(&call.id, result),
@@ -952,6 +963,17 @@ impl Inner {
             Some(Value::Object(e)) => e.is_empty() || e.get("form").is_some_and(Value::is_object),
             _ => false,
         };
+        // MCP 2025-11-25, "Lifecycle" ("Version Negotiation"): the
+        // requested revision when the session speaks it, else the latest.
+        let requested = p.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+        let protocol = MCP_LEGACY_REVISIONS
+            .iter()
+            .copied()
+            .find(|v| *v == requested)
+            .unwrap_or(MCP_PROTOCOL_REVISION);
+        // Elicitation arrived in 2025-06-18: a 2025-03-26 client is never
+        // asked, whatever it declared.
+        let elicitation = elicitation && protocol != "2025-03-26";
         let baseline = self.client.snapshot().ok();
         {
             let mut st = self.state.lock();
@@ -962,6 +984,7 @@ impl Inner {
                 ));
             }
             st.initialized = true;
+            st.protocol = protocol;
             st.elicitation = elicitation;
             st.sampling = capabilities.get("sampling").is_some_and(Value::is_object);
             if let Some(snapshot) = baseline {
@@ -969,9 +992,7 @@ impl Inner {
             }
         }
         let mut result = Map::new();
-        // Any proposed revision is answered with the one this session
-        // speaks (MCP lifecycle, "Version Negotiation").
-        result.insert("protocolVersion".into(), Value::String(MCP_PROTOCOL_REVISION.into()));
+        result.insert("protocolVersion".into(), Value::String(protocol.into()));
         result.insert(
             "capabilities".into(),
             json!({"tools": {"listChanged": true}, "logging": {}}),
@@ -1038,7 +1059,16 @@ impl Inner {
             return Err(internal(HostError::Closed));
         }
         let snapshot = self.client.snapshot().map_err(internal)?;
-        let tools = self.tools_of(&snapshot, true);
+        let mut tools = self.tools_of(&snapshot, true);
+        if self.state.lock().protocol == "2025-03-26" {
+            // 2025-03-26 has no structured tool output ("Tools": no
+            // outputSchema, no structuredContent).
+            for t in &mut tools {
+                if let Value::Object(m) = t {
+                    m.remove("outputSchema");
+                }
+            }
+        }
         let start = match p.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(c)) => match (

@@ -253,7 +253,7 @@ fn error_code(response: &Value) -> i64 {
 // ---- lifecycle -------------------------------------------------------
 
 #[test]
-fn initialize_answers_its_own_revision_and_declares_list_changed() {
+fn initialize_answers_the_latest_revision_to_an_unknown_one_and_declares_list_changed() {
     let h = harness(McpOptions::default());
     let r = h.request(
         json!(1),
@@ -284,6 +284,72 @@ fn initialize_answers_its_own_revision_and_declares_list_changed() {
         error_code(&h.request(json!(1), "initialize", json!({"capabilities": {}}))),
         INVALID_PARAMS
     );
+}
+
+#[test]
+fn initialize_answers_the_requested_legacy_revision_when_supported() {
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("nonsense", "2025-11-25"),
+    ] {
+        let h = harness(McpOptions::default());
+        let r = h.request(
+            json!(1),
+            "initialize",
+            json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
+        );
+        assert_eq!(r["result"]["protocolVersion"], answered, "asked {asked}");
+    }
+}
+
+/// An initialized session at `revision` with `capabilities`.
+fn legacy_at(revision: &str, capabilities: Value) -> Harness {
+    let h = harness(McpOptions::from_value(&json!({"confirmation": "elicit"})).unwrap());
+    let r = h.request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": revision, "capabilities": capabilities}),
+    );
+    assert_eq!(r["result"]["protocolVersion"], revision);
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    h.take();
+    h
+}
+
+#[test]
+fn a_2025_03_26_session_gets_no_structured_output_and_no_elicitation() {
+    let h = legacy_at("2025-03-26", json!({"elicitation": {}}));
+    let tools = h.tools();
+    assert!(tools.iter().all(|t| t.get("outputSchema").is_none()), "{tools:?}");
+    assert!(tools.iter().all(|t| t.get("inputSchema").is_some()));
+    let r = h.call(1, "notes.list", json!({}));
+    assert!(r["result"].get("structuredContent").is_none(), "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"notes": ["first"]})
+    );
+    // The confirmation opt-in does not ask a 2025-03-26 client (its
+    // revision has no elicitation): the call fails closed.
+    let r = h.call(2, "notes.purge", json!({}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(h.take().iter().all(|m| m["method"] != "elicitation/create"));
+}
+
+#[test]
+fn a_2025_06_18_session_keeps_structured_output_and_elicitation() {
+    let h = legacy_at("2025-06-18", json!({"elicitation": {}}));
+    assert!(tool(&h.tools(), "notes.list").get("outputSchema").is_some());
+    let r = h.call(1, "notes.list", json!({}));
+    assert_eq!(r["result"]["structuredContent"], json!({"notes": ["first"]}));
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "notes.purge", "arguments": {}}}),
+    );
+    assert!(h.take().iter().any(|m| m["method"] == "elicitation/create"));
 }
 
 #[test]
