@@ -12,8 +12,18 @@
 //! - lifecycle: `initialize` (the requested revision when it is one of
 //!   [`MCP_LEGACY_REVISIONS`], else 2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
 //!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
-//!   other method, such as a newer
-//!   client's `server/discover`, is `-32601`, so such clients fall back;
+//!   other method, such as `server/discover` without the modern `_meta`,
+//!   is `-32601`;
+//! - the stateless era (MCP 2026-07-28) beside it: a request whose
+//!   `params._meta` names protocol version [`MCP_MODERN_REVISION`] is
+//!   served from what it carries, with or without `initialize`:
+//!   `server/discover`, `tools/list` and `tools/call`, `resultType` and
+//!   the server's identity on every result, the caching hints, the
+//!   revision's errors (`-32602` for bad `_meta`,
+//!   [`UNSUPPORTED_PROTOCOL_VERSION`],
+//!   [`MISSING_REQUIRED_CLIENT_CAPABILITY`]), log messages only at the
+//!   request's own `logLevel`, and optionally a runtime per request
+//!   ([`RequestRuntimes`], [`McpSession::set_request_runtimes`]);
 //! - `tools/list` from the current snapshot (one tool per capability: name
 //!   = capability id, annotations by effect, `_meta` with the RCIP effect,
 //!   scopes, relevance, availability and snapshot revision), optionally
@@ -51,6 +61,7 @@ mod elicit;
 #[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
+mod modern;
 mod outbox;
 mod pool;
 mod session;
@@ -72,6 +83,11 @@ mod tests;
 pub use content::{ContentMap, ContentSource};
 #[cfg(test)]
 use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+pub use modern::{
+    supported_versions, RequestRuntimes, RequestSetup, HEADER_MISMATCH, MCP_MODERN_REVISION, META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS, UNSUPPORTED_PROTOCOL_VERSION,
+};
 pub use pool::WorkerPool;
 pub use session::McpSession;
 
