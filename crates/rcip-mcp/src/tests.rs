@@ -2358,3 +2358,58 @@ fn a_cancelled_modern_request_closes_its_runtime_when_its_handler_ends() {
     assert!(built.lock()[0].0.is_closed());
     assert!(h.take().is_empty());
 }
+
+#[test]
+fn stdio_serves_both_eras_on_one_stream_with_workers() {
+    // Workers: the factory and the handlers run off the reading thread.
+    let h = harness(McpOptions::from_value(&json!({"workers": 2})).unwrap());
+    let builds = Arc::new(AtomicUsize::new(0));
+    let kept: Arc<Mutex<Vec<Binding>>> = Arc::new(Mutex::new(Vec::new()));
+    let (b, k) = (builds.clone(), kept.clone());
+    h.session
+        .set_request_runtimes(Arc::new(move |_: &RequestSetup<'_>| -> Result<Runtime, String> {
+            b.fetch_add(1, Ordering::SeqCst);
+            let runtime = RuntimeBuilder::new(&catalog()).build();
+            let binding = runtime
+                .host()
+                .bind(
+                    "notes.list",
+                    Arc::new(|inv: Invocation| inv.complete(json!({"notes": ["per request"]})).unwrap()),
+                    None,
+                )
+                .unwrap();
+            k.lock().push(binding);
+            Ok(runtime)
+        }));
+    let line = |v: Value| format!("{v}\n");
+    let mut input = String::new();
+    input += &line(json!({"jsonrpc": "2.0", "id": "d", "method": "server/discover",
+                          "params": {"_meta": modern_meta(json!({}))}}));
+    input += &line(json!({"jsonrpc": "2.0", "id": "m", "method": "tools/call",
+                          "params": modern_params(json!({"name": "notes.list", "arguments": {}}), json!({}))}));
+    input += &line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                          "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}));
+    input += &line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    input += &line(json!({"jsonrpc": "2.0", "id": "l", "method": "tools/call",
+                          "params": {"name": "notes.list", "arguments": {}}}));
+    h.session.serve(std::io::Cursor::new(input)).unwrap();
+    let sent = h.take();
+    let by_id = |id: Value| {
+        sent.iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {sent:?}"))
+    };
+    assert_eq!(by_id(json!("d"))["result"]["resultType"], "complete");
+    assert_eq!(
+        by_id(json!("m"))["result"]["structuredContent"],
+        json!({"notes": ["per request"]})
+    );
+    assert_eq!(by_id(json!(0))["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        by_id(json!("l"))["result"]["structuredContent"],
+        json!({"notes": ["first"]})
+    );
+    assert!(by_id(json!("l"))["result"].get("resultType").is_none());
+    assert_eq!(builds.load(Ordering::SeqCst), 1);
+    assert_eq!(sent.len(), 4, "{sent:?}");
+}
