@@ -696,15 +696,16 @@ impl<O: SessionRuntime> http_body::Body for GuardedBody<O> {
 }
 
 /// The HTTP status of a modern JSON answer: 400 for the errors 2026-07-28
-/// gives that status (-32602, -32020, -32021, -32022), 404 for -32601,
-/// else 200.
+/// gives that status (-32020, -32021, -32022; the `_meta` -32602 is
+/// answered before dispatch, and a -32602 such as an unknown tool stays a
+/// 200 answer, so a dual-era client never mistakes it for a legacy
+/// server's 400), 404 for -32601, else 200.
 fn modern_status(text: &str) -> StatusCode {
     let code = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64));
     match code {
-        Some(jsonrpc::INVALID_PARAMS)
-        | Some(crate::HEADER_MISMATCH)
+        Some(crate::HEADER_MISMATCH)
         | Some(crate::MISSING_REQUIRED_CLIENT_CAPABILITY)
         | Some(crate::UNSUPPORTED_PROTOCOL_VERSION) => StatusCode::BAD_REQUEST,
         Some(jsonrpc::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
