@@ -1005,3 +1005,42 @@ fn closing_a_stateless_response_stream_cancels_the_call() {
         assert_eq!(f.ended.load(Ordering::SeqCst), 1, "its runtime ended");
     });
 }
+
+#[test]
+fn stateless_json_answers_keep_200_for_call_errors_and_400_for_a_missing_capability() {
+    let options = HttpOptions {
+        response_mode: ResponseMode::Json,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        // An unknown tool is a -32602 answer, not a refused request.
+        let c = modern_body(1, "tools/call", json!({"name": "ward.nope", "arguments": {}}), "a");
+        let (status, headers, body) = modern_post(f.addr, &c).await;
+        assert_eq!(headers.get("content-type").unwrap(), "application/json");
+        assert_eq!(
+            (status, answer(&body)["error"]["code"].clone()),
+            (StatusCode::OK, json!(-32602)),
+            "{body}"
+        );
+        // A handler that needs elicitation the request did not declare.
+        let addr = f.addr;
+        let slow = modern_body(2, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        let pending = tokio::spawn(async move { modern_post(addr, &slow).await });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let inv = f.slow.lock().pop().expect("the handler ran");
+        let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        assert!(inv.elicit("ok?", &schema, Box::new(|_| {})).is_err());
+        inv.complete(json!({})).unwrap();
+        let (status, _, body) = pending.await.unwrap();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(answer(&body)["error"]["code"], -32021);
+        assert_eq!(
+            answer(&body)["error"]["data"]["requiredCapabilities"],
+            json!({"elicitation": {}})
+        );
+    });
+}
