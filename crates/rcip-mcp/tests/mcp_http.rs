@@ -1044,3 +1044,39 @@ fn stateless_json_answers_keep_200_for_call_errors_and_400_for_a_missing_capabil
         );
     });
 }
+
+#[test]
+fn closing_the_connection_of_a_stateless_json_request_cancels_the_call() {
+    let options = HttpOptions {
+        response_mode: ResponseMode::Json,
+        ..HttpOptions::default()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        let text = c.to_string();
+        let mut b = request(f.addr, "POST", None, &text);
+        for (n, v) in mirrored(&c) {
+            b = b.header(n, v);
+        }
+        let stream = tokio::net::TcpStream::connect(f.addr).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        let conn = tokio::spawn(conn);
+        let pending = tokio::spawn(async move {
+            let _ = sender.send_request(b.body(Full::new(Bytes::from(text))).unwrap()).await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let inv = f.slow.lock().pop().expect("the handler ran");
+        pending.abort();
+        conn.abort();
+        while !inv.is_cancelled() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(inv.is_cancelled(), "the connection closed: the call is cancelled");
+    });
+}
