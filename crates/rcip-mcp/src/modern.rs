@@ -95,6 +95,9 @@ pub(crate) struct RequestMeta {
     pub capabilities: Map<String, Value>,
     /// `io.modelcontextprotocol/logLevel`, when present.
     pub log_level: Option<LogLevel>,
+    /// The headers the transport gave with the request
+    /// ([`McpSession::receive_with_headers`](crate::McpSession::receive_with_headers)).
+    pub headers: Vec<(String, String)>,
 }
 
 impl RequestMeta {
@@ -174,6 +177,7 @@ pub(crate) fn read_meta(params: Option<&Value>) -> Option<Result<RequestMeta, Rp
         meta: meta.clone(),
         capabilities,
         log_level,
+        headers: Vec::new(),
     }))
 }
 
@@ -190,8 +194,13 @@ pub struct RequestSetup<'a> {
     /// level, progress token, trace context). Self-reported: MCP says not
     /// to base security decisions on `clientInfo`.
     pub meta: &'a Map<String, Value>,
-    /// The HTTP headers the transport forwards for the request, names in
-    /// lower case; empty on stdio and for an in-process transport.
+    /// The headers the host's transport passed with the request
+    /// ([`McpSession::receive_with_headers`](crate::McpSession::receive_with_headers),
+    /// names as the transport gave them); empty on stdio and through
+    /// [`McpSession::receive`](crate::McpSession::receive). rcip's own
+    /// HTTP server does not use this factory: its session factory
+    /// (`http::SessionFactory`) builds each
+    /// stateless request's runtime and sees the forwarded headers there.
     pub headers: &'a [(String, String)],
 }
 

@@ -496,14 +496,23 @@ impl McpSession {
     /// returns, unless the output is busy on another thread (then that
     /// thread sends it) or the reply waits for a capability or the user.
     pub fn receive(&self, message: &[u8]) {
-        self.inner.receive(message);
+        self.inner.receive(message, &[]);
+    }
+
+    /// As [`receive`](Self::receive), for a transport of the host's own
+    /// that carries headers (an HTTP server of its own): a modern
+    /// (2026-07-28) request's per-request factory sees them in
+    /// [`RequestSetup::headers`] (pass them with lower-case names). Legacy
+    /// requests ignore them.
+    pub fn receive_with_headers(&self, message: &[u8], headers: &[(String, String)]) {
+        self.inner.receive(message, headers);
     }
 
     /// As [`receive`](Self::receive), for a message a transport already
     /// parsed and classified (`jsonrpc::classify_value`).
     #[cfg(feature = "http")]
     pub(crate) fn receive_incoming(&self, message: Incoming) {
-        self.inner.receive_incoming(message);
+        self.inner.receive_incoming(message, &[]);
     }
 
     /// Reads newline-delimited messages from `input` until it ends, passing
@@ -549,7 +558,7 @@ impl McpSession {
                 Ok(Line::Text) => {
                     let text = line.strip_suffix(b"\r").unwrap_or(&line);
                     if !text.iter().all(u8::is_ascii_whitespace) {
-                        self.inner.receive(text);
+                        self.inner.receive(text, &[]);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -873,14 +882,14 @@ impl Inner {
         }
     }
 
-    fn receive(self: &Arc<Self>, bytes: &[u8]) {
+    fn receive(self: &Arc<Self>, bytes: &[u8], headers: &[(String, String)]) {
         if self.state.lock().closed {
             return;
         }
-        self.receive_incoming(classify(bytes, &self.limits));
+        self.receive_incoming(classify(bytes, &self.limits), headers);
     }
 
-    fn receive_incoming(self: &Arc<Self>, incoming: Incoming) {
+    fn receive_incoming(self: &Arc<Self>, incoming: Incoming, headers: &[(String, String)]) {
         if self.state.lock().closed {
             return;
         }
@@ -892,17 +901,20 @@ impl Inner {
             Incoming::Ignored => {}
             Incoming::Response { id, outcome } => self.on_response(&id, outcome),
             Incoming::Notification { method, params } => self.on_notification(&method, params),
-            Incoming::Request { id, method, params } => self.on_request(id, &method, params),
+            Incoming::Request { id, method, params } => self.on_request(id, &method, params, headers),
         }
     }
 
-    fn on_request(self: &Arc<Self>, id: Value, method: &str, params: Option<Value>) {
+    fn on_request(self: &Arc<Self>, id: Value, method: &str, params: Option<Value>, headers: &[(String, String)]) {
         let key = id_key(&id);
         // The era: a modern protocol version in `_meta` is served
         // statelessly (2026-07-28 "Versioning and Compatibility").
         let modern = match modern::read_meta(params.as_ref()) {
             None => None,
-            Some(Ok(meta)) => Some(Arc::new(meta)),
+            Some(Ok(mut meta)) => {
+                meta.headers = headers.to_vec();
+                Some(Arc::new(meta))
+            }
             Some(Err(e)) => {
                 if !self.state.lock().closed {
                     self.send(error_data_response(&id, &e), Kind::Response(key));
@@ -1042,7 +1054,7 @@ impl Inner {
         let setup = RequestSetup {
             method,
             meta: &meta.meta,
-            headers: &[],
+            headers: &meta.headers,
         };
         let runtime = factory.runtime(&setup).map_err(|e| {
             (

@@ -2413,3 +2413,24 @@ fn stdio_serves_both_eras_on_one_stream_with_workers() {
     assert_eq!(builds.load(Ordering::SeqCst), 1);
     assert_eq!(sent.len(), 4, "{sent:?}");
 }
+
+#[test]
+fn a_hosts_transport_passes_headers_to_the_request_factory() {
+    let h = harness(McpOptions::default());
+    type Headers = Vec<(String, String)>;
+    let seen: Arc<Mutex<Vec<Headers>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    h.session
+        .set_request_runtimes(Arc::new(move |setup: &RequestSetup<'_>| -> Result<Runtime, String> {
+            s.lock().push(setup.headers.to_vec());
+            Ok(RuntimeBuilder::new(&catalog()).build())
+        }));
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": modern_params(json!({}), json!({}))});
+    let headers = vec![("authorization".to_string(), "Bearer t".to_string())];
+    h.session.receive_with_headers(body.to_string().as_bytes(), &headers);
+    h.session
+        .receive(body.to_string().replace("\"id\":1", "\"id\":2").as_bytes());
+    assert_eq!(*seen.lock(), vec![headers, Vec::new()]);
+    assert_eq!(h.take().len(), 2);
+}
