@@ -84,9 +84,9 @@ pub use content::{ContentMap, ContentSource};
 #[cfg(test)]
 use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 pub use modern::{
-    supported_versions, RequestRuntimes, RequestSetup, HEADER_MISMATCH, MCP_MODERN_REVISION, META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO, MISSING_REQUIRED_CLIENT_CAPABILITY,
-    MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS, UNSUPPORTED_PROTOCOL_VERSION,
+    supported_versions, Eras, RequestRuntimes, RequestSetup, HEADER_MISMATCH, MCP_MODERN_REVISION,
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO,
+    MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS, UNSUPPORTED_PROTOCOL_VERSION,
 };
 pub use pool::WorkerPool;
 pub use session::McpSession;
@@ -257,6 +257,10 @@ pub struct McpOptions {
     /// as one text block. Checked against the catalog when the session is
     /// created.
     pub content: ContentMap,
+    /// Which MCP eras are served: both (default: `initialize` sessions and
+    /// stateless 2026-07-28 requests) or only the stateless one
+    /// (docs/MCP.md, "The two eras").
+    pub eras: Eras,
 }
 
 /// The keys [`McpOptions::from_value`] reads.
@@ -274,6 +278,7 @@ pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
     "maxQueuedMessages",
     "maxPendingConfirmations",
     "content",
+    "eras",
 ];
 
 impl McpOptions {
@@ -285,7 +290,8 @@ impl McpOptions {
     /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
     /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
     /// [{"type": "json" | "text" | "image" | "audio" | "resource",
-    /// "property"?: output property}]}`. An unknown key or a value
+    /// "property"?: output property}]}, "eras"?: "both" | "modern"`. An
+    /// unknown key or a value
     /// of the wrong type is an error message.
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
         let Value::Object(map) = value else {
@@ -346,6 +352,13 @@ impl McpOptions {
                 "maxQueuedMessages" => o.max_queued_messages = Some(count(key, v, 1, 1 << 20)?),
                 "maxPendingConfirmations" => o.max_pending_confirmations = Some(count(key, v, 1, 65536)?),
                 "content" => o.content = content::parse(v)?,
+                "eras" => {
+                    o.eras = match v.as_str() {
+                        Some("both") => Eras::Both,
+                        Some("modern") => Eras::Modern,
+                        _ => return Err("/eras must be \"both\" or \"modern\"".into()),
+                    }
+                }
                 other => {
                     return Err(format!(
                         "the MCP options have no field \"{other}\" (allowed: {})",

@@ -58,14 +58,32 @@ pub const MODERN_TOO_MANY_IN_FLIGHT: i64 = -31000;
 /// promised ("Caching", "Time-to-live").
 pub const MODERN_TTL_MS: u64 = 0;
 
-/// Every revision the session speaks, for `server/discover`'s
+/// Every revision a session speaks, for `server/discover`'s
 /// `supportedVersions` and the `supported` of
-/// [`UNSUPPORTED_PROTOCOL_VERSION`]: the modern one, then the legacy ones
-/// (which need `initialize`).
-pub fn supported_versions() -> Vec<&'static str> {
+/// [`UNSUPPORTED_PROTOCOL_VERSION`]: the modern one, then, when `eras` is
+/// [`Eras::Both`], the legacy ones (which need `initialize`).
+pub fn supported_versions(eras: Eras) -> Vec<&'static str> {
+    let legacy = if eras == Eras::Both { MCP_LEGACY_REVISIONS } else { &[] };
     std::iter::once(MCP_MODERN_REVISION)
-        .chain(MCP_LEGACY_REVISIONS.iter().copied())
+        .chain(legacy.iter().copied())
         .collect()
+}
+
+/// Which eras of MCP a session (or HTTP server) serves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Eras {
+    /// Dual-era (default): `initialize` opens a legacy session, a request
+    /// with the modern `_meta` is served statelessly ("Versioning and
+    /// Compatibility", "Backward Compatibility with Initialization-Based
+    /// Versions").
+    #[default]
+    Both,
+    /// Modern only: every request must carry the 2026-07-28 `_meta` (a
+    /// request without it, `initialize` included, is `-32602` naming the
+    /// version; a legacy revision in `_meta` is `-32022`), `initialize`
+    /// opens nothing, and over HTTP `GET` and `DELETE` are `405`
+    /// ("Streamable HTTP", "Earlier Streamable HTTP Revisions").
+    Modern,
 }
 
 /// A JSON-RPC error with optional `data`.
@@ -114,9 +132,26 @@ impl RequestMeta {
 /// "Logging", "Error Handling"), [`UNSUPPORTED_PROTOCOL_VERSION`] for a
 /// revision the session does not serve statelessly ("Versioning and
 /// Compatibility", "Protocol Version Negotiation").
-pub(crate) fn read_meta(params: Option<&Value>) -> Option<Result<RequestMeta, RpcError>> {
-    let meta = params?.get("_meta")?.as_object()?;
-    let version = meta.get(META_PROTOCOL_VERSION)?;
+pub(crate) fn read_meta(params: Option<&Value>, eras: Eras) -> Option<Result<RequestMeta, RpcError>> {
+    let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object);
+    let Some(version) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) else {
+        if eras == Eras::Modern {
+            // A modern-only server: a request without the modern `_meta`
+            // is malformed ("Per-request protocol fields"); the message
+            // names the revision for legacy clients, which have no other
+            // diagnostic ("Backward Compatibility with Initialization-Based
+            // Versions").
+            return Some(Err(RpcError {
+                code: INVALID_PARAMS,
+                message: format!(
+                    "Invalid params: this server speaks only MCP {MCP_MODERN_REVISION}: every request needs _meta[\"{META_PROTOCOL_VERSION}\"] and _meta[\"{META_CLIENT_CAPABILITIES}\"]"
+                ),
+                data: None,
+            }));
+        }
+        return None;
+    };
+    let meta = meta?;
     let invalid = |message: String| {
         Some(Err(RpcError {
             code: INVALID_PARAMS,
@@ -129,7 +164,7 @@ pub(crate) fn read_meta(params: Option<&Value>) -> Option<Result<RequestMeta, Rp
             "Invalid params: _meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
         ));
     };
-    if MCP_LEGACY_REVISIONS.contains(&version) {
+    if eras == Eras::Both && MCP_LEGACY_REVISIONS.contains(&version) {
         // A legacy revision named in `_meta`: the legacy session serves it
         // (it needs `initialize`).
         return None;
@@ -139,9 +174,9 @@ pub(crate) fn read_meta(params: Option<&Value>) -> Option<Result<RequestMeta, Rp
             code: UNSUPPORTED_PROTOCOL_VERSION,
             message: format!(
                 "Unsupported protocol version {version:?}: this server supports {}",
-                supported_versions().join(", ")
+                supported_versions(eras).join(", ")
             ),
-            data: Some(json!({"supported": supported_versions(), "requested": version})),
+            data: Some(json!({"supported": supported_versions(eras), "requested": version})),
         }));
     }
     let capabilities = match meta.get(META_CLIENT_CAPABILITIES) {

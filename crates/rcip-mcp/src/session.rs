@@ -909,7 +909,7 @@ impl Inner {
         let key = id_key(&id);
         // The era: a modern protocol version in `_meta` is served
         // statelessly (2026-07-28 "Versioning and Compatibility").
-        let modern = match modern::read_meta(params.as_ref()) {
+        let modern = match modern::read_meta(params.as_ref(), self.options.eras) {
             None => None,
             Some(Ok(mut meta)) => {
                 meta.headers = headers.to_vec();
@@ -1083,7 +1083,10 @@ impl Inner {
     /// `_meta`, added by [`finish`](Self::finish)) and the caching hints.
     fn discover(&self) -> Value {
         let mut result = Map::new();
-        result.insert("supportedVersions".into(), json!(modern::supported_versions()));
+        result.insert(
+            "supportedVersions".into(),
+            json!(modern::supported_versions(self.options.eras)),
+        );
         // No `listChanged`: a modern client would get the change through
         // `subscriptions/listen`, which rcip does not implement yet.
         result.insert("capabilities".into(), json!({"tools": {}, "logging": {}}));

@@ -2434,3 +2434,38 @@ fn a_hosts_transport_passes_headers_to_the_request_factory() {
     assert_eq!(*seen.lock(), vec![headers, Vec::new()]);
     assert_eq!(h.take().len(), 2);
 }
+
+#[test]
+fn a_modern_only_session_refuses_the_legacy_era_naming_its_version() {
+    let h = harness(McpOptions::from_value(&json!({"eras": "modern"})).unwrap());
+    // initialize (and any request without the modern _meta): -32602 that
+    // names the one revision spoken; no session opens.
+    let r = h.request(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+    );
+    assert_eq!(error_code(&r), INVALID_PARAMS);
+    assert!(r["error"]["message"].as_str().unwrap().contains("2026-07-28"), "{r}");
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(
+        error_code(&h.request(json!(2), "tools/list", json!({}))),
+        INVALID_PARAMS
+    );
+    // A legacy revision in _meta is unsupported here.
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let r = h.request(json!(3), "tools/list", json!({"_meta": meta}));
+    assert_eq!(r["error"]["code"], UNSUPPORTED_PROTOCOL_VERSION);
+    assert_eq!(r["error"]["data"]["supported"], json!(["2026-07-28"]));
+    // Modern requests work; discover lists only the modern revision.
+    let d = h.request(json!(4), "server/discover", modern_params(json!({}), json!({})));
+    assert_eq!(d["result"]["supportedVersions"], json!(["2026-07-28"]));
+    let c = h.request(
+        json!(5),
+        "tools/call",
+        modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
+    );
+    assert_eq!(c["result"]["structuredContent"], json!({"notes": ["first"]}));
+    assert!(McpOptions::from_value(&json!({"eras": "legacy"})).is_err());
+}

@@ -1080,3 +1080,45 @@ fn closing_the_connection_of_a_stateless_json_request_cancels_the_call() {
         assert!(inv.is_cancelled(), "the connection closed: the call is cancelled");
     });
 }
+
+#[test]
+fn a_modern_only_server_answers_get_and_delete_405_and_refuses_legacy_posts() {
+    let options = HttpOptions::from_value(&json!({"eras": "modern"})).unwrap();
+    let f = fixture(options);
+    rt().block_on(async {
+        for method in ["GET", "DELETE"] {
+            let req = request(f.addr, method, Some("0123456789abcdef0123456789abcdef"), "")
+                .header("mcp-protocol-version", "2026-07-28")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let resp = send(f.addr, req).await;
+            assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
+            assert_eq!(resp.headers().get("allow").unwrap(), "POST");
+        }
+        // A legacy client's initialize: 400, naming the revision spoken.
+        let (status, sid, body) = post(
+            f.addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(sid.is_none());
+        assert!(body.contains("2026-07-28"), "{body}");
+        // A notification: 400.
+        let (status, _, _) = post(
+            f.addr,
+            None,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        // A modern request is served.
+        let d = modern_body(1, "server/discover", json!({}), "a");
+        let (status, _, body) = modern_post(f.addr, &d).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(answer(&body)["result"]["supportedVersions"], json!(["2026-07-28"]));
+        assert_eq!(f.created.load(Ordering::SeqCst), 1);
+    });
+}

@@ -268,6 +268,20 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
             );
         }
     }
+    if server.options.session.eras == crate::Eras::Modern && *req.method() != Method::POST {
+        // A modern-only server: no standalone stream, no sessions to end
+        // ("Streamable HTTP", "Earlier Streamable HTTP Revisions").
+        let mut r = http_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "Method Not Allowed: this server speaks only MCP {}; POST each request",
+                crate::MCP_MODERN_REVISION
+            ),
+        );
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
     // A POST's version header is checked against its body (post): a
     // stateless request has rules of its own.
     if *req.method() != Method::POST {
@@ -432,12 +446,27 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         jsonrpc::Incoming::Notification { .. } | jsonrpc::Incoming::Response { .. } => (None, None),
     };
     let is_request = id.is_some();
+    let modern_only = server.options.session.eras == crate::Eras::Modern;
+    if modern_only && !is_request {
+        // 2026-07-28 has no client notifications (or responses) over
+        // Streamable HTTP ("Sending Messages"): one that cannot be
+        // accepted is an HTTP error.
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "Invalid Request: this server speaks only MCP {}, which has no client notifications or responses over HTTP",
+                crate::MCP_MODERN_REVISION
+            ),
+        );
+    }
     if let jsonrpc::Incoming::Request { id, method, params } = &incoming {
-        if is_modern(&headers, params.as_ref()) {
+        if modern_only || is_modern(&headers, params.as_ref()) {
             // Stateless (2026-07-28): no session; an Mcp-Session-Id or
             // Last-Event-ID header is ignored ("Streamable HTTP",
             // "Earlier Streamable HTTP Revisions").
-            if let Err(r) = check_modern(&headers, id, method, params.as_ref()) {
+            let eras = server.options.session.eras;
+            if let Err(r) = check_modern(&headers, id, method, params.as_ref(), eras) {
                 return *r;
             }
             let use_sse = sse_ok
@@ -554,6 +583,7 @@ fn check_modern(
     id: &Value,
     method: &str,
     params: Option<&Value>,
+    eras: crate::Eras,
 ) -> Result<(), Box<Response<Body>>> {
     let bad = StatusCode::BAD_REQUEST;
     let body_version = params
@@ -613,7 +643,7 @@ fn check_modern(
             (Some(Some(_)), _) => {}
         }
     }
-    if let Some(Err(e)) = crate::modern::read_meta(params) {
+    if let Some(Err(e)) = crate::modern::read_meta(params, eras) {
         return Err(modern_error(bad, id, e.code, &e.message, e.data));
     }
     if !matches!(method, "server/discover" | "tools/list" | "tools/call") {
