@@ -1321,7 +1321,7 @@ impl Inner {
         }
         let snapshot = client.snapshot().map_err(internal)?;
         let mut tools = self.tools_of(&snapshot, true);
-        if self.state.lock().protocol == "2025-03-26" {
+        if !modern && self.state.lock().protocol == "2025-03-26" {
             // 2025-03-26 has no structured tool output ("Tools": no
             // outputSchema, no structuredContent).
             for t in &mut tools {

@@ -325,6 +325,17 @@ fn a_2025_03_26_session_gets_no_structured_output_and_no_elicitation() {
     let h = legacy_at("2025-03-26", json!({"elicitation": {}}));
     let tools = h.tools();
     assert!(tools.iter().all(|t| t.get("outputSchema").is_none()), "{tools:?}");
+    // A modern request on the same stream owes nothing to that session.
+    let modern = h.request(json!("m"), "tools/list", modern_params(json!({}), json!({})));
+    assert!(tool(modern["result"]["tools"].as_array().unwrap(), "notes.list")
+        .get("outputSchema")
+        .is_some());
+    let modern = h.request(
+        json!("c"),
+        "tools/call",
+        modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
+    );
+    assert_eq!(modern["result"]["structuredContent"], json!({"notes": ["first"]}));
     assert!(tools.iter().all(|t| t.get("inputSchema").is_some()));
     let r = h.call(1, "notes.list", json!({}));
     assert!(r["result"].get("structuredContent").is_none(), "{r}");
