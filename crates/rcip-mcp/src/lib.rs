@@ -14,7 +14,9 @@
 //!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
 //!   other method, such as `server/discover` without the modern `_meta`,
 //!   is `-32601`;
-//! - the stateless era (MCP 2026-07-28) beside it: a request whose
+//! - the stateless era (MCP 2026-07-28) beside it, when
+//!   [`McpOptions::eras`] is [`Eras::Both`] or [`Eras::Modern`] (the
+//!   default, [`Eras::Legacy`], serves sessions only): a request whose
 //!   `params._meta` names protocol version [`MCP_MODERN_REVISION`] is
 //!   served from what it carries, with or without `initialize`:
 //!   `server/discover`, `tools/list` and `tools/call`, `resultType` and
@@ -257,9 +259,9 @@ pub struct McpOptions {
     /// as one text block. Checked against the catalog when the session is
     /// created.
     pub content: ContentMap,
-    /// Which MCP eras are served: both (default: `initialize` sessions and
-    /// stateless 2026-07-28 requests) or only the stateless one
-    /// (docs/MCP.md, "The two eras").
+    /// Which MCP eras are served: legacy `initialize` sessions only
+    /// (default), both (sessions and stateless 2026-07-28 requests), or
+    /// only the stateless one (docs/MCP.md, "The two eras").
     pub eras: Eras,
 }
 
@@ -290,7 +292,7 @@ impl McpOptions {
     /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
     /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
     /// [{"type": "json" | "text" | "image" | "audio" | "resource",
-    /// "property"?: output property}]}, "eras"?: "both" | "modern"`. An
+    /// "property"?: output property}]}, "eras"?: "legacy" | "both" | "modern"`. An
     /// unknown key or a value
     /// of the wrong type is an error message.
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
@@ -354,9 +356,10 @@ impl McpOptions {
                 "content" => o.content = content::parse(v)?,
                 "eras" => {
                     o.eras = match v.as_str() {
+                        Some("legacy") => Eras::Legacy,
                         Some("both") => Eras::Both,
                         Some("modern") => Eras::Modern,
-                        _ => return Err("/eras must be \"both\" or \"modern\"".into()),
+                        _ => return Err("/eras must be \"legacy\", \"both\" or \"modern\"".into()),
                     }
                 }
                 other => {

@@ -72,11 +72,19 @@ pub fn supported_versions(eras: Eras) -> Vec<&'static str> {
 /// Which eras of MCP a session (or HTTP server) serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Eras {
-    /// Dual-era (default): `initialize` opens a legacy session, a request
-    /// with the modern `_meta` is served statelessly ("Versioning and
+    /// Legacy only (default, for now): `initialize` sessions exactly as
+    /// before; `server/discover` and every request's `_meta` are not read
+    /// as the modern era (`-32601`), so a dual-era client (the `mcp`
+    /// Python SDK's default `auto` mode probes `server/discover`) falls
+    /// back to `initialize` and keeps what only sessions have here:
+    /// `notifications/tools/list_changed` and elicitation. docs/MCP.md,
+    /// "The two eras".
+    #[default]
+    Legacy,
+    /// Dual-era: `initialize` opens a legacy session, a request with the
+    /// modern `_meta` is served statelessly ("Versioning and
     /// Compatibility", "Backward Compatibility with Initialization-Based
     /// Versions").
-    #[default]
     Both,
     /// Modern only: every request must carry the 2026-07-28 `_meta` (a
     /// request without it, `initialize` included, is `-32602` naming the
@@ -126,13 +134,17 @@ impl RequestMeta {
 }
 
 /// Reads the era of a request from its params: `None` for a legacy request
-/// (no modern protocol version in `_meta`), else its checked `_meta` or the
+/// (no modern protocol version in `_meta`, or a session of
+/// [`Eras::Legacy`]), else its checked `_meta` or the
 /// error to answer: `-32602` for a required field missing or of the wrong
 /// type and for an unknown log level ("Per-request protocol fields";
 /// "Logging", "Error Handling"), [`UNSUPPORTED_PROTOCOL_VERSION`] for a
 /// revision the session does not serve statelessly ("Versioning and
 /// Compatibility", "Protocol Version Negotiation").
 pub(crate) fn read_meta(params: Option<&Value>, eras: Eras) -> Option<Result<RequestMeta, RpcError>> {
+    if eras == Eras::Legacy {
+        return None;
+    }
     let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let Some(version) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) else {
         if eras == Eras::Modern {

@@ -308,7 +308,7 @@ fn initialize_answers_the_requested_legacy_revision_when_supported() {
 
 /// An initialized session at `revision` with `capabilities`.
 fn legacy_at(revision: &str, capabilities: Value) -> Harness {
-    let h = harness(McpOptions::from_value(&json!({"confirmation": "elicit"})).unwrap());
+    let h = harness(McpOptions::from_value(&json!({"confirmation": "elicit", "eras": "both"})).unwrap());
     let r = h.request(
         json!(0),
         "initialize",
@@ -1993,13 +1993,35 @@ fn modern_params(mut params: Value, extra_meta: Value) -> Value {
     params
 }
 
+/// Dual-era options (the default serves the legacy era only).
+fn dual() -> McpOptions {
+    McpOptions {
+        eras: Eras::Both,
+        ..McpOptions::default()
+    }
+}
+
+#[test]
+fn by_default_the_modern_meta_is_not_read_so_dual_era_clients_fall_back() {
+    let h = harness(McpOptions::default());
+    let r = h.request(json!(1), "server/discover", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(error_code(&r), METHOD_NOT_FOUND);
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+    let r = h.request(json!(2), "tools/list", json!({"_meta": meta}));
+    assert_eq!(error_code(&r), INVALID_REQUEST, "not initialized, not -32022");
+    h.init(json!({}));
+    let r = h.request(json!(3), "tools/list", json!({"_meta": modern_meta(json!({}))}));
+    assert!(r["result"].get("resultType").is_none());
+}
+
 fn server_info() -> Value {
     json!({"name": "notebook", "title": "Notebook", "version": "2.1.0"})
 }
 
 #[test]
 fn modern_discover_needs_no_initialize_and_carries_result_type_server_info_and_caching() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let r = h.request(json!(1), "server/discover", json!({"_meta": modern_meta(json!({}))}));
     assert_eq!(
         r["result"],
@@ -2023,7 +2045,7 @@ fn modern_discover_needs_no_initialize_and_carries_result_type_server_info_and_c
 
 #[test]
 fn modern_requests_with_bad_meta_are_invalid_params() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let v = "io.modelcontextprotocol/protocolVersion";
     for meta in [
         json!({v: "2026-07-28"}),
@@ -2044,7 +2066,7 @@ fn modern_requests_with_bad_meta_are_invalid_params() {
 
 #[test]
 fn an_unsupported_version_lists_the_supported_ones() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let mut meta = modern_meta(json!({}));
     meta["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
     let r = h.request(json!(1), "tools/list", json!({"_meta": meta}));
@@ -2058,7 +2080,7 @@ fn an_unsupported_version_lists_the_supported_ones() {
 
 #[test]
 fn methods_of_the_legacy_era_are_not_found_on_modern_requests() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let p =
         json!({"_meta": modern_meta(json!({})), "protocolVersion": "2025-11-25", "capabilities": {}, "level": "debug"});
     for method in ["initialize", "ping", "logging/setLevel", "resources/list"] {
@@ -2080,7 +2102,7 @@ fn methods_of_the_legacy_era_are_not_found_on_modern_requests() {
 
 #[test]
 fn a_legacy_revision_in_meta_is_served_by_the_legacy_session() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let mut meta = modern_meta(json!({}));
     meta["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
     // Not initialized: the legacy rule applies, not -32022.
@@ -2092,7 +2114,7 @@ fn a_legacy_revision_in_meta_is_served_by_the_legacy_session() {
 
 #[test]
 fn modern_tools_list_is_deterministic_with_caching_hints_and_needs_no_session() {
-    let h = harness(McpOptions::from_value(&json!({"pageSize": 4})).unwrap());
+    let h = harness(McpOptions::from_value(&json!({"pageSize": 4, "eras": "both"})).unwrap());
     let page = |id: i64, cursor: Option<&str>| {
         let mut p = modern_params(json!({}), json!({}));
         if let Some(c) = cursor {
@@ -2127,7 +2149,7 @@ fn modern_tools_list_is_deterministic_with_caching_hints_and_needs_no_session() 
 
 #[test]
 fn a_modern_call_is_complete_with_server_info_next_to_the_outcome() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let r = h.request(
         json!(1),
         "tools/call",
@@ -2153,7 +2175,7 @@ fn a_modern_call_is_complete_with_server_info_next_to_the_outcome() {
 #[test]
 fn modern_log_messages_only_with_the_requests_log_level() {
     use rcip::runtime::LogLevel;
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let call = |id: i64, extra: Value| {
         h.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                       "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), extra)}));
@@ -2183,7 +2205,7 @@ fn modern_log_messages_only_with_the_requests_log_level() {
 
 #[test]
 fn modern_progress_only_for_the_requests_own_token() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     h.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                   "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({"progressToken": 7}))}));
     let a = h.slow.lock().pop().unwrap();
@@ -2205,7 +2227,7 @@ fn modern_progress_only_for_the_requests_own_token() {
 
 #[test]
 fn cancelling_a_modern_call_cancels_it_and_sends_nothing_more() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     h.send(json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call",
                   "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({"progressToken": "p"}))}));
     let inv = h.slow.lock().pop().unwrap();
@@ -2221,7 +2243,7 @@ fn cancelling_a_modern_call_cancels_it_and_sends_nothing_more() {
 #[test]
 fn a_handler_needing_an_undeclared_capability_answers_missing_required_client_capability() {
     let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     // Declared in a legacy session: a modern request must not rely on it.
     h.init(json!({"elicitation": {"form": {}}, "sampling": {}}));
     h.take();
@@ -2259,7 +2281,10 @@ fn a_handler_needing_an_undeclared_capability_answers_missing_required_client_ca
 
 #[test]
 fn the_confirmation_opt_in_fails_closed_on_modern_requests() {
-    let h = harness(elicit());
+    let h = harness(McpOptions {
+        eras: Eras::Both,
+        ..elicit()
+    });
     let mut p = modern_params(json!({"name": "notes.purge", "arguments": {}}), json!({}));
     p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
     let r = h.request(json!(1), "tools/call", p);
@@ -2272,7 +2297,7 @@ fn the_confirmation_opt_in_fails_closed_on_modern_requests() {
 
 #[test]
 fn each_modern_request_gets_a_fresh_runtime_closed_with_its_response() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     type Built = (String, Value, rcip::runtime::Client, Binding);
     let built: Arc<Mutex<Vec<Built>>> = Arc::new(Mutex::new(Vec::new()));
     let b = built.clone();
@@ -2344,7 +2369,7 @@ fn each_modern_request_gets_a_fresh_runtime_closed_with_its_response() {
 
 #[test]
 fn a_cancelled_modern_request_closes_its_runtime_when_its_handler_ends() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     let built: Arc<Mutex<Vec<(rcip::runtime::Client, Binding)>>> = Arc::new(Mutex::new(Vec::new()));
     let slow: Arc<Mutex<Vec<Invocation>>> = Arc::new(Mutex::new(Vec::new()));
     let (b, s) = (built.clone(), slow.clone());
@@ -2373,7 +2398,7 @@ fn a_cancelled_modern_request_closes_its_runtime_when_its_handler_ends() {
 #[test]
 fn stdio_serves_both_eras_on_one_stream_with_workers() {
     // Workers: the factory and the handlers run off the reading thread.
-    let h = harness(McpOptions::from_value(&json!({"workers": 2})).unwrap());
+    let h = harness(McpOptions::from_value(&json!({"workers": 2, "eras": "both"})).unwrap());
     let builds = Arc::new(AtomicUsize::new(0));
     let kept: Arc<Mutex<Vec<Binding>>> = Arc::new(Mutex::new(Vec::new()));
     let (b, k) = (builds.clone(), kept.clone());
@@ -2427,7 +2452,7 @@ fn stdio_serves_both_eras_on_one_stream_with_workers() {
 
 #[test]
 fn a_hosts_transport_passes_headers_to_the_request_factory() {
-    let h = harness(McpOptions::default());
+    let h = harness(dual());
     type Headers = Vec<(String, String)>;
     let seen: Arc<Mutex<Vec<Headers>>> = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
@@ -2478,5 +2503,6 @@ fn a_modern_only_session_refuses_the_legacy_era_naming_its_version() {
         modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
     );
     assert_eq!(c["result"]["structuredContent"], json!({"notes": ["first"]}));
-    assert!(McpOptions::from_value(&json!({"eras": "legacy"})).is_err());
+    assert!(McpOptions::from_value(&json!({"eras": "stateless"})).is_err());
+    assert_eq!(McpOptions::default().eras, Eras::Legacy);
 }

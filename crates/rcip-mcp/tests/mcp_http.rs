@@ -778,6 +778,24 @@ fn a_loopback_bind_other_than_127_0_0_1_accepts_its_own_url() {
 
 // ---- stateless requests (MCP 2026-07-28) -------------------------------
 
+/// Dual-era options (the default serves the legacy era only).
+fn dual() -> HttpOptions {
+    HttpOptions::from_value(&json!({"eras": "both"})).unwrap()
+}
+
+#[test]
+fn by_default_a_stateless_post_is_a_legacy_one() {
+    let f = fixture(HttpOptions::default());
+    rt().block_on(async {
+        let d = modern_body(1, "server/discover", json!({}), "a");
+        let (status, _, body) = modern_post(f.addr, &d).await;
+        // The legacy answer: 400 for the unknown version header.
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_ne!(answer(&body)["error"]["code"], -32020);
+        assert_eq!(f.created.load(Ordering::SeqCst), 0);
+    });
+}
+
 fn modern_meta(client: &str) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -826,7 +844,7 @@ async fn modern_post(addr: SocketAddr, body: &Value) -> (StatusCode, hyper::Head
 
 #[test]
 fn stateless_requests_need_no_session_and_get_a_runtime_each() {
-    let f = fixture(HttpOptions::default());
+    let f = fixture(dual());
     rt().block_on(async {
         let discover = modern_body(1, "server/discover", json!({}), "ward-agent");
         let (status, headers, body) = modern_post(f.addr, &discover).await;
@@ -876,7 +894,7 @@ fn stateless_requests_need_no_session_and_get_a_runtime_each() {
 
 #[test]
 fn stateless_requests_are_checked_against_their_headers() {
-    let f = fixture(HttpOptions::default());
+    let f = fixture(dual());
     rt().block_on(async {
         let c = modern_body(1, "tools/call", json!({"name": "ward.list", "arguments": {}}), "a");
         let code = |body: &str| answer(body)["error"]["code"].clone();
@@ -960,7 +978,7 @@ fn stateless_requests_are_checked_against_their_headers() {
 
 #[test]
 fn closing_a_stateless_response_stream_cancels_the_call() {
-    let f = fixture(HttpOptions::default());
+    let f = fixture(dual());
     rt().block_on(async {
         let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
         let text = c.to_string();
@@ -1010,7 +1028,7 @@ fn closing_a_stateless_response_stream_cancels_the_call() {
 fn stateless_json_answers_keep_200_for_call_errors_and_400_for_a_missing_capability() {
     let options = HttpOptions {
         response_mode: ResponseMode::Json,
-        ..HttpOptions::default()
+        ..dual()
     };
     let f = fixture(options);
     rt().block_on(async {
@@ -1049,7 +1067,7 @@ fn stateless_json_answers_keep_200_for_call_errors_and_400_for_a_missing_capabil
 fn closing_the_connection_of_a_stateless_json_request_cancels_the_call() {
     let options = HttpOptions {
         response_mode: ResponseMode::Json,
-        ..HttpOptions::default()
+        ..dual()
     };
     let f = fixture(options);
     rt().block_on(async {

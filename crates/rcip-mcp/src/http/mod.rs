@@ -23,8 +23,9 @@
 //! - `MCP-Protocol-Version`: `2025-03-26` (also when absent), `2025-06-18`
 //!   and `2025-11-25` on any session; anything else is `400`.
 //! - Stateless requests (MCP 2026-07-28, beside the sessions on the same
-//!   endpoint): a `POST` whose request `_meta` names the modern revision
-//!   needs no session. Its `MCP-Protocol-Version`, `Mcp-Method` and (for
+//!   endpoint, when the session option `eras` is `both` or `modern`): a
+//!   `POST` whose request `_meta` names the modern revision needs no
+//!   session. Its `MCP-Protocol-Version`, `Mcp-Method` and (for
 //!   `tools/call`) `Mcp-Name` headers must match the body (`400`,
 //!   `-32020`); bad `_meta` is `400` (`-32602`, `-32022`), a method the
 //!   revision lacks `404` (`-32601`). The [`SessionFactory`] builds a

@@ -461,11 +461,11 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         );
     }
     if let jsonrpc::Incoming::Request { id, method, params } = &incoming {
-        if modern_only || is_modern(&headers, params.as_ref()) {
+        let eras = server.options.session.eras;
+        if modern_only || (eras == crate::Eras::Both && is_modern(&headers, params.as_ref())) {
             // Stateless (2026-07-28): no session; an Mcp-Session-Id or
             // Last-Event-ID header is ignored ("Streamable HTTP",
             // "Earlier Streamable HTTP Revisions").
-            let eras = server.options.session.eras;
             if let Err(r) = check_modern(&headers, id, method, params.as_ref(), eras) {
                 return *r;
             }
