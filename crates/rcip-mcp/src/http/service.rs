@@ -282,9 +282,10 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
         return r;
     }
-    // A POST's version header is checked against its body (post): a
-    // stateless request has rules of its own.
-    if *req.method() != Method::POST {
+    // With the legacy era only: before anything else, as it always was.
+    // Serving the modern era, a POST's version header is checked against
+    // its body (post): a stateless request has rules of its own.
+    if *req.method() != Method::POST || server.options.session.eras == crate::Eras::Legacy {
         if let Some(r) = legacy_version_refusal(headers) {
             return r;
         }
