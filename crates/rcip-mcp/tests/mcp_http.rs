@@ -1140,3 +1140,32 @@ fn a_modern_only_server_answers_get_and_delete_405_and_refuses_legacy_posts() {
         assert_eq!(f.created.load(Ordering::SeqCst), 1);
     });
 }
+
+#[test]
+fn shutdown_ends_stateless_requests_in_flight_and_aborts_their_calls() {
+    let f = fixture(dual());
+    // The client's runtime outlives the shutdown: its connection stays
+    // open, so it is the shutdown that ends the request.
+    let client = rt();
+    client.block_on(async {
+        let addr = f.addr;
+        tokio::spawn(async move {
+            let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+            let _ = modern_post(addr, &c).await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(f.slow.lock().len(), 1, "the handler ran");
+    assert_eq!(f.ended.load(Ordering::SeqCst), 0, "still in flight");
+    let started = Instant::now();
+    f.server.shutdown(Duration::from_millis(2000));
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+    assert_eq!(f.ended.load(Ordering::SeqCst), 1, "the request's runtime ended once");
+    let events = f.events.lock().join("\n");
+    assert!(events.contains("EXECUTION_ABORTED"), "{events}");
+    let _ = f.slow.lock().pop().unwrap().complete(json!({}));
+    drop(client);
+}
