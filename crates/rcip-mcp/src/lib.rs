@@ -9,11 +9,23 @@
 //! [`McpSession::serve_stdio`] add the stdio transport (newline-delimited
 //! messages). It implements MCP revision 2025-11-25:
 //!
-//! - lifecycle: `initialize` (any proposed revision is answered with
-//!   2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
+//! - lifecycle: `initialize` (the requested revision when it is one of
+//!   [`MCP_LEGACY_REVISIONS`], else 2025-11-25; capabilities `{"tools": {"listChanged": true}, "logging":
 //!   {}}`), `notifications/initialized`, `ping`, `logging/setLevel`; any
-//!   other method, such as a newer
-//!   client's `server/discover`, is `-32601`, so such clients fall back;
+//!   other method, such as `server/discover` without the modern `_meta`,
+//!   is `-32601`;
+//! - the stateless era (MCP 2026-07-28) beside it, when
+//!   [`McpOptions::eras`] is [`Eras::Both`] or [`Eras::Modern`] (the
+//!   default, [`Eras::Legacy`], serves sessions only): a request whose
+//!   `params._meta` names protocol version [`MCP_MODERN_REVISION`] is
+//!   served from what it carries, with or without `initialize`:
+//!   `server/discover`, `tools/list` and `tools/call`, `resultType` and
+//!   the server's identity on every result, the caching hints, the
+//!   revision's errors (`-32602` for bad `_meta`,
+//!   [`UNSUPPORTED_PROTOCOL_VERSION`],
+//!   [`MISSING_REQUIRED_CLIENT_CAPABILITY`]), log messages only at the
+//!   request's own `logLevel`, and optionally a runtime per request
+//!   ([`RequestRuntimes`], [`McpSession::set_request_runtimes`]);
 //! - `tools/list` from the current snapshot (one tool per capability: name
 //!   = capability id, annotations by effect, `_meta` with the RCIP effect,
 //!   scopes, relevance, availability and snapshot revision), optionally
@@ -51,6 +63,7 @@ mod elicit;
 #[cfg(feature = "http")]
 pub mod http;
 mod jsonrpc;
+mod modern;
 mod outbox;
 mod pool;
 mod session;
@@ -72,14 +85,31 @@ mod tests;
 pub use content::{ContentMap, ContentSource};
 #[cfg(test)]
 use jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+pub use modern::{
+    supported_versions, Eras, RequestRuntimes, RequestSetup, HEADER_MISMATCH, MCP_MODERN_REVISION,
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION, META_SERVER_INFO,
+    MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS, UNSUPPORTED_PROTOCOL_VERSION,
+};
 pub use pool::WorkerPool;
 pub use session::McpSession;
 
 use rcip::runtime::Filter;
 use serde_json::Value;
 
-/// The MCP protocol revision the session implements.
+/// The newest legacy (`initialize`-based) MCP revision the session
+/// implements: what `initialize` answers when the client asks for a
+/// revision the session does not speak.
 pub const MCP_PROTOCOL_REVISION: &str = "2025-11-25";
+
+/// The legacy MCP revisions `initialize` negotiates, newest first. A client
+/// that asks for one of them gets it; any other request gets
+/// [`MCP_PROTOCOL_REVISION`] (MCP 2025-11-25, "Lifecycle": "If the server
+/// supports the requested protocol version, it MUST respond with the same
+/// version. Otherwise, [...] the latest version supported by the server").
+/// What a session sends depends on the negotiated one: `2025-03-26` has no
+/// `outputSchema` on tools, no `structuredContent` on results and no
+/// elicitation (docs/MCP.md, "Protocol revisions").
+pub const MCP_LEGACY_REVISIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// The largest message the session reads, in bytes, unless
 /// [`McpOptions::max_message_bytes`] says otherwise (16 MiB: the default
@@ -229,6 +259,10 @@ pub struct McpOptions {
     /// as one text block. Checked against the catalog when the session is
     /// created.
     pub content: ContentMap,
+    /// Which MCP eras are served: legacy `initialize` sessions only
+    /// (default), both (sessions and stateless 2026-07-28 requests), or
+    /// only the stateless one (docs/MCP.md, "The two eras").
+    pub eras: Eras,
 }
 
 /// The keys [`McpOptions::from_value`] reads.
@@ -246,6 +280,7 @@ pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
     "maxQueuedMessages",
     "maxPendingConfirmations",
     "content",
+    "eras",
 ];
 
 impl McpOptions {
@@ -257,7 +292,8 @@ impl McpOptions {
     /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
     /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
     /// [{"type": "json" | "text" | "image" | "audio" | "resource",
-    /// "property"?: output property}]}`. An unknown key or a value
+    /// "property"?: output property}]}, "eras"?: "legacy" | "both" | "modern"`. An
+    /// unknown key or a value
     /// of the wrong type is an error message.
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
         let Value::Object(map) = value else {
@@ -318,6 +354,14 @@ impl McpOptions {
                 "maxQueuedMessages" => o.max_queued_messages = Some(count(key, v, 1, 1 << 20)?),
                 "maxPendingConfirmations" => o.max_pending_confirmations = Some(count(key, v, 1, 65536)?),
                 "content" => o.content = content::parse(v)?,
+                "eras" => {
+                    o.eras = match v.as_str() {
+                        Some("legacy") => Eras::Legacy,
+                        Some("both") => Eras::Both,
+                        Some("modern") => Eras::Modern,
+                        _ => return Err("/eras must be \"legacy\", \"both\" or \"modern\"".into()),
+                    }
+                }
                 other => {
                     return Err(format!(
                         "the MCP options have no field \"{other}\" (allowed: {})",

@@ -7,13 +7,17 @@ use super::content::{self, ContentSource};
 use super::jsonrpc::{
     self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
+use super::modern::{
+    self, RequestMeta, RequestRuntimes, RequestSetup, RpcError, META_SERVER_INFO, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS,
+};
 use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
 use super::tools::{self, Unwrapped};
 use super::{
     tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_PENDING_CONFIRMATIONS, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_WORKERS, MAX_TOOL_NAME_CHARS,
-    MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_PROTOCOL_REVISION,
+    MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_LEGACY_REVISIONS, MCP_PROTOCOL_REVISION,
 };
 use parking_lot::{Condvar, Mutex};
 use rcip::catalog::Catalog;
@@ -100,6 +104,9 @@ struct Inner {
     /// Content blocks replaced by a text note because the output property
     /// was not valid content.
     content_replaced: AtomicU64,
+    /// The host's per-request runtime factory for modern requests; `None`:
+    /// they use the session's runtime.
+    request_runtimes: Mutex<Option<Arc<dyn RequestRuntimes>>>,
 }
 
 #[derive(Default)]
@@ -108,6 +115,9 @@ struct State {
     initialized: bool,
     /// `notifications/initialized` arrived.
     ready: bool,
+    /// The legacy revision `initialize` negotiated (one of
+    /// [`MCP_LEGACY_REVISIONS`]; empty before `initialize`).
+    protocol: &'static str,
     /// The client declared form-mode elicitation.
     elicitation: bool,
     /// The client declared sampling.
@@ -143,6 +153,14 @@ struct Call {
     elicitation: Option<Value>,
     /// Our request keys of the handler's questions still open.
     asks: Vec<String>,
+    /// A modern (2026-07-28) request: what its `_meta` declared.
+    modern: Option<Arc<RequestMeta>>,
+    /// The modern request's own runtime (from the host's factory), closed
+    /// when the request ends.
+    runtime: Option<Runtime>,
+    /// Client capabilities the handler needed and the modern request did
+    /// not declare: the response is `-32021` naming them.
+    missing: Option<Map<String, Value>>,
 }
 
 /// A handler's question to the client's user (**rcip**).
@@ -275,6 +293,9 @@ struct CallContext {
     input: Arc<Value>,
     /// The user was already asked (a second confirmation is not asked).
     asked: bool,
+    /// The host surface of the runtime the call runs on (the session's,
+    /// or a modern request's own).
+    host: Host,
 }
 
 type Reply = Result<Value, (i64, String)>;
@@ -405,6 +426,7 @@ impl McpSession {
             serving: AtomicBool::new(false),
             content: content_map,
             content_replaced: AtomicU64::new(0),
+            request_runtimes: Mutex::new(None),
         });
         let subscription = inner.client.subscribe(Arc::new(Watcher(Arc::downgrade(&inner))))?;
         *inner.subscription.lock() = Some(subscription);
@@ -415,6 +437,17 @@ impl McpSession {
     /// names requests: the id's exact JSON text.
     pub fn request_key(id: &Value) -> String {
         id_key(id)
+    }
+
+    /// Gives the session a per-request runtime factory: from now on each
+    /// modern (2026-07-28) `tools/list` and `tools/call` runs on a runtime
+    /// of its own, built by `factory` and closed when its response is sent
+    /// ([`RequestRuntimes`]). Without one, modern requests use the
+    /// session's runtime. Legacy (`initialize`) requests always use the
+    /// session's runtime. Replaces an earlier factory; requests already
+    /// running keep theirs.
+    pub fn set_request_runtimes(&self, factory: Arc<dyn RequestRuntimes>) {
+        *self.inner.request_runtimes.lock() = Some(factory);
     }
 
     /// Client requests received and not answered yet (including calls
@@ -463,14 +496,23 @@ impl McpSession {
     /// returns, unless the output is busy on another thread (then that
     /// thread sends it) or the reply waits for a capability or the user.
     pub fn receive(&self, message: &[u8]) {
-        self.inner.receive(message);
+        self.inner.receive(message, &[]);
+    }
+
+    /// As [`receive`](Self::receive), for a transport of the host's own
+    /// that carries headers (an HTTP server of its own): a modern
+    /// (2026-07-28) request's per-request factory sees them in
+    /// [`RequestSetup::headers`] (pass them with lower-case names). Legacy
+    /// requests ignore them.
+    pub fn receive_with_headers(&self, message: &[u8], headers: &[(String, String)]) {
+        self.inner.receive(message, headers);
     }
 
     /// As [`receive`](Self::receive), for a message a transport already
     /// parsed and classified (`jsonrpc::classify_value`).
     #[cfg(feature = "http")]
     pub(crate) fn receive_incoming(&self, message: Incoming) {
-        self.inner.receive_incoming(message);
+        self.inner.receive_incoming(message, &[]);
     }
 
     /// Reads newline-delimited messages from `input` until it ends, passing
@@ -516,7 +558,7 @@ impl McpSession {
                 Ok(Line::Text) => {
                     let text = line.strip_suffix(b"\r").unwrap_or(&line);
                     if !text.iter().all(u8::is_ascii_whitespace) {
-                        self.inner.receive(text);
+                        self.inner.receive(text, &[]);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -635,7 +677,13 @@ impl Inner {
             return false;
         }
         let Some(call) = st.calls.get(key) else { return false };
-        let filtered = level.is_some_and(|l| l < st.log_level.unwrap_or(LogLevel::Info));
+        // A modern request gets log messages only when its `_meta` asked
+        // for them, at its own level ("Logging", "Per-request log level");
+        // a legacy one at the session's (`logging/setLevel`).
+        let filtered = level.is_some_and(|l| match &call.modern {
+            Some(m) => m.log_level.is_none_or(|min| l < min),
+            None => l < st.log_level.unwrap_or(LogLevel::Info),
+        });
         if let Some(m) = message.filter(|_| !call.cancelled && !filtered) {
             self.outbox.queue(m, Kind::Notification(Some(key.to_string())));
         }
@@ -667,6 +715,25 @@ impl Inner {
                 return Err(ElicitRefusal::Answered);
             }
             let sampling = matches!(answer, AskSink::Sample(_));
+            if let Some(call) = st.calls.get_mut(key) {
+                if let Some(meta) = &call.modern {
+                    // 2026-07-28 has no server-to-client requests (stdio:
+                    // "The server MUST NOT write JSON-RPC requests"); its
+                    // multi round-trip results are not implemented yet. A
+                    // request that did not declare the capability gets
+                    // -32021 naming it ("MissingRequiredClientCapability").
+                    let capability = if sampling { "sampling" } else { "elicitation" };
+                    if !meta.declares(capability) {
+                        call.missing
+                            .get_or_insert_with(Map::new)
+                            .insert(capability.into(), json!({}));
+                    }
+                    return Err(ElicitRefusal::Unsupported(format!(
+                        "a {} request cannot be asked for {capability}: rcip does not implement multi round-trip requests yet",
+                        modern::MCP_MODERN_REVISION
+                    )));
+                }
+            }
             if sampling && !st.sampling {
                 return Err(ElicitRefusal::Unsupported(
                     "this MCP client did not declare sampling, so it cannot be asked to sample".into(),
@@ -772,7 +839,7 @@ impl Inner {
     }
 
     fn close(&self) {
-        let (tokens, asks): (Vec<CancelToken>, Vec<Ask>) = {
+        let (tokens, asks, runtimes): (Vec<CancelToken>, Vec<Ask>, Vec<Runtime>) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
@@ -780,7 +847,13 @@ impl Inner {
             st.closed = true;
             st.elicitations.clear();
             let asks = st.asks.drain().map(|(_, a)| a).collect();
-            (st.calls.drain().filter_map(|(_, c)| c.token).collect(), asks)
+            let mut tokens = Vec::new();
+            let mut runtimes = Vec::new();
+            for (_, c) in st.calls.drain() {
+                tokens.extend(c.token);
+                runtimes.extend(c.runtime);
+            }
+            (tokens, asks, runtimes)
         };
         if !asks.is_empty() {
             // The handlers' questions: answered `cancel` on a worker.
@@ -796,23 +869,27 @@ impl Inner {
         drop(subscription);
         // Cancelling runs the tokens' on-cancel callbacks (host code): on
         // the pool, not on the transport's thread.
-        if !tokens.is_empty() {
+        if !tokens.is_empty() || !runtimes.is_empty() {
             self.dispatch_control(move || {
                 for t in tokens {
                     t.cancel();
+                }
+                // Modern requests' own runtimes end with the session.
+                for r in runtimes {
+                    r.close();
                 }
             });
         }
     }
 
-    fn receive(self: &Arc<Self>, bytes: &[u8]) {
+    fn receive(self: &Arc<Self>, bytes: &[u8], headers: &[(String, String)]) {
         if self.state.lock().closed {
             return;
         }
-        self.receive_incoming(classify(bytes, &self.limits));
+        self.receive_incoming(classify(bytes, &self.limits), headers);
     }
 
-    fn receive_incoming(self: &Arc<Self>, incoming: Incoming) {
+    fn receive_incoming(self: &Arc<Self>, incoming: Incoming, headers: &[(String, String)]) {
         if self.state.lock().closed {
             return;
         }
@@ -824,12 +901,27 @@ impl Inner {
             Incoming::Ignored => {}
             Incoming::Response { id, outcome } => self.on_response(&id, outcome),
             Incoming::Notification { method, params } => self.on_notification(&method, params),
-            Incoming::Request { id, method, params } => self.on_request(id, &method, params),
+            Incoming::Request { id, method, params } => self.on_request(id, &method, params, headers),
         }
     }
 
-    fn on_request(self: &Arc<Self>, id: Value, method: &str, params: Option<Value>) {
+    fn on_request(self: &Arc<Self>, id: Value, method: &str, params: Option<Value>, headers: &[(String, String)]) {
         let key = id_key(&id);
+        // The era: a modern protocol version in `_meta` is served
+        // statelessly (2026-07-28 "Versioning and Compatibility").
+        let modern = match modern::read_meta(params.as_ref(), self.options.eras) {
+            None => None,
+            Some(Ok(mut meta)) => {
+                meta.headers = headers.to_vec();
+                Some(Arc::new(meta))
+            }
+            Some(Err(e)) => {
+                if !self.state.lock().closed {
+                    self.send(error_data_response(&id, &e), Kind::Response(key));
+                }
+                return;
+            }
+        };
         {
             let mut st = self.state.lock();
             if st.closed {
@@ -847,7 +939,12 @@ impl Inner {
                     "Too many requests in flight: this session answers at most {} at once; retry after a response",
                     self.max_in_flight
                 );
-                self.send(error_response(&id, TOO_MANY_IN_FLIGHT, &text), Kind::Response(key));
+                let code = if modern.is_some() {
+                    MODERN_TOO_MANY_IN_FLIGHT
+                } else {
+                    TOO_MANY_IN_FLIGHT
+                };
+                self.send(error_response(&id, code, &text), Kind::Response(key));
                 return;
             }
             st.calls.insert(
@@ -858,19 +955,31 @@ impl Inner {
                     cancelled: false,
                     elicitation: None,
                     asks: Vec::new(),
+                    modern: modern.clone(),
+                    runtime: None,
+                    missing: None,
                 },
             );
+        }
+        if let Some(meta) = modern {
+            return self.on_modern_request(key, method, params, meta);
         }
         let reply = match method {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
             "logging/setLevel" => self.require_initialized().and_then(|()| self.set_log_level(params)),
-            "tools/list" => self.require_initialized().and_then(|()| self.tools_list(params)),
+            "tools/list" => self
+                .require_initialized()
+                .and_then(|()| self.tools_list(&self.client, params)),
             "tools/call" => match self.require_initialized().and_then(|()| params_object(params)) {
                 Ok(p) => {
                     // Validation, policy and handler run on a worker.
                     let inner = self.clone();
-                    self.dispatch(move || inner.tools_call(key, p));
+                    self.dispatch(move || {
+                        let client = inner.client.clone();
+                        let host = inner.host.clone();
+                        inner.tools_call(key, p, client, host)
+                    });
                     return;
                 }
                 Err(e) => Err(e),
@@ -878,6 +987,116 @@ impl Inner {
             other => Err((METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         };
         self.finish(&key, reply);
+    }
+
+    /// A modern (2026-07-28) request, already in `calls`: served from what
+    /// it carries, never from the legacy session's state.
+    fn on_modern_request(self: &Arc<Self>, key: String, method: &str, params: Option<Value>, meta: Arc<RequestMeta>) {
+        let reply = match method {
+            "server/discover" => Ok(self.discover()),
+            "tools/list" | "tools/call" => match params_object(params) {
+                Ok(p) => {
+                    // The factory (host code) and the handler: on a worker.
+                    let inner = self.clone();
+                    let method = method.to_string();
+                    self.dispatch(move || {
+                        let (client, host) = match inner.request_runtime(&key, &method, &meta) {
+                            Ok(Some(surfaces)) => surfaces,
+                            Ok(None) => return, // ended meanwhile
+                            Err(e) => return inner.finish(&key, Err(e)),
+                        };
+                        if method == "tools/call" {
+                            inner.tools_call(key, p, client, host)
+                        } else {
+                            let reply = inner.tools_list(&client, Some(Value::Object(p)));
+                            inner.finish(&key, reply)
+                        }
+                    });
+                    return;
+                }
+                Err(e) => Err(e),
+            },
+            // Not methods of 2026-07-28 (its changelog: the `initialize`
+            // handshake, `ping` and `logging/setLevel` are removed); an
+            // `initialize` without the modern `_meta` opens a legacy
+            // session as before.
+            "initialize" => Err((
+                METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: initialize is not a method of MCP {}; send it without _meta[\"{}\"] to open a session of {}",
+                    modern::MCP_MODERN_REVISION,
+                    modern::META_PROTOCOL_VERSION,
+                    super::MCP_LEGACY_REVISIONS.join(", ")
+                ),
+            )),
+            other => Err((
+                METHOD_NOT_FOUND,
+                format!("Method not found: {other} (MCP {})", modern::MCP_MODERN_REVISION),
+            )),
+        };
+        self.finish(&key, reply);
+    }
+
+    /// The client and host surfaces a modern request runs on: a fresh
+    /// runtime from the host's factory, kept in the call until it ends, or
+    /// the session's runtime when there is no factory. `Ok(None)`: the
+    /// request ended meanwhile (cancelled, session closed).
+    fn request_runtime(
+        &self,
+        key: &str,
+        method: &str,
+        meta: &RequestMeta,
+    ) -> Result<Option<(Client, Host)>, (i64, String)> {
+        let factory = self.request_runtimes.lock().clone();
+        let Some(factory) = factory else {
+            return Ok(Some((self.client.clone(), self.host.clone())));
+        };
+        let setup = RequestSetup {
+            method,
+            meta: &meta.meta,
+            headers: &meta.headers,
+        };
+        let runtime = factory.runtime(&setup).map_err(|e| {
+            (
+                INTERNAL_ERROR,
+                format!("Internal error: the request's runtime could not be built: {e}"),
+            )
+        })?;
+        let surfaces = (runtime.client(), runtime.host());
+        let mut st = self.state.lock();
+        let closed = st.closed;
+        match st.calls.get_mut(key) {
+            Some(call) if !closed && !call.cancelled => {
+                call.runtime = Some(runtime);
+                Ok(Some(surfaces))
+            }
+            _ => {
+                drop(st);
+                runtime.close();
+                Ok(None)
+            }
+        }
+    }
+
+    /// `server/discover` (2026-07-28 "Discovery"): the revisions, the
+    /// capabilities of a modern request, the server's identity (in
+    /// `_meta`, added by [`finish`](Self::finish)) and the caching hints.
+    fn discover(&self) -> Value {
+        let mut result = Map::new();
+        result.insert(
+            "supportedVersions".into(),
+            json!(modern::supported_versions(self.options.eras)),
+        );
+        // No `listChanged`: a modern client would get the change through
+        // `subscriptions/listen`, which rcip does not implement yet.
+        result.insert("capabilities".into(), json!({"tools": {}, "logging": {}}));
+        if let Some(i) = &self.instructions {
+            result.insert("instructions".into(), Value::String(i.clone()));
+        }
+        result.insert("ttlMs".into(), json!(MODERN_TTL_MS));
+        // The same for every caller.
+        result.insert("cacheScope".into(), json!("public"));
+        Value::Object(result)
     }
 
     /// Answers request `key` unless it was cancelled (then it gets no
@@ -905,16 +1124,66 @@ impl Inner {
             // No response: the transport may let the request go.
             self.send(String::new(), Kind::Abandoned(key.to_string()));
         } else {
+            let mut reply = reply.map_err(RpcError::from);
+            match &call.modern {
+                Some(_) => self.shape_modern(&mut reply, call.missing.as_ref()),
+                None => {
+                    if let Ok(Value::Object(result)) = &mut reply {
+                        if self.state.lock().protocol == "2025-03-26" {
+                            // A 2025-03-26 client reads the output from
+                            // `content` (the JSON text block): no
+                            // structured content then.
+                            result.remove("structuredContent");
+                        }
+                    }
+                }
+            }
             self.send(
                 match reply {
                     Ok(result) => jsonrpc::response(&call.id, result),
-                    Err((code, message)) => error_response(&call.id, code, &message),
+                    Err(e) => error_data_response(&call.id, &e),
                 },
                 Kind::Response(key.to_string()),
             );
             self.state.lock().replying -= 1;
         }
+        // A modern request's own runtime ends with its response (or with
+        // the request, when it was cancelled).
+        if let Some(runtime) = call.runtime {
+            runtime.close();
+        }
         self.answered.notify_all();
+    }
+
+    /// A modern request's reply as 2026-07-28 has it: a result carries
+    /// `resultType: "complete"` ("Overview", "Result Responses": "The
+    /// `result` MUST include a `resultType` field") and the server's
+    /// identity in `_meta["io.modelcontextprotocol/serverInfo"]` (SHOULD,
+    /// "Per-response protocol fields"). A handler that needed a client
+    /// capability the request did not declare turns it into `-32021`.
+    fn shape_modern(&self, reply: &mut Result<Value, RpcError>, missing: Option<&Map<String, Value>>) {
+        if let Some(missing) = missing {
+            let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+            *reply = Err(RpcError {
+                code: MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message: format!(
+                    "Missing required client capability: this call needs {} (declare it in _meta[\"{}\"])",
+                    names.join(", "),
+                    modern::META_CLIENT_CAPABILITIES
+                ),
+                data: Some(json!({"requiredCapabilities": missing})),
+            });
+            return;
+        }
+        if let Ok(Value::Object(result)) = reply {
+            result
+                .entry("resultType")
+                .or_insert_with(|| Value::String("complete".into()));
+            let meta = result.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = meta {
+                m.insert(META_SERVER_INFO.into(), self.server_info.clone());
+            }
+        }
     }
 
     fn require_initialized(&self) -> Result<(), (i64, String)> {
@@ -952,6 +1221,17 @@ impl Inner {
             Some(Value::Object(e)) => e.is_empty() || e.get("form").is_some_and(Value::is_object),
             _ => false,
         };
+        // MCP 2025-11-25, "Lifecycle" ("Version Negotiation"): the
+        // requested revision when the session speaks it, else the latest.
+        let requested = p.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+        let protocol = MCP_LEGACY_REVISIONS
+            .iter()
+            .copied()
+            .find(|v| *v == requested)
+            .unwrap_or(MCP_PROTOCOL_REVISION);
+        // Elicitation arrived in 2025-06-18: a 2025-03-26 client is never
+        // asked, whatever it declared.
+        let elicitation = elicitation && protocol != "2025-03-26";
         let baseline = self.client.snapshot().ok();
         {
             let mut st = self.state.lock();
@@ -962,6 +1242,7 @@ impl Inner {
                 ));
             }
             st.initialized = true;
+            st.protocol = protocol;
             st.elicitation = elicitation;
             st.sampling = capabilities.get("sampling").is_some_and(Value::is_object);
             if let Some(snapshot) = baseline {
@@ -969,9 +1250,7 @@ impl Inner {
             }
         }
         let mut result = Map::new();
-        // Any proposed revision is answered with the one this session
-        // speaks (MCP lifecycle, "Version Negotiation").
-        result.insert("protocolVersion".into(), Value::String(MCP_PROTOCOL_REVISION.into()));
+        result.insert("protocolVersion".into(), Value::String(protocol.into()));
         result.insert(
             "capabilities".into(),
             json!({"tools": {"listChanged": true}, "logging": {}}),
@@ -1030,15 +1309,27 @@ impl Inner {
         Value::Array(self.tools_of(snapshot, false)).to_string()
     }
 
-    fn tools_list(&self, params: Option<Value>) -> Reply {
-        let p = params_object(params)?;
+    fn tools_list(&self, client: &Client, params: Option<Value>) -> Reply {
+        let mut p = params_object(params)?;
+        let modern = p.remove("_meta").is_some_and(|m| {
+            m.get(modern::META_PROTOCOL_VERSION).and_then(Value::as_str) == Some(modern::MCP_MODERN_REVISION)
+        });
         // The last snapshot of a closed runtime stays readable, but offering
         // its tools (some still marked bound) would invite calls that fail.
-        if self.client.is_closed() {
+        if client.is_closed() {
             return Err(internal(HostError::Closed));
         }
-        let snapshot = self.client.snapshot().map_err(internal)?;
-        let tools = self.tools_of(&snapshot, true);
+        let snapshot = client.snapshot().map_err(internal)?;
+        let mut tools = self.tools_of(&snapshot, true);
+        if !modern && self.state.lock().protocol == "2025-03-26" {
+            // 2025-03-26 has no structured tool output ("Tools": no
+            // outputSchema, no structuredContent).
+            for t in &mut tools {
+                if let Value::Object(m) = t {
+                    m.remove("outputSchema");
+                }
+            }
+        }
         let start = match p.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(c)) => match (
@@ -1063,10 +1354,19 @@ impl Inner {
                 result.insert("tools".into(), Value::Array(tools));
             }
         }
+        if modern {
+            // 2026-07-28 "Caching": every `tools/list` page carries
+            // `ttlMs` and the same `cacheScope`; private, because a host's
+            // per-request runtime may offer different tools to different
+            // callers. Tools come in catalog order on every page ("Tools":
+            // deterministic order).
+            result.insert("ttlMs".into(), json!(MODERN_TTL_MS));
+            result.insert("cacheScope".into(), json!("private"));
+        }
         Ok(Value::Object(result))
     }
 
-    fn tools_call(self: &Arc<Self>, key: String, mut p: Map<String, Value>) {
+    fn tools_call(self: &Arc<Self>, key: String, mut p: Map<String, Value>, client: Client, host: Host) {
         let name = match p.remove("name") {
             Some(Value::String(n)) => n,
             _ => {
@@ -1129,6 +1429,7 @@ impl Inner {
             output_wrapped,
             input: Arc::new(input),
             asked: false,
+            host,
         };
         let weak = Arc::downgrade(self);
         let sink = move |outcome: &str| {
@@ -1141,9 +1442,7 @@ impl Inner {
             key: key.clone(),
             progress_token,
         });
-        if let Err(e) =
-            self.client
-                .invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
+        if let Err(e) = client.invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
         {
             self.finish(&key, Err(internal(e)));
         }
@@ -1159,9 +1458,9 @@ impl Inner {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            if self.pending_confirmations() > self.max_pending_confirmations {
+            if pending_confirmations(&context.host) > self.max_pending_confirmations {
                 // rcip: beyond the cap, declined through the host at once.
-                return self.resolve(&context.key, context.output_wrapped, &confirmation_id, false);
+                return self.resolve(&context, &confirmation_id, false);
             }
             if self.elicit {
                 match self.ask_user(&context, &outcome, &confirmation_id) {
@@ -1195,24 +1494,30 @@ impl Inner {
         }
     }
 
-    /// The runtime's pending confirmations (0 if it cannot say).
-    fn pending_confirmations(&self) -> usize {
-        self.host
-            .stats_json()
-            .ok()
-            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-            .and_then(|v| v.get("pendingConfirmations").and_then(Value::as_u64))
-            .map_or(0, |n| n as usize)
-    }
-
-    /// Resolves `confirmation_id` and answers the call `key` with the
-    /// outcome (the user is not asked again).
-    fn resolve(self: &Arc<Self>, key: &str, output_wrapped: bool, confirmation_id: &str, approved: bool) {
+    /// Resolves the confirmation of an elicitation (legacy calls only: on
+    /// the session's runtime) with the user's answer.
+    fn resolve_elicited(self: &Arc<Self>, e: &Elicitation, approved: bool) {
         let context = CallContext {
-            key: key.to_string(),
-            output_wrapped,
+            key: e.call.clone(),
+            output_wrapped: e.output_wrapped,
             input: Arc::new(Value::Null),
             asked: true,
+            host: self.host.clone(),
+        };
+        self.resolve(&context, &e.confirmation_id, approved);
+    }
+
+    /// Resolves `confirmation_id` on the call's runtime and answers the
+    /// call with the outcome (the user is not asked again).
+    fn resolve(self: &Arc<Self>, call: &CallContext, confirmation_id: &str, approved: bool) {
+        let key = call.key.as_str();
+        let host = call.host.clone();
+        let context = CallContext {
+            key: key.to_string(),
+            output_wrapped: call.output_wrapped,
+            input: Arc::new(Value::Null),
+            asked: true,
+            host: host.clone(),
         };
         let weak = Arc::downgrade(self);
         let sink = move |outcome: &str| {
@@ -1220,10 +1525,7 @@ impl Inner {
                 inner.on_outcome(context, outcome);
             }
         };
-        if let Err(e) = self
-            .host
-            .resolve_confirmation(confirmation_id, approved, Box::new(sink))
-        {
+        if let Err(e) = host.resolve_confirmation(confirmation_id, approved, Box::new(sink)) {
             self.finish(key, Err(internal(e)));
         }
     }
@@ -1241,6 +1543,9 @@ impl Inner {
             let mut st = self.state.lock();
             if st.closed {
                 return Err("The session is closed.");
+            }
+            if st.calls.get(&context.key).is_some_and(|c| c.modern.is_some()) {
+                return Err("This request is stateless (MCP 2026-07-28), which rcip cannot ask the user through yet.");
             }
             if !st.elicitation {
                 return Err("This MCP client does not support form elicitation, so its user cannot be asked here.");
@@ -1321,12 +1626,7 @@ impl Inner {
             jsonrpc::notification("notifications/cancelled", Some(params)),
             Kind::Notification(Some(elicitation.call.clone())),
         );
-        self.resolve(
-            &elicitation.call,
-            elicitation.output_wrapped,
-            &elicitation.confirmation_id,
-            false,
-        );
+        self.resolve_elicited(&elicitation, false);
     }
 
     fn on_response(self: &Arc<Self>, id: &Value, outcome: Result<Value, Value>) {
@@ -1364,14 +1664,7 @@ impl Inner {
         };
         // An approval re-runs the capability: on a worker.
         let inner = self.clone();
-        self.dispatch(move || {
-            inner.resolve(
-                &elicitation.call,
-                elicitation.output_wrapped,
-                &elicitation.confirmation_id,
-                approved,
-            )
-        });
+        self.dispatch(move || inner.resolve_elicited(&elicitation, approved));
     }
 
     fn on_notification(self: &Arc<Self>, method: &str, params: Option<Value>) {
@@ -1586,6 +1879,26 @@ fn elicit_answer(outcome: &Result<Value, Value>) -> ElicitAnswer {
         }),
         Some("decline") => ElicitAnswer::Decline,
         _ => ElicitAnswer::Cancel,
+    }
+}
+
+/// The pending confirmations of `host`'s runtime (0 if it cannot say).
+fn pending_confirmations(host: &Host) -> usize {
+    host.stats_json()
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v.get("pendingConfirmations").and_then(Value::as_u64))
+        .map_or(0, |n| n as usize)
+}
+
+/// An error response with the error's `data` when it has one.
+fn error_data_response(id: &Value, e: &RpcError) -> String {
+    match &e.data {
+        None => error_response(id, e.code, &e.message),
+        Some(data) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message, "data": data}})
+                .to_string()
+        }
     }
 }
 

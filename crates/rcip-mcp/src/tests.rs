@@ -253,7 +253,7 @@ fn error_code(response: &Value) -> i64 {
 // ---- lifecycle -------------------------------------------------------
 
 #[test]
-fn initialize_answers_its_own_revision_and_declares_list_changed() {
+fn initialize_answers_the_latest_revision_to_an_unknown_one_and_declares_list_changed() {
     let h = harness(McpOptions::default());
     let r = h.request(
         json!(1),
@@ -284,6 +284,83 @@ fn initialize_answers_its_own_revision_and_declares_list_changed() {
         error_code(&h.request(json!(1), "initialize", json!({"capabilities": {}}))),
         INVALID_PARAMS
     );
+}
+
+#[test]
+fn initialize_answers_the_requested_legacy_revision_when_supported() {
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("nonsense", "2025-11-25"),
+    ] {
+        let h = harness(McpOptions::default());
+        let r = h.request(
+            json!(1),
+            "initialize",
+            json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
+        );
+        assert_eq!(r["result"]["protocolVersion"], answered, "asked {asked}");
+    }
+}
+
+/// An initialized session at `revision` with `capabilities`.
+fn legacy_at(revision: &str, capabilities: Value) -> Harness {
+    let h = harness(McpOptions::from_value(&json!({"confirmation": "elicit", "eras": "both"})).unwrap());
+    let r = h.request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": revision, "capabilities": capabilities}),
+    );
+    assert_eq!(r["result"]["protocolVersion"], revision);
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    h.take();
+    h
+}
+
+#[test]
+fn a_2025_03_26_session_gets_no_structured_output_and_no_elicitation() {
+    let h = legacy_at("2025-03-26", json!({"elicitation": {}}));
+    let tools = h.tools();
+    assert!(tools.iter().all(|t| t.get("outputSchema").is_none()), "{tools:?}");
+    // A modern request on the same stream owes nothing to that session.
+    let modern = h.request(json!("m"), "tools/list", modern_params(json!({}), json!({})));
+    assert!(tool(modern["result"]["tools"].as_array().unwrap(), "notes.list")
+        .get("outputSchema")
+        .is_some());
+    let modern = h.request(
+        json!("c"),
+        "tools/call",
+        modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
+    );
+    assert_eq!(modern["result"]["structuredContent"], json!({"notes": ["first"]}));
+    assert!(tools.iter().all(|t| t.get("inputSchema").is_some()));
+    let r = h.call(1, "notes.list", json!({}));
+    assert!(r["result"].get("structuredContent").is_none(), "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"notes": ["first"]})
+    );
+    // The confirmation opt-in does not ask a 2025-03-26 client (its
+    // revision has no elicitation): the call fails closed.
+    let r = h.call(2, "notes.purge", json!({}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(h.take().iter().all(|m| m["method"] != "elicitation/create"));
+}
+
+#[test]
+fn a_2025_06_18_session_keeps_structured_output_and_elicitation() {
+    let h = legacy_at("2025-06-18", json!({"elicitation": {}}));
+    assert!(tool(&h.tools(), "notes.list").get("outputSchema").is_some());
+    let r = h.call(1, "notes.list", json!({}));
+    assert_eq!(r["result"]["structuredContent"], json!({"notes": ["first"]}));
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "notes.purge", "arguments": {}}}),
+    );
+    assert!(h.take().iter().any(|m| m["method"] == "elicitation/create"));
 }
 
 #[test]
@@ -1890,4 +1967,542 @@ fn handler_sampling_needs_the_capability_and_is_withdrawn_on_cancel() {
         .take()
         .iter()
         .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == ask["id"]));
+}
+
+// ---- the stateless era (MCP 2026-07-28) -------------------------------
+
+/// The `_meta` of a modern request declaring `capabilities`.
+fn modern_meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "modern", "version": "1"}
+    })
+}
+
+/// `params` with a modern `_meta` (its own entries, such as a progress
+/// token or a log level, added to the required ones).
+fn modern_params(mut params: Value, extra_meta: Value) -> Value {
+    let mut meta = modern_meta(json!({}));
+    if let Value::Object(extra) = extra_meta {
+        for (k, v) in extra {
+            meta[k] = v;
+        }
+    }
+    params["_meta"] = meta;
+    params
+}
+
+/// Dual-era options (the default serves the legacy era only).
+fn dual() -> McpOptions {
+    McpOptions {
+        eras: Eras::Both,
+        ..McpOptions::default()
+    }
+}
+
+#[test]
+fn by_default_the_modern_meta_is_not_read_so_dual_era_clients_fall_back() {
+    let h = harness(McpOptions::default());
+    let r = h.request(json!(1), "server/discover", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(error_code(&r), METHOD_NOT_FOUND);
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+    let r = h.request(json!(2), "tools/list", json!({"_meta": meta}));
+    assert_eq!(error_code(&r), INVALID_REQUEST, "not initialized, not -32022");
+    h.init(json!({}));
+    let r = h.request(json!(3), "tools/list", json!({"_meta": modern_meta(json!({}))}));
+    assert!(r["result"].get("resultType").is_none());
+}
+
+fn server_info() -> Value {
+    json!({"name": "notebook", "title": "Notebook", "version": "2.1.0"})
+}
+
+#[test]
+fn modern_discover_needs_no_initialize_and_carries_result_type_server_info_and_caching() {
+    let h = harness(dual());
+    let r = h.request(json!(1), "server/discover", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(
+        r["result"],
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
+            "capabilities": {"tools": {}, "logging": {}},
+            "instructions": "A notebook for tests.",
+            "ttlMs": 0,
+            "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": server_info()}
+        })
+    );
+    // Without the modern `_meta` it is no legacy method (the stdio probe
+    // of a dual-era client gets an error and falls back, or uses modern).
+    assert_eq!(
+        error_code(&h.request(json!(2), "server/discover", json!({}))),
+        METHOD_NOT_FOUND
+    );
+}
+
+#[test]
+fn modern_requests_with_bad_meta_are_invalid_params() {
+    let h = harness(dual());
+    let v = "io.modelcontextprotocol/protocolVersion";
+    for meta in [
+        json!({v: "2026-07-28"}),
+        json!({v: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": []}),
+        json!({v: 20260728, "io.modelcontextprotocol/clientCapabilities": {}}),
+        json!({v: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/logLevel": "loud"}),
+        json!({v: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": "me"}),
+    ] {
+        for method in ["server/discover", "tools/list", "tools/call"] {
+            let r = h.request(json!(1), method, json!({"name": "notes.list", "_meta": meta}));
+            assert_eq!(error_code(&r), INVALID_PARAMS, "{method} {meta}");
+        }
+    }
+    assert_eq!(h.session.in_flight(), 0);
+}
+
+#[test]
+fn an_unsupported_version_lists_the_supported_ones() {
+    let h = harness(dual());
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+    let r = h.request(json!(1), "tools/list", json!({"_meta": meta}));
+    assert_eq!(r["error"]["code"], UNSUPPORTED_PROTOCOL_VERSION);
+    assert_eq!(r["error"]["code"], -32022);
+    assert_eq!(
+        r["error"]["data"],
+        json!({"supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"], "requested": "1900-01-01"})
+    );
+}
+
+#[test]
+fn methods_of_the_legacy_era_are_not_found_on_modern_requests() {
+    let h = harness(dual());
+    let p =
+        json!({"_meta": modern_meta(json!({})), "protocolVersion": "2025-11-25", "capabilities": {}, "level": "debug"});
+    for method in ["initialize", "ping", "logging/setLevel", "resources/list"] {
+        assert_eq!(
+            error_code(&h.request(json!(method), method, p.clone())),
+            METHOD_NOT_FOUND,
+            "{method}"
+        );
+    }
+    // The modern initialize opened no session: tools need one on legacy
+    // requests, and an initialize without the modern _meta opens it.
+    assert_eq!(
+        error_code(&h.request(json!(2), "tools/list", json!({}))),
+        INVALID_REQUEST
+    );
+    assert_eq!(h.init(json!({}))["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(h.request(json!(3), "ping", json!({}))["result"], json!({}));
+}
+
+#[test]
+fn a_legacy_revision_in_meta_is_served_by_the_legacy_session() {
+    let h = harness(dual());
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    // Not initialized: the legacy rule applies, not -32022.
+    assert_eq!(
+        error_code(&h.request(json!(1), "tools/list", json!({"_meta": meta}))),
+        INVALID_REQUEST
+    );
+}
+
+#[test]
+fn modern_tools_list_is_deterministic_with_caching_hints_and_needs_no_session() {
+    let h = harness(McpOptions::from_value(&json!({"pageSize": 4, "eras": "both"})).unwrap());
+    let page = |id: i64, cursor: Option<&str>| {
+        let mut p = modern_params(json!({}), json!({}));
+        if let Some(c) = cursor {
+            p["cursor"] = json!(c);
+        }
+        h.request(json!(id), "tools/list", p)["result"].clone()
+    };
+    let first = page(1, None);
+    assert_eq!(first["resultType"], "complete");
+    assert_eq!(first["ttlMs"], 0);
+    assert_eq!(first["cacheScope"], "private");
+    assert_eq!(first["_meta"]["io.modelcontextprotocol/serverInfo"], server_info());
+    let second = page(2, first["nextCursor"].as_str());
+    assert_eq!(second["cacheScope"], "private");
+    assert!(second.get("nextCursor").is_none());
+    let names: Vec<Value> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["tools"].as_array().unwrap())
+        .map(|t| t["name"].clone())
+        .collect();
+    let catalog_order: Vec<Value> = catalog().capabilities().iter().map(|c| json!(c.id)).collect();
+    assert_eq!(names, catalog_order);
+    assert_eq!(page(3, None), first);
+    // A legacy tools/list (after initialize) has no modern fields.
+    h.init(json!({}));
+    let legacy = h.request(json!(4), "tools/list", json!({}));
+    assert!(legacy["result"].get("resultType").is_none());
+    assert!(legacy["result"].get("ttlMs").is_none());
+}
+
+#[test]
+fn a_modern_call_is_complete_with_server_info_next_to_the_outcome() {
+    let h = harness(dual());
+    let r = h.request(
+        json!(1),
+        "tools/call",
+        modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
+    );
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["structuredContent"], json!({"notes": ["first"]}));
+    assert_eq!(result["_meta"]["rcip/outcome"]["status"], "succeeded");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], server_info());
+    // An unknown tool is still -32602.
+    let r = h.request(
+        json!(2),
+        "tools/call",
+        modern_params(json!({"name": "nope"}), json!({})),
+    );
+    assert_eq!(error_code(&r), INVALID_PARAMS);
+    // A legacy call result has no resultType.
+    h.init(json!({}));
+    assert!(h.call(3, "notes.list", json!({}))["result"].get("resultType").is_none());
+}
+
+#[test]
+fn modern_log_messages_only_with_the_requests_log_level() {
+    use rcip::runtime::LogLevel;
+    let h = harness(dual());
+    let call = |id: i64, extra: Value| {
+        h.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), extra)}));
+        h.slow.lock().pop().expect("the handler ran")
+    };
+    // No logLevel: nothing, whatever the level (MUST NOT).
+    let inv = call(1, json!({}));
+    inv.log(LogLevel::Emergency, None, &json!("x")).unwrap();
+    inv.complete(json!({})).unwrap();
+    let sent = h.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["id"], 1);
+    // logLevel warning: warning and above, before the response.
+    let inv = call(2, json!({"io.modelcontextprotocol/logLevel": "warning"}));
+    inv.log(LogLevel::Info, None, &json!("filtered")).unwrap();
+    inv.log(LogLevel::Warning, Some("nb"), &json!("sent")).unwrap();
+    inv.complete(json!({})).unwrap();
+    let sent = h.take();
+    assert_eq!(
+        sent[0],
+        json!({"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "warning", "logger": "nb", "data": "sent"}})
+    );
+    assert_eq!(sent[1]["id"], 2);
+    assert_eq!(sent.len(), 2);
+}
+
+#[test]
+fn modern_progress_only_for_the_requests_own_token() {
+    let h = harness(dual());
+    h.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({"progressToken": 7}))}));
+    let a = h.slow.lock().pop().unwrap();
+    h.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({}))}));
+    let b = h.slow.lock().pop().unwrap();
+    b.report_progress(1.0, None, None).unwrap();
+    a.report_progress(1.0, Some(2.0), None).unwrap();
+    b.complete(json!({})).unwrap();
+    a.complete(json!({})).unwrap();
+    let sent = h.take();
+    assert_eq!(
+        sent[0],
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": 1, "total": 2}})
+    );
+    assert_eq!((sent[1]["id"].clone(), sent[2]["id"].clone()), (json!(2), json!(1)));
+    assert_eq!(sent.len(), 3, "{sent:?}");
+}
+
+#[test]
+fn cancelling_a_modern_call_cancels_it_and_sends_nothing_more() {
+    let h = harness(dual());
+    h.send(json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call",
+                  "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({"progressToken": "p"}))}));
+    let inv = h.slow.lock().pop().unwrap();
+    assert!(!inv.is_cancelled());
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c"}}));
+    assert!(inv.is_cancelled());
+    inv.report_progress(1.0, None, None).unwrap();
+    let _ = inv.complete(json!({}));
+    assert!(h.take().is_empty());
+    assert_eq!(h.session.in_flight(), 0);
+}
+
+#[test]
+fn a_handler_needing_an_undeclared_capability_answers_missing_required_client_capability() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let h = harness(dual());
+    // Declared in a legacy session: a modern request must not rely on it.
+    h.init(json!({"elicitation": {"form": {}}, "sampling": {}}));
+    h.take();
+    h.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({}))}));
+    let inv = h.slow.lock().pop().unwrap();
+    assert!(matches!(
+        inv.elicit("n?", &schema, Box::new(|_| {})),
+        Err(HostError::Unsupported(_))
+    ));
+    inv.complete(json!({})).unwrap();
+    let sent = h.take();
+    assert_eq!(sent.len(), 1, "no server-to-client request: {sent:?}");
+    assert_eq!(sent[0]["error"]["code"], MISSING_REQUIRED_CLIENT_CAPABILITY);
+    assert_eq!(sent[0]["error"]["code"], -32021);
+    assert_eq!(
+        sent[0]["error"]["data"],
+        json!({"requiredCapabilities": {"elicitation": {}}})
+    );
+    // Declared on the request: still no request to the client (multi
+    // round-trip results are not implemented), the handler decides.
+    let mut p = modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({}));
+    p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}, "sampling": {}});
+    h.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": p}));
+    let inv = h.slow.lock().pop().unwrap();
+    assert!(matches!(
+        inv.elicit("n?", &schema, Box::new(|_| {})),
+        Err(HostError::Unsupported(_))
+    ));
+    inv.complete(json!({"ok": true})).unwrap();
+    let sent = h.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["result"]["structuredContent"], json!({"ok": true}));
+}
+
+#[test]
+fn the_confirmation_opt_in_fails_closed_on_modern_requests() {
+    let h = harness(McpOptions {
+        eras: Eras::Both,
+        ..elicit()
+    });
+    let mut p = modern_params(json!({"name": "notes.purge", "arguments": {}}), json!({}));
+    p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let r = h.request(json!(1), "tools/call", p);
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["_meta"]["rcip/outcome"]["status"], "confirmation_required");
+    assert!(h.take().iter().all(|m| m.get("method").is_none()));
+    assert!(!h.purged.load(Ordering::SeqCst));
+}
+
+#[test]
+fn each_modern_request_gets_a_fresh_runtime_closed_with_its_response() {
+    let h = harness(dual());
+    type Built = (String, Value, rcip::runtime::Client, Binding);
+    let built: Arc<Mutex<Vec<Built>>> = Arc::new(Mutex::new(Vec::new()));
+    let b = built.clone();
+    let factory = move |setup: &RequestSetup<'_>| -> Result<Runtime, String> {
+        // Each request's runtime: its own binding and its own state.
+        let runtime = RuntimeBuilder::new(&catalog()).build();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let binding = runtime
+            .host()
+            .bind(
+                "notes.list",
+                Arc::new(move |inv: Invocation| {
+                    let n = c.fetch_add(1, Ordering::SeqCst) + 1;
+                    inv.complete(json!({"notes": [format!("call {n} of this runtime")]}))
+                        .unwrap()
+                }),
+                None,
+            )
+            .unwrap();
+        let client = setup.meta["io.modelcontextprotocol/clientInfo"]["name"].clone();
+        b.lock()
+            .push((setup.method.to_string(), client, runtime.client(), binding));
+        Ok(runtime)
+    };
+    h.session.set_request_runtimes(Arc::new(factory));
+    for id in 1..=2 {
+        let r = h.request(
+            json!(id),
+            "tools/call",
+            modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
+        );
+        // Nothing of the first request is seen by the second.
+        assert_eq!(
+            r["result"]["structuredContent"],
+            json!({"notes": ["call 1 of this runtime"]})
+        );
+    }
+    let list = h.request(json!(3), "tools/list", modern_params(json!({}), json!({})));
+    assert_eq!(list["result"]["resultType"], "complete");
+    {
+        let built = built.lock();
+        assert_eq!(built.len(), 3);
+        assert_eq!(built[0].0, "tools/call");
+        assert_eq!(built[2].0, "tools/list");
+        assert_eq!(built[0].1, "modern");
+        assert!(
+            built.iter().all(|(_, _, r, _)| r.is_closed()),
+            "closed with the response"
+        );
+    }
+    // discover needs no runtime; legacy requests use the session's.
+    h.request(json!(4), "server/discover", modern_params(json!({}), json!({})));
+    h.init(json!({}));
+    assert_eq!(
+        h.call(5, "notes.list", json!({}))["result"]["structuredContent"],
+        json!({"notes": ["first"]})
+    );
+    assert_eq!(built.lock().len(), 3);
+    // A factory that refuses: -32603 with its message.
+    h.session
+        .set_request_runtimes(Arc::new(|_: &RequestSetup<'_>| -> Result<Runtime, String> {
+            Err("no token".into())
+        }));
+    let r = h.request(json!(6), "tools/list", modern_params(json!({}), json!({})));
+    assert_eq!(error_code(&r), INTERNAL_ERROR);
+    assert!(r["error"]["message"].as_str().unwrap().contains("no token"));
+}
+
+#[test]
+fn a_cancelled_modern_request_closes_its_runtime_when_its_handler_ends() {
+    let h = harness(dual());
+    let built: Arc<Mutex<Vec<(rcip::runtime::Client, Binding)>>> = Arc::new(Mutex::new(Vec::new()));
+    let slow: Arc<Mutex<Vec<Invocation>>> = Arc::new(Mutex::new(Vec::new()));
+    let (b, s) = (built.clone(), slow.clone());
+    h.session
+        .set_request_runtimes(Arc::new(move |_: &RequestSetup<'_>| -> Result<Runtime, String> {
+            let runtime = RuntimeBuilder::new(&catalog()).build();
+            let s = s.clone();
+            let binding = runtime
+                .host()
+                .bind("notes.slow", Arc::new(move |inv: Invocation| s.lock().push(inv)), None)
+                .unwrap();
+            b.lock().push((runtime.client(), binding));
+            Ok(runtime)
+        }));
+    h.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({}))}));
+    let inv = slow.lock().pop().unwrap();
+    assert!(!built.lock()[0].0.is_closed());
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
+    assert!(inv.is_cancelled());
+    let _ = inv.complete(json!({}));
+    assert!(built.lock()[0].0.is_closed());
+    assert!(h.take().is_empty());
+}
+
+#[test]
+fn stdio_serves_both_eras_on_one_stream_with_workers() {
+    // Workers: the factory and the handlers run off the reading thread.
+    let h = harness(McpOptions::from_value(&json!({"workers": 2, "eras": "both"})).unwrap());
+    let builds = Arc::new(AtomicUsize::new(0));
+    let kept: Arc<Mutex<Vec<Binding>>> = Arc::new(Mutex::new(Vec::new()));
+    let (b, k) = (builds.clone(), kept.clone());
+    h.session
+        .set_request_runtimes(Arc::new(move |_: &RequestSetup<'_>| -> Result<Runtime, String> {
+            b.fetch_add(1, Ordering::SeqCst);
+            let runtime = RuntimeBuilder::new(&catalog()).build();
+            let binding = runtime
+                .host()
+                .bind(
+                    "notes.list",
+                    Arc::new(|inv: Invocation| inv.complete(json!({"notes": ["per request"]})).unwrap()),
+                    None,
+                )
+                .unwrap();
+            k.lock().push(binding);
+            Ok(runtime)
+        }));
+    let line = |v: Value| format!("{v}\n");
+    let mut input = String::new();
+    input += &line(json!({"jsonrpc": "2.0", "id": "d", "method": "server/discover",
+                          "params": {"_meta": modern_meta(json!({}))}}));
+    input += &line(json!({"jsonrpc": "2.0", "id": "m", "method": "tools/call",
+                          "params": modern_params(json!({"name": "notes.list", "arguments": {}}), json!({}))}));
+    input += &line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                          "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}));
+    input += &line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    input += &line(json!({"jsonrpc": "2.0", "id": "l", "method": "tools/call",
+                          "params": {"name": "notes.list", "arguments": {}}}));
+    h.session.serve(std::io::Cursor::new(input)).unwrap();
+    let sent = h.take();
+    let by_id = |id: Value| {
+        sent.iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {sent:?}"))
+    };
+    assert_eq!(by_id(json!("d"))["result"]["resultType"], "complete");
+    assert_eq!(
+        by_id(json!("m"))["result"]["structuredContent"],
+        json!({"notes": ["per request"]})
+    );
+    assert_eq!(by_id(json!(0))["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        by_id(json!("l"))["result"]["structuredContent"],
+        json!({"notes": ["first"]})
+    );
+    assert!(by_id(json!("l"))["result"].get("resultType").is_none());
+    assert_eq!(builds.load(Ordering::SeqCst), 1);
+    assert_eq!(sent.len(), 4, "{sent:?}");
+}
+
+#[test]
+fn a_hosts_transport_passes_headers_to_the_request_factory() {
+    let h = harness(dual());
+    type Headers = Vec<(String, String)>;
+    let seen: Arc<Mutex<Vec<Headers>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    h.session
+        .set_request_runtimes(Arc::new(move |setup: &RequestSetup<'_>| -> Result<Runtime, String> {
+            s.lock().push(setup.headers.to_vec());
+            Ok(RuntimeBuilder::new(&catalog()).build())
+        }));
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": modern_params(json!({}), json!({}))});
+    let headers = vec![("authorization".to_string(), "Bearer t".to_string())];
+    h.session.receive_with_headers(body.to_string().as_bytes(), &headers);
+    h.session
+        .receive(body.to_string().replace("\"id\":1", "\"id\":2").as_bytes());
+    assert_eq!(*seen.lock(), vec![headers, Vec::new()]);
+    assert_eq!(h.take().len(), 2);
+}
+
+#[test]
+fn a_modern_only_session_refuses_the_legacy_era_naming_its_version() {
+    let h = harness(McpOptions::from_value(&json!({"eras": "modern"})).unwrap());
+    // initialize (and any request without the modern _meta): -32602 that
+    // names the one revision spoken; no session opens.
+    let r = h.request(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+    );
+    assert_eq!(error_code(&r), INVALID_PARAMS);
+    assert!(r["error"]["message"].as_str().unwrap().contains("2026-07-28"), "{r}");
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(
+        error_code(&h.request(json!(2), "tools/list", json!({}))),
+        INVALID_PARAMS
+    );
+    // A legacy revision in _meta is unsupported here.
+    let mut meta = modern_meta(json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let r = h.request(json!(3), "tools/list", json!({"_meta": meta}));
+    assert_eq!(r["error"]["code"], UNSUPPORTED_PROTOCOL_VERSION);
+    assert_eq!(r["error"]["data"]["supported"], json!(["2026-07-28"]));
+    // Modern requests work; discover lists only the modern revision.
+    let d = h.request(json!(4), "server/discover", modern_params(json!({}), json!({})));
+    assert_eq!(d["result"]["supportedVersions"], json!(["2026-07-28"]));
+    let c = h.request(
+        json!(5),
+        "tools/call",
+        modern_params(json!({"name": "notes.list", "arguments": {}}), json!({})),
+    );
+    assert_eq!(c["result"]["structuredContent"], json!({"notes": ["first"]}));
+    assert!(McpOptions::from_value(&json!({"eras": "stateless"})).is_err());
+    assert_eq!(McpOptions::default().eras, Eras::Legacy);
 }

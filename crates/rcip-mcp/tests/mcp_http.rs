@@ -775,3 +775,397 @@ fn a_loopback_bind_other_than_127_0_0_1_accepts_its_own_url() {
         assert_eq!(send(addr, req).await.status(), StatusCode::OK);
     });
 }
+
+// ---- stateless requests (MCP 2026-07-28) -------------------------------
+
+/// Dual-era options (the default serves the legacy era only).
+fn dual() -> HttpOptions {
+    HttpOptions::from_value(&json!({"eras": "both"})).unwrap()
+}
+
+#[test]
+fn by_default_a_stateless_post_is_a_legacy_one() {
+    let f = fixture(HttpOptions::default());
+    rt().block_on(async {
+        let d = modern_body(1, "server/discover", json!({}), "a");
+        let (status, _, body) = modern_post(f.addr, &d).await;
+        // The legacy answer: 400 for the unknown version header.
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_ne!(answer(&body)["error"]["code"], -32020);
+        assert_eq!(f.created.load(Ordering::SeqCst), 0);
+    });
+}
+
+fn modern_meta(client: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"}
+    })
+}
+
+fn modern_body(id: u64, method: &str, mut params: Value, client: &str) -> Value {
+    params["_meta"] = modern_meta(client);
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// POSTs `body` with the given extra headers (name, value); returns the
+/// status, every response header and the body.
+async fn post_with(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> (StatusCode, hyper::HeaderMap, String) {
+    let text = body.to_string();
+    let mut b = request(addr, "POST", None, &text);
+    for (n, v) in headers {
+        b = b.header(*n, *v);
+    }
+    let resp = send(addr, b.body(Full::new(Bytes::from(text))).unwrap()).await;
+    let status = resp.status();
+    let h = resp.headers().clone();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, h, String::from_utf8(body.to_vec()).unwrap())
+}
+
+/// The headers a conforming modern client sends for `body`.
+fn mirrored(body: &Value) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("mcp-protocol-version", "2026-07-28".to_string()),
+        ("mcp-method", body["method"].as_str().unwrap().to_string()),
+    ];
+    if let Some(name) = body.pointer("/params/name").and_then(Value::as_str) {
+        h.push(("mcp-name", name.to_string()));
+    }
+    h
+}
+
+async fn modern_post(addr: SocketAddr, body: &Value) -> (StatusCode, hyper::HeaderMap, String) {
+    let h = mirrored(body);
+    let refs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    post_with(addr, &refs, body).await
+}
+
+#[test]
+fn stateless_requests_need_no_session_and_get_a_runtime_each() {
+    let f = fixture(dual());
+    rt().block_on(async {
+        let discover = modern_body(1, "server/discover", json!({}), "ward-agent");
+        let (status, headers, body) = modern_post(f.addr, &discover).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(headers.get("mcp-session-id").is_none(), "no session id minted");
+        let r = answer(&body);
+        assert_eq!(r["result"]["resultType"], "complete");
+        assert_eq!(r["result"]["supportedVersions"][0], "2026-07-28");
+        assert_eq!(
+            r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "clinic"
+        );
+        // Each request's runtime comes from the factory, with the
+        // request's clientInfo (the ward agent's context), and ends with
+        // the response; an inbound Mcp-Session-Id is ignored.
+        let list = modern_body(2, "tools/list", json!({}), "ward-agent");
+        let mut h = mirrored(&list);
+        h.push(("mcp-session-id", "0123456789abcdef0123456789abcdef".into()));
+        let refs: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let (status, _, body) = post_with(f.addr, &refs, &list).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let r = answer(&body);
+        assert_eq!(r["result"]["tools"][0]["_meta"]["rcip/relevance"], "current");
+        assert_eq!(r["result"]["cacheScope"], "private");
+        let other = modern_body(3, "tools/list", json!({}), "desk-agent");
+        let (_, _, body) = modern_post(f.addr, &other).await;
+        assert_eq!(answer(&body)["result"]["tools"][0]["_meta"]["rcip/relevance"], "other");
+        // A call answered as SSE: no priming event, no buffering by proxies.
+        let c = modern_body(4, "tools/call", json!({"name": "ward.list", "arguments": {}}), "a");
+        let (status, headers, body) = modern_post(f.addr, &c).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers.get("content-type").unwrap(), "text/event-stream");
+        assert_eq!(headers.get("x-accel-buffering").unwrap(), "no");
+        let messages = sse_messages(&body);
+        assert_eq!(messages.len(), 1, "{body}");
+        assert_eq!(messages[0]["result"]["structuredContent"], json!({"beds": 3}));
+        assert!(!body.contains("data: \n"), "no priming event: {body}");
+        assert_eq!(f.created.load(Ordering::SeqCst), 4);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.ended.load(Ordering::SeqCst) < 4 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(f.ended.load(Ordering::SeqCst), 4, "every request's runtime ended");
+        assert!(f.server.sessions().is_empty(), "no session was created");
+    });
+}
+
+#[test]
+fn stateless_requests_are_checked_against_their_headers() {
+    let f = fixture(dual());
+    rt().block_on(async {
+        let c = modern_body(1, "tools/call", json!({"name": "ward.list", "arguments": {}}), "a");
+        let code = |body: &str| answer(body)["error"]["code"].clone();
+        // Header missing, or not what the body says: 400 HeaderMismatch.
+        for headers in [
+            vec![("mcp-method", "tools/call"), ("mcp-name", "ward.list")],
+            vec![
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "ward.list"),
+            ],
+            vec![("mcp-protocol-version", "2026-07-28"), ("mcp-name", "ward.list")],
+            vec![
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/list"),
+                ("mcp-name", "ward.list"),
+            ],
+            vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call")],
+            vec![
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "ward.slow"),
+            ],
+        ] {
+            let (status, _, body) = post_with(f.addr, &headers, &c).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{headers:?}: {body}");
+            assert_eq!(code(&body), -32020, "{headers:?}: {body}");
+            assert_eq!(answer(&body)["id"], 1);
+        }
+        // The Base64 sentinel form of Mcp-Name is decoded first.
+        let (status, _, body) = post_with(
+            f.addr,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "=?base64?d2FyZC5saXN0?="),
+            ],
+            &c,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        // An unsupported version: 400 with the supported ones.
+        let mut old = c.clone();
+        old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
+        let (status, _, body) = post_with(
+            f.addr,
+            &[
+                ("mcp-protocol-version", "1900-01-01"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "ward.list"),
+            ],
+            &old,
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(code(&body), -32022);
+        assert_eq!(answer(&body)["error"]["data"]["requested"], "1900-01-01");
+        // Required _meta missing: 400 -32602.
+        let mut bare = c.clone();
+        bare["params"]["_meta"]
+            .as_object_mut()
+            .unwrap()
+            .remove("io.modelcontextprotocol/clientCapabilities");
+        let (status, _, body) = modern_post(f.addr, &bare).await;
+        assert_eq!(
+            (status, code(&body)),
+            (StatusCode::BAD_REQUEST, json!(-32602)),
+            "{body}"
+        );
+        // A method the revision does not have: 404 -32601.
+        let ping = modern_body(2, "ping", json!({}), "a");
+        let (status, _, body) = modern_post(f.addr, &ping).await;
+        assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, json!(-32601)), "{body}");
+        // Nothing was built for any of them but the one good call.
+        assert_eq!(f.created.load(Ordering::SeqCst), 1);
+        // Legacy sessions are untouched: initialize still opens one.
+        let sid = initialize(f.addr, "legacy").await;
+        assert_eq!(sid.len(), 32);
+    });
+}
+
+#[test]
+fn closing_a_stateless_response_stream_cancels_the_call() {
+    let f = fixture(dual());
+    rt().block_on(async {
+        let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        let text = c.to_string();
+        let mut b = request(f.addr, "POST", None, &text);
+        for (n, v) in mirrored(&c) {
+            b = b.header(n, v);
+        }
+        let stream = tokio::net::TcpStream::connect(f.addr).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        let conn = tokio::spawn(conn);
+        let resp = sender
+            .send_request(b.body(Full::new(Bytes::from(text))).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let inv = f.slow.lock().pop().expect("the handler ran");
+        assert!(!inv.is_cancelled());
+        // The client goes away: the connection closes.
+        drop(resp);
+        drop(sender);
+        conn.abort();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !inv.is_cancelled() && Instant::now() < deadline {
+            // A report makes the server write, so it sees the closed socket.
+            let _ = inv.report_progress(1.0 + deadline.elapsed().as_secs_f64(), None, None);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            inv.is_cancelled(),
+            "closing the stream cancelled the call (ended: {})",
+            f.ended.load(Ordering::SeqCst)
+        );
+        while f.ended.load(Ordering::SeqCst) < 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(f.ended.load(Ordering::SeqCst), 1, "its runtime ended");
+    });
+}
+
+#[test]
+fn stateless_json_answers_keep_200_for_call_errors_and_400_for_a_missing_capability() {
+    let options = HttpOptions {
+        response_mode: ResponseMode::Json,
+        ..dual()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        // An unknown tool is a -32602 answer, not a refused request.
+        let c = modern_body(1, "tools/call", json!({"name": "ward.nope", "arguments": {}}), "a");
+        let (status, headers, body) = modern_post(f.addr, &c).await;
+        assert_eq!(headers.get("content-type").unwrap(), "application/json");
+        assert_eq!(
+            (status, answer(&body)["error"]["code"].clone()),
+            (StatusCode::OK, json!(-32602)),
+            "{body}"
+        );
+        // A handler that needs elicitation the request did not declare.
+        let addr = f.addr;
+        let slow = modern_body(2, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        let pending = tokio::spawn(async move { modern_post(addr, &slow).await });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let inv = f.slow.lock().pop().expect("the handler ran");
+        let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        assert!(inv.elicit("ok?", &schema, Box::new(|_| {})).is_err());
+        inv.complete(json!({})).unwrap();
+        let (status, _, body) = pending.await.unwrap();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(answer(&body)["error"]["code"], -32021);
+        assert_eq!(
+            answer(&body)["error"]["data"]["requiredCapabilities"],
+            json!({"elicitation": {}})
+        );
+    });
+}
+
+#[test]
+fn closing_the_connection_of_a_stateless_json_request_cancels_the_call() {
+    let options = HttpOptions {
+        response_mode: ResponseMode::Json,
+        ..dual()
+    };
+    let f = fixture(options);
+    rt().block_on(async {
+        let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        let text = c.to_string();
+        let mut b = request(f.addr, "POST", None, &text);
+        for (n, v) in mirrored(&c) {
+            b = b.header(n, v);
+        }
+        let stream = tokio::net::TcpStream::connect(f.addr).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        let conn = tokio::spawn(conn);
+        let pending = tokio::spawn(async move {
+            let _ = sender.send_request(b.body(Full::new(Bytes::from(text))).unwrap()).await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let inv = f.slow.lock().pop().expect("the handler ran");
+        pending.abort();
+        conn.abort();
+        while !inv.is_cancelled() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(inv.is_cancelled(), "the connection closed: the call is cancelled");
+    });
+}
+
+#[test]
+fn a_modern_only_server_answers_get_and_delete_405_and_refuses_legacy_posts() {
+    let options = HttpOptions::from_value(&json!({"eras": "modern"})).unwrap();
+    let f = fixture(options);
+    rt().block_on(async {
+        for method in ["GET", "DELETE"] {
+            let req = request(f.addr, method, Some("0123456789abcdef0123456789abcdef"), "")
+                .header("mcp-protocol-version", "2026-07-28")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let resp = send(f.addr, req).await;
+            assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
+            assert_eq!(resp.headers().get("allow").unwrap(), "POST");
+        }
+        // A legacy client's initialize: 400, naming the revision spoken.
+        let (status, sid, body) = post(
+            f.addr,
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(sid.is_none());
+        assert!(body.contains("2026-07-28"), "{body}");
+        // A notification: 400.
+        let (status, _, _) = post(
+            f.addr,
+            None,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        // A modern request is served.
+        let d = modern_body(1, "server/discover", json!({}), "a");
+        let (status, _, body) = modern_post(f.addr, &d).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(answer(&body)["result"]["supportedVersions"], json!(["2026-07-28"]));
+        assert_eq!(f.created.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn shutdown_ends_stateless_requests_in_flight_and_aborts_their_calls() {
+    let f = fixture(dual());
+    // The client's runtime outlives the shutdown: its connection stays
+    // open, so it is the shutdown that ends the request.
+    let client = rt();
+    client.block_on(async {
+        let addr = f.addr;
+        tokio::spawn(async move {
+            let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+            let _ = modern_post(addr, &c).await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while f.slow.lock().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(f.slow.lock().len(), 1, "the handler ran");
+    assert_eq!(f.ended.load(Ordering::SeqCst), 0, "still in flight");
+    let started = Instant::now();
+    f.server.shutdown(Duration::from_millis(2000));
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+    assert_eq!(f.ended.load(Ordering::SeqCst), 1, "the request's runtime ended once");
+    let events = f.events.lock().join("\n");
+    assert!(events.contains("EXECUTION_ABORTED"), "{events}");
+    let _ = f.slow.lock().pop().unwrap().complete(json!({}));
+    drop(client);
+}

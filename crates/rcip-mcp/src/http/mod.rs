@@ -22,6 +22,19 @@
 //!   ends; at most [`HttpOptions::max_sessions`] live at once (`503`).
 //! - `MCP-Protocol-Version`: `2025-03-26` (also when absent), `2025-06-18`
 //!   and `2025-11-25` on any session; anything else is `400`.
+//! - Stateless requests (MCP 2026-07-28, beside the sessions on the same
+//!   endpoint, when the session option `eras` is `both` or `modern`): a
+//!   `POST` whose request `_meta` names the modern revision needs no
+//!   session. Its `MCP-Protocol-Version`, `Mcp-Method` and (for
+//!   `tools/call`) `Mcp-Name` headers must match the body (`400`,
+//!   `-32020`); bad `_meta` is `400` (`-32602`, `-32022`), a method the
+//!   revision lacks `404` (`-32601`). The [`SessionFactory`] builds a
+//!   runtime for the one request (its [`SessionRequest`] has an internal
+//!   id, never sent, and the request's `_meta` as `initialize_params`);
+//!   it ends when the answer is written, or when the client closes the
+//!   response stream (the call is cancelled). `Mcp-Session-Id` and
+//!   `Last-Event-ID` are ignored on such requests; SSE answers carry no
+//!   priming event. Every SSE response has `X-Accel-Buffering: no`.
 //! - Security defaults: bound to loopback unless told otherwise; `Host`
 //!   and `Origin` checked against allow-lists (default on loopback: the
 //!   localhost names, any port), `403` otherwise (DNS rebinding); bodies
@@ -48,7 +61,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The protocol revisions a client may name in `MCP-Protocol-Version`.
+/// The protocol revisions a client may name in `MCP-Protocol-Version` on
+/// a request of a session (legacy); a stateless request names
+/// [`MCP_MODERN_REVISION`](crate::MCP_MODERN_REVISION), checked against
+/// its body.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// Which requests are answered as an SSE stream.
@@ -263,13 +279,21 @@ impl SessionRuntime for Runtime {
     }
 }
 
-/// What the session factory is told about a new session.
+/// What the session factory is told about a new session, or about a
+/// stateless (2026-07-28) request that gets a runtime of its own.
 #[derive(Debug)]
 pub struct SessionRequest<'a> {
-    /// The id the session will have.
+    /// The id the session will have. For a stateless request:
+    /// `stateless-` and 32 hex digits, an id internal to the server (never
+    /// sent to the client, not in [`McpHttpServer::sessions`]); the
+    /// runtime lives for that one request.
     pub session_id: &'a str,
     /// The `initialize` request's params (`protocolVersion`,
-    /// `capabilities`, `clientInfo`, ...).
+    /// `capabilities`, `clientInfo`, ...). For a stateless request they are
+    /// made from its `_meta`: `{"protocolVersion": "2026-07-28",
+    /// "capabilities": <clientCapabilities>, "clientInfo"?: <clientInfo>,
+    /// "_meta": <the whole _meta>}`, so [`client_name`](Self::client_name)
+    /// works for both.
     pub initialize_params: &'a Value,
     /// The request headers named in [`HttpOptions::forward_headers`] that
     /// the request had, as (lower-case name, value).
@@ -375,6 +399,9 @@ pub(crate) struct ServerInner<O> {
     /// A reaper pass is queued or running.
     reaping: AtomicBool,
     sessions: Mutex<HashMap<String, Arc<Session<O>>>>,
+    /// Stateless (2026-07-28) requests being served, each with a runtime
+    /// and a one-request MCP session of its own, by internal id.
+    stateless: Mutex<HashMap<String, Arc<Session<O>>>>,
     /// Sessions being created (counted against the maximum).
     creating: AtomicUsize,
     connections: AtomicUsize,
@@ -513,6 +540,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 control,
                 reaping: AtomicBool::new(false),
                 sessions: Mutex::new(HashMap::new()),
+                stateless: Mutex::new(HashMap::new()),
                 creating: AtomicUsize::new(0),
                 connections: AtomicUsize::new(0),
                 local_addr,
@@ -709,7 +737,8 @@ impl<O: SessionRuntime> ServerInner<O> {
         self.stopping.store(true, Ordering::SeqCst);
         self.stop.notify_waiters();
         self.listener.lock().take();
-        let sessions: Vec<_> = self.sessions.lock().drain().map(|(_, s)| s).collect();
+        let mut sessions: Vec<_> = self.sessions.lock().drain().map(|(_, s)| s).collect();
+        sessions.extend(self.stateless.lock().drain().map(|(_, s)| s));
         for s in &sessions {
             self.end(s);
         }

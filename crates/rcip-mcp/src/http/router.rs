@@ -433,6 +433,14 @@ pub(crate) struct SseBody {
 }
 
 impl SseBody {
+    /// No priming event: a stateless (2026-07-28) response stream is not
+    /// resumable ("Streamable HTTP", "Receiving Messages"), so it carries
+    /// only the request's notifications and its response.
+    pub(crate) fn without_priming(mut self) -> SseBody {
+        self.priming = false;
+        self
+    }
+
     /// Sends `retry: ms` with the priming event.
     pub(crate) fn with_retry(mut self, retry_ms: u64) -> SseBody {
         self.retry_ms = Some(retry_ms);

@@ -34,6 +34,9 @@ type Body = UnsyncBoxBody<Bytes, Infallible>;
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_HEADER: HeaderName = HeaderName::from_static("last-event-id");
+const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buffering");
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
@@ -64,9 +67,18 @@ fn json_response(text: String) -> Response<Body> {
 }
 
 fn sse_response(body: SseBody) -> Response<Body> {
-    let mut r = response(StatusCode::OK, Some("text/event-stream"), body.boxed_unsync());
+    sse_boxed(body.boxed_unsync())
+}
+
+fn sse_boxed(body: Body) -> Response<Body> {
+    let mut r = response(StatusCode::OK, Some("text/event-stream"), body);
     r.headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Reverse proxies (nginx) must not buffer the stream (2026-07-28
+    // "Streamable HTTP", "Receiving Messages": SHOULD, for every SSE
+    // response; harmless for the legacy revisions).
+    r.headers_mut()
+        .insert(ACCEL_BUFFERING_HEADER, HeaderValue::from_static("no"));
     r
 }
 
@@ -256,17 +268,26 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
             );
         }
     }
-    if let Some(v) = headers.get(&VERSION_HEADER) {
-        let text = v.to_str().unwrap_or("");
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&text) {
-            return http_error(
-                StatusCode::BAD_REQUEST,
-                -32000,
-                &format!(
-                    "Bad Request: unsupported MCP-Protocol-Version \"{text}\" (supported: {})",
-                    SUPPORTED_PROTOCOL_VERSIONS.join(", ")
-                ),
-            );
+    if server.options.session.eras == crate::Eras::Modern && *req.method() != Method::POST {
+        // A modern-only server: no standalone stream, no sessions to end
+        // ("Streamable HTTP", "Earlier Streamable HTTP Revisions").
+        let mut r = http_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "Method Not Allowed: this server speaks only MCP {}; POST each request",
+                crate::MCP_MODERN_REVISION
+            ),
+        );
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    // With the legacy era only: before anything else, as it always was.
+    // Serving the modern era, a POST's version header is checked against
+    // its body (post): a stateless request has rules of its own.
+    if *req.method() != Method::POST || server.options.session.eras == crate::Eras::Legacy {
+        if let Some(r) = legacy_version_refusal(headers) {
+            return r;
         }
     }
     match *req.method() {
@@ -280,6 +301,23 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
             r
         }
     }
+}
+
+/// The legacy rule for `MCP-Protocol-Version`: absent (`2025-03-26`) or
+/// one of [`SUPPORTED_PROTOCOL_VERSIONS`], else `400`.
+fn legacy_version_refusal(headers: &HeaderMap) -> Option<Response<Body>> {
+    let text = headers.get(&VERSION_HEADER)?.to_str().unwrap_or("");
+    if SUPPORTED_PROTOCOL_VERSIONS.contains(&text) {
+        return None;
+    }
+    Some(http_error(
+        StatusCode::BAD_REQUEST,
+        -32000,
+        &format!(
+            "Bad Request: unsupported MCP-Protocol-Version \"{text}\" (supported: {})",
+            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+        ),
+    ))
 }
 
 enum Found<O> {
@@ -409,6 +447,41 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         jsonrpc::Incoming::Notification { .. } | jsonrpc::Incoming::Response { .. } => (None, None),
     };
     let is_request = id.is_some();
+    let modern_only = server.options.session.eras == crate::Eras::Modern;
+    if modern_only && !is_request {
+        // 2026-07-28 has no client notifications (or responses) over
+        // Streamable HTTP ("Sending Messages"): one that cannot be
+        // accepted is an HTTP error.
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "Invalid Request: this server speaks only MCP {}, which has no client notifications or responses over HTTP",
+                crate::MCP_MODERN_REVISION
+            ),
+        );
+    }
+    if let jsonrpc::Incoming::Request { id, method, params } = &incoming {
+        let eras = server.options.session.eras;
+        if modern_only || (eras == crate::Eras::Both && is_modern(&headers, params.as_ref())) {
+            // Stateless (2026-07-28): no session; an Mcp-Session-Id or
+            // Last-Event-ID header is ignored ("Streamable HTTP",
+            // "Earlier Streamable HTTP Revisions").
+            if let Err(r) = check_modern(&headers, id, method, params.as_ref(), eras) {
+                return *r;
+            }
+            let use_sse = sse_ok
+                && match server.options.response_mode {
+                    ResponseMode::Sse => true,
+                    ResponseMode::SseCalls => method == "tools/call" || !json_ok,
+                    ResponseMode::Json => !json_ok,
+                };
+            return stateless(server, &headers, incoming, use_sse).await;
+        }
+    }
+    if let Some(r) = legacy_version_refusal(&headers) {
+        return r;
+    }
     if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
         return initialize(server, &headers, incoming).await;
     }
@@ -476,6 +549,386 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
     }
 }
 
+/// A request of the stateless era: its `_meta` names a protocol version
+/// that is not a legacy one, or (without one) its `MCP-Protocol-Version`
+/// header names the modern revision.
+fn is_modern(headers: &HeaderMap, params: Option<&Value>) -> bool {
+    let body = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(crate::META_PROTOCOL_VERSION));
+    match body {
+        Some(v) => !v.as_str().is_some_and(|v| crate::MCP_LEGACY_REVISIONS.contains(&v)),
+        None => header(headers, &VERSION_HEADER) == Some(crate::MCP_MODERN_REVISION),
+    }
+}
+
+/// A modern error response (JSON-RPC error with the request's id) with an
+/// HTTP status.
+fn modern_error(status: StatusCode, id: &Value, code: i64, message: &str, data: Option<Value>) -> Box<Response<Body>> {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(d) = data {
+        error["data"] = d;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();
+    Box::new(response(status, Some("application/json"), full(body)))
+}
+
+/// The checks of a modern request before anything is created: its `_meta`
+/// (`-32602`, `-32022`: 400, "Overview", "Per-request protocol fields"),
+/// the headers mirrored from the body (`-32020` HeaderMismatch: 400,
+/// "Streamable HTTP", "Protocol Version Header", "Standard Request
+/// Headers", "Server Validation"), and the method (`-32601`: 404,
+/// "Protocol Version Header").
+fn check_modern(
+    headers: &HeaderMap,
+    id: &Value,
+    method: &str,
+    params: Option<&Value>,
+    eras: crate::Eras,
+) -> Result<(), Box<Response<Body>>> {
+    let bad = StatusCode::BAD_REQUEST;
+    let body_version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(crate::META_PROTOCOL_VERSION));
+    let Some(body_version) = body_version else {
+        return Err(modern_error(
+            bad,
+            id,
+            jsonrpc::INVALID_PARAMS,
+            &format!(
+                "Invalid params: a {} request needs _meta[\"{}\"]",
+                crate::MCP_MODERN_REVISION,
+                crate::META_PROTOCOL_VERSION
+            ),
+            None,
+        ));
+    };
+    let mismatch = |what: String| {
+        Err(modern_error(
+            bad,
+            id,
+            crate::HEADER_MISMATCH,
+            &format!("Header mismatch: {what}"),
+            None,
+        ))
+    };
+    match header(headers, &VERSION_HEADER) {
+        None => return mismatch("the MCP-Protocol-Version header is missing".into()),
+        Some(h) if Some(h) != body_version.as_str() => {
+            return mismatch(format!(
+                "MCP-Protocol-Version header value '{h}' does not match body value {body_version}"
+            ))
+        }
+        Some(_) => {}
+    }
+    match header(headers, &METHOD_HEADER) {
+        None => return mismatch("the Mcp-Method header is missing".into()),
+        Some(h) if h != method => {
+            return mismatch(format!(
+                "Mcp-Method header value '{h}' does not match body value '{method}'"
+            ))
+        }
+        Some(_) => {}
+    }
+    if method == "tools/call" {
+        let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+        match (
+            headers.get(&NAME_HEADER).map(|v| decode_header_value(v.as_bytes())),
+            name,
+        ) {
+            (None, _) => return mismatch("the Mcp-Name header is missing".into()),
+            (Some(None), _) => return mismatch("the Mcp-Name header value is not valid".into()),
+            (Some(Some(h)), Some(n)) if h != n => {
+                return mismatch(format!("Mcp-Name header value '{h}' does not match body value '{n}'"))
+            }
+            (Some(Some(_)), _) => {}
+        }
+    }
+    if let Some(Err(e)) = crate::modern::read_meta(params, eras) {
+        return Err(modern_error(bad, id, e.code, &e.message, e.data));
+    }
+    if !matches!(method, "server/discover" | "tools/list" | "tools/call") {
+        return Err(modern_error(
+            StatusCode::NOT_FOUND,
+            id,
+            jsonrpc::METHOD_NOT_FOUND,
+            &format!("Method not found: {method} (MCP {})", crate::MCP_MODERN_REVISION),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// A mirrored header value as text: plain visible ASCII, or the Base64
+/// sentinel `=?base64?<standard base64 of UTF-8>?=` ("Streamable HTTP",
+/// "Value Encoding"); `None` when it is neither.
+fn decode_header_value(bytes: &[u8]) -> Option<String> {
+    use base64::Engine as _;
+    let text = std::str::from_utf8(bytes).ok()?;
+    if let Some(inner) = text.strip_prefix("=?base64?").and_then(|t| t.strip_suffix("?=")) {
+        let decoded = base64::engine::general_purpose::STANDARD.decode(inner).ok()?;
+        return String::from_utf8(decoded).ok();
+    }
+    text.bytes()
+        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+        .then(|| text.to_string())
+}
+
+/// Ends a stateless request's session (its runtime first, so a pending
+/// call is aborted and its handler's token cancelled) when the response
+/// is done or its stream or connection went away: closing the response
+/// stream is the cancellation of the request (2026-07-28 "Cancellation",
+/// "Transport-Specific Cancellation").
+struct StatelessGuard<O: SessionRuntime> {
+    server: Arc<ServerInner<O>>,
+    session: Arc<Session<O>>,
+}
+
+impl<O: SessionRuntime> Drop for StatelessGuard<O> {
+    fn drop(&mut self) {
+        let removed = self.server.stateless.lock().remove(&self.session.info.session_id);
+        if let Some(session) = removed {
+            let server = self.server.clone();
+            // The session first: a call still in flight has its token
+            // cancelled (the handler learns the client went away) and gets
+            // no answer; then the runtime closes. Host code: on a worker.
+            self.server.control.spawn(move || {
+                session.mcp.close();
+                server.end(&session)
+            });
+        }
+    }
+}
+
+/// An SSE body that ends its stateless request when it is dropped.
+struct GuardedBody<O: SessionRuntime> {
+    body: SseBody,
+    _guard: StatelessGuard<O>,
+}
+
+impl<O: SessionRuntime> http_body::Body for GuardedBody<O> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The HTTP status of a modern JSON answer: 400 for the errors 2026-07-28
+/// gives that status (-32020, -32021, -32022; the `_meta` -32602 is
+/// answered before dispatch, and a -32602 such as an unknown tool stays a
+/// 200 answer, so a dual-era client never mistakes it for a legacy
+/// server's 400), 404 for -32601, else 200.
+fn modern_status(text: &str) -> StatusCode {
+    let code = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64));
+    match code {
+        Some(crate::HEADER_MISMATCH)
+        | Some(crate::MISSING_REQUIRED_CLIENT_CAPABILITY)
+        | Some(crate::UNSUPPORTED_PROTOCOL_VERSION) => StatusCode::BAD_REQUEST,
+        Some(jsonrpc::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Serves one checked modern request: a runtime of its own from the
+/// server's factory (on the control worker), an MCP session over it for
+/// this request only, the answer as JSON or SSE, then the end of both.
+async fn stateless<O: SessionRuntime>(
+    server: Arc<ServerInner<O>>,
+    headers: &HeaderMap,
+    message: jsonrpc::Incoming,
+    use_sse: bool,
+) -> Response<Body> {
+    let jsonrpc::Incoming::Request { id, .. } = &message else {
+        return http_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            -32603,
+            "Internal error: not a request",
+        );
+    };
+    let id = id.clone();
+    let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
+    let live = server.sessions.lock().len() + server.stateless.lock().len();
+    if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
+        server.creating.fetch_sub(1, Ordering::SeqCst);
+        return *modern_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &id,
+            jsonrpc::INTERNAL_ERROR,
+            &format!(
+                "Service Unavailable: this server serves at most {} sessions and stateless requests at once (maxSessions); retry later",
+                server.options.max_sessions
+            ),
+            None,
+        );
+    }
+    let forwarded = forwarded_headers(&server, headers);
+    let (tx, rx) = oneshot::channel();
+    let s = server.clone();
+    let params = match &message {
+        jsonrpc::Incoming::Request { params, .. } => params.clone(),
+        _ => None,
+    };
+    server.control.spawn(move || {
+        let result = create_stateless(&s, params.as_ref(), &forwarded);
+        s.creating.fetch_sub(1, Ordering::SeqCst);
+        let _ = tx.send(result);
+    });
+    let session = match rx.await {
+        Ok(Ok(session)) => session,
+        Ok(Err(why)) => {
+            return *modern_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &id,
+                jsonrpc::INTERNAL_ERROR,
+                &format!("Internal error: {why}"),
+                None,
+            )
+        }
+        Err(_) => return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no runtime"),
+    };
+    let guard = StatelessGuard {
+        server: server.clone(),
+        session: session.clone(),
+    };
+    let key = McpSession::request_key(&id);
+    if use_sse {
+        let body = session
+            .router
+            .open_stream(key)
+            .and_then(|sid| session.router.attach(sid, Some(0)));
+        let Some(body) = body else {
+            return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no stream");
+        };
+        session.mcp.receive_incoming(message);
+        return sse_boxed(
+            GuardedBody {
+                body: body.without_priming(),
+                _guard: guard,
+            }
+            .boxed_unsync(),
+        );
+    }
+    let Some(rx) = session.router.route_json(key) else {
+        return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no route");
+    };
+    session.mcp.receive_incoming(message);
+    // A dropped connection drops this future, and the guard ends the
+    // request (cancellation).
+    let answer = rx.await;
+    drop(guard);
+    match answer {
+        Ok(Some(text)) => {
+            let mut r = json_response(text.clone());
+            *r.status_mut() = modern_status(&text);
+            r
+        }
+        _ => http_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            -32603,
+            "Internal error: the request ended without an answer",
+        ),
+    }
+}
+
+/// The headers [`HttpOptions::forward_headers`](super::HttpOptions::forward_headers)
+/// names that the request has, as (lower-case name, value).
+fn forwarded_headers<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap) -> Vec<(String, String)> {
+    server
+        .forward_headers
+        .iter()
+        .filter_map(|name| header(headers, name).map(|v| (name.as_str().to_string(), v.to_string())))
+        .collect()
+}
+
+/// Runs on a worker: the factory and a one-request MCP session over its
+/// runtime. The factory sees an internal session id (never sent to the
+/// client) and, as `initialize_params`, `{"protocolVersion",
+/// "capabilities", "clientInfo"?, "_meta"}` from the request's `_meta`.
+fn create_stateless<O: SessionRuntime>(
+    server: &Arc<ServerInner<O>>,
+    params: Option<&Value>,
+    forwarded: &[(String, String)],
+) -> Result<Arc<Session<O>>, String> {
+    let meta = params.and_then(|p| p.get("_meta")).cloned().unwrap_or(Value::Null);
+    let mut init = json!({
+        "protocolVersion": crate::MCP_MODERN_REVISION,
+        "capabilities": meta.get(crate::META_CLIENT_CAPABILITIES).cloned().unwrap_or_else(|| json!({})),
+        "_meta": meta,
+    });
+    if let Some(info) = init["_meta"].get(crate::META_CLIENT_INFO).cloned() {
+        init["clientInfo"] = info;
+    }
+    let session_id = format!(
+        "stateless-{}",
+        new_session_id().map_err(|e| format!("no request id could be drawn: {e}"))?
+    );
+    let request = SessionRequest {
+        session_id: &session_id,
+        initialize_params: &init,
+        headers: forwarded,
+    };
+    let owner = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.factory.create(&request))) {
+        Ok(Ok(o)) => Arc::new(o),
+        Ok(Err(why)) => return Err(format!("the request's runtime could not be built: {why}")),
+        Err(_) => return Err("the session factory panicked".into()),
+    };
+    let router = Arc::new(Router::new(server.options.replay_events));
+    let mut session_options = server.options.session.clone();
+    session_options.max_in_flight = Some(1);
+    let mcp = match McpSession::with_pools(
+        owner.runtime(),
+        session_options,
+        router.clone(),
+        Some(server.pool.clone()),
+        Some(server.control.clone()),
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            owner.runtime().close();
+            owner.session_ended();
+            return Err(format!("the request could not be served: {e}"));
+        }
+    };
+    let session = Arc::new(Session {
+        info: SessionInfo {
+            session_id: session_id.clone(),
+            client_info: init.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
+            protocol_version: crate::MCP_MODERN_REVISION.into(),
+            dropped_notifications: 0,
+            content_replaced: 0,
+        },
+        owner,
+        mcp,
+        router,
+        ended: Default::default(),
+    });
+    {
+        let mut table = server.stateless.lock();
+        if server.stopping.load(Ordering::SeqCst) {
+            drop(table);
+            server.end(&session);
+            return Err("the server is shutting down".into());
+        }
+        table.insert(session_id, session.clone());
+    }
+    Ok(session)
+}
+
 fn ended() -> Response<Body> {
     http_error(
         StatusCode::NOT_FOUND,
@@ -502,11 +955,7 @@ async fn initialize<O: SessionRuntime>(
             ),
         );
     }
-    let forwarded: Vec<(String, String)> = server
-        .forward_headers
-        .iter()
-        .filter_map(|name| header(headers, name).map(|v| (name.as_str().to_string(), v.to_string())))
-        .collect();
+    let forwarded = forwarded_headers(&server, headers);
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
     // The factory is host code: on the control worker (never behind a
