@@ -33,6 +33,7 @@ from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
 from ._http import McpHttpServer, SessionRuntime, SessionSetup
 from ._mcp import McpSession
+from ._serve import ServeOptions
 from ._runtime import (
     AvailabilityCheck,
     Binding,
@@ -123,6 +124,7 @@ __all__ = [
     "Example",
     "Field",
     "Scope",
+    "ServeOptions",
     "named",
     "to_json",
     "AlreadyBoundError",

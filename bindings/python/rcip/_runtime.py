@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import builtins
 import concurrent.futures
 import contextlib
 import ctypes
@@ -14,7 +15,7 @@ import threading
 import time
 import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
-from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, Type, TypeVar, Union, cast
 
 from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
@@ -1148,6 +1149,7 @@ class PolicyRequest(Owner):
         req._own_handle(handle)
         req._deferred = False
         req._settled = False
+        req._arguments = None
         req.exception = None
         with handle.use() as ptr:
             req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
@@ -1161,6 +1163,7 @@ class PolicyRequest(Owner):
     exception: Optional[BaseException]
     _deferred: bool
     _settled: bool
+    _arguments: Optional[Dict[str, Any]]
 
     @property
     def capability(self) -> Dict[str, Any]:
@@ -1178,7 +1181,29 @@ class PolicyRequest(Owner):
 
     @property
     def input(self) -> Any:
+        """The input as the client sent it (JSON names, JSON values)."""
         return self.context.get("input")
+
+    @property
+    def arguments(self) -> Dict[str, Any]:
+        """The input as the handler receives it: for a capability declared
+        with ``@app.capability`` (a runtime ``App`` built), each parameter
+        by its Python name, decoded as annotated (a dataclass, TypedDict,
+        enum, pydantic model or plain value); otherwise the input's
+        members as they are. ``argument(name, type)`` reads one, typed."""
+        if self._arguments is not None:
+            return self._arguments
+        value = self.input
+        return dict(value) if isinstance(value, Mapping) else {}
+
+    def argument(self, name: str, type: Type[_T]) -> _T:
+        """``arguments[name]``, checked to be a ``type`` (``TypeError``
+        otherwise) and typed as one; ``KeyError`` when the call has no such
+        argument (a parameter with a default the client left out)."""
+        value = self.arguments[name]
+        if not isinstance(value, type):
+            raise TypeError("rcip: argument %r is %s, not %s" % (name, builtins.type(value).__name__, type.__name__))
+        return value
 
     @property
     def semantic_context(self) -> Dict[str, Any]:
