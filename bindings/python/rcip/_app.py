@@ -201,6 +201,7 @@ class Capability:
         ctx = Context(app._names, localns)
         self._invocation_param: Optional[str] = None
         items: List[Tuple[str, Any, bool]] = []
+        defaults: Dict[str, Any] = {}
         for name, param in signature.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise DeclarationError("rcip: %s: *%s has no schema; declare each input as a parameter" % (where, name))
@@ -213,11 +214,13 @@ class Capability:
             if annotation is inspect.Parameter.empty:
                 raise DeclarationError("rcip: %s: parameter %r has no annotation; annotate it (its schema comes from the annotation)" % (where, name))
             items.append((name, annotation, param.default is not inspect.Parameter.empty))
+            if param.default is not inspect.Parameter.empty:
+                defaults[name] = param.default
         if input_schema is not None:
             self._input: Optional[ObjectCodec] = None
             self.input_schema: Dict[str, Any] = dict(input_schema)
         else:
-            self._input = _schema.object_codec(items, dict, ctx, where + ": parameter", descriptions=doc_params)
+            self._input = _schema.object_codec(items, dict, ctx, where + ": parameter", descriptions=doc_params, defaults=defaults)
             self.input_schema = _with_defs(self._input.schema, ctx)
         _strict(self.input_schema, where, "input schema")
 
