@@ -36,12 +36,38 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from . import _schema
-from ._runtime import AvailabilityCheck, Binding, Catalog, Invocation, Policy, PolicyAnswer, PolicyRequest, Runtime, Schema, _is_coroutine_function
+from ._runtime import (
+    AvailabilityCheck,
+    Binding,
+    Catalog,
+    Invocation,
+    Policy,
+    PolicyAnswer,
+    PolicyRequest,
+    Runtime,
+    RuntimeOptions,
+    Schema,
+    _is_coroutine_function,
+)
 from ._schema import Codec, Context, DeclarationError, ObjectCodec
 from ._serve import OwnedLoop, ServeOptions
 from .errors import RcipError
 if typing.TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ._mcp import McpSession
+elif sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # get_type_hints(App.runtime) without typing_extensions (no runtime dependency)
+    try:
+        from typing_extensions import Unpack
+    except ImportError:
+
+        class _Unpack:
+            def __getitem__(self, item: Any) -> Any:
+                return item
+
+        Unpack = _Unpack()
 
 from .types import ConfirmationNotice, Decision, Effect, Event, RawJson
 
@@ -720,49 +746,29 @@ class App:
             raise
         return bindings
 
-    def runtime(
-        self,
-        *,
-        policy: Optional[Policy] = None,
-        on_event: Optional[Callable[[Event], object]] = None,
-        on_confirmation: Optional[Callable[[ConfirmationNotice], object]] = None,
-        confirmation_ttl_ms: Optional[int] = None,
-        clock: Optional[Callable[[], int]] = None,
-        id_generator: Optional[Callable[[str], Optional[str]]] = None,
-        manual_timers: bool = False,
-        max_payload_len: Optional[int] = None,
-        max_depth: Optional[int] = None,
-        loop: Optional[asyncio.AbstractEventLoop] = None,
-        on_error: Optional[Callable[[BaseException, str], object]] = None,
-        catalog: Optional[Catalog] = None,
-    ) -> Runtime:
+    def runtime(self, *, catalog: Optional[Catalog] = None, **options: "Unpack[RuntimeOptions]") -> Runtime:
         """A runtime over this catalog with every handler bound and the
         composed policy (``App.policy(policy)``, ``policy`` defaulting to
-        the one ``runtime_policy`` set); the other arguments are
-        ``Runtime``'s. ``catalog``: this app's catalog compiled already
-        (``app.catalog()``), to build many runtimes without compiling it
-        each time. Create it inside the running loop when a handler is a
-        coroutine function (or pass ``loop``)."""
+        the one ``runtime_policy`` set); every other keyword is
+        ``Runtime``'s (``rcip.RuntimeOptions`` lists them: ``on_event``,
+        ``on_progress``, ``confirmation_ttl_ms``, ``loop`` ...).
+        ``catalog``: this app's catalog compiled already (``app.catalog()``),
+        to build many runtimes without compiling it each time. Create it
+        inside the running loop when a handler is a coroutine function (or
+        pass ``loop``). Bindings given in ``bindings`` are bound besides
+        the declared handlers."""
+        unknown = set(options) - set(RuntimeOptions.__annotations__)
+        if unknown:
+            raise TypeError("rcip: App.runtime() got unexpected keyword arguments %s" % ", ".join(sorted(unknown)))
+        rest: Dict[str, Any] = dict(options)
+        policy: Optional[Policy] = rest.pop("policy", None)
         if policy is None:
             policy = self._runtime_policy
         needs = policy is not None or any(c.needs_approval is not False for c in self._capabilities)
         given = catalog
         catalog = given if given is not None else self.catalog()
         try:
-            runtime = Runtime(
-                catalog,
-                policy=self.policy(policy) if needs else policy,
-                on_event=on_event,
-                on_confirmation=on_confirmation,
-                confirmation_ttl_ms=confirmation_ttl_ms,
-                clock=clock,
-                id_generator=id_generator,
-                manual_timers=manual_timers,
-                max_payload_len=max_payload_len,
-                max_depth=max_depth,
-                loop=loop,
-                on_error=on_error,
-            )
+            runtime = Runtime(catalog, policy=self.policy(policy) if needs else policy, **rest)
         finally:
             if given is None:
                 catalog.close()

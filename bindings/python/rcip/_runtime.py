@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
-from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, Type, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, Type, TypedDict, TypeVar, Union, cast
 
 from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
@@ -1318,6 +1318,26 @@ class PendingOutcome(concurrent.futures.Future[_T], Generic[_T]):
     invocation's ``CancelToken``."""
 
     invocation_id: Optional[str] = None
+
+
+class RuntimeOptions(TypedDict, total=False):
+    """``Runtime``'s keyword arguments, every one optional: what
+    ``App.runtime(**options)`` forwards (one list, so the two cannot
+    drift; a test compares it with ``Runtime.__init__``)."""
+
+    policy: Optional[Policy]
+    on_event: Optional[Callable[[Event], object]]
+    on_confirmation: Optional[Callable[[ConfirmationNotice], object]]
+    on_progress: Optional[Callable[[Progress], object]]
+    confirmation_ttl_ms: Optional[int]
+    clock: Optional[Callable[[], int]]
+    id_generator: Optional[Callable[[str], Optional[str]]]
+    manual_timers: bool
+    max_payload_len: Optional[int]
+    max_depth: Optional[int]
+    loop: Optional[asyncio.AbstractEventLoop]
+    on_error: Optional[Callable[[BaseException, str], object]]
+    bindings: Optional[Mapping[str, Union[Handler, "tuple[Handler, Optional[AvailabilityCheck]]"]]]
 
 
 class Runtime(Owner):

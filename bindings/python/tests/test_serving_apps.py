@@ -317,3 +317,47 @@ def test_serve_errors_are_one_line_and_exit_2(tmp_path: Any) -> None:
         assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr, (target, proc.stderr)
     bad_address = _cli("serve", "plain:app", "--address", "nowhere", cwd=str(tmp_path))
     assert bad_address.returncode == 2 and "not an address" in bad_address.stderr
+
+
+# ----- honest, convenient types ----------------------------------------------------
+
+
+def test_app_runtime_takes_every_runtime_keyword() -> None:
+    import inspect
+
+    accepted = set(rcip.RuntimeOptions.__annotations__)
+    runtime_keywords = {n for n, p in inspect.signature(rcip.Runtime.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert accepted == runtime_keywords, "RuntimeOptions and Runtime.__init__ drifted apart"
+
+    app = rcip.App("progressing", name="Progressing", description="Reports progress.")
+
+    @app.capability(effect="read")
+    def work(invocation: rcip.Invocation) -> None:
+        """Work
+
+        Works in two steps."""
+        invocation.report_progress(1, 2)
+        invocation.report_progress(2, 2)
+
+    seen: List[Any] = []
+    with app.runtime(on_progress=seen.append, confirmation_ttl_ms=1000) as runtime:
+        assert runtime.client.invoke("work", {}).status == "succeeded"
+    assert [p.progress for p in seen] == [1, 2]
+    with pytest.raises(TypeError, match="unexpected keyword arguments nope"):
+        app.runtime(nope=1)  # type: ignore[call-arg]
+
+
+def test_validation_issues_is_an_empty_tuple_when_there_are_none() -> None:
+    app = rcip.App("issues", name="Issues", description="Issues.")
+
+    @app.capability(effect="write")
+    def write(n: int) -> None:
+        """Write
+
+        Writes."""
+
+    with app.runtime() as runtime:
+        denied = runtime.client.invoke("write", {"n": 1})
+        assert denied.error is not None and denied.error.validation_issues == ()
+        bad = runtime.client.invoke("write", {"n": "one"})
+        assert bad.error is not None and [i.instance_path for i in bad.error.validation_issues] == ["/n"]
