@@ -271,7 +271,7 @@ class Capability:
                     self._output = _schema.object_codec([("result", returns, False)], dict, out_ctx, where + ": the return type", rename=False)
             self.output_schema = _with_defs(self._output.schema, out_ctx)
         _strict(self.output_schema, where, "output schema")
-        _register_dataclasses(ctx, out_ctx, self._input, self._output)
+        _register_dataclasses(where, self._input, self._output)
 
     # ----- the catalog entry ---------------------------------------------------------
 
@@ -422,7 +422,7 @@ def _strict(schema: Mapping[str, Any], where: str, what: str) -> None:
         ) from None
 
 
-def _register_dataclasses(*parts: Any) -> None:
+def _register_dataclasses(where: str, *parts: Any) -> None:
     """Remember how declared dataclasses are written (JSON names, absent
     fields), so ``Invocation.complete(visit)`` writes them the same way."""
     seen: Set[int] = set()
@@ -435,7 +435,7 @@ def _register_dataclasses(*parts: Any) -> None:
             build = codec.build
             cls = getattr(build, "__rcip_class__", None)
             if cls is not None:
-                _schema.register(cls, codec)
+                _schema.register(cls, codec, where)
             for p in codec.properties:
                 walk(p.codec)
         for attr in ("inner", "target", "item", "values"):
@@ -479,9 +479,12 @@ class App:
     capabilities (the catalog) and the handlers bound to them.
 
     ``names="camelCase"`` writes parameter and dataclass field names in
-    camelCase in JSON (``technician_id`` is ``technicianId``); ``"as_is"``
-    (the default) keeps them. ``rcip.Field(alias=...)`` names one
-    property explicitly. TypedDict keys are always used as written.
+    camelCase in JSON (``technician_id`` is ``technicianId``) and refuses
+    a pydantic model field it would rename that has no alias (pydantic
+    validates the JSON as it is); ``"as_is"`` (the default) keeps every
+    name. ``rcip.Field(alias=...)`` names one property explicitly.
+    TypedDict keys are always used as written. A dataclass has one schema
+    in every application that declares it.
 
     Declare from one thread (usually at import); afterwards
     ``definition``, ``catalog``, ``bind`` and ``runtime`` may be called

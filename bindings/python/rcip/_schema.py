@@ -805,7 +805,39 @@ def _typeddict_codec(cls: Any, ctx: Context, where: str) -> Codec:
     return codec
 
 
+def _pydantic_models(tp: Any, found: List[Any]) -> List[Any]:
+    """``tp`` and every pydantic model its fields reach, once each."""
+    if _is_pydantic(tp):
+        if tp in found:
+            return found
+        found.append(tp)
+        for f in tp.model_fields.values():
+            _pydantic_models(f.annotation, found)
+        return found
+    for arg in typing.get_args(tp):
+        _pydantic_models(arg, found)
+    return found
+
+
+def _check_pydantic_names(cls: Any, ctx: Context, where: str) -> None:
+    """The application's naming rule holds for pydantic fields too. rcip
+    hands the JSON to ``model_validate`` unchanged, so it cannot rename a
+    model's fields behind pydantic's back: a field the rule would rename
+    and that has no alias (its own, or pydantic's ``alias_generator``) is
+    refused, with the fix."""
+    for model in _pydantic_models(cls, []):
+        for name, f in model.model_fields.items():
+            if f.alias is None and ctx.names(name) != name:
+                raise DeclarationError(
+                    "rcip: %s: the pydantic model %s has field %r, which this application's names rule writes %r: "
+                    "give the model pydantic's alias_generator (model_config = pydantic.ConfigDict(alias_generator="
+                    "pydantic.alias_generators.to_camel, populate_by_name=True)) or the field an alias"
+                    % (where, model.__name__, name, ctx.names(name))
+                )
+
+
 def _pydantic_codec(cls: Any, ctx: Context, where: str) -> Codec:
+    _check_pydantic_names(cls, ctx, where)
     ref_name = cls.__dict__.get(_NAMED_ATTR)
     try:
         schema = cls.model_json_schema(by_alias=True, mode="validation", ref_template="#/$defs/{model}")
@@ -875,8 +907,18 @@ def _first_format(schema: Any, pointer: str) -> Optional[Tuple[str, Any]]:
 _registered: Dict[type, Codec] = {}
 
 
-def register(cls: type, codec: Codec) -> None:
-    """The codec a declared dataclass is written with (its JSON names)."""
+def register(cls: type, codec: Codec, where: str = "") -> None:
+    """The codec a declared dataclass is written with (its JSON names).
+    One dataclass has one schema wherever it appears: declaring it again
+    with another (an application with another ``names`` rule) raises
+    ``DeclarationError``, since ``to_json`` could not know which to write."""
+    known = _registered.get(cls)
+    if known is not None and known is not codec and json.dumps(known.schema, sort_keys=True) != json.dumps(codec.schema, sort_keys=True):
+        raise DeclarationError(
+            "rcip: %s: the dataclass %s is declared already with another schema (%s, not %s): one dataclass has one schema; "
+            "give both applications the same names= rule, or use rcip.Field(alias=...) on its fields"
+            % (where or "a declaration", cls.__name__, json.dumps(known.schema), json.dumps(codec.schema))
+        )
     _registered[cls] = codec
 
 

@@ -767,3 +767,97 @@ def test_defaults_are_published_and_checked_at_declaration():
             """T
 
             D."""
+
+
+# ----- one naming rule ----------------------------------------------------------
+
+
+@pytest.mark.skipif(pydantic is None, reason="pydantic (the optional extra) is not installed")
+def test_camel_case_holds_for_pydantic_fields_too():
+    from pydantic.alias_generators import to_camel
+
+    class Stop(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(alias_generator=to_camel, populate_by_name=True)
+        stop_id: str
+
+    class Route(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(alias_generator=to_camel, populate_by_name=True)
+        route_name: str
+        next_stops: List[Stop] = []
+
+    app = rcip.App("routes", name="Routes", description="Routes.", names="camelCase")
+
+    @app.capability
+    def plan(route_plan: Route, max_stops: int = 3) -> Route:
+        """Plan
+
+        Plans a route."""
+        assert isinstance(route_plan, Route) and isinstance(route_plan.next_stops[0], Stop)
+        return route_plan
+
+    schema = app.capabilities[0].input_schema
+    assert sorted(schema["properties"]) == ["maxStops", "routePlan"]
+    assert sorted(schema["properties"]["routePlan"]["properties"]) == ["nextStops", "routeName"]
+    assert list(schema["$defs"]["Stop"]["properties"]) == ["stopId"]
+    with app.runtime() as runtime:
+        given = {"routePlan": {"routeName": "North", "nextStops": [{"stopId": "S1"}]}}
+        assert runtime.client.invoke("plan", given).output == given["routePlan"]
+
+    class Loose(pydantic.BaseModel):
+        stop_id: str
+
+    with pytest.raises(rcip.DeclarationError, match=r"pydantic model Loose has field 'stop_id', which this application's names rule writes 'stopId'.*alias_generator"):
+
+        @app.capability
+        def loose(stop: Loose) -> None:
+            """Loose
+
+            Loose."""
+
+    # names="as_is" (the default) writes every name as it is: nothing to check.
+    as_is = rcip.App("asIs", name="As is", description="As is.")
+
+    @as_is.capability
+    def keep(stop: Loose) -> None:
+        """Keep
+
+        Keeps."""
+
+    assert list(as_is.capabilities[0].input_schema["properties"]["stop"]["properties"]) == ["stop_id"]
+
+
+@dataclass
+class Crew:
+    crew_id: str
+    lead_name: Optional[str] = None
+
+
+def test_one_dataclass_has_one_schema_wherever_it_appears():
+    app = rcip.App("crews", name="Crews", description="Crews.", names="camelCase")
+
+    @app.capability
+    def assign(crew: Crew, backups: List[Crew], spare: Optional[Crew] = None) -> Crew:
+        """Assign
+
+        Assigns a crew."""
+        return crew
+
+    cap = app.capabilities[0]
+    expected = {
+        "type": "object",
+        "properties": {"crewId": {"type": "string"}, "leadName": {"type": "string"}},
+        "required": ["crewId"],
+        "additionalProperties": False,
+    }
+    props = cap.input_schema["properties"]
+    assert props["crew"] == props["backups"]["items"] == props["spare"] == cap.output_schema == expected
+    assert rcip.to_json(Crew("C1")) == {"crewId": "C1"}
+
+    other = rcip.App("crewsAsIs", name="Crews", description="Crews.")
+    with pytest.raises(rcip.DeclarationError, match=r"capability look: the dataclass Crew is declared already with another schema"):
+
+        @other.capability
+        def look(crew: Crew) -> None:
+            """Look
+
+            Looks."""
