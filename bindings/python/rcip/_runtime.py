@@ -1047,6 +1047,15 @@ class Invocation(Owner):
             check(lib.rcip_invocation_create_message(ptr, data, _sampling_trampoline, key, _user_data_free))
         return future
 
+    async def elicit_async(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
+        """``elicit`` awaited, for a coroutine handler: the user's answer.
+        Cancelling the call cancels the awaiting task as usual."""
+        return await asyncio.wrap_future(self.elicit(message, schema))
+
+    async def create_message_async(self, params: Mapping[str, Any]) -> Dict[str, Any]:
+        """``create_message`` awaited, for a coroutine handler."""
+        return await asyncio.wrap_future(self.create_message(params))
+
     def complete(self, output: Any) -> None:
         """Completes with ``output`` (JSON-serialisable, or ``RawJson``).
         ``AlreadyCompletedError`` on a second settle."""

@@ -315,6 +315,9 @@ def test_serve_errors_are_one_line_and_exit_2(tmp_path: Any) -> None:
         proc = _cli("serve", target, cwd=str(tmp_path))
         assert proc.returncode == 2, (target, proc.stderr)
         assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr, (target, proc.stderr)
+    # `--http` without an address, then the target: the target is not taken for the address.
+    bare = _cli("serve", "--http", "nosuchmod:app", cwd=str(tmp_path))
+    assert bare.returncode == 2 and "no module named 'nosuchmod'" in bare.stderr, bare.stderr
     bad_address = _cli("serve", "plain:app", "--address", "nowhere", cwd=str(tmp_path))
     assert bad_address.returncode == 2 and "not an address" in bad_address.stderr
 
@@ -361,3 +364,85 @@ def test_validation_issues_is_an_empty_tuple_when_there_are_none() -> None:
         assert denied.error is not None and denied.error.validation_issues == ()
         bad = runtime.client.invoke("write", {"n": "one"})
         assert bad.error is not None and [i.instance_path for i in bad.error.validation_issues] == ["/n"]
+
+
+ASKING_APP = '''
+import asyncio, sys
+import rcip
+
+app = rcip.App("asking", name="Asking", description="Asks and waits.")
+
+@app.capability(effect="read")
+async def ask(invocation: rcip.Invocation) -> str:
+    """Ask
+
+    Asks the user for a name."""
+    invocation.report_progress(1, 2, "asking")
+    answer = await invocation.elicit_async("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    invocation.report_progress(2, 2)
+    return "%s: %s" % (answer.action, (answer.content or {}).get("name"))
+
+@app.capability(effect="read")
+async def wait() -> None:
+    """Wait
+
+    Waits until cancelled."""
+    print("asking: waiting", file=sys.stderr, flush=True)
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        print("asking: wait cancelled", file=sys.stderr, flush=True)
+        raise
+'''
+
+
+def test_serve_stdio_coroutines_elicit_report_progress_and_are_cancelled(tmp_path: Any) -> None:
+    module = tmp_path / "asking.py"
+    module.write_text(ASKING_APP)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rcip", "serve", str(module) + ":app", "--workers", "2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+        def send(message: Dict[str, Any]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+
+        def recv() -> Dict[str, Any]:
+            assert proc.stdout is not None
+            message: Dict[str, Any] = json.loads(proc.stdout.readline())
+            return message
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert recv()["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": {}, "_meta": {"progressToken": "t"}}})
+        first = recv()
+        assert first["method"] == "notifications/progress" and first["params"]["progress"] == 1, first
+        question = recv()
+        assert question["method"] == "elicitation/create" and question["params"]["message"] == "Your name?", question
+        send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}})
+        second = recv()
+        assert second["method"] == "notifications/progress" and second["params"]["progress"] == 2, second
+        answer = recv()
+        assert answer["id"] == 2 and answer["result"]["structuredContent"] == {"result": "accept: Ada"}, answer
+
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "wait", "arguments": {}}})
+        assert proc.stderr.readline() == "asking: waiting\n"
+        send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+        assert proc.stderr.readline() == "asking: wait cancelled\n"
+        send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        assert recv() == {"jsonrpc": "2.0", "id": 4, "result": {}}
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
