@@ -837,9 +837,9 @@ class App:
         from ._http import McpHttpServer
 
         serve = ServeOptions.coerce(options)
+        catalog = self.catalog()
         owned = OwnedLoop() if self._needs_loop(policy) else None
         loop = owned.loop if owned is not None else None
-        catalog = self.catalog()
         try:
             server = McpHttpServer(
                 catalog,
