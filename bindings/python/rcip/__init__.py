@@ -33,6 +33,7 @@ from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
 from ._http import McpHttpServer, SessionRuntime, SessionSetup
 from ._mcp import McpSession
+from ._serve import ServeOptions
 from ._runtime import (
     AvailabilityCheck,
     Binding,
@@ -47,6 +48,7 @@ from ._runtime import (
     PolicyAnswer,
     PolicyRequest,
     Runtime,
+    RuntimeOptions,
     Schema,
     Subscription,
     abi_version,
@@ -123,6 +125,7 @@ __all__ = [
     "Example",
     "Field",
     "Scope",
+    "ServeOptions",
     "named",
     "to_json",
     "AlreadyBoundError",
@@ -174,6 +177,7 @@ __all__ = [
     "RcipError",
     "Result",
     "Runtime",
+    "RuntimeOptions",
     "Schema",
     "Snapshot",
     "Status",

@@ -2,6 +2,8 @@
 
     python -m rcip check [--json] CATALOG.json...
     python -m rcip serve MODULE:APP        # MCP over stdio
+    python -m rcip serve MODULE:APP --http [ADDR] [--confirm elicit] [--tool-names safe]
+                         [--ttl-ms N] [--workers N] [--options FILE|@FILE|JSON] ...
     python -m rcip version
 
 ``check`` prints what the ``rcip check`` binary prints (one line per
@@ -12,22 +14,31 @@ usage or I/O error.
 ``serve`` imports ``MODULE`` (a module name importable from the current
 directory, or a path to a ``.py`` file) and serves ``APP`` (an attribute
 naming an ``rcip.App``, or a function returning one) to an MCP client over
-stdio until the input ends or Ctrl-C (exit status 130). Standard output
-carries the protocol only: log to standard error.
+stdio (or Streamable HTTP with ``--http``) until the input ends or Ctrl-C
+(exit status 130). The other flags are ``rcip.ServeOptions``' fields.
+Standard output carries the protocol only: log to standard error. A module
+that cannot be imported, a target that is not an app and an app the
+library refuses print one line on standard error and exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
+import inspect
 import json
 import os
+import re
 import sys
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ._app import App
 from ._runtime import Catalog, abi_version, library_version
+from ._schema import DeclarationError
+from ._serve import ServeOptions, read_options_argument
+from .errors import RcipError
 
 
 def _check(files: Sequence[str], as_json: bool) -> int:
@@ -67,59 +78,131 @@ def _check(files: Sequence[str], as_json: bool) -> int:
 
 
 def load_app(target: str) -> App:
-    """``MODULE:APP`` -> the ``App`` (``SystemExit`` with the reason when
-    it cannot be found)."""
+    """``MODULE:APP`` -> the ``App`` (``SystemExit`` with a one-line reason
+    when it cannot be found, imported or built)."""
     module_name, sep, attr = target.rpartition(":")
     if not sep or not module_name or not attr:
         raise SystemExit("rcip serve: give MODULE:APP (e.g. myapp:app or path/to/file.py:app), not %r" % target)
-    if module_name.endswith(".py") or os.sep in module_name:
-        path = os.path.abspath(module_name)
-        spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
-        if spec is None or spec.loader is None:
-            raise SystemExit("rcip serve: cannot load %s" % module_name)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    else:
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(module_name)
-    value = module
+    try:
+        if module_name.endswith(".py") or os.sep in module_name:
+            path = os.path.abspath(module_name)
+            if not os.path.isfile(path):
+                raise SystemExit("rcip serve: %s: no such file" % module_name)
+            spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+            if spec is None or spec.loader is None:
+                raise SystemExit("rcip serve: cannot load %s" % module_name)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path and os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.split(".")[0] == exc.name.split(".")[0]:
+            raise SystemExit("rcip serve: no module named %r (a module importable from %s, or a path to a .py file)" % (module_name, os.getcwd())) from None
+        raise SystemExit("rcip serve: importing %s: %s" % (module_name, _one_line(exc))) from None
+    except DeclarationError as exc:
+        raise SystemExit("rcip serve: %s refuses a declaration: %s" % (module_name, _one_line(exc))) from None
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported in one line
+        raise SystemExit("rcip serve: importing %s raised %s: %s" % (module_name, type(exc).__name__, _one_line(exc))) from None
+    value: object = module
     for part in attr.split("."):
         try:
             value = getattr(value, part)
         except AttributeError:
             raise SystemExit("rcip serve: %s has no attribute %r" % (module_name, attr)) from None
     if not isinstance(value, App) and callable(value):
-        value = value()
+        if not _takes_no_arguments(value):
+            raise SystemExit("rcip serve: %s is a function that takes arguments, not an rcip.App (or a function of no arguments returning one)" % target)
+        try:
+            value = value()
+        except DeclarationError as exc:
+            raise SystemExit("rcip serve: %s refuses a declaration: %s" % (target, _one_line(exc))) from None
+        except Exception as exc:  # noqa: BLE001 - reported in one line
+            raise SystemExit("rcip serve: %s() raised %s: %s" % (target, type(exc).__name__, _one_line(exc))) from None
     if not isinstance(value, App):
-        raise SystemExit("rcip serve: %s is %s, not an rcip.App" % (target, type(value).__name__))
+        raise SystemExit("rcip serve: %s is %s, not an rcip.App (or a function of no arguments returning one)" % (target, type(value).__name__))
+    try:
+        value.catalog().close()
+    except RcipError as exc:
+        raise SystemExit("rcip serve: %s is not a valid catalog: %s" % (target, _one_line(exc))) from None
     return value
 
 
-def _serve_stdio(app: App, args: argparse.Namespace) -> None:
-    app.serve_stdio()
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _serve_http(app: App, args: argparse.Namespace) -> None:
+def _takes_no_arguments(fn: Callable[..., object]) -> bool:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    return all(
+        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in signature.parameters.values()
+    )
+
+
+ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]]+):[0-9]+$")
+DEFAULT_HTTP_ADDRESS = "127.0.0.1:8080"
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions:
+    """The ``ServeOptions`` the flags give (each flag is a field)."""
+    values: Dict[str, Any] = {}
+    for f in dataclasses.fields(ServeOptions):
+        value = getattr(args, f.name, None)
+        if value is None:
+            continue
+        if f.name == "options":
+            try:
+                value = read_options_argument(value)
+            except ValueError as exc:
+                raise SystemExit("rcip serve: %s" % exc) from None
+        values[f.name] = value
+    try:
+        return ServeOptions(**values)
+    except (TypeError, ValueError) as exc:
+        raise SystemExit("rcip serve: %s" % _one_line(exc)) from None
+
+
+def _serve_stdio(app: App, serve: ServeOptions, address: Optional[str]) -> None:
+    app.serve_stdio(serve)
+
+
+def _serve_http(app: App, serve: ServeOptions, address: Optional[str]) -> None:
     def listening(url: str) -> None:
         print("rcip: serving MCP on %s" % url, flush=True)
 
-    app.serve_http(args.http, on_listening=listening)
-
-
-def _transport(args: argparse.Namespace) -> Callable[[App, argparse.Namespace], None]:
-    """The one place a transport is chosen from the options."""
-    return _serve_http if args.http is not None else _serve_stdio
+    app.serve_http(address or DEFAULT_HTTP_ADDRESS, serve, on_listening=listening)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    app = load_app(args.target)
-    serve = _transport(args)
+    http = args.http
+    target = args.target
+    if http is not None and target is None and not ADDRESS.match(http):
+        # `serve --http MODULE:APP`: the bare flag, then the target.
+        http, target = DEFAULT_HTTP_ADDRESS, http
+    if target is None:
+        raise SystemExit("rcip serve: give MODULE:APP (e.g. myapp:app or path/to/file.py:app)")
+    if args.address is not None:
+        if http is not None and http != DEFAULT_HTTP_ADDRESS and http != args.address:
+            raise SystemExit("rcip serve: --http %s and --address %s disagree" % (http, args.address))
+        http = args.address
+    if http is not None and not ADDRESS.match(http):
+        raise SystemExit("rcip serve: %r is not an address (IP:PORT, e.g. 127.0.0.1:8080)" % http)
+    serve = serve_options(args)
+    app = load_app(target)
+    transport = _serve_http if http is not None else _serve_stdio
     try:
-        serve(app, args)
+        transport(app, serve, http)
     except KeyboardInterrupt:
         return 130
+    except RcipError as exc:
+        raise SystemExit("rcip serve: %s" % _one_line(exc)) from None
     return 0
 
 
@@ -130,8 +213,18 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the reports as JSON")
     check.add_argument("files", nargs="+", metavar="CATALOG.json")
     serve = commands.add_parser("serve", help="serve a declared application over MCP")
-    serve.add_argument("target", metavar="MODULE:APP", help="the module (name or .py path) and the rcip.App in it")
-    serve.add_argument("--http", metavar="ADDR", default=None, help="serve over Streamable HTTP at ADDR instead of stdio")
+    serve.add_argument("target", nargs="?", metavar="MODULE:APP", help="the module (name or .py path) and the rcip.App in it")
+    serve.add_argument(
+        "--http",
+        metavar="ADDR",
+        nargs="?",
+        const=DEFAULT_HTTP_ADDRESS,
+        default=None,
+        help="serve over Streamable HTTP at ADDR (default %s) instead of stdio" % DEFAULT_HTTP_ADDRESS,
+    )
+    serve.add_argument("--address", metavar="ADDR", default=None, help="the HTTP address (IP:PORT; implies --http)")
+    for f in dataclasses.fields(ServeOptions):
+        serve.add_argument(f.metadata["flag"], dest=f.name, default=None, help=f.metadata["help"], **f.metadata["argparse"])
     commands.add_parser("version", help="print the library and ABI versions")
     return parser
 

@@ -36,11 +36,38 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from . import _schema
-from ._runtime import AvailabilityCheck, Binding, Catalog, Invocation, Policy, PolicyAnswer, PolicyRequest, Runtime, Schema, _is_coroutine_function
+from ._runtime import (
+    AvailabilityCheck,
+    Binding,
+    Catalog,
+    Invocation,
+    Policy,
+    PolicyAnswer,
+    PolicyRequest,
+    Runtime,
+    RuntimeOptions,
+    Schema,
+    _is_coroutine_function,
+)
 from ._schema import Codec, Context, DeclarationError, ObjectCodec
+from ._serve import OwnedLoop, ServeOptions
 from .errors import RcipError
 if typing.TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ._mcp import McpSession
+elif sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # get_type_hints(App.runtime) without typing_extensions (no runtime dependency)
+    try:
+        from typing_extensions import Unpack
+    except ImportError:
+
+        class _Unpack:
+            def __getitem__(self, item: Any) -> Any:
+                return item
+
+        Unpack = _Unpack()
 
 from .types import ConfirmationNotice, Decision, Effect, Event, RawJson
 
@@ -200,6 +227,7 @@ class Capability:
         ctx = Context(app._names, localns)
         self._invocation_param: Optional[str] = None
         items: List[Tuple[str, Any, bool]] = []
+        defaults: Dict[str, Any] = {}
         for name, param in signature.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise DeclarationError("rcip: %s: *%s has no schema; declare each input as a parameter" % (where, name))
@@ -212,11 +240,13 @@ class Capability:
             if annotation is inspect.Parameter.empty:
                 raise DeclarationError("rcip: %s: parameter %r has no annotation; annotate it (its schema comes from the annotation)" % (where, name))
             items.append((name, annotation, param.default is not inspect.Parameter.empty))
+            if param.default is not inspect.Parameter.empty:
+                defaults[name] = param.default
         if input_schema is not None:
             self._input: Optional[ObjectCodec] = None
             self.input_schema: Dict[str, Any] = dict(input_schema)
         else:
-            self._input = _schema.object_codec(items, dict, ctx, where + ": parameter", descriptions=doc_params)
+            self._input = _schema.object_codec(items, dict, ctx, where + ": parameter", descriptions=doc_params, defaults=defaults)
             self.input_schema = _with_defs(self._input.schema, ctx)
         _strict(self.input_schema, where, "input schema")
 
@@ -241,7 +271,7 @@ class Capability:
                     self._output = _schema.object_codec([("result", returns, False)], dict, out_ctx, where + ": the return type", rename=False)
             self.output_schema = _with_defs(self._output.schema, out_ctx)
         _strict(self.output_schema, where, "output schema")
-        _register_dataclasses(ctx, out_ctx, self._input, self._output)
+        _register_dataclasses(where, self._input, self._output)
 
     # ----- the catalog entry ---------------------------------------------------------
 
@@ -272,6 +302,17 @@ class Capability:
         if self._invocation_param is not None:
             kwargs[self._invocation_param] = inv
         return kwargs
+
+    def _decoded_arguments(self, value: Any) -> Dict[str, Any]:
+        """The input as the handler receives it, by parameter name (the
+        policy's ``request.arguments``); the members as they are when the
+        input schema was given by hand or the input does not decode."""
+        if self._input is None or not isinstance(value, Mapping):
+            return dict(value) if isinstance(value, Mapping) else {}
+        try:
+            return self._input.decode_kwargs(value)
+        except Exception:  # noqa: BLE001 - validated already; never fail the policy for this
+            return dict(value)
 
     def _encode(self, inv: Invocation, result: Any) -> Any:
         if isinstance(result, RawJson) or inv._deferred:
@@ -381,7 +422,7 @@ def _strict(schema: Mapping[str, Any], where: str, what: str) -> None:
         ) from None
 
 
-def _register_dataclasses(*parts: Any) -> None:
+def _register_dataclasses(where: str, *parts: Any) -> None:
     """Remember how declared dataclasses are written (JSON names, absent
     fields), so ``Invocation.complete(visit)`` writes them the same way."""
     seen: Set[int] = set()
@@ -394,7 +435,7 @@ def _register_dataclasses(*parts: Any) -> None:
             build = codec.build
             cls = getattr(build, "__rcip_class__", None)
             if cls is not None:
-                _schema.register(cls, codec)
+                _schema.register(cls, codec, where)
             for p in codec.properties:
                 walk(p.codec)
         for attr in ("inner", "target", "item", "values"):
@@ -423,14 +464,27 @@ def _example(e: ExampleLike, where: str) -> Example:
 Naming = typing.Literal["as_is", "camelCase"]
 
 
+class _Registered:
+    """``App.policy()``'s default: the policy ``@app.runtime_policy`` registered."""
+
+    def __repr__(self) -> str:
+        return "REGISTERED"
+
+
+REGISTERED = _Registered()
+
+
 class App:
     """An application declared in Python: its metadata, scopes and
     capabilities (the catalog) and the handlers bound to them.
 
     ``names="camelCase"`` writes parameter and dataclass field names in
-    camelCase in JSON (``technician_id`` is ``technicianId``); ``"as_is"``
-    (the default) keeps them. ``rcip.Field(alias=...)`` names one
-    property explicitly. TypedDict keys are always used as written.
+    camelCase in JSON (``technician_id`` is ``technicianId``) and refuses
+    a pydantic model field it would rename that has no alias (pydantic
+    validates the JSON as it is); ``"as_is"`` (the default) keeps every
+    name. ``rcip.Field(alias=...)`` names one property explicitly.
+    TypedDict keys are always used as written. A dataclass has one schema
+    in every application that declares it.
 
     Declare from one thread (usually at import); afterwards
     ``definition``, ``catalog``, ``bind`` and ``runtime`` may be called
@@ -616,11 +670,12 @@ class App:
 
     # ----- policy ------------------------------------------------------------------------
 
-    def policy(self, runtime_policy: Optional[Policy] = None) -> Policy:
-        """The host policy of this application: ``runtime_policy`` (or,
-        without one, the library's default: read → allow, confirmed →
-        allow, destructive → confirm, write and external → deny) composed
-        with each capability's ``needs_approval``:
+    def policy(self, runtime_policy: Union[Policy, None, "_Registered"] = REGISTERED) -> Policy:
+        """The host policy of this application: ``runtime_policy`` (by
+        default the one ``@app.runtime_policy`` registered; ``None`` for
+        none, i.e. the library's default: read → allow, confirmed → allow,
+        destructive → confirm, write and external → deny) composed with
+        each capability's ``needs_approval``:
 
         - a capability without ``needs_approval``: the runtime policy decides;
         - with it: a deny from ``runtime_policy`` wins; otherwise the
@@ -630,9 +685,19 @@ class App:
           replaces the default's effect rule for that capability (a write
           that needs approval is confirmed, not denied).
 
-        A coroutine ``runtime_policy`` makes the composed policy a
-        coroutine function too."""
+        Every policy and ``needs_approval`` check it calls gets the request
+        with ``request.arguments`` decoded as the handler receives them
+        (dataclasses, TypedDicts, enums, pydantic models, plain values, by
+        parameter name). A coroutine ``runtime_policy`` makes the composed
+        policy a coroutine function too."""
+        if isinstance(runtime_policy, _Registered):
+            runtime_policy = self._runtime_policy
         by_id = {c.id: c for c in self._capabilities}
+
+        def decode(request: PolicyRequest) -> None:
+            cap = by_id.get(request.capability_id)
+            if cap is not None:
+                request._arguments = cap._decoded_arguments(request.input)
 
         def gate(request: PolicyRequest, first: PolicyAnswer) -> PolicyAnswer:
             cap = by_id.get(request.capability_id)
@@ -651,13 +716,17 @@ class App:
             async_policy = runtime_policy
 
             async def composed_async(request: PolicyRequest) -> PolicyAnswer:
+                decode(request)
                 answer = async_policy(request)
                 return gate(request, await answer if inspect.isawaitable(answer) else answer)
 
             return composed_async
 
+        sync_policy = runtime_policy
+
         def composed(request: PolicyRequest) -> PolicyAnswer:
-            answer = runtime_policy(request) if runtime_policy is not None else None
+            decode(request)
+            answer = sync_policy(request) if sync_policy is not None else None
             if inspect.isawaitable(answer):  # a coroutine from a callable object
                 raise TypeError("rcip: the runtime policy returned an awaitable but is not a coroutine function")
             return gate(request, answer)
@@ -680,49 +749,29 @@ class App:
             raise
         return bindings
 
-    def runtime(
-        self,
-        *,
-        policy: Optional[Policy] = None,
-        on_event: Optional[Callable[[Event], object]] = None,
-        on_confirmation: Optional[Callable[[ConfirmationNotice], object]] = None,
-        confirmation_ttl_ms: Optional[int] = None,
-        clock: Optional[Callable[[], int]] = None,
-        id_generator: Optional[Callable[[str], Optional[str]]] = None,
-        manual_timers: bool = False,
-        max_payload_len: Optional[int] = None,
-        max_depth: Optional[int] = None,
-        loop: Optional[asyncio.AbstractEventLoop] = None,
-        on_error: Optional[Callable[[BaseException, str], object]] = None,
-        catalog: Optional[Catalog] = None,
-    ) -> Runtime:
+    def runtime(self, *, catalog: Optional[Catalog] = None, **options: "Unpack[RuntimeOptions]") -> Runtime:
         """A runtime over this catalog with every handler bound and the
         composed policy (``App.policy(policy)``, ``policy`` defaulting to
-        the one ``runtime_policy`` set); the other arguments are
-        ``Runtime``'s. ``catalog``: this app's catalog compiled already
-        (``app.catalog()``), to build many runtimes without compiling it
-        each time. Create it inside the running loop when a handler is a
-        coroutine function (or pass ``loop``)."""
+        the one ``runtime_policy`` set); every other keyword is
+        ``Runtime``'s (``rcip.RuntimeOptions`` lists them: ``on_event``,
+        ``on_progress``, ``confirmation_ttl_ms``, ``loop`` ...).
+        ``catalog``: this app's catalog compiled already (``app.catalog()``),
+        to build many runtimes without compiling it each time. Create it
+        inside the running loop when a handler is a coroutine function (or
+        pass ``loop``). Bindings given in ``bindings`` are bound besides
+        the declared handlers."""
+        unknown = set(options) - set(RuntimeOptions.__annotations__)
+        if unknown:
+            raise TypeError("rcip: App.runtime() got unexpected keyword arguments %s" % ", ".join(sorted(unknown)))
+        rest: Dict[str, Any] = dict(options)
+        policy: Optional[Policy] = rest.pop("policy", None)
         if policy is None:
             policy = self._runtime_policy
-        needs = any(c.needs_approval is not False for c in self._capabilities)
+        needs = policy is not None or any(c.needs_approval is not False for c in self._capabilities)
         given = catalog
         catalog = given if given is not None else self.catalog()
         try:
-            runtime = Runtime(
-                catalog,
-                policy=self.policy(policy) if needs else policy,
-                on_event=on_event,
-                on_confirmation=on_confirmation,
-                confirmation_ttl_ms=confirmation_ttl_ms,
-                clock=clock,
-                id_generator=id_generator,
-                manual_timers=manual_timers,
-                max_payload_len=max_payload_len,
-                max_depth=max_depth,
-                loop=loop,
-                on_error=on_error,
-            )
+            runtime = Runtime(catalog, policy=self.policy(policy) if needs else policy, **rest)
         finally:
             if given is None:
                 catalog.close()
@@ -733,89 +782,124 @@ class App:
             raise
         return runtime
 
-    def serve_stdio(
-        self,
-        *,
-        policy: Optional[Policy] = None,
-        confirmation: Optional[Literal["host", "elicit"]] = None,
-        server_name: Optional[str] = None,
-        server_version: Optional[str] = None,
-        instructions: Optional[str] = None,
-    ) -> None:
+    def _needs_loop(self, policy: Optional[Policy]) -> bool:
+        """True when a handler or the policy is a coroutine function."""
+        chosen = policy if policy is not None else self._runtime_policy
+        return any(c.is_async for c in self._capabilities) or (chosen is not None and _is_coroutine_function(chosen))
+
+    def _session_json(self, serve: ServeOptions) -> Dict[str, Any]:
+        return serve.session_json({"serverName": self.id, "serverVersion": self.version, "instructions": self.description})
+
+    def serve_stdio(self, options: Union[ServeOptions, Mapping[str, Any], None] = None, *, policy: Optional[Policy] = None) -> None:
         """Serves this application to an MCP client over stdio until the
         input ends or Ctrl-C (``KeyboardInterrupt`` is raised again after
         the session closed); what ``python -m rcip serve MODULE:APP``
-        runs. The server name and version default to the application's
-        id and version, the instructions to its description. When a
-        handler or the policy is a coroutine function this runs an asyncio
-        loop (``asyncio.run(app.serve_stdio_async(...))``) for them."""
-        options = dict(confirmation=confirmation, server_name=server_name, server_version=server_version, instructions=instructions)
-        chosen = policy if policy is not None else self._runtime_policy
-        if any(c.is_async for c in self._capabilities) or (chosen is not None and _is_coroutine_function(chosen)):
-            asyncio.run(
-                self.serve_stdio_async(
-                    policy=policy, confirmation=confirmation, server_name=server_name, server_version=server_version, instructions=instructions
-                )
-            )
+        runs. ``options``: ``rcip.ServeOptions`` (confirmation mode, tool
+        names, confirmation TTL, workers, the full JSON options), or the
+        JSON options mapping itself; the server name and version default
+        to the application's id and version, the instructions to its
+        description. When a handler or the policy is a coroutine function
+        this runs an asyncio loop (``asyncio.run(app.serve_stdio_async(...))``)
+        for them."""
+        serve = ServeOptions.coerce(options)
+        if self._needs_loop(policy):
+            asyncio.run(self.serve_stdio_async(serve, policy=policy))
             return
-        with self.runtime(policy=policy) as runtime, self._session(runtime, options) as session:
+        with self.runtime(policy=policy, confirmation_ttl_ms=serve.confirmation_ttl_ms) as runtime, self._session(runtime, serve) as session:
             session.serve_stdio()
+
+    async def serve_stdio_async(self, options: Union[ServeOptions, Mapping[str, Any], None] = None, *, policy: Optional[Policy] = None) -> None:
+        """``serve_stdio`` on the running loop (coroutine handlers and
+        policies run on it); cancelling the awaiting task closes the
+        session."""
+        serve = ServeOptions.coerce(options)
+        with self.runtime(policy=policy, confirmation_ttl_ms=serve.confirmation_ttl_ms) as runtime, self._session(runtime, serve) as session:
+            await session.serve_stdio_async()
 
     def serve_http(
         self,
         address: str = "127.0.0.1:0",
+        options: Union[ServeOptions, Mapping[str, Any], None] = None,
         *,
         policy: Optional[Policy] = None,
-        options: Optional[Mapping[str, Any]] = None,
         on_listening: Optional[Callable[[str], object]] = None,
     ) -> None:
         """Serves this application to remote MCP clients over Streamable
         HTTP at ``address`` until Ctrl-C (``KeyboardInterrupt`` is raised
         again after the server shut down): one runtime per MCP session
-        (``runtime(policy=policy)``), ``options`` as docs/MCP.md's server
-        options. ``on_listening(url)`` is told the URL once it serves;
-        what ``python -m rcip serve MODULE:APP --http ADDR`` runs. Handlers
-        and policies must be plain functions here (sessions are built on
-        library threads, with no event loop)."""
+        (``runtime(policy=policy)``); ``options`` as for ``serve_stdio``
+        (the JSON options may hold the server options of docs/MCP.md too).
+        ``on_listening(url)`` is told the URL once it serves; what ``python
+        -m rcip serve MODULE:APP --http ADDR`` runs. When a handler or the
+        policy is a coroutine function, the server owns an asyncio loop on
+        a thread of its own and every session's coroutines run there
+        (``serve_http_async`` runs them on the caller's loop instead)."""
         from ._http import McpHttpServer
 
-        if any(c.is_async for c in self._capabilities):
-            raise TypeError("rcip: serve_http needs plain (not async) handlers: sessions have no event loop")
+        serve = ServeOptions.coerce(options)
         catalog = self.catalog()
-        server = McpHttpServer(
-            catalog, lambda _setup: self.runtime(policy=policy, catalog=catalog), address, options=dict(options or {})
-        )
-        with server, catalog:
-            server.start()
-            if on_listening is not None:
-                on_listening(server.url)
-            server.serve()
+        owned = OwnedLoop() if self._needs_loop(policy) else None
+        loop = owned.loop if owned is not None else None
+        try:
+            server = McpHttpServer(
+                catalog,
+                lambda _setup: self.runtime(policy=policy, catalog=catalog, loop=loop, confirmation_ttl_ms=serve.confirmation_ttl_ms),
+                address,
+                options=self._session_json(serve),
+            )
+            with server:
+                server.start()
+                if on_listening is not None:
+                    on_listening(server.url)
+                server.serve()
+        finally:
+            catalog.close()
+            if owned is not None:
+                owned.close()
 
-    async def serve_stdio_async(
+    async def serve_http_async(
         self,
+        address: str = "127.0.0.1:0",
+        options: Union[ServeOptions, Mapping[str, Any], None] = None,
         *,
         policy: Optional[Policy] = None,
-        confirmation: Optional[Literal["host", "elicit"]] = None,
-        server_name: Optional[str] = None,
-        server_version: Optional[str] = None,
-        instructions: Optional[str] = None,
+        on_listening: Optional[Callable[[str], object]] = None,
     ) -> None:
-        """``serve_stdio`` on the running loop (coroutine handlers run on
-        it); cancelling the awaiting task closes the session."""
-        options = dict(confirmation=confirmation, server_name=server_name, server_version=server_version, instructions=instructions)
-        with self.runtime(policy=policy) as runtime, self._session(runtime, options) as session:
-            await session.serve_stdio_async()
+        """``serve_http`` on the running loop: every session's coroutine
+        handlers and policies run on it, and the loop stays free (the
+        server runs on library threads). Serves until the awaiting task is
+        cancelled (``asyncio.run`` does that on Ctrl-C): then the server
+        shuts down and ``CancelledError`` propagates."""
+        from ._http import McpHttpServer
 
-    def _session(self, runtime: Runtime, options: Mapping[str, Optional[str]]) -> "McpSession":
+        serve = ServeOptions.coerce(options)
+        loop = asyncio.get_running_loop()
+        catalog = self.catalog()
+        try:
+            server = McpHttpServer(
+                catalog,
+                lambda _setup: self.runtime(policy=policy, catalog=catalog, loop=loop, confirmation_ttl_ms=serve.confirmation_ttl_ms),
+                address,
+                options=self._session_json(serve),
+            )
+            with server:
+                server.start()
+                if on_listening is not None:
+                    on_listening(server.url)
+                try:
+                    while True:
+                        await asyncio.sleep(3600)
+                finally:
+                    # Ending sessions closes runtimes whose coroutines need
+                    # this loop: shut down off it.
+                    await asyncio.shield(loop.run_in_executor(None, server.close))
+        finally:
+            catalog.close()
+
+    def _session(self, runtime: Runtime, serve: ServeOptions) -> "McpSession":
         from ._mcp import McpSession
 
-        return McpSession(
-            runtime,
-            confirmation=cast(Optional[Literal["host", "elicit"]], options.get("confirmation")),
-            server_name=options.get("server_name") or self.id,
-            server_version=options.get("server_version") or self.version,
-            instructions=options.get("instructions") or self.description,
-        )
+        return McpSession(runtime, options=self._session_json(serve))
 
     def __iter__(self) -> Iterator[Capability]:
         return iter(self._capabilities)

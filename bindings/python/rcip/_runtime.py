@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import builtins
 import concurrent.futures
 import contextlib
 import ctypes
@@ -14,7 +15,7 @@ import threading
 import time
 import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
-from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, Type, TypedDict, TypeVar, Union, cast
 
 from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
@@ -1046,6 +1047,15 @@ class Invocation(Owner):
             check(lib.rcip_invocation_create_message(ptr, data, _sampling_trampoline, key, _user_data_free))
         return future
 
+    async def elicit_async(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
+        """``elicit`` awaited, for a coroutine handler: the user's answer.
+        Cancelling the call cancels the awaiting task as usual."""
+        return await asyncio.wrap_future(self.elicit(message, schema))
+
+    async def create_message_async(self, params: Mapping[str, Any]) -> Dict[str, Any]:
+        """``create_message`` awaited, for a coroutine handler."""
+        return await asyncio.wrap_future(self.create_message(params))
+
     def complete(self, output: Any) -> None:
         """Completes with ``output`` (JSON-serialisable, or ``RawJson``).
         ``AlreadyCompletedError`` on a second settle."""
@@ -1148,6 +1158,7 @@ class PolicyRequest(Owner):
         req._own_handle(handle)
         req._deferred = False
         req._settled = False
+        req._arguments = None
         req.exception = None
         with handle.use() as ptr:
             req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
@@ -1161,6 +1172,7 @@ class PolicyRequest(Owner):
     exception: Optional[BaseException]
     _deferred: bool
     _settled: bool
+    _arguments: Optional[Dict[str, Any]]
 
     @property
     def capability(self) -> Dict[str, Any]:
@@ -1178,7 +1190,29 @@ class PolicyRequest(Owner):
 
     @property
     def input(self) -> Any:
+        """The input as the client sent it (JSON names, JSON values)."""
         return self.context.get("input")
+
+    @property
+    def arguments(self) -> Dict[str, Any]:
+        """The input as the handler receives it: for a capability declared
+        with ``@app.capability`` (a runtime ``App`` built), each parameter
+        by its Python name, decoded as annotated (a dataclass, TypedDict,
+        enum, pydantic model or plain value); otherwise the input's
+        members as they are. ``argument(name, type)`` reads one, typed."""
+        if self._arguments is not None:
+            return self._arguments
+        value = self.input
+        return dict(value) if isinstance(value, Mapping) else {}
+
+    def argument(self, name: str, type: Type[_T]) -> _T:
+        """``arguments[name]``, checked to be a ``type`` (``TypeError``
+        otherwise) and typed as one; ``KeyError`` when the call has no such
+        argument (a parameter with a default the client left out)."""
+        value = self.arguments[name]
+        if not isinstance(value, type):
+            raise TypeError("rcip: argument %r is %s, not %s" % (name, builtins.type(value).__name__, type.__name__))
+        return value
 
     @property
     def semantic_context(self) -> Dict[str, Any]:
@@ -1293,6 +1327,26 @@ class PendingOutcome(concurrent.futures.Future[_T], Generic[_T]):
     invocation's ``CancelToken``."""
 
     invocation_id: Optional[str] = None
+
+
+class RuntimeOptions(TypedDict, total=False):
+    """``Runtime``'s keyword arguments, every one optional: what
+    ``App.runtime(**options)`` forwards (one list, so the two cannot
+    drift; a test compares it with ``Runtime.__init__``)."""
+
+    policy: Optional[Policy]
+    on_event: Optional[Callable[[Event], object]]
+    on_confirmation: Optional[Callable[[ConfirmationNotice], object]]
+    on_progress: Optional[Callable[[Progress], object]]
+    confirmation_ttl_ms: Optional[int]
+    clock: Optional[Callable[[], int]]
+    id_generator: Optional[Callable[[str], Optional[str]]]
+    manual_timers: bool
+    max_payload_len: Optional[int]
+    max_depth: Optional[int]
+    loop: Optional[asyncio.AbstractEventLoop]
+    on_error: Optional[Callable[[BaseException, str], object]]
+    bindings: Optional[Mapping[str, Union[Handler, "tuple[Handler, Optional[AvailabilityCheck]]"]]]
 
 
 class Runtime(Owner):

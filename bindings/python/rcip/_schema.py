@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import json
 import re
 import sys
 import types
@@ -687,8 +688,11 @@ def object_codec(
     rename: bool = True,
     description: Optional[str] = None,
     descriptions: Optional[Mapping[str, str]] = None,
+    defaults: Optional[Mapping[str, Any]] = None,
 ) -> ObjectCodec:
-    """``items``: (attribute name, annotation, has a default)."""
+    """``items``: (attribute name, annotation, has a default);
+    ``defaults``: the default values (attribute name → value) to check
+    against their property's schema and publish as its ``default``."""
     props: List[_Property] = []
     seen: Dict[str, str] = {}
     for attr, annotation, has_default in items:
@@ -711,8 +715,41 @@ def object_codec(
                 # ``x: Optional[T] = None``: may be absent (absent means
                 # None), so the schema is T's and None is left out on output.
                 codec, omit_none = absent, True
+        if defaults is not None and attr in defaults and not (omit_none and defaults[attr] is None):
+            codec = _with_default(codec, defaults[attr], ctx, here)
         props.append(_Property(attr, json_name, codec, not has_default, omit_none))
     return ObjectCodec(props, build, description)
+
+
+def _with_default(codec: Codec, default: Any, ctx: Context, where: str) -> Codec:
+    """``codec`` with ``default`` published as its schema's ``default``
+    (an annotation: the runtime never fills it in), after checking that
+    it is a JSON value its own schema accepts: a default the schema
+    refuses (of another type, outside its constraints, NaN) is a
+    declaration error, since no client could send it."""
+    from ._runtime import Schema  # the library's own validator
+
+    try:
+        value = codec.encode(default)
+        text = json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise DeclarationError("rcip: %s: the default %r is not a JSON value (NaN and infinities have no JSON form)" % (where, default)) from None
+    except Exception as exc:  # noqa: BLE001 - the default does not encode as annotated
+        raise DeclarationError("rcip: %s: the default %r does not fit the annotation: %s" % (where, default, exc)) from None
+    value = json.loads(text)
+    schema = dict(codec.schema)
+    check = dict(schema, **({"$defs": dict(ctx.defs)} if ctx.defs else {}))
+    validator = Schema(check)
+    try:
+        result = validator.validate(value)
+    finally:
+        validator.close()
+    if not result.valid:
+        issue = result.issues[0] if result.issues else None
+        detail = "%s%s" % (issue.message, " at %s" % issue.instance_path if issue is not None and issue.instance_path else "") if issue is not None else "refused"
+        raise DeclarationError("rcip: %s: the default %r breaks its own schema (%s): give a default the schema accepts" % (where, default, detail))
+    schema["default"] = value
+    return _Retyped(schema, codec)
 
 
 def _absent_form(codec: Codec) -> Optional[Codec]:
@@ -735,16 +772,20 @@ def _absent_form(codec: Codec) -> Optional[Codec]:
 def _dataclass_codec(cls: Any, ctx: Context, where: str) -> Codec:
     hints = _hints(cls, cls.__name__, ctx.localns)
     items = []
+    defaults: Dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
         has_default = f.default is not _MISSING or f.default_factory is not _MISSING
         items.append((f.name, hints.get(f.name, Any), has_default))
+        if f.default is not _MISSING:
+            defaults[f.name] = f.default
+
     def build(kwargs: Dict[str, Any]) -> Any:
         return cls(**kwargs)
 
     build.__rcip_class__ = cls  # type: ignore[attr-defined]
-    return object_codec(items, build, ctx, "%s: field of %s" % (where, cls.__name__), description=_own_doc(cls))
+    return object_codec(items, build, ctx, "%s: field of %s" % (where, cls.__name__), description=_own_doc(cls), defaults=defaults)
 
 
 def _typeddict_codec(cls: Any, ctx: Context, where: str) -> Codec:
@@ -764,7 +805,39 @@ def _typeddict_codec(cls: Any, ctx: Context, where: str) -> Codec:
     return codec
 
 
+def _pydantic_models(tp: Any, found: List[Any]) -> List[Any]:
+    """``tp`` and every pydantic model its fields reach, once each."""
+    if _is_pydantic(tp):
+        if tp in found:
+            return found
+        found.append(tp)
+        for f in tp.model_fields.values():
+            _pydantic_models(f.annotation, found)
+        return found
+    for arg in typing.get_args(tp):
+        _pydantic_models(arg, found)
+    return found
+
+
+def _check_pydantic_names(cls: Any, ctx: Context, where: str) -> None:
+    """The application's naming rule holds for pydantic fields too. rcip
+    hands the JSON to ``model_validate`` unchanged, so it cannot rename a
+    model's fields behind pydantic's back: a field the rule would rename
+    and that has no alias (its own, or pydantic's ``alias_generator``) is
+    refused, with the fix."""
+    for model in _pydantic_models(cls, []):
+        for name, f in model.model_fields.items():
+            if f.alias is None and ctx.names(name) != name:
+                raise DeclarationError(
+                    "rcip: %s: the pydantic model %s has field %r, which this application's names rule writes %r: "
+                    "give the model pydantic's alias_generator (model_config = pydantic.ConfigDict(alias_generator="
+                    "pydantic.alias_generators.to_camel, populate_by_name=True)) or the field an alias"
+                    % (where, model.__name__, name, ctx.names(name))
+                )
+
+
 def _pydantic_codec(cls: Any, ctx: Context, where: str) -> Codec:
+    _check_pydantic_names(cls, ctx, where)
     ref_name = cls.__dict__.get(_NAMED_ATTR)
     try:
         schema = cls.model_json_schema(by_alias=True, mode="validation", ref_template="#/$defs/{model}")
@@ -834,8 +907,18 @@ def _first_format(schema: Any, pointer: str) -> Optional[Tuple[str, Any]]:
 _registered: Dict[type, Codec] = {}
 
 
-def register(cls: type, codec: Codec) -> None:
-    """The codec a declared dataclass is written with (its JSON names)."""
+def register(cls: type, codec: Codec, where: str = "") -> None:
+    """The codec a declared dataclass is written with (its JSON names).
+    One dataclass has one schema wherever it appears: declaring it again
+    with another (an application with another ``names`` rule) raises
+    ``DeclarationError``, since ``to_json`` could not know which to write."""
+    known = _registered.get(cls)
+    if known is not None and known is not codec and json.dumps(known.schema, sort_keys=True) != json.dumps(codec.schema, sort_keys=True):
+        raise DeclarationError(
+            "rcip: %s: the dataclass %s is declared already with another schema (%s, not %s): one dataclass has one schema; "
+            "give both applications the same names= rule, or use rcip.Field(alias=...) on its fields"
+            % (where or "a declaration", cls.__name__, json.dumps(known.schema), json.dumps(codec.schema))
+        )
     _registered[cls] = codec
 
 

@@ -101,11 +101,14 @@ class ValidationIssue:
 @dataclass(frozen=True)
 class OutcomeError:
     """``{"code", "message", "validationIssues"?}``: ``code`` is the stable
-    RCIP error code (``INPUT_INVALID``, ``POLICY_DENIED``, ...)."""
+    RCIP error code (``INPUT_INVALID``, ``POLICY_DENIED``, ...);
+    ``validation_issues`` is ``()`` when the error has none (every error
+    but ``INPUT_INVALID`` / ``OUTPUT_INVALID``, and those for text that is
+    not JSON), so it can always be iterated."""
 
     code: str
     message: str
-    validation_issues: Optional[Tuple[ValidationIssue, ...]] = None
+    validation_issues: Tuple[ValidationIssue, ...] = ()
 
     @classmethod
     def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["OutcomeError"]:
@@ -115,7 +118,7 @@ class OutcomeError:
         return cls(
             d.get("code", ""),
             d.get("message", ""),
-            None if issues is None else tuple(ValidationIssue._from(i) for i in issues),
+            () if issues is None else tuple(ValidationIssue._from(i) for i in issues),
         )
 
 

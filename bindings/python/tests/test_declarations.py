@@ -9,6 +9,7 @@ import enum
 import importlib.util
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Dict, FrozenSet, List, Literal, Mapping, Optional, Sequence, Set, Tuple, TypedDict, Union
@@ -248,6 +249,16 @@ def test_every_supported_annotation_generates_a_strict_schema(name, annotation, 
         assert out["required"] == ["result"]
 
 
+def _without_defaults(value: Any, path: str, published: List[Tuple[str, Any]]) -> Any:
+    if isinstance(value, dict):
+        if "default" in value and "type" in value:
+            published.append((path, value["default"]))
+        return {k: _without_defaults(v, path + "/" + k, published) for k, v in value.items() if not (k == "default" and "type" in value)}
+    if isinstance(value, list):
+        return [_without_defaults(v, "%s/%d" % (path, i), published) for i, v in enumerate(value)]
+    return value
+
+
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="the desk example needs Python 3.10 (kw_only)")
 def test_the_declared_desk_catalog_is_the_c_desk_catalog():
     spec = importlib.util.spec_from_file_location("dispatch_desk_module", os.path.join(HERE, "..", "examples", "dispatch_desk.py"))
@@ -260,8 +271,15 @@ def test_the_declared_desk_catalog_is_the_c_desk_catalog():
     with open(os.path.join(ROOT, "examples-c", "dispatch", "catalog.json"), encoding="utf-8") as f:
         expected = json.load(f)
     generated = module.app.definition()
-    assert generated == expected
-    assert json.loads(module.app.to_json()) == expected
+    # The declaration publishes its parameters' defaults (annotations the
+    # C catalog does not carry); apart from them the two are equal.
+    published: List[Tuple[str, Any]] = []
+    assert _without_defaults(generated, "", published) == expected
+    assert published == [
+        ("/capabilities/0/inputSchema/properties/unassignedOnly", False),
+        ("/capabilities/1/inputSchema/properties/includeArchive", False),
+    ]
+    assert json.loads(module.app.to_json()) == generated
     assert rcip.Catalog.check(module.app.to_json()).ok
     module.app.catalog().close()
 
@@ -676,3 +694,170 @@ def test_a_recursive_type_without_a_name_is_refused_with_what_to_do():
 
     with pytest.raises(rcip.DeclarationError, match=r"Tree refers to itself: .*@rcip.named\('tree'\)"):
         declare(grow)
+
+
+# ----- defaults are part of the contract -------------------------------------------
+
+
+def test_defaults_are_published_and_checked_at_declaration():
+    app = rcip.App("defaults", name="Defaults", description="Defaults.", names="camelCase")
+
+    @dataclass
+    class Page:
+        page_size: int = 10
+        cursor: Optional[str] = None
+
+    @app.capability
+    def search(
+        query: str,
+        limit: Annotated[int, rcip.Field(minimum=1, maximum=50)] = 5,
+        order: Literal["new", "old"] = "new",
+        page: Optional[Page] = None,
+        ratio: float = 0.5,
+    ) -> None:
+        """Search
+
+        Searches."""
+
+    props = app.definition()["capabilities"][0]["inputSchema"]["properties"]
+    assert props["limit"] == {"type": "integer", "minimum": 1, "maximum": 50, "default": 5}
+    assert props["order"]["default"] == "new" and props["ratio"]["default"] == 0.5
+    assert "default" not in props["query"] and "default" not in props["page"], "None means absent, not a default"
+    assert props["page"]["properties"]["pageSize"]["default"] == 10
+    assert "default" not in props["page"]["properties"]["cursor"]
+
+    # Annotation only: rcip never fills a default in; the handler's own does.
+    seen = []
+    app2 = rcip.App("filled", name="Filled", description="Filled.")
+
+    @app2.capability
+    def count(n: int = 3) -> int:
+        """Count
+
+        Counts."""
+        seen.append(n)
+        return n
+
+    with app2.runtime() as runtime:
+        assert runtime.client.invoke("count", {}).output == {"result": 3}
+
+    def declare(source: str) -> None:
+        namespace = {"app": rcip.App("bad", name="B", description="B."), "rcip": rcip, "Annotated": Annotated, "Literal": Literal}
+        exec("@app.capability\ndef f(%s) -> None:\n    '''T\n\n    D.'''\n" % source, namespace)
+
+    bad = {
+        "x: Annotated[int, rcip.Field(minimum=1)] = 0": "breaks its own schema (must be >= 1)",
+        "x: float = float('nan')": "not a JSON value",
+        "x: str = 3": "breaks its own schema (expected string",
+        "x: int = True": "breaks its own schema (expected integer",
+        "x: Literal['a', 'b'] = 'c'": "breaks its own schema",
+    }
+    for source, message in bad.items():
+        with pytest.raises(rcip.DeclarationError, match=r"capability f: parameter 'x': the default .*" + re.escape(message)):
+            declare(source)
+
+    @dataclass
+    class Bad:
+        size: Annotated[int, rcip.Field(maximum=9)] = 10
+
+    with pytest.raises(rcip.DeclarationError, match=r"field of Bad 'size': the default 10 breaks its own schema"):
+
+        @rcip.App("badField", name="B", description="B.").capability
+        def g(bad: Bad) -> None:
+            """T
+
+            D."""
+
+
+# ----- one naming rule ----------------------------------------------------------
+
+
+@pytest.mark.skipif(pydantic is None, reason="pydantic (the optional extra) is not installed")
+def test_camel_case_holds_for_pydantic_fields_too():
+    from pydantic.alias_generators import to_camel
+
+    class Stop(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(alias_generator=to_camel, populate_by_name=True)
+        stop_id: str
+
+    class Route(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(alias_generator=to_camel, populate_by_name=True)
+        route_name: str
+        next_stops: List[Stop] = []
+
+    app = rcip.App("routes", name="Routes", description="Routes.", names="camelCase")
+
+    @app.capability
+    def plan(route_plan: Route, max_stops: int = 3) -> Route:
+        """Plan
+
+        Plans a route."""
+        assert isinstance(route_plan, Route) and isinstance(route_plan.next_stops[0], Stop)
+        return route_plan
+
+    schema = app.capabilities[0].input_schema
+    assert sorted(schema["properties"]) == ["maxStops", "routePlan"]
+    assert sorted(schema["properties"]["routePlan"]["properties"]) == ["nextStops", "routeName"]
+    assert list(schema["$defs"]["Stop"]["properties"]) == ["stopId"]
+    with app.runtime() as runtime:
+        given = {"routePlan": {"routeName": "North", "nextStops": [{"stopId": "S1"}]}}
+        assert runtime.client.invoke("plan", given).output == given["routePlan"]
+
+    class Loose(pydantic.BaseModel):
+        stop_id: str
+
+    with pytest.raises(rcip.DeclarationError, match=r"pydantic model Loose has field 'stop_id', which this application's names rule writes 'stopId'.*alias_generator"):
+
+        @app.capability
+        def loose(stop: Loose) -> None:
+            """Loose
+
+            Loose."""
+
+    # names="as_is" (the default) writes every name as it is: nothing to check.
+    as_is = rcip.App("asIs", name="As is", description="As is.")
+
+    @as_is.capability
+    def keep(stop: Loose) -> None:
+        """Keep
+
+        Keeps."""
+
+    assert list(as_is.capabilities[0].input_schema["properties"]["stop"]["properties"]) == ["stop_id"]
+
+
+@dataclass
+class Crew:
+    crew_id: str
+    lead_name: Optional[str] = None
+
+
+def test_one_dataclass_has_one_schema_wherever_it_appears():
+    app = rcip.App("crews", name="Crews", description="Crews.", names="camelCase")
+
+    @app.capability
+    def assign(crew: Crew, backups: List[Crew], spare: Optional[Crew] = None) -> Crew:
+        """Assign
+
+        Assigns a crew."""
+        return crew
+
+    cap = app.capabilities[0]
+    expected = {
+        "type": "object",
+        "properties": {"crewId": {"type": "string"}, "leadName": {"type": "string"}},
+        "required": ["crewId"],
+        "additionalProperties": False,
+    }
+    props = cap.input_schema["properties"]
+    assert props["crew"] == props["backups"]["items"] == props["spare"] == cap.output_schema == expected
+    assert rcip.to_json(Crew("C1")) == {"crewId": "C1"}
+
+    other = rcip.App("crewsAsIs", name="Crews", description="Crews.")
+    with pytest.raises(rcip.DeclarationError, match=r"capability look: the dataclass Crew is declared already with another schema"):
+
+        @other.capability
+        def look(crew: Crew) -> None:
+            """Look
+
+            Looks."""

@@ -129,3 +129,39 @@ def test_enter_returns_the_object_and_enums_are_enums():
     assert typing.get_type_hints(rcip.Event)["phase"] is rcip.Phase
     assert typing.get_type_hints(rcip.Outcome)["status"] is rcip.Status
     assert typing.get_args(rcip.DecisionName) == ("allow", "deny", "confirm")
+
+
+def readme_python_blocks(path: str) -> List[str]:
+    """Every ```python block of a README, dedented (a block inside a list
+    item is indented)."""
+    import textwrap
+
+    blocks: List[str] = []
+    current: List[str] = []
+    inside = False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stripped = line.strip()
+            if not inside and stripped == "```python":
+                inside, current = True, []
+            elif inside and stripped == "```":
+                inside = False
+                blocks.append(textwrap.dedent("".join(current)))
+            elif inside:
+                current.append(line)
+    return blocks
+
+
+@needs_mypy
+def test_the_readme_examples_pass_mypy_strict(tmp_path):
+    from conftest import ROOT
+
+    blocks = readme_python_blocks(os.path.join(ROOT, "bindings", "python", "README.md"))
+    assert len(blocks) >= 5
+    files = []
+    for n, code in enumerate(blocks):
+        path = tmp_path / ("readme_example_%d.py" % n)
+        path.write_text(code)
+        files.append(str(path))
+    checked = mypy(*files)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -74,6 +74,9 @@ def policy(request: rcip.PolicyRequest) -> rcip.PolicyAnswer:
     assert_type(request.invocation_id, Optional[str])
     assert_type(request.semantic_context, Dict[str, Any])
     assert_type(request.context, Dict[str, Any])
+    assert_type(request.arguments, Dict[str, Any])
+    if "text" in request.arguments:
+        assert_type(request.argument("text", str), str)
     if request.effect == rcip.Effect.READ:
         return rcip.allow()
     if request.confirmed:
@@ -143,6 +146,15 @@ def exercise() -> None:
     assert_type(app.capabilities, List[rcip.Capability])
     assert_type(app.get("echo").input_schema, Dict[str, Any])
     assert_type(app.policy(policy), rcip.Policy)
+    assert_type(app.policy(), rcip.Policy)
+    serve = rcip.ServeOptions(confirmation="elicit", tool_names="safe", confirmation_ttl_ms=1000, workers=1, options={"maxSessions": 2})
+    assert_type(serve.confirmation, Optional[Literal["host", "elicit"]])
+    assert_type(serve.workers, Optional[int])
+    idle_loop = asyncio.new_event_loop()  # the app has a coroutine handler; nothing runs here
+    options: rcip.RuntimeOptions = {"confirmation_ttl_ms": 1000, "on_progress": lambda progress: None, "loop": idle_loop}
+    with app.runtime(**options) as configured:
+        assert_type(configured, rcip.Runtime)
+    idle_loop.close()
     assert_type(rcip.to_json(Echoed("a")), rcip.JsonValue)
     with app.catalog() as declared:
         assert_type(declared, rcip.Catalog)
