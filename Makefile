@@ -555,6 +555,7 @@ js: wasm-target $(WASM_BINDGEN_STAMP)
 
 test-js: js $(MCP_CONFORMANCE)/.installed
 	$(WASM_NODE) bindings/js/test/conformance.mjs tests/conformance/scenarios
+	$(WASM_NODE) --test bindings/js/test/api.test.mjs
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
