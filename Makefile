@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm test-js
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -88,7 +88,7 @@ test-rust:
 # packages them as they are.
 PACKAGE_FLAGS ?=
 test-package:
-	$(CARGO) package --workspace --exclude rcip-capi --exclude rcip-conformance --exclude rcip-bench --exclude rcip-wasm-smoke $(PACKAGE_FLAGS)
+	$(CARGO) package --workspace --exclude rcip-capi --exclude rcip-conformance --exclude rcip-bench --exclude rcip-wasm-smoke --exclude rcip-wasm $(PACKAGE_FLAGS)
 
 # The ABI cannot drift unseen: the functions librcip.so exports (nm -D) and
 # the functions and other names include/rcip.h declares against the
@@ -519,6 +519,43 @@ wasm-target:
 test-wasm: wasm-target $(MCP_CONFORMANCE)/.installed
 	RUSTFLAGS="$$RUSTFLAGS --cfg getrandom_backend=\"custom\"" $(CARGO) build --release -p rcip-wasm-smoke --target $(WASM_TARGET)
 	$(WASM_NODE) tests/wasm/smoke.mjs $(WASM_SMOKE)
+
+# ----- JavaScript (issue 33; bindings/js/README.md)
+# `make js` builds crates/rcip-wasm for wasm32-unknown-unknown (release) and
+# runs wasm-bindgen on it (--target nodejs) into bindings/js/pkg, which the
+# ESM module bindings/js/src/core.mjs loads. The wasm-bindgen command line
+# is built from crates.io with `cargo install --locked` into build/tools,
+# once per version (a stamp file names the version), never downloaded as a
+# prebuilt binary; its version is the one crates/rcip-wasm pins with `=`
+# (wasm-bindgen refuses a module made with another). `make test-js` runs
+# the JavaScript conformance runner over tests/conformance/scenarios under
+# the pinned Node (as test-wasm does): all 62 pass, so `make test` runs it.
+WASM_BINDGEN_VERSION := 0.2.129
+JS_TOOLS     := $(BUILD)/tools
+WASM_BINDGEN := $(JS_TOOLS)/bin/wasm-bindgen
+WASM_BINDGEN_STAMP := $(JS_TOOLS)/.wasm-bindgen-cli-$(WASM_BINDGEN_VERSION)
+JS_PKG       := bindings/js/pkg
+JS_WASM      := target/$(WASM_TARGET)/release/rcip_wasm.wasm
+
+.PHONY: js test-js
+
+$(WASM_BINDGEN_STAMP):
+	@mkdir -p $(JS_TOOLS)
+	@echo "js: installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION) into $(JS_TOOLS) (cargo install --locked; once, a few minutes)"
+	@$(CARGO) install --locked --version $(WASM_BINDGEN_VERSION) wasm-bindgen-cli --root $(JS_TOOLS) > $(JS_TOOLS)/wasm-bindgen-cli.log 2>&1 || { \
+	  tail -n 20 $(JS_TOOLS)/wasm-bindgen-cli.log; \
+	  echo "js: cargo install --locked --version $(WASM_BINDGEN_VERSION) wasm-bindgen-cli failed (full log: $(JS_TOOLS)/wasm-bindgen-cli.log)"; exit 1; }
+	@$(WASM_BINDGEN) --version | grep -qx 'wasm-bindgen $(WASM_BINDGEN_VERSION)' || { echo "js: $(WASM_BINDGEN) is not version $(WASM_BINDGEN_VERSION)"; exit 1; }
+	touch $@
+
+js: wasm-target $(WASM_BINDGEN_STAMP)
+	$(CARGO) build --release -p rcip-wasm --target $(WASM_TARGET)
+	rm -rf $(JS_PKG)
+	$(WASM_BINDGEN) --target nodejs --out-dir $(JS_PKG) --out-name rcip_wasm $(JS_WASM)
+
+test-js: js $(MCP_CONFORMANCE)/.installed
+	$(WASM_NODE) bindings/js/test/conformance.mjs tests/conformance/scenarios
+	$(WASM_NODE) --test bindings/js/test/api.test.mjs
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
