@@ -602,6 +602,12 @@ fn a_cancelled_call_ends_its_request_and_frees_its_id() {
             .unwrap();
         assert_eq!(status, StatusCode::ACCEPTED, "no response is due: {body}");
         let inv = f.slow.lock().pop().unwrap();
+        // The cancellation reaches the token on the session's control
+        // worker, which may run just after the response was written.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !inv.is_cancelled() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         assert!(inv.is_cancelled());
         inv.fail(true).unwrap();
         // Once the handler ended, the id is free again.
