@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! An MCP server session over a runtime's consumer surface: the bridge that
 //! lets any Model Context Protocol client (a desktop assistant, an IDE
 //! agent, an agent framework) discover and invoke a host's capabilities,
@@ -126,18 +127,30 @@ pub const MCP_DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MessageKind<'a> {
     /// The response to the client's request `id`.
-    Response { id: &'a str },
+    Response {
+        /// The request id key.
+        id: &'a str,
+    },
     /// A request the session sends (`elicitation/create`), on behalf of
     /// the client's request `related` when there is one.
-    Request { related: Option<&'a str> },
+    Request {
+        /// The client request it is on behalf of.
+        related: Option<&'a str>,
+    },
     /// A notification; `related` is the client's request it belongs to
     /// (progress, log messages), `None` for session-wide ones
     /// (`notifications/tools/list_changed`).
-    Notification { related: Option<&'a str> },
+    Notification {
+        /// The client request it belongs to.
+        related: Option<&'a str>,
+    },
     /// No message: the client's request `id` ends without a response (it
     /// was cancelled). The message text is empty; a transport that keeps
     /// something per request lets it go.
-    Abandoned { id: &'a str },
+    Abandoned {
+        /// The request id key.
+        id: &'a str,
+    },
 }
 
 /// Receives every message the session sends (responses, requests,
@@ -149,6 +162,7 @@ pub enum MessageKind<'a> {
 /// lock held. It may call [`McpSession::receive`] (that message's replies
 /// are delivered after `send` returns).
 pub trait McpOutput: Send + Sync {
+    /// One message, lent for the call.
     fn send(&self, message: &str);
 
     /// As [`send`](Self::send), with what the message is; the default

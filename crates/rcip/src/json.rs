@@ -65,12 +65,27 @@ pub enum JsonError {
     /// The bytes are not UTF-8.
     NotUtf8,
     /// The text is longer than the size limit.
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The text's length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        max: usize,
+    },
     /// Arrays and objects nest deeper than the depth limit.
-    TooDeep { max: usize },
+    TooDeep {
+        /// The depth limit, in nesting levels of arrays and objects.
+        max: usize,
+    },
     /// Not RFC 8259 JSON (includes a leading byte-order mark, a lone
     /// surrogate escape and numbers that overflow to infinity).
-    Syntax { line: usize, column: usize, reason: String },
+    Syntax {
+        /// The 1-based line of the fault.
+        line: usize,
+        /// The 1-based column of the fault, in bytes.
+        column: usize,
+        /// serde_json's description of the fault.
+        reason: String,
+    },
 }
 
 impl fmt::Display for JsonError {
@@ -168,6 +183,7 @@ pub fn parse_bytes_exact(bytes: &[u8], limits: &Limits) -> Result<Value, JsonErr
 
 /// A parsed payload, and its text when that text is already canonical.
 pub struct Parsed<'a> {
+    /// The parsed value.
     pub value: Value,
     /// The text, when it is exactly what serde_json's compact writer
     /// produces for `value`, so it can be reused instead of serialising.

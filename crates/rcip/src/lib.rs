@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! rcip: the RCIP 1.0 capability runtime.
 //!
 //! Modules, top to bottom: [`runtime`] (the state machine: bindings,

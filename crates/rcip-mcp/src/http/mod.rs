@@ -322,6 +322,8 @@ impl SessionRequest<'_> {
 /// without a session id. An `Err` answers that `initialize` with `-32603`
 /// (the message is included) and creates no session.
 pub trait SessionFactory<O>: Send + Sync + 'static {
+    /// The session's runtime (or whatever `O` owns it), or the message of
+    /// the refusal.
     fn create(&self, request: &SessionRequest<'_>) -> Result<O, String>;
 }
 
@@ -337,6 +339,7 @@ where
 /// A live session as the host sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionInfo {
+    /// The session id (`Mcp-Session-Id`) the server issued.
     pub session_id: String,
     /// `clientInfo` of its `initialize` (`{}` when absent).
     pub client_info: Value,

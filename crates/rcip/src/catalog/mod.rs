@@ -19,9 +19,13 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 /// A capability's effect (`RcipCapabilityEffect`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
+    /// `read`: observes application state and changes nothing.
     Read,
+    /// `write`: changes application state the user can see or undo.
     Write,
+    /// `external`: acts outside the application (sends, publishes, pays).
     External,
+    /// `destructive`: removes or irreversibly changes state.
     Destructive,
 }
 
@@ -51,27 +55,43 @@ impl Effect {
 /// A scope (`RcipScopeDefinition`).
 #[derive(Clone, Debug)]
 pub struct ScopeDef {
+    /// The scope id (an identifier: catalog rule "identifier"), unique in
+    /// the catalog.
     pub id: String,
+    /// A short human-readable name.
     pub title: String,
+    /// What the scope covers, for consumers.
     pub description: String,
+    /// `parentId`: the id of the enclosing scope, when the scope is nested;
+    /// the catalog check refuses unknown parents and cycles.
     pub parent_id: Option<String>,
 }
 
 /// A capability definition (`RcipCapabilityDefinition`) with its compiled
 /// schemas.
 pub struct CapabilityDef {
+    /// The capability id (an identifier), unique in the catalog: what
+    /// consumers invoke and hosts bind.
     pub id: String,
+    /// A short human-readable name.
     pub title: String,
+    /// What the capability does, for consumers.
     pub description: String,
+    /// `scopeIds`: the scopes the capability belongs to, each a scope of
+    /// the catalog; the semantic context ranks and filters by them.
     pub scope_ids: Vec<String>,
+    /// The effect; the default policy and confirmation records use it.
     pub effect: Effect,
     /// The schemas as declared. Shared (**rcip**): capabilities whose
     /// schema texts are identical hold one value (and one compiled schema).
     pub input_schema: Arc<Value>,
+    /// The output schema as declared (shared as `input_schema` is).
     pub output_schema: Arc<Value>,
+    /// `tags`, in declaration order (empty when absent).
     pub tags: Vec<String>,
     /// `usage` exactly as declared (`whenToUse`, `examples` only when given).
     pub usage: Option<Value>,
+    /// `usage.whenToUse`, when declared.
     pub usage_when_to_use: Option<String>,
     /// Compiled input schema (shared as [`CapabilityDef::input_schema`] is).
     pub input: Arc<Schema>,
@@ -138,6 +158,7 @@ impl CatalogProblem {
 /// Why a catalog was refused: every problem found, in document order.
 #[derive(Clone, Debug)]
 pub struct CatalogError {
+    /// The problems, in document order; never empty.
     pub problems: Vec<CatalogProblem>,
 }
 

@@ -25,13 +25,21 @@ use serde_json::{json, Map, Value};
 /// RFC 5424, as MCP names them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LogLevel {
+    /// `debug`: detail for whoever debugs the handler.
     Debug,
+    /// `info`: normal progress worth a line.
     Info,
+    /// `notice`: normal but significant.
     Notice,
+    /// `warning`: something unexpected the handler worked around.
     Warning,
+    /// `error`: something failed.
     Error,
+    /// `critical`: a component is unusable.
     Critical,
+    /// `alert`: action needed now.
     Alert,
+    /// `emergency`: the system is unusable.
     Emergency,
 }
 
@@ -77,8 +85,11 @@ impl LogLevel {
 /// percent); nothing relates `progress` to `total`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProgressReport {
+    /// How far the work is, in the handler's units.
     pub progress: f64,
+    /// The amount `progress` runs toward, when known.
     pub total: Option<f64>,
+    /// A short human-readable status line.
     pub message: Option<String>,
 }
 
@@ -222,6 +233,7 @@ pub trait InvocationChannel: Send + Sync {
 /// invocation from several threads at once may arrive in any order.
 /// Progress is never a lifecycle event.
 pub trait ProgressObserver: Send + Sync {
+    /// One report, as JSON text lent for the call.
     fn on_progress(&self, report_json: &str);
 }
 

@@ -11,19 +11,44 @@ use std::sync::Arc;
 /// The RCIP error codes an outcome can carry (PIPELINE.md sections 4–6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
+    /// `INVOCATION_ALREADY_ACTIVE`: the caller's invocation id is in use by
+    /// an unsettled invocation (`failed`).
     InvocationAlreadyActive,
+    /// `INPUT_INVALID`: the input is not JSON or does not match the input
+    /// schema; `validationIssues` say where (`failed`).
     InputInvalid,
+    /// `CAPABILITY_NOT_FOUND`: no capability of the catalog has the id
+    /// (`failed`).
     CapabilityNotFound,
+    /// `CAPABILITY_UNBOUND`: the capability has no live binding (`failed`).
     CapabilityUnbound,
+    /// `CAPABILITY_UNAVAILABLE`: the availability check said no, or failed
+    /// (`failed`).
     CapabilityUnavailable,
+    /// `POLICY_EVALUATION_FAILED`: the policy failed or answered no
+    /// decision (`failed`).
     PolicyEvaluationFailed,
+    /// `POLICY_DENIED`: the policy denied the call (`denied`).
     PolicyDenied,
+    /// `EXECUTION_ABORTED`: cancelled, or overtaken by the runtime's close
+    /// (`failed`).
     ExecutionAborted,
+    /// `EXECUTION_FAILED`: the handler failed, the context changed, or the
+    /// binding changed (`failed`).
     ExecutionFailed,
+    /// `OUTPUT_INVALID`: the handler's output is not JSON or does not match
+    /// the output schema (`failed`).
     OutputInvalid,
+    /// `CONFIRMATION_NOT_FOUND`: no open confirmation has the id (`failed`).
     ConfirmationNotFound,
+    /// `CONFIRMATION_EXPIRED`: the confirmation expired before it was
+    /// approved (`failed`).
     ConfirmationExpired,
+    /// `CONFIRMATION_DECLINED`: the host declined the confirmation
+    /// (`denied`).
     ConfirmationDeclined,
+    /// `PREFLIGHT_STALE`: discovery changed while a preflight ran (in a
+    /// preflight report entry).
     PreflightStale,
 }
 
@@ -88,8 +113,14 @@ pub(crate) mod messages {
 /// "validationIssuesTruncated"?}`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RcipError {
+    /// The stable code consumers branch on.
     pub code: ErrorCode,
+    /// A human-readable sentence: the code's default message, a message
+    /// naming the situation, or host text (a policy's deny reason, an
+    /// availability reason) passed on verbatim.
     pub message: String,
+    /// `validationIssues` of an `INPUT_INVALID` or `OUTPUT_INVALID` error
+    /// (Ajv's shape; `None` on every other code).
     pub validation_issues: Option<Vec<ValidationIssue>>,
     /// The runtime's issue bound left issues out of `validation_issues`
     /// (**rcip**, PIPELINE.md section 8): written as
@@ -162,9 +193,14 @@ impl RcipError {
 /// The status of an outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OutcomeStatus {
+    /// `succeeded`: the handler's output passed the output schema.
     Succeeded,
+    /// `failed`: the call could not run or complete; see the error code.
     Failed,
+    /// `denied`: the policy or the host's confirmation answer refused it.
     Denied,
+    /// `confirmation_required`: the policy asked for a confirmation that
+    /// only the host can approve.
     ConfirmationRequired,
 }
 
@@ -184,9 +220,13 @@ impl OutcomeStatus {
 /// (`{"id", "title", "description", "effect", "expiresAt"}`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConfirmationRecord {
+    /// The confirmation id the host approves or declines (single use).
     pub id: String,
+    /// The capability's title.
     pub title: String,
+    /// The capability's description, or the policy's confirm reason.
     pub description: String,
+    /// The capability's effect.
     pub effect: Effect,
     /// Epoch milliseconds.
     pub expires_at: i64,
@@ -209,24 +249,40 @@ impl ConfirmationRecord {
 /// The result of an invocation (`RcipInvocationOutcome`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
+    /// `succeeded`.
     Succeeded {
+        /// The invocation id (the caller's, or one rcip generated).
         invocation_id: Arc<str>,
+        /// The capability invoked.
         capability_id: Arc<str>,
+        /// The handler's output, valid against the output schema.
         output: Value,
     },
+    /// `failed`.
     Failed {
+        /// The invocation id.
         invocation_id: Arc<str>,
+        /// The capability invoked (`"unknown"` for `CONFIRMATION_NOT_FOUND`).
         capability_id: Arc<str>,
+        /// Why.
         error: RcipError,
     },
+    /// `denied`.
     Denied {
+        /// The invocation id.
         invocation_id: Arc<str>,
+        /// The capability invoked.
         capability_id: Arc<str>,
+        /// `POLICY_DENIED` or `CONFIRMATION_DECLINED`.
         error: RcipError,
     },
+    /// `confirmation_required`.
     ConfirmationRequired {
+        /// The invocation id.
         invocation_id: Arc<str>,
+        /// The capability invoked.
         capability_id: Arc<str>,
+        /// The confirmation the host may approve or decline.
         confirmation: ConfirmationRecord,
     },
 }
@@ -331,8 +387,12 @@ impl Outcome {
 /// `{"available", "reasonCode"?, "reason"?}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Availability {
+    /// Whether the capability may be invoked now.
     pub available: bool,
+    /// `reasonCode`: a host-chosen machine-readable reason (an unavailable
+    /// answer usually has one).
     pub reason_code: Option<String>,
+    /// `reason`: host text for consumers, passed on verbatim.
     pub reason: Option<String>,
 }
 
@@ -505,12 +565,19 @@ impl SemanticContext {
 /// The phase of a lifecycle event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventPhase {
+    /// `requested`: the invocation was accepted for the pipeline.
     Requested,
+    /// `started`: the handler was called.
     Started,
+    /// `succeeded`: the outcome is `succeeded`.
     Succeeded,
+    /// `failed`: the outcome is `failed` (with its `errorCode`).
     Failed,
+    /// `denied`: the outcome is `denied` (with its `errorCode`).
     Denied,
+    /// `confirmation_requested`: the policy asked for a confirmation.
     ConfirmationRequested,
+    /// `confirmation_declined`: the host declined it.
     ConfirmationDeclined,
 }
 
@@ -535,9 +602,13 @@ impl EventPhase {
 pub struct LifecycleEvent {
     /// Epoch milliseconds.
     pub timestamp: i64,
+    /// The invocation the event belongs to.
     pub invocation_id: String,
+    /// The capability invoked.
     pub capability_id: String,
+    /// Where in the lifecycle the invocation is.
     pub phase: EventPhase,
+    /// The outcome's error code, on `failed` and `denied` phases.
     pub error_code: Option<ErrorCode>,
 }
 
@@ -565,9 +636,21 @@ impl LifecycleEvent {
 /// A policy decision (`RcipPolicyDecision`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
+    /// Run the handler.
     Allow,
-    Deny { reason: Option<String> },
-    Confirm { reason: Option<String> },
+    /// Refuse: the outcome is `denied` with `POLICY_DENIED`.
+    Deny {
+        /// The message consumers see, verbatim (the code's default message
+        /// when absent).
+        reason: Option<String>,
+    },
+    /// Ask the host: the outcome is `confirmation_required` (on the
+    /// approved re-run of a confirmation, `denied` with `POLICY_DENIED`:
+    /// a confirmation is never asked twice).
+    Confirm {
+        /// The confirmation's description (the capability's when absent).
+        reason: Option<String>,
+    },
 }
 
 /// What a policy handle was settled with.
@@ -685,6 +768,7 @@ impl std::fmt::Display for JsonText {
 pub struct NulString(String);
 
 impl NulString {
+    /// Takes `text`, which must hold no NUL, and appends the terminator.
     #[inline]
     pub fn new(mut text: String) -> NulString {
         debug_assert!(!text.contains('\0'));
