@@ -77,6 +77,7 @@ test-gates:
 
 test-rust:
 	$(CARGO) test --workspace
+	$(CARGO) run -q -p rcip --example embed
 
 # The crates meant for crates.io (rcip, rcip-mcp and rcip-regress, the
 # regress fork in vendor/regress) packaged as `cargo publish` would upload

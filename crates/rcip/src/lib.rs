@@ -16,6 +16,209 @@
 //! "Crates"): it has no C exports, no MCP and no I/O. The MCP server is the
 //! `rcip-mcp` crate, the C ABI (`librcip`, `include/rcip.h`) the
 //! `rcip-capi` crate; both use only this crate's public API.
+//!
+//! # A tour
+//!
+//! Each example below runs as a doctest. They share one catalog: a read,
+//! a write and a destructive capability of a small service desk.
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog {
+//! rcip::catalog::Catalog::from_bytes(br#"{
+//!   "protocolVersion": "1.0",
+//!   "application": {"id": "desk", "name": "Desk", "description": "A service desk."},
+//!   "scopes": [{"id": "visits", "title": "Visits", "description": "Today's visits."}],
+//!   "capabilities": [
+//!     {"id": "visits.lookup", "title": "Look up a visit", "description": "Reads one visit.",
+//!      "scopeIds": ["visits"], "effect": "read",
+//!      "inputSchema": {"type": "object", "required": ["visit"], "additionalProperties": false,
+//!                      "properties": {"visit": {"type": "string", "pattern": "^V-[0-9]+$"}}},
+//!      "outputSchema": {"type": "object"}},
+//!     {"id": "visits.note", "title": "Add a note", "description": "Writes a note on a visit.",
+//!      "scopeIds": ["visits"], "effect": "write",
+//!      "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+//!     {"id": "visits.purge", "title": "Purge visits", "description": "Removes every visit.",
+//!      "scopeIds": ["visits"], "effect": "destructive",
+//!      "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}
+//!   ]
+//! }"#).expect("a valid catalog")
+//! # }
+//! # let _ = catalog();
+//! ```
+//!
+//! ## Bind a closure and invoke it
+//!
+//! A handler receives an [`Invocation`](runtime::Invocation) and settles it
+//! once, now or later from any thread. [`Client::invoke_outcome`](runtime::Client::invoke_outcome)
+//! waits for the outcome and returns it as its Rust type,
+//! [`Outcome`](runtime::Outcome); the schema refuses bad input before any
+//! handler runs.
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.lookup","title":"L","description":"d","scopeIds":["visits"],"effect":"read","inputSchema":{"type":"object","required":["visit"],"additionalProperties":false,"properties":{"visit":{"type":"string","pattern":"^V-[0-9]+$"}}},"outputSchema":{"type":"object"}}]}"#).unwrap() }
+//! use rcip::runtime::{ErrorCode, Invocation, Outcome, Runtime};
+//! use std::sync::Arc;
+//!
+//! let runtime = Runtime::new(&catalog());
+//! let _binding = runtime.host().bind(
+//!     "visits.lookup",
+//!     Arc::new(|invocation: Invocation| {
+//!         let visit = invocation.input()["visit"].as_str().unwrap_or_default().to_owned();
+//!         invocation.complete(serde_json::json!({"visit": visit, "status": "open"})).unwrap();
+//!     }),
+//!     None,
+//! )?;
+//!
+//! let client = runtime.client();
+//! match client.invoke_outcome("visits.lookup", br#"{"visit": "V-17"}"#, None, None)? {
+//!     Outcome::Succeeded { output, .. } => assert_eq!(output["status"], "open"),
+//!     other => panic!("{other:?}"),
+//! }
+//! let refused = client.invoke_outcome("visits.lookup", br#"{"visit": "17"}"#, None, None)?;
+//! assert_eq!(refused.error().map(|e| e.code), Some(ErrorCode::InputInvalid));
+//! # Ok::<(), rcip::runtime::HostError>(())
+//! ```
+//!
+//! ## A host policy
+//!
+//! The policy decides every call after the schema and availability checks
+//! (PIPELINE.md section 4): allow, deny with a reason the consumer sees
+//! verbatim, or ask for a confirmation. Without one, rcip's default policy
+//! allows reads, denies writes and external effects, and confirms
+//! destructive ones.
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.note","title":"N","description":"d","scopeIds":["visits"],"effect":"write","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
+//! use rcip::catalog::Effect;
+//! use rcip::runtime::{Decision, ErrorCode, Invocation, Outcome, PolicyRequest, RuntimeBuilder};
+//! use std::sync::Arc;
+//!
+//! let mut builder = RuntimeBuilder::new(&catalog());
+//! builder.policy(Arc::new(|request: PolicyRequest| {
+//!     // Notes are allowed only with a text.
+//!     let has_text = request.input_json().contains("\"text\"");
+//!     let decision = match request.effect() {
+//!         Effect::Write if has_text => Decision::Allow,
+//!         Effect::Read => Decision::Allow,
+//!         _ => Decision::Deny { reason: Some("A note needs a text.".into()) },
+//!     };
+//!     request.decide(decision).unwrap();
+//! }));
+//! builder.bind("visits.note", Arc::new(|i: Invocation| i.complete(serde_json::json!({})).unwrap()), None)?;
+//! let runtime = builder.build();
+//!
+//! let client = runtime.client();
+//! let ok = client.invoke_outcome("visits.note", br#"{"text": "Called back."}"#, None, None)?;
+//! assert!(matches!(ok, Outcome::Succeeded { .. }));
+//! let denied = client.invoke_outcome("visits.note", b"{}", None, None)?;
+//! let error = denied.error().unwrap();
+//! assert_eq!((error.code, error.message.as_str()), (ErrorCode::PolicyDenied, "A note needs a text."));
+//! # Ok::<(), rcip::runtime::HostError>(())
+//! ```
+//!
+//! ## Confirmation by the host
+//!
+//! A `confirmation_required` outcome names a single-use, expiring
+//! confirmation that only the host can resolve (PIPELINE.md section 5).
+//! Approving it re-runs the invocation; its outcome is the resolution's.
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.purge","title":"P","description":"Removes every visit.","scopeIds":["visits"],"effect":"destructive","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
+//! use rcip::runtime::{ErrorCode, Invocation, Outcome, Runtime, WAIT_FOREVER};
+//! use std::sync::Arc;
+//!
+//! let runtime = Runtime::new(&catalog());
+//! let _binding = runtime.host().bind(
+//!     "visits.purge",
+//!     Arc::new(|i: Invocation| i.complete(serde_json::json!({"purged": 3})).unwrap()),
+//!     None,
+//! )?;
+//! let asked = runtime.client().invoke_outcome("visits.purge", b"{}", None, None)?;
+//! let Outcome::ConfirmationRequired { confirmation, .. } = asked else { panic!("{asked:?}") };
+//!
+//! // The host shows `confirmation.title` and `description` to its user, who approves.
+//! let text = runtime.host().resolve_confirmation_pending(&confirmation.id, true)?.wait(WAIT_FOREVER).unwrap();
+//! assert!(matches!(Outcome::from_json(&text).unwrap(), Outcome::Succeeded { .. }));
+//!
+//! // Single use: a second answer finds nothing.
+//! let again = runtime.host().resolve_confirmation_pending(&confirmation.id, true)?.wait(WAIT_FOREVER).unwrap();
+//! let again = Outcome::from_json(&again).unwrap();
+//! assert_eq!(again.error().map(|e| e.code), Some(ErrorCode::ConfirmationNotFound));
+//! # Ok::<(), rcip::runtime::HostError>(())
+//! ```
+//!
+//! ## Cancellation
+//!
+//! The consumer passes a [`CancelToken`](runtime::CancelToken); a handler
+//! that stops on cancellation fails as an abort, and the outcome is
+//! `failed EXECUTION_ABORTED` (PIPELINE.md section 4, rule 20).
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.lookup","title":"L","description":"d","scopeIds":["visits"],"effect":"read","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
+//! use rcip::runtime::{CancelToken, ErrorCode, Invocation, Outcome, Runtime, WAIT_FOREVER};
+//! use std::sync::Arc;
+//!
+//! let runtime = Runtime::new(&catalog());
+//! // A slow handler: it keeps the invocation and gives up when cancelled.
+//! let _binding = runtime.host().bind(
+//!     "visits.lookup",
+//!     Arc::new(|invocation: Invocation| {
+//!         let token = invocation.cancel_token();
+//!         token.on_cancel(move || invocation.fail(true).unwrap());
+//!     }),
+//!     None,
+//! )?;
+//! let token = CancelToken::new();
+//! let (_id, pending) = runtime.client().invoke_pending("visits.lookup", b"{}", None, Some(&token))?;
+//! assert!(!pending.is_ready());
+//! token.cancel();
+//! let outcome = Outcome::from_json(&pending.wait(WAIT_FOREVER).unwrap()).unwrap();
+//! assert_eq!(outcome.error().map(|e| e.code), Some(ErrorCode::ExecutionAborted));
+//! # Ok::<(), rcip::runtime::HostError>(())
+//! ```
+//!
+//! ## A runtime per request
+//!
+//! A server compiles the catalog once and builds a runtime per request
+//! (the seed's "create a separate runtime per server request"): a
+//! [`RuntimeBuilder`](runtime::RuntimeBuilder) binds server-owned
+//! handlers before the first snapshot, so the request's runtime is ready
+//! at revision 0, and nothing of one request (context, confirmations,
+//! ids, events) is visible to another. `Catalog` clones are a reference
+//! count; building such a runtime costs a few microseconds (BENCHMARKS.md).
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.lookup","title":"L","description":"d","scopeIds":["visits"],"effect":"read","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
+//! use rcip::catalog::Catalog;
+//! use rcip::runtime::{Invocation, Outcome, Runtime, RuntimeBuilder};
+//! use std::sync::Arc;
+//!
+//! let compiled: Catalog = catalog(); // once, at start-up
+//! let for_request = |user: &str| -> Runtime {
+//!     let user = user.to_owned();
+//!     let mut builder = RuntimeBuilder::new(&compiled);
+//!     builder
+//!         .bind(
+//!             "visits.lookup",
+//!             Arc::new(move |i: Invocation| i.complete(serde_json::json!({"for": user})).unwrap()),
+//!             None,
+//!         )
+//!         .unwrap();
+//!     builder.build()
+//! };
+//!
+//! for user in ["alice", "bob"] {
+//!     let runtime = for_request(user);
+//!     let outcome = runtime.client().invoke_outcome("visits.lookup", b"{}", None, None)?;
+//!     let Outcome::Succeeded { output, .. } = outcome else { panic!() };
+//!     assert_eq!(output["for"], user);
+//!     runtime.close(); // when the response is sent
+//! }
+//! # Ok::<(), rcip::runtime::HostError>(())
+//! ```
+//!
+//! The crate's `examples/` directory has the same steps as programs
+//! (`cargo run -p rcip --example embed`).
 
 pub mod catalog;
 pub mod foreign;

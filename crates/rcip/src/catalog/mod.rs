@@ -16,8 +16,10 @@ pub use check::{is_blank, is_identifier};
 /// The protocol version this library implements.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
-/// A capability's effect (`RcipCapabilityEffect`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A capability's effect (`RcipCapabilityEffect`); serde reads and writes
+/// the protocol's name (`"read"`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Effect {
     /// `read`: observes application state and changes nothing.
     Read,
@@ -180,6 +182,8 @@ impl fmt::Display for CatalogError {
         }
     }
 }
+
+impl std::error::Error for CatalogError {}
 
 pub(crate) struct CatalogInner {
     pub application: Value,

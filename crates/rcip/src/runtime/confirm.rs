@@ -8,7 +8,8 @@ use super::cancel::{CancelToken, Registration};
 use super::invoke::{InvocationCore, Payload, Start};
 use super::shared::{Shared, RECEIPT_CAPACITY};
 use super::types::{
-    messages, push_json_str, ConfirmationRecord, ErrorCode, EventPhase, Outcome, RcipError, SemanticContext,
+    messages, push_json_str, CloseReason, ConfirmationRecord, ErrorCode, EventPhase, Outcome, RcipError,
+    SemanticContext,
 };
 use super::HostError;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -106,30 +107,6 @@ pub(crate) struct Receipt {
     pub invocation_id: Arc<str>,
     pub capability_id: Arc<str>,
     pub code: ErrorCode,
-}
-
-/// How a confirmation ended, for the host's confirmation callback.
-#[derive(Clone, Copy)]
-enum CloseReason {
-    Approved,
-    Declined,
-    Expired,
-    Cancelled,
-    Invalidated,
-    Closed,
-}
-
-impl CloseReason {
-    fn as_str(self) -> &'static str {
-        match self {
-            CloseReason::Approved => "approved",
-            CloseReason::Declined => "declined",
-            CloseReason::Expired => "expired",
-            CloseReason::Cancelled => "cancelled",
-            CloseReason::Invalidated => "invalidated",
-            CloseReason::Closed => "closed",
-        }
-    }
 }
 
 fn closed_json(c: &PendingConfirmation, reason: CloseReason) -> String {

@@ -51,8 +51,8 @@ pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
 pub use snapshot::{Filter, Snapshot};
 pub use types::NulString;
 pub use types::{
-    Availability, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText, LifecycleEvent, Outcome,
-    OutcomeStatus, RcipError, SemanticContext,
+    Availability, CloseReason, ConfirmationNotice, ConfirmationRecord, Decision, ErrorCode, EventPhase, JsonText,
+    LifecycleEvent, Outcome, OutcomeStatus, PreflightEntry, PreflightReport, RcipError, SemanticContext,
 };
 
 use crate::catalog::{Catalog, CatalogError};
@@ -744,6 +744,26 @@ impl Client {
                 "this platform has no threads to wait on: the outcome had not arrived when the invocation call returned (use invoke or invoke_pending)".into(),
             )
         });
+    }
+
+    /// As [`invoke_blocking`](Self::invoke_blocking), with the outcome read
+    /// into its Rust type ([`Outcome`]) instead of JSON text.
+    ///
+    /// # Errors
+    ///
+    /// What `invoke_blocking` answers. An outcome text its own type does
+    /// not read would be a bug in rcip; it is reported as
+    /// [`HostError::InvalidJson`] rather than a panic.
+    pub fn invoke_outcome(
+        &self,
+        capability_id: &str,
+        input: &[u8],
+        invocation_id: Option<&str>,
+        token: Option<&CancelToken>,
+    ) -> Result<Outcome, HostError> {
+        let text = self.invoke_blocking(capability_id, input, invocation_id, token)?;
+        Outcome::from_json(&text)
+            .map_err(|e| HostError::InvalidJson(format!("rcip wrote an outcome its type does not read: {e}")))
     }
 
     /// Invokes; the outcome goes to the returned [`Pending`] (with the

@@ -51,6 +51,20 @@ pub enum WaitError {
     WrongContext,
 }
 
+impl std::fmt::Display for WaitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WaitError::TimedOut => "no outcome yet: the wait's timeout passed first",
+            WaitError::AlreadyUsed => "the outcome was already taken, or a callback is attached",
+            WaitError::WrongContext => {
+                "waiting here could deadlock (inside a callback of the same runtime, or on its manual-timer thread)"
+            }
+        })
+    }
+}
+
+impl std::error::Error for WaitError {}
+
 /// The pending outcome of one invoke, resolve or preflight call.
 pub struct Pending {
     slot: Arc<Slot>,

@@ -4,12 +4,15 @@
 
 use crate::catalog::Effect;
 use crate::schema::ValidationIssue;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// The RCIP error codes an outcome can carry (PIPELINE.md sections 4–6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The RCIP error codes an outcome can carry (PIPELINE.md sections 4–6);
+/// serde reads and writes the protocol's name (`"INPUT_INVALID"`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     /// `INVOCATION_ALREADY_ACTIVE`: the caller's invocation id is in use by
     /// an unsettled invocation (`failed`).
@@ -111,7 +114,8 @@ pub(crate) mod messages {
 
 /// An error inside an outcome: `{"code", "message", "validationIssues"?,
 /// "validationIssuesTruncated"?}`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RcipError {
     /// The stable code consumers branch on.
     pub code: ErrorCode,
@@ -121,10 +125,12 @@ pub struct RcipError {
     pub message: String,
     /// `validationIssues` of an `INPUT_INVALID` or `OUTPUT_INVALID` error
     /// (Ajv's shape; `None` on every other code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_issues: Option<Vec<ValidationIssue>>,
     /// The runtime's issue bound left issues out of `validation_issues`
     /// (**rcip**, PIPELINE.md section 8): written as
     /// `"validationIssuesTruncated": true`, and absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validation_issues_truncated: bool,
 }
 
@@ -191,7 +197,8 @@ impl RcipError {
 }
 
 /// The status of an outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OutcomeStatus {
     /// `succeeded`: the handler's output passed the output schema.
     Succeeded,
@@ -218,7 +225,8 @@ impl OutcomeStatus {
 
 /// The confirmation record of a `confirmation_required` outcome
 /// (`{"id", "title", "description", "effect", "expiresAt"}`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ConfirmationRecord {
     /// The confirmation id the host approves or declines (single use).
     pub id: String,
@@ -246,8 +254,19 @@ impl ConfirmationRecord {
     }
 }
 
-/// The result of an invocation (`RcipInvocationOutcome`).
-#[derive(Clone, Debug, PartialEq)]
+/// The result of an invocation (`RcipInvocationOutcome`), FORMAT.md shape
+/// O: `{"status", "invocationId", "capabilityId", "output" | "error" |
+/// "confirmation"}`.
+///
+/// This type is the record's description in Rust: serde reads and writes
+/// exactly the JSON the runtime delivers to outcome sinks (a test compares
+/// the runtime's own writer with it), so a Rust host reads a delivered
+/// outcome with [`Outcome::from_json`] or gets one from
+/// [`Client::invoke_outcome`](super::Client::invoke_outcome). Unknown
+/// members are ignored when reading, so a reader keeps working when a later
+/// version adds a field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Outcome {
     /// `succeeded`.
     Succeeded {
@@ -563,7 +582,8 @@ impl SemanticContext {
 }
 
 /// The phase of a lifecycle event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EventPhase {
     /// `requested`: the invocation was accepted for the pipeline.
     Requested,
@@ -598,7 +618,10 @@ impl EventPhase {
 
 /// A redacted lifecycle event (`{"timestamp", "invocationId",
 /// "capabilityId", "phase", "errorCode"?}`): no input, output or message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// serde reads and writes that shape ([`LifecycleEvent::from_json`] reads
+/// what an [`EventObserver`](super::EventObserver) receives).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LifecycleEvent {
     /// Epoch milliseconds.
     pub timestamp: i64,
@@ -609,6 +632,7 @@ pub struct LifecycleEvent {
     /// Where in the lifecycle the invocation is.
     pub phase: EventPhase,
     /// The outcome's error code, on `failed` and `denied` phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<ErrorCode>,
 }
 
@@ -1015,4 +1039,156 @@ mod tests {
         let e = SemanticContext::new(vec!["x".into(), "y".into()], None);
         assert_ne!(d, e);
     }
+}
+
+/// Reading a record the runtime delivered back into its Rust type.
+///
+/// Every record type here reads the exact JSON the runtime writes (the
+/// description is the type's serde attributes; the runtime's writers are
+/// tested against it) and ignores members it does not know.
+macro_rules! from_json {
+    ($($ty:ty => $what:literal),* $(,)?) => {$(
+        impl $ty {
+            #[doc = concat!("Reads ", $what, " from the JSON text rcip delivered.")]
+            ///
+            /// # Errors
+            ///
+            /// serde_json's error when the text is not JSON or not this
+            /// record's shape (a member missing or of the wrong type, an
+            /// unknown status, phase, code or effect).
+            pub fn from_json(text: &str) -> Result<$ty, serde_json::Error> {
+                serde_json::from_str(text)
+            }
+        }
+    )*};
+}
+
+from_json! {
+    Outcome => "an invocation outcome (an outcome sink's text)",
+    LifecycleEvent => "a lifecycle event (an event observer's text)",
+    PreflightReport => "a preflight report (a preflight sink's text)",
+    ConfirmationNotice => "a confirmation notice (a confirmation observer's text)",
+}
+
+/// A preflight report, FORMAT.md shape R: `{"revision", "checkedAt",
+/// "consistent", "outcomes"}` (PIPELINE.md, "Preflight").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightReport {
+    /// The snapshot revision when the preflight started.
+    pub revision: u64,
+    /// The runtime clock when it settled, epoch milliseconds.
+    pub checked_at: i64,
+    /// Whether discovery was unchanged while it ran; when false, every
+    /// entry that would have been ready or confirmation-required is
+    /// blocked with `PREFLIGHT_STALE`.
+    pub consistent: bool,
+    /// One entry per proposal, in proposal order.
+    pub outcomes: Vec<PreflightEntry>,
+}
+
+/// One proposal's verdict in a [`PreflightReport`]: `{"status",
+/// "capabilityId", "effect"?, "reason"?, "error"?}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum PreflightEntry {
+    /// `ready`: invoking it now would reach the handler.
+    Ready {
+        /// The proposal's capability.
+        capability_id: String,
+        /// The capability's effect.
+        effect: Effect,
+    },
+    /// `confirmation_required`: the policy would ask for a confirmation.
+    ConfirmationRequired {
+        /// The proposal's capability.
+        capability_id: String,
+        /// The capability's effect.
+        effect: Effect,
+        /// The policy's confirm reason, or the capability's description.
+        reason: String,
+    },
+    /// `blocked`: invoking it now would not reach the handler.
+    Blocked {
+        /// The proposal's capability, as proposed.
+        capability_id: String,
+        /// Why, with the code the invocation would fail or be denied with.
+        error: RcipError,
+    },
+}
+
+impl PreflightEntry {
+    /// The proposal's capability id.
+    pub fn capability_id(&self) -> &str {
+        match self {
+            PreflightEntry::Ready { capability_id, .. }
+            | PreflightEntry::ConfirmationRequired { capability_id, .. }
+            | PreflightEntry::Blocked { capability_id, .. } => capability_id,
+        }
+    }
+}
+
+/// How a confirmation ended, in a closed [`ConfirmationNotice`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseReason {
+    /// The host approved it; the invocation re-runs.
+    Approved,
+    /// The host declined it.
+    Declined,
+    /// Its time to live ran out.
+    Expired,
+    /// The invocation's cancellation token fired while it was pending.
+    Cancelled,
+    /// Approval found the capability unbound, unavailable, rebound or out
+    /// of context.
+    Invalidated,
+    /// The runtime closed.
+    Closed,
+}
+
+impl CloseReason {
+    /// The protocol's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Approved => "approved",
+            CloseReason::Declined => "declined",
+            CloseReason::Expired => "expired",
+            CloseReason::Cancelled => "cancelled",
+            CloseReason::Invalidated => "invalidated",
+            CloseReason::Closed => "closed",
+        }
+    }
+}
+
+/// What a [`ConfirmationObserver`](super::ConfirmationObserver) is told
+/// (**rcip**): `{"event": "opened", "confirmation", "invocationId",
+/// "capabilityId", "input"}` when a confirmation opens, `{"event":
+/// "closed", "confirmationId", "invocationId", "capabilityId", "reason"}`
+/// when it ends.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum ConfirmationNotice {
+    /// A confirmation opened; only the host sees the input.
+    Opened {
+        /// The record the consumer's outcome carries.
+        confirmation: ConfirmationRecord,
+        /// The invocation that asked.
+        invocation_id: String,
+        /// Its capability.
+        capability_id: String,
+        /// The input the invocation would run with.
+        input: Value,
+    },
+    /// A confirmation ended.
+    Closed {
+        /// Its id.
+        confirmation_id: String,
+        /// The invocation that asked.
+        invocation_id: String,
+        /// Its capability.
+        capability_id: String,
+        /// How it ended.
+        reason: CloseReason,
+    },
 }

@@ -42,8 +42,10 @@ use serde_json::Value;
 use std::fmt;
 
 /// One validation issue, as the reference reports it
-/// (`{"instancePath", "keyword", "message"}`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// (`{"instancePath", "keyword", "message"}`; serde reads and writes that
+/// shape).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ValidationIssue {
     /// JSON pointer to the failing part of the instance (`""` for the root).
     pub instance_path: String,

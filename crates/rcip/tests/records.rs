@@ -1,0 +1,210 @@
+//! The record types are the description of the records rcip delivers
+//! (issue 36): every outcome, report, event and notice the runtime writes
+//! reads back into its Rust type, and that type writes the very same bytes.
+//! A writer that drifts from the description (a renamed member, a new
+//! field, another escape or member order) fails here.
+
+use rcip::catalog::Catalog;
+use rcip::runtime::{
+    CloseReason, ConfirmationNotice, ErrorCode, EventPhase, Invocation, LifecycleEvent, Outcome, PreflightEntry,
+    PreflightReport, Runtime, RuntimeBuilder, WAIT_FOREVER,
+};
+use serde::Serialize;
+use std::sync::{Arc, Mutex};
+
+const CATALOG: &str = r#"{
+  "protocolVersion": "1.0",
+  "application": {"id": "desk", "name": "Desk", "description": "A service desk."},
+  "scopes": [{"id": "visits", "title": "Visits", "description": "Today's visits."}],
+  "capabilities": [
+    {"id": "visits.lookup", "title": "Look up", "description": "Reads one visit.",
+     "scopeIds": ["visits"], "effect": "read",
+     "inputSchema": {"type": "object", "required": ["visit"], "additionalProperties": false,
+                     "properties": {"visit": {"type": "string", "pattern": "^V-[0-9]+$"}}},
+     "outputSchema": {"type": "object"}},
+    {"id": "visits.note", "title": "Add a note", "description": "Writes a note.",
+     "scopeIds": ["visits"], "effect": "write",
+     "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+    {"id": "visits.purge", "title": "Purge \"all\" visits", "description": "Removes every visit.\n\u2028Irreversible.",
+     "scopeIds": ["visits"], "effect": "destructive",
+     "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}
+  ]
+}"#;
+
+/// `text` reads as `T`, and `T` writes exactly `text` again.
+fn same_bytes<T: Serialize>(text: &str, read: fn(&str) -> Result<T, serde_json::Error>) -> T {
+    let value = read(text).unwrap_or_else(|e| panic!("{text}\ndoes not read: {e}"));
+    assert_eq!(
+        serde_json::to_string(&value).unwrap(),
+        text,
+        "the writer and the description differ"
+    );
+    value
+}
+
+#[test]
+fn every_record_the_runtime_writes_is_its_type_byte_for_byte() {
+    let catalog = Catalog::from_bytes(CATALOG.as_bytes()).unwrap();
+    let events = Arc::new(Mutex::new(Vec::<String>::new()));
+    let notices = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut builder = RuntimeBuilder::new(&catalog);
+    let seen = events.clone();
+    builder.event_observer(Arc::new(move |e: &LifecycleEvent| {
+        seen.lock().unwrap().push(e.to_json())
+    }));
+    let told = notices.clone();
+    builder.confirmation_observer(Arc::new(move |n: &str| told.lock().unwrap().push(n.to_owned())));
+    // Output with what escaping and numbers can differ on: quotes,
+    // controls, U+2028, astral characters, a float, a big integer, nesting.
+    let output = r#"{"note":"a \"b\"\n\t\u0001\u2028 😀 é","n":1.5,"big":12345678901234567890,"neg":-0.0,"list":[true,null,{"x":[]}]}"#;
+    let handler = move |inv: Invocation| {
+        inv.complete_text(output.as_bytes()).unwrap();
+    };
+    for id in ["visits.lookup", "visits.note", "visits.purge"] {
+        builder.bind(id, Arc::new(handler), None).unwrap();
+    }
+    let runtime: Runtime = builder.build();
+    let client = runtime.client();
+
+    let mut outcomes = Vec::new();
+    for (capability, input) in [
+        ("visits.lookup", r#"{"visit":"V-17"}"#),
+        ("visits.lookup", r#"{"visit":"17","extra":["\u0000"]}"#),
+        ("visits.note", "{}"),
+        ("visits.purge", "{}"),
+        ("visits.purge", "{}"),
+        ("no.such", "{}"),
+        ("visits.lookup", "not json"),
+    ] {
+        let text = client
+            .invoke_blocking(capability, input.as_bytes(), None, None)
+            .unwrap();
+        outcomes.push(same_bytes(&text, Outcome::from_json));
+    }
+    assert!(matches!(&outcomes[0], Outcome::Succeeded { output, .. } if output["n"] == 1.5));
+    let issues = outcomes[1].error().unwrap().validation_issues.as_ref().unwrap();
+    assert_eq!(outcomes[1].error().unwrap().code, ErrorCode::InputInvalid);
+    assert!(!issues.is_empty());
+    assert_eq!(outcomes[2].error().unwrap().code, ErrorCode::PolicyDenied);
+    assert_eq!(outcomes[5].error().unwrap().code, ErrorCode::CapabilityNotFound);
+    let confirmations: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::ConfirmationRequired { confirmation, .. } => Some(confirmation.id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(confirmations.len(), 2);
+
+    // Approve one, decline the other, and resolve one that no longer exists.
+    let host = runtime.host();
+    for (id, approved) in [
+        (&confirmations[0], true),
+        (&confirmations[1], false),
+        (&confirmations[1], true),
+    ] {
+        let text = host
+            .resolve_confirmation_pending(id, approved)
+            .unwrap()
+            .wait(WAIT_FOREVER)
+            .unwrap();
+        outcomes.push(same_bytes(text.as_str(), Outcome::from_json));
+    }
+    assert!(matches!(outcomes[7], Outcome::Succeeded { .. }));
+    assert_eq!(outcomes[8].error().unwrap().code, ErrorCode::ConfirmationDeclined);
+    assert_eq!(outcomes[9].error().unwrap().code, ErrorCode::ConfirmationNotFound);
+
+    // A preflight with every kind of entry.
+    let proposals = [
+        ("visits.lookup", "{\"visit\":\"V-1\"}"),
+        ("visits.note", "{}"),
+        ("visits.purge", "{}"),
+        ("no.such", "{}"),
+    ]
+    .iter()
+    .map(|(c, i)| (c.to_string(), i.as_bytes().to_vec()))
+    .collect();
+    let text = client
+        .preflight_pending(proposals, None)
+        .unwrap()
+        .wait(WAIT_FOREVER)
+        .unwrap();
+    let report = same_bytes(text.as_str(), PreflightReport::from_json);
+    assert!(report.consistent);
+    assert!(matches!(report.outcomes[0], PreflightEntry::Ready { .. }));
+    assert!(matches!(report.outcomes[1], PreflightEntry::Blocked { .. }));
+    assert!(matches!(
+        report.outcomes[2],
+        PreflightEntry::ConfirmationRequired { .. }
+    ));
+    assert_eq!(report.outcomes[3].capability_id(), "no.such");
+
+    let events = events.lock().unwrap();
+    let phases: Vec<EventPhase> = events
+        .iter()
+        .map(|e| same_bytes(e, LifecycleEvent::from_json).phase)
+        .collect();
+    for phase in [
+        EventPhase::Requested,
+        EventPhase::Started,
+        EventPhase::Succeeded,
+        EventPhase::Failed,
+        EventPhase::Denied,
+        EventPhase::ConfirmationRequested,
+        EventPhase::ConfirmationDeclined,
+    ] {
+        assert!(phases.contains(&phase), "no {phase:?} event among {phases:?}");
+    }
+
+    let notices = notices.lock().unwrap();
+    let reasons: Vec<Option<CloseReason>> = notices
+        .iter()
+        .map(|n| match same_bytes(n, ConfirmationNotice::from_json) {
+            ConfirmationNotice::Opened { .. } => None,
+            ConfirmationNotice::Closed { reason, .. } => Some(reason),
+        })
+        .collect();
+    assert_eq!(reasons.iter().filter(|r| r.is_none()).count(), 2);
+    assert!(reasons.contains(&Some(CloseReason::Approved)));
+    assert!(reasons.contains(&Some(CloseReason::Declined)));
+    runtime.close();
+}
+
+#[test]
+fn invoke_outcome_answers_the_typed_record() {
+    let catalog = Catalog::from_bytes(CATALOG.as_bytes()).unwrap();
+    let runtime = Runtime::new(&catalog);
+    let _binding = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|inv: Invocation| inv.complete(serde_json::json!({"open": true})).unwrap()),
+            None,
+        )
+        .unwrap();
+    let outcome = runtime
+        .client()
+        .invoke_outcome("visits.lookup", br#"{"visit":"V-3"}"#, Some("call-1"), None)
+        .unwrap();
+    assert_eq!(outcome.invocation_id(), "call-1");
+    match outcome {
+        Outcome::Succeeded { output, .. } => assert_eq!(output, serde_json::json!({"open": true})),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn readers_ignore_members_they_do_not_know_and_refuse_wrong_shapes() {
+    let text = r#"{"status":"failed","invocationId":"i","capabilityId":"c","error":{"code":"EXECUTION_FAILED","message":"m","later":1},"addedLater":true}"#;
+    let outcome = Outcome::from_json(text).unwrap();
+    assert_eq!(outcome.error().unwrap().code, ErrorCode::ExecutionFailed);
+    assert!(Outcome::from_json(r#"{"status":"maybe","invocationId":"i","capabilityId":"c"}"#).is_err());
+    assert!(Outcome::from_json(
+        r#"{"status":"failed","invocationId":"i","capabilityId":"c","error":{"code":"NOPE","message":"m"}}"#
+    )
+    .is_err());
+    assert!(
+        LifecycleEvent::from_json(r#"{"timestamp":"1","invocationId":"i","capabilityId":"c","phase":"started"}"#)
+            .is_err()
+    );
+}
