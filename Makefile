@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm test-js
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm test-js test-js-types
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -557,6 +557,30 @@ js: wasm-target $(WASM_BINDGEN_STAMP)
 test-js: js $(MCP_CONFORMANCE)/.installed
 	$(WASM_NODE) bindings/js/test/conformance.mjs tests/conformance/scenarios
 	$(WASM_NODE) --test bindings/js/test/api.test.mjs
+
+# The JS package's TypeScript declarations (bindings/js/src/core.d.mts)
+# against a typed usage example, with the compiler pinned by
+# tests/js-types/package-lock.json (installed into build/js-types): the
+# example must type-check under --strict, and tests/js-types/wrong-output.mts
+# (a handler returning a string where the capability declares a number)
+# must be refused with TS2322, so declarations that lost their generics fail.
+JS_TYPES := $(BUILD)/js-types
+TSC      := $(WASM_NODE) $(JS_TYPES)/node_modules/typescript/bin/tsc
+
+.PHONY: test-js-types
+
+$(JS_TYPES)/.installed: tests/js-types/package.json tests/js-types/package-lock.json | $(BUILD)
+	rm -rf $(JS_TYPES)
+	mkdir -p $(JS_TYPES)
+	cp tests/js-types/package.json tests/js-types/package-lock.json $(JS_TYPES)/
+	cd $(JS_TYPES) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test-js-types: $(JS_TYPES)/.installed $(MCP_CONFORMANCE)/.installed
+	$(TSC) -p tests/js-types/tsconfig.json
+	@out=$$($(TSC) --noEmit --strict --module nodenext --moduleResolution nodenext --target es2022 tests/js-types/wrong-output.mts 2>&1); \
+	  if echo "$$out" | grep -q 'error TS2322'; then echo "test-js-types: wrong-output.mts refused (TS2322), as it must be"; \
+	  else echo "test-js-types: wrong-output.mts was not refused with TS2322:"; echo "$$out"; exit 1; fi
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
