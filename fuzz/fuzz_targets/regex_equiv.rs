@@ -96,6 +96,11 @@ const TOKENS: &[&str] = &[
     "0-9",
     "(?=",
     "(?!",
+    // ES2025 group modifiers: refused at load, so never compared.
+    "(?i:",
+    "(?-i:",
+    "(?m:",
+    "(?s:",
 ];
 
 const CHARS: &[char] = &[

@@ -563,6 +563,9 @@ where
                         // Term :: Assertion :: \b
                         'b' => {
                             self.consume('b');
+                            // ECMAScript: an assertion is not an atom, so
+                            // `\b*` is "Nothing to repeat" (rcip fork).
+                            quantifier_allowed = false;
                             result.push(ir::Node::WordBoundary {
                                 invert: false,
                                 unicode_icase: self.flags.unicode && self.flags.icase,
@@ -571,6 +574,7 @@ where
                         // Term :: Assertion :: \B
                         'B' => {
                             self.consume('B');
+                            quantifier_allowed = false;
                             result.push(ir::Node::WordBoundary {
                                 invert: true,
                                 unicode_icase: self.flags.unicode && self.flags.icase,

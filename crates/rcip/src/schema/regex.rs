@@ -198,6 +198,32 @@ impl fmt::Debug for JsRegex {
     }
 }
 
+/// Where `pattern` opens an ES2025 group modifier (`(?i:`, `(?-s:`,
+/// `(?ms-i:` ...), as a character offset; `None` when it opens none. An
+/// escaped `\(` or a `(` inside a class opens nothing. The reference's
+/// JavaScript engine (Node 22) refuses modifiers, and the translation reads
+/// them as text, so the catalog check refuses them (issue 27, item 4).
+fn modifier_group(pattern: &str) -> Option<usize> {
+    let c: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    let mut in_class = false;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 1,
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '(' if !in_class && c.get(i + 1) == Some(&'?') => {
+                if matches!(c.get(i + 2), Some('i' | 'm' | 's' | '-')) {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// A search needs at least this many units of the validation budget, plus
 /// one per [`TEXT_UNIT`] bytes of text on the linear-time engine.
 pub(crate) const SEARCH_COST: u64 = 1;
@@ -211,6 +237,12 @@ impl JsRegex {
             unicode: true,
             ..Default::default()
         };
+        if let Some(at) = modifier_group(pattern) {
+            return Err(format!(
+                "a group modifier such as (?i:...) at character {at} (ES2025 modifiers are not part of the \
+                 dialect rcip and its reference accept)"
+            ));
+        }
         let checked = regress::Regex::with_flags(pattern, flags).map_err(|e| e.to_string())?;
         let engine = match translate(pattern) {
             Ok(parts) => match build(&parts) {
@@ -757,6 +789,24 @@ mod tests {
         assert!(JsRegex::new("(unclosed").is_err());
         assert!(JsRegex::new(r"\-").is_err());
         assert!(JsRegex::new(r"\:").is_err());
+        // Group modifiers (ES2025) and quantified assertions are refused, as
+        // Node 22's `new RegExp(p, "u")` refuses them (issue 27, items 4-5).
+        for p in [
+            r"^(?i:abc)$",
+            "(?-i:a)",
+            "(?m:^a)",
+            "(?s:.)",
+            "x(?ims-:y)",
+            r"\b*",
+            r"a\b{2}",
+            r"\B?x",
+            r"\b{1,3}a",
+        ] {
+            assert!(JsRegex::new(p).is_err(), "{p}");
+        }
+        for p in [r"\(?i:a\)", r"[(?i:]", r"(?:a)", r"(?<n>a)", r"(?<=a)b", r"\bx\B"] {
+            assert!(JsRegex::new(p).is_ok(), "{p}");
+        }
         // Accepted.
         assert!(JsRegex::new(r"^\p{Letter}+$").is_ok());
         assert!(JsRegex::new(r"^(?=.*\d)[a-z\d]+$").is_ok());
