@@ -482,6 +482,11 @@ typedef struct rcip_policy_request rcip_policy_request;
  *   (`"opened"` / `"closed"`), confirmation id, expiry (opened), reason
  *   (closed), invocation id, capability id.
  *
+ * Text fields are C strings, which cannot hold a NUL: a `\u0000` inside a
+ * field's JSON text (a host reason, a refused property name in an issue
+ * message) reads as U+FFFD, so the field is never cut short; the record's
+ * JSON keeps it exactly.
+ *
  * A field the record does not have reads as NULL (a count as 0).
  * Ownership: owned by the caller (free with `rcip_record_free`). Every
  * string it lends is owned by the record and valid until

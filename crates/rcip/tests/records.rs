@@ -208,3 +208,65 @@ fn readers_ignore_members_they_do_not_know_and_refuse_wrong_shapes() {
             .is_err()
     );
 }
+
+#[test]
+fn a_nul_inside_a_record_field_reaches_c_visible_not_cut_short() {
+    use rcip::runtime::{Decision, PolicyRequest, Record};
+    // A host reason with a NUL (JSON allows `\u0000`), and an input key with
+    // one, which reaches a validation issue's instance path.
+    let catalog = Catalog::from_bytes(CATALOG.as_bytes()).unwrap();
+    let mut builder = RuntimeBuilder::new(&catalog);
+    builder.policy(Arc::new(|request: PolicyRequest| {
+        request
+            .decide(Decision::Deny {
+                reason: Some("succeeded\0denied".into()),
+            })
+            .unwrap()
+    }));
+    let runtime = builder.build();
+    let _b = runtime
+        .host()
+        .bind(
+            "visits.note",
+            Arc::new(|i: Invocation| i.complete(serde_json::json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    let client = runtime.client();
+    let denied = client.invoke_blocking("visits.note", b"{}", None, None).unwrap();
+    assert!(denied.contains(r#""message":"succeeded\u0000denied""#), "{denied}");
+    let record = Record::parse(denied.as_bytes()).unwrap();
+    let message = record.error_message.as_ref().unwrap();
+    assert_eq!(message.as_c_str().to_str().unwrap(), "succeeded\u{FFFD}denied");
+    assert_eq!(message.as_c_str().to_bytes().len(), message.as_str().len());
+
+    let _l = runtime
+        .host()
+        .bind(
+            "visits.lookup",
+            Arc::new(|i: Invocation| i.complete(serde_json::json!({})).unwrap()),
+            None,
+        )
+        .unwrap();
+    let invalid = client
+        .invoke_blocking("visits.lookup", br#"{"visit":"V-1","a\u0000b":1}"#, None, None)
+        .unwrap();
+    let record = Record::parse(invalid.as_bytes()).unwrap();
+    // The message names the refused key, NUL included.
+    let [_, keyword, message] = &record.issues[0];
+    assert_eq!(keyword.as_str(), "additionalProperties");
+    assert_eq!(
+        message.as_c_str().to_str().unwrap(),
+        "property \"a\u{FFFD}b\" is not allowed"
+    );
+    for [path, keyword, message] in &record.issues {
+        for field in [path, keyword, message] {
+            assert_eq!(
+                field.as_c_str().to_bytes().len(),
+                field.as_str().len(),
+                "a field cut short: {field:?}"
+            );
+        }
+    }
+    runtime.close();
+}

@@ -2,7 +2,9 @@
 //! invocation outcome, a preflight report and its entries, a lifecycle
 //! event, a confirmation notice. It holds the fields every host reads as
 //! NUL-terminated text, taken from the JSON once, so that a host needs no
-//! JSON parser of its own; the JSON stays the full record.
+//! JSON parser of its own; the JSON stays the full record. A NUL inside a
+//! field's text becomes U+FFFD ([`NulString::lossy`]), so a C string is
+//! never cut short.
 
 use super::types::NulString;
 use serde_json::Value;
@@ -50,7 +52,7 @@ pub const RECORD_MAX_DEPTH: usize = 100_000;
 const STACK_PER_LEVEL: usize = 1024;
 
 fn text_at(v: &Value, pointer: &str) -> Option<NulString> {
-    v.pointer(pointer).and_then(Value::as_str).map(NulString::copy_of)
+    v.pointer(pointer).and_then(Value::as_str).map(NulString::lossy)
 }
 
 impl Record {
@@ -104,7 +106,7 @@ impl Record {
             .map(|list| {
                 list.iter()
                     .map(|i| {
-                        let field = |k: &str| NulString::copy_of(i.get(k).and_then(Value::as_str).unwrap_or(""));
+                        let field = |k: &str| NulString::lossy(i.get(k).and_then(Value::as_str).unwrap_or(""));
                         [field("instancePath"), field("keyword"), field("message")]
                     })
                     .collect()

@@ -800,13 +800,30 @@ impl NulString {
         NulString(text)
     }
 
-    /// A copy of `text` with its NUL, in one allocation.
+    /// A copy of `text` with its NUL, in one allocation. `text` must hold
+    /// no NUL (text rcip wrote as JSON never does); for text that may, use
+    /// [`NulString::lossy`].
     #[inline]
     pub fn copy_of(text: &str) -> NulString {
+        debug_assert!(!text.contains('\0'));
         let mut s = String::with_capacity(text.len() + 1);
         s.push_str(text);
         s.push('\0');
         NulString(s)
+    }
+
+    /// A copy of any text, for handing to C: a C string ends at its first
+    /// NUL, so each NUL inside `text` becomes U+FFFD (the replacement
+    /// character) instead of cutting the text short (**rcip**). Record
+    /// fields are read with this: a host reason, an instance path or a
+    /// message may carry `\u0000` from JSON, and the record's JSON keeps it
+    /// exactly.
+    pub fn lossy(text: &str) -> NulString {
+        if text.contains('\0') {
+            NulString::new(text.replace('\0', "\u{FFFD}"))
+        } else {
+            NulString::copy_of(text)
+        }
     }
 
     /// A JSON value as compact text; `len_hint` sizes the buffer.
