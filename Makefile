@@ -480,14 +480,21 @@ test-agents: $(BUILD)/dispatch_desk $(BUILD)/mcp_conformance_host $(AGENTS_VENV)
 MCP_CONFORMANCE := $(BUILD)/mcp-conformance
 NPM             ?= npm
 
+# The recipe of every `<folder>/.installed` stamp of npm packages: a clean
+# folder with the committed package.json and package-lock.json (the
+# prerequisites, in that order), `npm ci` there, and the stamp.
+define npm-ci
+	rm -rf $(@D)
+	mkdir -p $(@D)
+	cp $^ $(@D)/
+	cd $(@D) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+endef
+
 .PHONY: test-mcp-conformance
 
 $(MCP_CONFORMANCE)/.installed: tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json | $(BUILD)
-	rm -rf $(MCP_CONFORMANCE)
-	mkdir -p $(MCP_CONFORMANCE)
-	cp tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json $(MCP_CONFORMANCE)/
-	cd $(MCP_CONFORMANCE) && $(NPM) ci --no-audit --no-fund --loglevel=error
-	touch $@
+	$(npm-ci)
 
 $(BUILD)/mcp_conformance_host: tests/mcp-conformance/host.c include/rcip.h | lib $(BUILD)
 	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)
@@ -572,11 +579,7 @@ TSC      := $(WASM_NODE) $(JS_TYPES)/node_modules/typescript/bin/tsc
 .PHONY: test-js-types
 
 $(JS_TYPES)/.installed: tests/js-types/package.json tests/js-types/package-lock.json | $(BUILD)
-	rm -rf $(JS_TYPES)
-	mkdir -p $(JS_TYPES)
-	cp tests/js-types/package.json tests/js-types/package-lock.json $(JS_TYPES)/
-	cd $(JS_TYPES) && $(NPM) ci --no-audit --no-fund --loglevel=error
-	touch $@
+	$(npm-ci)
 
 test-js-types: $(JS_TYPES)/.installed $(MCP_CONFORMANCE)/.installed
 	$(TSC) -p tests/js-types/tsconfig.json
