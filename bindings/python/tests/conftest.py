@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import signal
 import sys
 from typing import Any, Dict
 
@@ -22,6 +23,15 @@ if os.environ.get("RCIP_TEST_INSTALLED") != "1":
             os.environ["RCIP_LIBRARY"] = candidate
 
 import rcip  # noqa: E402
+
+# Several tests stop a served app with Ctrl-C (SIGINT) and expect it to
+# exit. A shell without job control starts background commands with SIGINT
+# ignored, and an ignored signal stays ignored across exec, so under
+# `make test &` or nohup the served apps would never see it and those tests
+# would time out. Python's own handler is reset to the default in a child,
+# so installing it here gives every child the ordinary Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 CLOCK_START = 1767225600000
 
