@@ -270,3 +270,67 @@ fn a_nul_inside_a_record_field_reaches_c_visible_not_cut_short() {
     }
     runtime.close();
 }
+
+#[test]
+fn serde_names_are_the_protocol_names_the_writers_use() {
+    use rcip::catalog::Effect;
+    use rcip::runtime::OutcomeStatus;
+    fn same<T: Serialize>(values: &[T], name: fn(&T) -> &'static str) {
+        for v in values {
+            assert_eq!(serde_json::to_string(v).unwrap(), format!("\"{}\"", name(v)));
+        }
+    }
+    use ErrorCode::*;
+    same(
+        &[
+            InvocationAlreadyActive,
+            InputInvalid,
+            CapabilityNotFound,
+            CapabilityUnbound,
+            CapabilityUnavailable,
+            PolicyEvaluationFailed,
+            PolicyDenied,
+            ExecutionAborted,
+            ExecutionFailed,
+            OutputInvalid,
+            ConfirmationNotFound,
+            ConfirmationExpired,
+            ConfirmationDeclined,
+            PreflightStale,
+        ],
+        |c| c.as_str(),
+    );
+    use EventPhase as P;
+    same(
+        &[
+            P::Requested,
+            P::Started,
+            P::Succeeded,
+            P::Failed,
+            P::Denied,
+            P::ConfirmationRequested,
+            P::ConfirmationDeclined,
+        ],
+        |p| p.as_str(),
+    );
+    use OutcomeStatus as S;
+    same(&[S::Succeeded, S::Failed, S::Denied, S::ConfirmationRequired], |s| {
+        s.as_str()
+    });
+    same(
+        &[Effect::Read, Effect::Write, Effect::External, Effect::Destructive],
+        |e| e.as_str(),
+    );
+    use CloseReason as R;
+    same(
+        &[
+            R::Approved,
+            R::Declined,
+            R::Expired,
+            R::Cancelled,
+            R::Invalidated,
+            R::Closed,
+        ],
+        |r| r.as_str(),
+    );
+}
