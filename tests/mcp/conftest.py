@@ -69,11 +69,21 @@ class Desk:
         self.stream_errors = stream_errors
 
 
+# The desk serves both eras (the default), so the `mcp` client's own
+# default, `auto`, would stay on 2026-07-28. Most suites here test what a
+# legacy session does (initialize, list_changed, elicitation, the GET
+# stream), so the client helpers below open one (`mode="legacy"`) unless a
+# test names another mode (test_eras.py tests the modern era and `auto`).
+DEFAULT_CLIENT_MODE = "legacy"
+
+
 @asynccontextmanager
 async def desk_client(*extra: str, **client_kwargs: Any) -> AsyncIterator[Desk]:
     """`build/dispatch_desk --mcp ...` as a subprocess, through the mcp
     package's stdio client. Every notification and every transport error
-    (a stdout line that is not a protocol message) is recorded."""
+    (a stdout line that is not a protocol message) is recorded. The
+    client's `mode` defaults to DEFAULT_CLIENT_MODE."""
+    client_kwargs.setdefault("mode", DEFAULT_CLIENT_MODE)
     stderr = Stderr()
     notifications: list[Any] = []
     stream_errors: list[Any] = []
@@ -295,7 +305,9 @@ def http_desk() -> Any:
 async def http_client(server: HttpDesk, name: str = "pytest", **client_kwargs: Any) -> AsyncIterator[Desk]:
     """The `mcp` package's Client over its Streamable HTTP transport
     (`streamable_http_client`, the 2.x name of `streamablehttp_client`).
-    `Desk.session_ids` records the Mcp-Session-Id the server issued."""
+    `Desk.session_ids` records the Mcp-Session-Id the server issued. The
+    client's `mode` defaults to DEFAULT_CLIENT_MODE."""
+    client_kwargs.setdefault("mode", DEFAULT_CLIENT_MODE)
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
     import mcp_types as types

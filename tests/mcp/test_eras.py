@@ -1,9 +1,9 @@
-"""The two MCP eras against the real `mcp` client package (its default
-`auto` mode probes `server/discover`): by default the desk serves sessions
-only and the client falls back to `initialize`; with `{"eras": "both"}`
-the client stays modern (2026-07-28) and lists and calls tools without a
-session, over stdio and over Streamable HTTP (docs/MCP.md, "The two
-eras")."""
+"""The two MCP eras against the real `mcp` client package in its default
+`auto` mode (it probes `server/discover`): the desk serves both eras by
+default, so the client stays modern (2026-07-28) and lists and calls tools
+without a session, over stdio and over Streamable HTTP; with
+`{"eras": "legacy"}` the client falls back to `initialize` (docs/MCP.md,
+"The two eras")."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from conftest import desk_client, http_client
 
 pytestmark = pytest.mark.anyio
 
-BOTH = ("--mcp-options", json.dumps({"eras": "both"}))
+LEGACY = ("--mcp-options", json.dumps({"eras": "legacy"}))
+AUTO = {"mode": "auto"}
 
 
 async def list_and_call(desk: Any) -> None:
@@ -27,15 +28,15 @@ async def list_and_call(desk: Any) -> None:
     assert "visits" in result.structured_content
 
 
-async def test_by_default_the_client_falls_back_to_a_session() -> None:
-    async with desk_client() as desk:
+async def test_with_legacy_eras_the_client_falls_back_to_a_session() -> None:
+    async with desk_client(*LEGACY, **AUTO) as desk:
         assert desk.client.session.discover_result is None
         assert desk.client.protocol_version == "2025-11-25"
         await list_and_call(desk)
 
 
-async def test_with_both_eras_the_client_stays_modern_over_stdio() -> None:
-    async with desk_client(*BOTH) as desk:
+async def test_by_default_the_client_stays_modern_over_stdio() -> None:
+    async with desk_client(**AUTO) as desk:
         discovered = desk.client.session.discover_result
         assert discovered is not None
         assert "2026-07-28" in discovered.supported_versions
@@ -43,9 +44,9 @@ async def test_with_both_eras_the_client_stays_modern_over_stdio() -> None:
         await list_and_call(desk)
 
 
-async def test_with_both_eras_the_client_stays_modern_over_http(http_desk: Any) -> None:
-    server = http_desk(*BOTH)
-    async with http_client(server, name="modern") as desk:
+async def test_by_default_the_client_stays_modern_over_http(http_desk: Any) -> None:
+    server = http_desk()
+    async with http_client(server, name="modern", **AUTO) as desk:
         assert desk.client.session.discover_result is not None
         await list_and_call(desk)
         # Stateless: no Mcp-Session-Id was issued, and each request's

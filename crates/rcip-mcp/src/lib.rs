@@ -16,8 +16,8 @@
 //!   other method, such as `server/discover` without the modern `_meta`,
 //!   is `-32601`;
 //! - the stateless era (MCP 2026-07-28) beside it, when
-//!   [`McpOptions::eras`] is [`Eras::Both`] or [`Eras::Modern`] (the
-//!   default, [`Eras::Legacy`], serves sessions only): a request whose
+//!   [`McpOptions::eras`] is [`Eras::Both`] (the default) or
+//!   [`Eras::Modern`] ([`Eras::Legacy`] serves sessions only): a request whose
 //!   `params._meta` names protocol version [`MCP_MODERN_REVISION`] is
 //!   served from what it carries, with or without `initialize`:
 //!   `server/discover`, `tools/list` and `tools/call`, `resultType` and
@@ -273,10 +273,48 @@ pub struct McpOptions {
     /// as one text block. Checked against the catalog when the session is
     /// created.
     pub content: ContentMap,
-    /// Which MCP eras are served: legacy `initialize` sessions only
-    /// (default), both (sessions and stateless 2026-07-28 requests), or
+    /// Which MCP eras are served: legacy `initialize` sessions only, both
+    /// (the default: sessions and stateless 2026-07-28 requests), or
     /// only the stateless one (docs/MCP.md, "The two eras").
     pub eras: Eras,
+    /// `ttlMs` of modern `tools/list` and `server/discover` results, in
+    /// milliseconds: how long a client may reuse them without asking again
+    /// (2026-07-28 "Caching"). `None` (default): [`MODERN_TTL_MS`] (0,
+    /// immediately stale), because what `tools/list` offers follows the
+    /// host's context, bindings and availability and rcip sends modern
+    /// clients no change notification. A host whose tool list is fixed may
+    /// promise more (at most [`MAX_TTL_MS`]).
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope` of modern `tools/list` results (`server/discover` is
+    /// always `"public"`: it is the same for every caller). Default
+    /// [`CacheScope::Private`].
+    pub cache_scope: CacheScope,
+}
+
+/// The largest [`McpOptions::ttl_ms`]: one day, in milliseconds.
+pub const MAX_TTL_MS: u64 = 86_400_000;
+
+/// Who may reuse a cached modern `tools/list` result (2026-07-28
+/// "Caching", `cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CacheScope {
+    /// `"private"` (default): only the client that asked, because a
+    /// per-request runtime (and so the list) may differ per caller.
+    #[default]
+    Private,
+    /// `"public"`: any client of the server may be given the same list
+    /// (for hosts that list the same tools to everyone).
+    Public,
+}
+
+impl CacheScope {
+    /// The wire name: `"private"` or `"public"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Private => "private",
+            CacheScope::Public => "public",
+        }
+    }
 }
 
 /// The keys [`McpOptions::from_value`] reads.
@@ -295,6 +333,8 @@ pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
     "maxPendingConfirmations",
     "content",
     "eras",
+    "ttlMs",
+    "cacheScope",
 ];
 
 impl McpOptions {
@@ -306,9 +346,10 @@ impl McpOptions {
     /// 1..=65536, "maxQueuedMessages"?: 1..=1048576,
     /// "maxPendingConfirmations"?: 1..=65536, "content"?: {capability id:
     /// [{"type": "json" | "text" | "image" | "audio" | "resource",
-    /// "property"?: output property}]}, "eras"?: "legacy" | "both" | "modern"`. An
-    /// unknown key or a value
-    /// of the wrong type is an error message.
+    /// "property"?: output property}]}, "eras"?: "legacy" | "both" |
+    /// "modern", "ttlMs"?: 0..=86400000, "cacheScope"?: "private" |
+    /// "public"`. An unknown key or a value of the wrong type is an error
+    /// message.
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
         let Value::Object(map) = value else {
             return Err("the MCP options must be a JSON object".into());
@@ -374,6 +415,21 @@ impl McpOptions {
                         Some("both") => Eras::Both,
                         Some("modern") => Eras::Modern,
                         _ => return Err("/eras must be \"legacy\", \"both\" or \"modern\"".into()),
+                    }
+                }
+                "ttlMs" => match v.as_u64() {
+                    Some(n) if n <= MAX_TTL_MS => o.ttl_ms = Some(n),
+                    _ => {
+                        return Err(format!(
+                            "/ttlMs must be an integer from 0 to {MAX_TTL_MS} (milliseconds)"
+                        ))
+                    }
+                },
+                "cacheScope" => {
+                    o.cache_scope = match v.as_str() {
+                        Some("private") => CacheScope::Private,
+                        Some("public") => CacheScope::Public,
+                        _ => return Err("/cacheScope must be \"private\" or \"public\"".into()),
                     }
                 }
                 other => {

@@ -72,19 +72,19 @@ pub fn supported_versions(eras: Eras) -> Vec<&'static str> {
 /// Which eras of MCP a session (or HTTP server) serves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Eras {
-    /// Legacy only (default, for now): `initialize` sessions exactly as
-    /// before; `server/discover` and every request's `_meta` are not read
-    /// as the modern era (`-32601`), so a dual-era client (the `mcp`
-    /// Python SDK's default `auto` mode probes `server/discover`) falls
-    /// back to `initialize` and keeps what only sessions have here:
-    /// `notifications/tools/list_changed` and elicitation. docs/MCP.md,
-    /// "The two eras".
-    #[default]
+    /// Legacy only: `initialize` sessions exactly as before this revision;
+    /// `server/discover` and every request's `_meta` are not read as the
+    /// modern era (`-32601`), so a dual-era client (the `mcp` Python SDK's
+    /// `auto` mode probes `server/discover`) falls back to `initialize`.
+    /// For hosts whose clients need what only sessions have in rcip today:
+    /// `notifications/tools/list_changed` and elicitation (the confirmation
+    /// opt-in, handlers' questions, sampling). docs/MCP.md, "The two eras".
     Legacy,
-    /// Dual-era: `initialize` opens a legacy session, a request with the
-    /// modern `_meta` is served statelessly ("Versioning and
-    /// Compatibility", "Backward Compatibility with Initialization-Based
-    /// Versions").
+    /// Dual-era (the default): `initialize` opens a legacy session, a
+    /// request with the modern `_meta` is served statelessly ("Versioning
+    /// and Compatibility", "Backward Compatibility with
+    /// Initialization-Based Versions").
+    #[default]
     Both,
     /// Modern only: every request must carry the 2026-07-28 `_meta` (a
     /// request without it, `initialize` included, is `-32602` naming the

@@ -1093,7 +1093,7 @@ impl Inner {
         if let Some(i) = &self.instructions {
             result.insert("instructions".into(), Value::String(i.clone()));
         }
-        result.insert("ttlMs".into(), json!(MODERN_TTL_MS));
+        result.insert("ttlMs".into(), json!(self.options.ttl_ms.unwrap_or(MODERN_TTL_MS)));
         // The same for every caller.
         result.insert("cacheScope".into(), json!("public"));
         Value::Object(result)
@@ -1356,12 +1356,13 @@ impl Inner {
         }
         if modern {
             // 2026-07-28 "Caching": every `tools/list` page carries
-            // `ttlMs` and the same `cacheScope`; private, because a host's
+            // `ttlMs` and the same `cacheScope` (options `ttlMs` and
+            // `cacheScope`; private by default, because a host's
             // per-request runtime may offer different tools to different
-            // callers. Tools come in catalog order on every page ("Tools":
-            // deterministic order).
-            result.insert("ttlMs".into(), json!(MODERN_TTL_MS));
-            result.insert("cacheScope".into(), json!("private"));
+            // callers). Tools come in catalog order on every page
+            // ("Tools": deterministic order).
+            result.insert("ttlMs".into(), json!(self.options.ttl_ms.unwrap_or(MODERN_TTL_MS)));
+            result.insert("cacheScope".into(), json!(self.options.cache_scope.as_str()));
         }
         Ok(Value::Object(result))
     }

@@ -2002,8 +2002,21 @@ fn dual() -> McpOptions {
 }
 
 #[test]
-fn by_default_the_modern_meta_is_not_read_so_dual_era_clients_fall_back() {
+fn by_default_both_eras_are_served() {
     let h = harness(McpOptions::default());
+    let r = h.request(json!(1), "server/discover", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(r["result"]["supportedVersions"][0], "2026-07-28");
+    // Without the modern `_meta`, still the legacy method table.
+    let r = h.request(json!(2), "server/discover", json!({}));
+    assert_eq!(error_code(&r), METHOD_NOT_FOUND);
+    h.init(json!({}));
+    let r = h.request(json!(3), "tools/list", json!({"_meta": modern_meta(json!({}))}));
+    assert_eq!(r["result"]["resultType"], "complete");
+}
+
+#[test]
+fn with_legacy_eras_the_modern_meta_is_not_read_so_dual_era_clients_fall_back() {
+    let h = harness(McpOptions::from_value(&json!({"eras": "legacy"})).unwrap());
     let r = h.request(json!(1), "server/discover", json!({"_meta": modern_meta(json!({}))}));
     assert_eq!(error_code(&r), METHOD_NOT_FOUND);
     let mut meta = modern_meta(json!({}));
@@ -2110,6 +2123,22 @@ fn a_legacy_revision_in_meta_is_served_by_the_legacy_session() {
         error_code(&h.request(json!(1), "tools/list", json!({"_meta": meta}))),
         INVALID_REQUEST
     );
+}
+
+#[test]
+fn caching_hints_follow_the_ttl_and_scope_options() {
+    let h = harness(McpOptions::from_value(&json!({"ttlMs": 60000, "cacheScope": "public"})).unwrap());
+    let list = h.request(json!(1), "tools/list", modern_params(json!({}), json!({})))["result"].clone();
+    assert_eq!(list["ttlMs"], 60000);
+    assert_eq!(list["cacheScope"], "public");
+    let discover = h.request(json!(2), "server/discover", modern_params(json!({}), json!({})))["result"].clone();
+    assert_eq!(discover["ttlMs"], 60000);
+    assert_eq!(discover["cacheScope"], "public");
+    assert!(McpOptions::from_value(&json!({"ttlMs": -1})).is_err());
+    assert!(McpOptions::from_value(&json!({"ttlMs": MAX_TTL_MS + 1})).is_err());
+    assert!(McpOptions::from_value(&json!({"cacheScope": "shared"})).is_err());
+    assert_eq!(McpOptions::default().ttl_ms, None);
+    assert_eq!(McpOptions::default().cache_scope, CacheScope::Private);
 }
 
 #[test]
@@ -2504,5 +2533,5 @@ fn a_modern_only_session_refuses_the_legacy_era_naming_its_version() {
     );
     assert_eq!(c["result"]["structuredContent"], json!({"notes": ["first"]}));
     assert!(McpOptions::from_value(&json!({"eras": "stateless"})).is_err());
-    assert_eq!(McpOptions::default().eras, Eras::Legacy);
+    assert_eq!(McpOptions::default().eras, Eras::Both);
 }

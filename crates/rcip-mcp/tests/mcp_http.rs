@@ -790,8 +790,21 @@ fn dual() -> HttpOptions {
 }
 
 #[test]
-fn by_default_a_stateless_post_is_a_legacy_one() {
+fn by_default_both_eras_are_served() {
     let f = fixture(HttpOptions::default());
+    rt().block_on(async {
+        let d = modern_body(1, "server/discover", json!({}), "a");
+        let (status, _, body) = modern_post(f.addr, &d).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(answer(&body)["result"]["supportedVersions"][0], "2026-07-28");
+        // And a legacy client still opens a session.
+        assert_eq!(initialize(f.addr, "old").await.len(), 32);
+    });
+}
+
+#[test]
+fn with_legacy_eras_a_stateless_post_is_a_legacy_one() {
+    let f = fixture(HttpOptions::from_value(&json!({"eras": "legacy"})).unwrap());
     rt().block_on(async {
         let d = modern_body(1, "server/discover", json!({}), "a");
         let (status, _, body) = modern_post(f.addr, &d).await;
@@ -986,7 +999,9 @@ fn stateless_requests_are_checked_against_their_headers() {
 fn closing_a_stateless_response_stream_cancels_the_call() {
     let f = fixture(dual());
     rt().block_on(async {
-        let c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        // With a progress token, so the stream starts at once.
+        let mut c = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+        c["params"]["_meta"]["progressToken"] = json!("p");
         let text = c.to_string();
         let mut b = request(f.addr, "POST", None, &text);
         for (n, v) in mirrored(&c) {
@@ -1069,6 +1084,54 @@ fn stateless_json_answers_keep_200_for_call_errors_and_400_for_a_missing_capabil
     });
 }
 
+/// Runs `ward.slow` statelessly as SSE; the handler reports progress first
+/// when `progress` is set, then asks for elicitation the request did not
+/// declare. Returns the HTTP answer.
+async fn undeclared_elicitation_over_sse(f: &Fixture, progress: bool) -> (StatusCode, hyper::HeaderMap, String) {
+    let addr = f.addr;
+    let mut slow = modern_body(1, "tools/call", json!({"name": "ward.slow", "arguments": {}}), "a");
+    if progress {
+        slow["params"]["_meta"]["progressToken"] = json!("p1");
+    }
+    let pending = tokio::spawn(async move { modern_post(addr, &slow).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while f.slow.lock().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let inv = f.slow.lock().pop().expect("the handler ran");
+    if progress {
+        inv.report_progress(1.0, None, None).unwrap();
+        // Let the progress reach the stream before the answer.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    assert!(inv.elicit("ok?", &schema, Box::new(|_| {})).is_err());
+    inv.complete(json!({})).unwrap();
+    pending.await.unwrap()
+}
+
+#[test]
+fn a_missing_capability_is_400_even_when_streaming_unless_the_request_may_be_notified() {
+    let f = fixture(HttpOptions {
+        response_mode: ResponseMode::Sse,
+        ..dual()
+    });
+    rt().block_on(async {
+        let (status, headers, body) = undeclared_elicitation_over_sse(&f, false).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(headers.get("content-type").unwrap(), "application/json");
+        assert_eq!(answer(&body)["error"]["code"], -32021);
+        // A request that may be notified has its stream at once: 200, the
+        // error in it.
+        let (status, headers, body) = undeclared_elicitation_over_sse(&f, true).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(headers.get("content-type").unwrap(), "text/event-stream");
+        let messages = sse_messages(&body);
+        assert_eq!(messages[0]["method"], "notifications/progress", "{body}");
+        assert_eq!(messages.last().unwrap()["error"]["code"], -32021);
+    });
+}
+
 #[test]
 fn closing_the_connection_of_a_stateless_json_request_cancels_the_call() {
     let options = HttpOptions {
@@ -1102,6 +1165,29 @@ fn closing_the_connection_of_a_stateless_json_request_cancels_the_call() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(inv.is_cancelled(), "the connection closed: the call is cancelled");
+    });
+}
+
+#[test]
+fn a_dual_era_server_answers_a_modern_get_or_delete_405_and_keeps_legacy_ones() {
+    let f = fixture(dual());
+    rt().block_on(async {
+        let sid = initialize(f.addr, "old").await;
+        for method in ["GET", "DELETE"] {
+            let req = request(f.addr, method, Some(&sid), "")
+                .header("mcp-protocol-version", "2026-07-28")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let resp = send(f.addr, req).await;
+            assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
+            assert_eq!(resp.headers().get("allow").unwrap(), "POST");
+        }
+        // The legacy session's own DELETE still ends it.
+        let req = request(f.addr, "DELETE", Some(&sid), "")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::OK);
     });
 }
 

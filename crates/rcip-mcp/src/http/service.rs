@@ -268,9 +268,13 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
             );
         }
     }
-    if server.options.session.eras == crate::Eras::Modern && *req.method() != Method::POST {
-        // A modern-only server: no standalone stream, no sessions to end
-        // ("Streamable HTTP", "Earlier Streamable HTTP Revisions").
+    let eras = server.options.session.eras;
+    let modern_get = eras == crate::Eras::Both && header(headers, &VERSION_HEADER) == Some(crate::MCP_MODERN_REVISION);
+    if (eras == crate::Eras::Modern || modern_get) && *req.method() != Method::POST {
+        // A modern-only server, or a GET or DELETE that names the modern
+        // revision on a dual-era one: 2026-07-28 has no standalone stream
+        // and no sessions to end ("Streamable HTTP", "Earlier Streamable
+        // HTTP Revisions"); a legacy client's GET names its own revision.
         let mut r = http_error(
             StatusCode::METHOD_NOT_ALLOWED,
             jsonrpc::INVALID_REQUEST,
@@ -702,6 +706,8 @@ impl<O: SessionRuntime> Drop for StatelessGuard<O> {
 
 /// An SSE body that ends its stateless request when it is dropped.
 struct GuardedBody<O: SessionRuntime> {
+    /// A frame read before the response started, sent first.
+    first: Option<Bytes>,
     body: SseBody,
     _guard: StatelessGuard<O>,
 }
@@ -714,6 +720,9 @@ impl<O: SessionRuntime> http_body::Body for GuardedBody<O> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        if let Some(first) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(first))));
+        }
         std::pin::Pin::new(&mut self.body).poll_frame(cx)
     }
 
@@ -731,6 +740,19 @@ impl<O: SessionRuntime> http_body::Body for GuardedBody<O> {
 /// answered before dispatch, and a -32602 such as an unknown tool stays a
 /// 200 answer, so a dual-era client never mistakes it for a legacy
 /// server's 400), 404 for -32601, else 200.
+/// The JSON text of an SSE frame that holds exactly one event, else
+/// `None` (several events, or none).
+fn lone_sse_message(frame: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(frame).ok()?;
+    let mut events = text.split("\n\n").filter(|e| !e.trim().is_empty());
+    let event = events.next()?;
+    if events.next().is_some() {
+        return None;
+    }
+    let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    (!data.is_empty()).then(|| data.join("\n"))
+}
+
 fn modern_status(text: &str) -> StatusCode {
     let code = serde_json::from_str::<Value>(text)
         .ok()
@@ -814,14 +836,48 @@ async fn stateless<O: SessionRuntime>(
         let Some(body) = body else {
             return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no stream");
         };
+        // A request without a progress token and without a log level gets
+        // no notification, only its answer ("Progress", "Logging"): its
+        // status line waits for that answer, so one with an HTTP status
+        // of its own (`-32021` when a handler needed a capability the
+        // request did not declare: 400) is sent with that status and a
+        // JSON body, as a JSON answer would be. A request that may be
+        // notified gets its stream at once (200), and such an error
+        // travels in it (**rcip**, docs/MCP.md).
+        let meta = match &message {
+            jsonrpc::Incoming::Request { params, .. } => params.as_ref().and_then(|p| p.get("_meta")),
+            _ => None,
+        };
+        let notified = meta.is_some_and(|m| m.get("progressToken").is_some() || m.get(crate::META_LOG_LEVEL).is_some());
         session.mcp.receive_incoming(message);
-        return sse_boxed(
-            GuardedBody {
-                body: body.without_priming(),
-                _guard: guard,
+        let mut body = GuardedBody {
+            first: None,
+            body: body.without_priming(),
+            _guard: guard,
+        };
+        if notified {
+            return sse_boxed(body.boxed_unsync());
+        }
+        // A dropped connection drops this future, and the guard ends the
+        // request (cancellation), as for a JSON answer.
+        let Some(Ok(frame)) = body.frame().await else {
+            return http_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                -32603,
+                "Internal error: the request ended without an answer",
+            );
+        };
+        let bytes = frame.into_data().unwrap_or_default();
+        if let Some(text) = lone_sse_message(&bytes) {
+            let status = modern_status(&text);
+            if status != StatusCode::OK {
+                let mut r = json_response(text);
+                *r.status_mut() = status;
+                return r;
             }
-            .boxed_unsync(),
-        );
+        }
+        body.first = Some(bytes);
+        return sse_boxed(body.boxed_unsync());
     }
     let Some(rx) = session.router.route_json(key) else {
         return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no route");
