@@ -1,6 +1,6 @@
 """The two MCP eras against the real `mcp` client package (its default
-`auto` mode probes `server/discover`): by default the desk serves sessions
-only and the client falls back to `initialize`; with `{"eras": "both"}`
+`auto` mode probes `server/discover`): with `{"eras": "legacy"}` the desk
+serves sessions only and the client falls back to `initialize`; with `{"eras": "both"}`
 the client stays modern (2026-07-28) and lists and calls tools without a
 session, over stdio and over Streamable HTTP (docs/MCP.md, "The two
 eras"). Then a client pinned to 2026-07-28 (`mode="2026-07-28"`) and one
@@ -37,8 +37,11 @@ async def list_and_call(desk: Any) -> None:
     assert "visits" in result.structured_content
 
 
-async def test_by_default_the_client_falls_back_to_a_session() -> None:
-    async with desk_client() as desk:
+LEGACY = ("--mcp-options", json.dumps({"eras": "legacy"}))
+
+
+async def test_with_legacy_eras_the_client_falls_back_to_a_session() -> None:
+    async with desk_client(*LEGACY) as desk:
         assert desk.client.session.discover_result is None
         assert desk.client.protocol_version == "2025-11-25"
         await list_and_call(desk)
