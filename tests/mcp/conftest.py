@@ -301,11 +301,25 @@ def http_desk() -> Any:
     assert codes == [0] * len(codes), f"the desk's exit status after SIGTERM: {codes}"
 
 
+class Sent:
+    """One HTTP request as the client sent it: the method, the headers
+    (lower-case names) and the JSON body (None without one)."""
+
+    def __init__(self, method: str, headers: dict[str, str], body: Any):
+        self.method = method
+        self.headers = headers
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"Sent({self.method}, {self.headers}, {self.body})"
+
+
 @asynccontextmanager
 async def http_client(server: HttpDesk, name: str = "pytest", **client_kwargs: Any) -> AsyncIterator[Desk]:
     """The `mcp` package's Client over its Streamable HTTP transport
     (`streamable_http_client`, the 2.x name of `streamablehttp_client`).
-    `Desk.session_ids` records the Mcp-Session-Id the server issued. The
+    `Desk.session_ids` records the Mcp-Session-Id the server issued,
+    `Desk.requests` every HTTP request the client sent (`Sent`). The
     client's `mode` defaults to DEFAULT_CLIENT_MODE."""
     client_kwargs.setdefault("mode", DEFAULT_CLIENT_MODE)
     from mcp.client.streamable_http import streamable_http_client
@@ -325,12 +339,19 @@ async def http_client(server: HttpDesk, name: str = "pytest", **client_kwargs: A
         if user_handler is not None:
             await user_handler(message)
 
+    requests: list[Sent] = []
+
     async def record_session(response: Any) -> None:
         sid = response.headers.get("mcp-session-id")
         if sid and sid not in session_ids:
             session_ids.append(sid)
 
+    async def record_request(request: Any) -> None:
+        body = json.loads(request.content) if request.content else None
+        requests.append(Sent(request.method, {k.lower(): v for k, v in request.headers.items()}, body))
+
     http = create_mcp_http_client()
+    http.event_hooks["request"].append(record_request)
     http.event_hooks["response"].append(record_session)
     async with http:
         transport = streamable_http_client(server.url, http_client=http)
@@ -343,5 +364,6 @@ async def http_client(server: HttpDesk, name: str = "pytest", **client_kwargs: A
         ) as client:
             desk = Desk(client, server.stderr, notifications, stream_errors)
             desk.session_ids = session_ids  # type: ignore[attr-defined]
+            desk.requests = requests  # type: ignore[attr-defined]
             yield desk
     assert not stream_errors, f"transport errors: {stream_errors}"
