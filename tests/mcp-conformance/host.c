@@ -2,7 +2,12 @@
  * host.c: the rcip host the official MCP conformance suite drives
  * (`make test-mcp-conformance`, tests/mcp-conformance/README.md).
  *
- *   mcp_conformance_host CATALOG [ADDRESS] [OPTIONS_JSON]
+ *   mcp_conformance_host CATALOG [ADDRESS] [OPTIONS_JSON | eras=ERA]
+ *
+ * OPTIONS_JSON replaces the server options below; `eras=legacy`, `eras=both`
+ * or `eras=modern` keeps them and sets the session option "eras" (the
+ * 2026-07-28 run of make test-mcp-conformance starts the host with
+ * `eras=both`: 2025-11-25 sessions and stateless requests on one endpoint).
  *
  * An ordinary rcip host: its own catalog (catalog.json next to this file)
  * and handlers, served over MCP Streamable HTTP through the public C ABI
@@ -43,6 +48,15 @@
  *                             session's "content" mapping (CONTENT_OPTIONS)
  *                             turns into image, audio, resource and text
  *                             blocks; structuredContent stays the output
+ *   test_missing_capability   server-stateless (2026-07-28): the sampling handler
+ *                             without a prompt; a request that did not declare
+ *                             sampling gets -32021 naming it (HTTP 400)
+ *   test_streaming_elicitation server-stateless: the elicitation handler with its
+ *                             default message; the response stream must carry no
+ *                             elicitation/create (rcip refuses to ask a stateless
+ *                             request: isError, until multi round-trip requests)
+ *   test_logging_tool         server-stateless: the logging handler; a request
+ *                             without _meta logLevel must get no log message
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -69,11 +83,12 @@
  * tools/list), a pending call's stream closed after 100 ms (SEP-1699
  * polling), the content mapping, and the one tool name that is not a
  * capability id. */
-static const char *DEFAULT_OPTIONS =
-    "{\"responseMode\": \"sse\", \"pollAfterMs\": 100, \"retryMs\": 500,"
-    CONTENT_OPTIONS
-    " \"serverName\": \"rcip-mcp-conformance-host\","
-    " \"toolNames\": {\"json_schema_tool\": \"json_schema_2020_12_tool\"}}";
+#define DEFAULT_OPTION_FIELDS \
+    "\"responseMode\": \"sse\", \"pollAfterMs\": 100, \"retryMs\": 500," \
+    CONTENT_OPTIONS \
+    " \"serverName\": \"rcip-mcp-conformance-host\"," \
+    " \"toolNames\": {\"json_schema_tool\": \"json_schema_2020_12_tool\"}"
+static const char *DEFAULT_OPTIONS = "{" DEFAULT_OPTION_FIELDS "}";
 
 static int check(rcip_result rc, const char *what) {
     if (rc != RCIP_RESULT_OK) {
@@ -398,6 +413,10 @@ static const struct {
     {"test_audio_content", audio_content},
     {"test_embedded_resource", embedded_resource},
     {"test_multiple_content_types", multiple_content_types},
+    /* server-stateless (2026-07-28) diagnostics: the same handlers */
+    {"test_missing_capability", sampling},
+    {"test_streaming_elicitation", elicitation},
+    {"test_logging_tool", tool_with_logging},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 
@@ -442,11 +461,21 @@ fail:
 
 int main(int argc, char **argv) {
     if (argc < 2 || argc > 4) {
-        fprintf(stderr, "usage: %s CATALOG [ADDRESS] [OPTIONS_JSON]\n", argv[0]);
+        fprintf(stderr, "usage: %s CATALOG [ADDRESS] [OPTIONS_JSON | eras=ERA]\n", argv[0]);
         return 2;
     }
     const char *address = argc > 2 ? argv[2] : "127.0.0.1:0";
     const char *options = argc > 3 ? argv[3] : DEFAULT_OPTIONS;
+    char with_eras[sizeof DEFAULT_OPTION_FIELDS + 64];
+    if (argc > 3 && strncmp(argv[3], "eras=", 5) == 0) {
+        const char *era = argv[3] + 5;
+        if (strcmp(era, "legacy") != 0 && strcmp(era, "both") != 0 && strcmp(era, "modern") != 0) {
+            fprintf(stderr, "mcp_conformance_host: eras must be legacy, both or modern, not %s\n", era);
+            return 2;
+        }
+        snprintf(with_eras, sizeof with_eras, "{\"eras\": \"%s\", " DEFAULT_OPTION_FIELDS "}", era);
+        options = with_eras;
+    }
     char *catalog_json = read_file(argv[1]);
     if (!catalog_json) {
         fprintf(stderr, "mcp_conformance_host: cannot read %s\n", argv[1]);
