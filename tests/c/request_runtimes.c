@@ -13,7 +13,8 @@
  * with it; each request's user data is released exactly once after its
  * response; a refusing factory answers -32603; the factory's user data is
  * released exactly once when it is replaced and once when the session is
- * freed; misuse answers NULL_ARGUMENT and calls nothing.
+ * freed, and that release may register a factory again (no session lock
+ * is held); misuse answers NULL_ARGUMENT and calls nothing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -134,6 +135,8 @@ struct fixture {
     atomic_int saw_headers;  /* requests whose headers JSON was {"x-tenant":"t1"} */
     atomic_int saw_no_headers;
     atomic_int bad_method;
+    rcip_mcp_session *session; /* for a release that registers again */
+    atomic_bool reenter;
 };
 
 /* One request's data: freed by its release function, which counts. */
@@ -149,10 +152,22 @@ static void request_data_free(void *user_data)
     free(data);
 }
 
+static int32_t build_runtime(void *user_data, rcip_mcp_request_setup *setup);
+
+static int32_t build_runtime_again(void *user_data, rcip_mcp_request_setup *setup)
+{
+    return build_runtime(user_data, setup);
+}
+
 static void factory_free(void *user_data)
 {
     struct fixture *f = user_data;
     atomic_fetch_add(&f->factory_freed, 1);
+    /* A release may call any rcip function, the session's registration
+     * included: it runs with no session lock held (else this deadlocks). */
+    if (atomic_exchange(&f->reenter, false)) {
+        OK(rcip_mcp_session_set_request_runtimes(f->session, build_runtime_again, f, factory_free));
+    }
 }
 
 /* The handler: answers with the semantic context its runtime had. */
@@ -289,9 +304,12 @@ static void inline_requests(const rcip_catalog *catalog)
     CHECK(rcip_mcp_session_receive_with_headers(NULL, second, NULL) == RCIP_RESULT_NULL_ARGUMENT, "NULL session");
     CHECK(atomic_load(&f.built) == 2, "refused messages build nothing");
 
-    /* Replacing the factory releases the old one's data once. */
+    /* Replacing the factory releases the old one's data once; that release
+     * registers a third factory, which replaces (and releases) the second. */
+    f.session = session;
+    atomic_store(&f.reenter, true);
     OK(rcip_mcp_session_set_request_runtimes(session, build_runtime, &f, factory_free));
-    CHECK(atomic_load(&f.factory_freed) == 1, "the replaced factory's data released once");
+    CHECK(atomic_load(&f.factory_freed) == 2, "the replaced factories' data released once each");
 
     /* A refusing factory: -32603 for that request, nothing built. */
     atomic_store(&f.refuse, true);
@@ -302,7 +320,7 @@ static void inline_requests(const rcip_catalog *catalog)
     CHECK(atomic_load(&f.refusals) == 1 && atomic_load(&f.built) == 2, "refused once, nothing built");
 
     rcip_mcp_session_free(session);
-    CHECK(atomic_load(&f.factory_freed) == 2, "the factory's data released once at the session's free");
+    CHECK(atomic_load(&f.factory_freed) == 3, "the last factory's data released once at the session's free");
     CHECK(atomic_load(&f.request_data_freed) == 2, "no request data released twice");
     rcip_runtime_free(runtime);
     free(first);
