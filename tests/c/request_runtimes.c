@@ -136,6 +136,7 @@ struct fixture {
     atomic_int saw_no_headers;
     atomic_int bad_method;
     rcip_mcp_session *session; /* for a release that registers again */
+    const rcip_host *_Atomic last_host; /* the host view of the latest request's runtime */
     atomic_bool reenter;
 };
 
@@ -223,6 +224,7 @@ static int32_t build_runtime(void *user_data, rcip_mcp_request_setup *setup)
         OK(rcip_host_set_context(rcip_runtime_host(runtime), "{\"activeScopeIds\":[\"notes\"]}"));
     }
     atomic_fetch_add(&f->built, 1);
+    atomic_store(&f->last_host, rcip_runtime_host(runtime));
     if (rcip_mcp_request_setup_accept(setup, runtime, data, request_data_free) != RCIP_RESULT_OK) {
         free(data); /* never released by the library after a failed accept */
         return 1;
@@ -291,6 +293,10 @@ static void inline_requests(const rcip_catalog *catalog)
     CHECK(atomic_load(&f.saw_no_headers) == 1, "request 2 had none");
     CHECK(atomic_load(&f.bad_method) == 0, "the method is tools/call");
     CHECK(atomic_load(&f.request_data_freed) == 2, "each request's data released once, with its response");
+    /* The ended request's runtime is closed but still at its address: a
+     * view taken during the request answers CLOSED (valgrind sees any
+     * read of freed memory here). */
+    CHECK(rcip_host_refresh(atomic_load(&f.last_host)) == RCIP_RESULT_CLOSED, "an ended request's runtime is closed");
 
     /* A legacy request never reaches the factory. */
     OK(rcip_mcp_session_receive(session, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":"
