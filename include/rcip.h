@@ -355,6 +355,19 @@ typedef struct rcip_host rcip_host;
 typedef struct rcip_invocation rcip_invocation;
 
 /**
+ * What the per-request factory is told about the stateless request it
+ * builds a runtime for, and where it hands the runtime over.
+ *
+ * Ownership: borrowed by the factory callback for the call only; never
+ * freed.
+ * Thread safety: the factory's thread only.
+ * Functions: `rcip_mcp_request_setup_method`,
+ * `rcip_mcp_request_setup_meta`, `rcip_mcp_request_setup_headers`,
+ * `rcip_mcp_request_setup_header`, `rcip_mcp_request_setup_accept`.
+ */
+typedef struct rcip_mcp_request_setup rcip_mcp_request_setup;
+
+/**
  * A Streamable HTTP MCP server (MCP 2025-11-25, "Transports") serving one
  * catalog, with one runtime per MCP session (docs/MCP.md, "Serving over
  * HTTP").
@@ -404,7 +417,9 @@ typedef struct rcip_mcp_server_session rcip_mcp_server_session;
  * tool calls are answered with a JSON-RPC internal error.
  * Thread safety: synchronized (any thread, concurrently).
  * Functions: `rcip_mcp_session_new`, `rcip_mcp_session_receive`,
- * `rcip_mcp_session_serve_stdio`, `rcip_mcp_session_free`.
+ * `rcip_mcp_session_receive_with_headers`,
+ * `rcip_mcp_session_set_request_runtimes`, `rcip_mcp_session_serve_stdio`,
+ * `rcip_mcp_session_stats`, `rcip_mcp_session_free`.
  */
 typedef struct rcip_mcp_session rcip_mcp_session;
 
@@ -677,6 +692,30 @@ typedef int32_t (*rcip_availability_callback)(void *user_data, struct rcip_avail
 typedef void (*rcip_mcp_message_callback)(void *user_data, const char *message_json);
 
 /**
+ * Builds the runtime of one stateless (MCP 2026-07-28) request
+ * (`rcip_mcp_session_set_request_runtimes`): the host builds a runtime
+ * from the session's catalog (`rcip_runtime_builder_new`, its handlers
+ * bound with `rcip_runtime_builder_bind`), sets its policy and context
+ * for this request (from `rcip_mcp_request_setup_meta` and the headers),
+ * and hands it over with `rcip_mcp_request_setup_accept`.
+ *
+ * Returns 0 after accepting; any other value (or 0 without accepting)
+ * answers the request with JSON-RPC `-32603` (a runtime accepted before
+ * a non-zero return is closed, and its request user data released).
+ *
+ * Called once per modern `tools/list` and `tools/call` the session
+ * serves (never for `server/discover`, never for a legacy session's
+ * requests), on a session worker thread (`rcip-mcp-worker`), or on the
+ * thread of `rcip_mcp_session_receive` when the session has `"workers":
+ * 0`; possibly concurrently with itself (two requests at once); never
+ * under an rcip lock. `setup` and every string read from it are valid
+ * during the call only. It may call any rcip function except
+ * `rcip_mcp_session_free` of its own session. `user_data` is the
+ * registration's (`rcip_mcp_session_set_request_runtimes`).
+ */
+typedef int32_t (*rcip_mcp_request_factory_callback)(void *user_data, struct rcip_mcp_request_setup *setup);
+
+/**
  * Receives the user's answer to `rcip_invocation_elicit`.
  *
  * `answer_json` is `{"action": "accept", "content": {...}}` (the object the
@@ -823,8 +862,16 @@ typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefi
  * session user data released).
  *
  * Called on a library worker thread (`rcip-mcp-worker`), never on an I/O
- * thread, once per `initialize` that carries no `Mcp-Session-Id`, and
- * possibly concurrently with itself (two clients connecting at once).
+ * thread, once per `initialize` that carries no `Mcp-Session-Id`, and,
+ * when the server serves MCP 2026-07-28 (option `eras` `"both"` or
+ * `"modern"`), once per stateless request that needs a runtime
+ * (`tools/list`, `tools/call`): its setup has the internal session id
+ * `stateless-` and 32 hex digits (never sent to the client, not found by
+ * `rcip_mcp_server_session_find`) and, as initialize params,
+ * `{"protocolVersion": "2026-07-28", "capabilities", "clientInfo"?,
+ * "_meta"}` from the request's `_meta`; that runtime ends with the
+ * request (docs/MCP.md, "Over Streamable HTTP"). Possibly concurrently
+ * with itself (two clients connecting at once).
  * `setup` and every string read from it are valid during the call only.
  * It may call any rcip function except `rcip_mcp_server_shutdown` and
  * `rcip_mcp_server_free` of its own server. `user_data` is the server's
@@ -1497,6 +1544,134 @@ rcip_result rcip_mcp_session_serve_stdio(const struct rcip_mcp_session *session)
  * Thread safety: any thread, also inside callbacks.
  */
 rcip_result rcip_mcp_session_stats(const struct rcip_mcp_session *session, char **json_out);
+
+/**
+ * Passes one message from the MCP client to the session, with the
+ * headers the host's own transport received it with (an HTTP server of
+ * the host's own): a stateless (MCP 2026-07-28) request's per-request
+ * factory reads them (`rcip_mcp_request_setup_headers`,
+ * `rcip_mcp_request_setup_header`); legacy requests ignore them.
+ * Otherwise as `rcip_mcp_session_receive`.
+ *
+ * Shape: `message_json` as for `rcip_mcp_session_receive`; `headers_json`
+ * is NULL (no headers: the same as `rcip_mcp_session_receive`) or a JSON
+ * object `{header name: value string}`; names are handed to the factory
+ * in lower case (ASCII).
+ * Ownership: `message_json` and `headers_json` are borrowed for the call.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (session, message_json),
+ * `RCIP_RESULT_INVALID_JSON` (headers_json not JSON or not UTF-8),
+ * `RCIP_RESULT_INVALID_ARGUMENT` (headers_json not an object of
+ * strings). The message is not received when an error is returned.
+ * Thread safety: as `rcip_mcp_session_receive`.
+ * Rule: **rcip** (MCP 2026-07-28 leaves a request's headers to the
+ * transport).
+ */
+rcip_result rcip_mcp_session_receive_with_headers(const struct rcip_mcp_session *session, const char *message_json, const char *headers_json);
+
+/**
+ * Gives the session a per-request runtime factory (**rcip**): from now
+ * on each stateless (MCP 2026-07-28) `tools/list` and `tools/call` runs
+ * on a runtime of its own that `factory` builds, so nothing of one
+ * request (context, confirmations, invocation ids, events) is visible to
+ * another; the session closes that runtime when the request's response
+ * is sent, or when the request ends without one (cancelled, session
+ * closed). Without a factory, stateless requests use the session's
+ * runtime; legacy (`initialize`) sessions always do. Stateless requests
+ * are served only when the session option `eras` is `"both"` or
+ * `"modern"` (docs/MCP.md, "The two eras"). Replaces an earlier factory;
+ * requests already running keep the runtimes it built.
+ *
+ * Ownership: `session` is borrowed for the call; `user_data` is kept
+ * until the session is freed or the factory replaced (and no request is
+ * still being built by it), then `user_data_free` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (session, factory). On failure
+ * neither `factory` nor `user_data_free` is ever called, and an earlier
+ * factory stays.
+ * Thread safety: any thread, concurrently, also inside callbacks
+ * (including the factory itself).
+ * Callbacks: `factory` per `rcip_mcp_request_factory_callback`.
+ * `user_data_free` runs once, after the factory's last call returned,
+ * on the thread that frees the session or replaces the factory (or the
+ * worker whose factory call was the last), with no rcip lock held.
+ * Rule: MCP 2026-07-28 "Overview" (stateless requests); the seed's
+ * server rule (a separate runtime per server request).
+ */
+rcip_result rcip_mcp_session_set_request_runtimes(const struct rcip_mcp_session *session, rcip_mcp_request_factory_callback factory, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * The request's JSON-RPC method: `tools/list` or `tools/call`.
+ *
+ * Ownership: borrowed from `setup`, valid during the factory call; NULL
+ * for NULL.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_request_setup_method(const struct rcip_mcp_request_setup *setup);
+
+/**
+ * The request's whole `params._meta` object as JSON text, as the client
+ * sent it.
+ *
+ * Shape: `{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+ * "io.modelcontextprotocol/clientCapabilities": {...},
+ * "io.modelcontextprotocol/clientInfo"?: {"name", "version", ...},
+ * "io.modelcontextprotocol/logLevel"?, "progressToken"?, ...}` (MCP
+ * 2026-07-28, "Per-request protocol fields"; checked before the factory
+ * runs). Self-reported by the client: MCP says not to base security
+ * decisions on `clientInfo`.
+ * Ownership: borrowed from `setup`, valid during the factory call; NULL
+ * for NULL.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_request_setup_meta(const struct rcip_mcp_request_setup *setup);
+
+/**
+ * The headers the host's transport passed with the request
+ * (`rcip_mcp_session_receive_with_headers`) as JSON text; `{}` for a
+ * request received without them (`rcip_mcp_session_receive`, stdio).
+ *
+ * Shape: `{lower-case header name: value string}`.
+ * Ownership: borrowed from `setup`, valid during the factory call; NULL
+ * for NULL.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_request_setup_headers(const struct rcip_mcp_request_setup *setup);
+
+/**
+ * The value of header `name` (any case) passed with the request, or NULL
+ * when it had none (or for a NULL argument, or a name that is not UTF-8).
+ *
+ * Ownership: `name` is borrowed for the call; the result is borrowed
+ * from `setup`, valid during the factory call.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_request_setup_header(const struct rcip_mcp_request_setup *setup, const char *name);
+
+/**
+ * Hands the request its runtime.
+ *
+ * Ownership: consumes `runtime` (on success and on failure alike: on
+ * failure it is closed and freed). Its views (`rcip_runtime_host`,
+ * `rcip_runtime_client`) taken before stay valid while the request runs
+ * and, after it ended, for at least `RCIP_MCP_SESSION_RETIRE_MS` (calls
+ * through them then answer `RCIP_RESULT_CLOSED`), unless the session is
+ * freed or its factory replaced first. The session closes the runtime
+ * when the request ends (its response sent, or the request cancelled or
+ * the session closed; a confirmation it opened ends `closed`), then calls
+ * `user_data_free(user_data)` once, then keeps the closed runtime's
+ * memory as said and frees it (the runtime's own user data, its policy's
+ * for example, goes then). Build the runtime from the session's catalog
+ * (the same `rcip_catalog`, so no request compiles schemas again).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (setup, runtime),
+ * `RCIP_RESULT_ALREADY_USED` (a runtime was already accepted). On
+ * failure `user_data_free` is never called.
+ * Thread safety: the factory's thread, during the factory call.
+ * Callbacks: `user_data_free` runs once, after the request ended and its
+ * runtime was closed (no callback of that runtime starts afterwards), on
+ * a session worker or the thread that answered, cancelled or closed, with
+ * no rcip lock held; it may call any rcip function but
+ * `rcip_mcp_session_free` of its session.
+ */
+rcip_result rcip_mcp_request_setup_accept(struct rcip_mcp_request_setup *setup, struct rcip_runtime *runtime, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * Closes and frees the session: calls in flight are cancelled and get no

@@ -558,6 +558,68 @@ void test_builder_bindings() {
     CHECK(watch.expired());  // and let it go when it was destroyed
 }
 
+// Issue 25, item 3: a per-request runtime factory on an MCP session. Each
+// stateless (2026-07-28) request runs on its own runtime: a context set in
+// one is not seen by the next; a throwing factory answers -32603; the
+// factory (and what it captured) goes with the session.
+std::string modern_call(int id, bool scoped) {
+    return std::string(R"({"jsonrpc":"2.0","id":)") + std::to_string(id) +
+           R"(,"method":"tools/call","params":{"name":"greeting.say","arguments":{"name":"Ada"},"_meta":{)"
+           R"("io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{})" +
+           (scoped ? R"(,"test/scope":"tickets")" : "") + "}}}";
+}
+
+void test_mcp_request_runtimes() {
+    rcip::Catalog catalog(CATALOG);
+    rcip::Runtime runtime(catalog);
+    std::vector<std::string> sent;
+    std::mutex lock;
+    auto keep = [&](std::string_view m) {
+        std::lock_guard<std::mutex> g(lock);
+        sent.emplace_back(m);
+    };
+    auto token = std::make_shared<int>(1);
+    std::weak_ptr<int> watch = token;
+    std::atomic<int> built{0};
+    std::vector<std::string> tenants;
+    {
+        rcip::McpSession session(runtime, R"({"workers": 0, "eras": "both"})", keep);
+        session.set_request_runtimes([&, token](const rcip::RequestSetup &setup) {
+            CHECK(setup.method == "tools/call");
+            tenants.push_back(setup.header("X-Tenant").value_or("-"));
+            rcip::Runtime::Builder builder(catalog);
+            builder.bind("greeting.say", [](rcip::Invocation &inv) {
+                return "{\"text\": " + rcip::json::quote(std::string(inv.semantic_context())) + "}";
+            });
+            rcip::Runtime request_runtime = builder.build();
+            if (rcip::json::member(setup.meta_json, "test/scope")) request_runtime.host().set_context({"tickets"});
+            ++built;
+            return request_runtime;
+        });
+        token.reset();
+        session.receive(modern_call(1, true), R"({"X-Tenant": "t1"})");
+        session.receive(modern_call(2, false));
+        {
+            std::lock_guard<std::mutex> g(lock);
+            CHECK(sent.size() == 2);
+            CHECK(sent.size() == 2 && sent[0].find(R"(\"activeScopeIds\":[\"tickets\"])") != std::string::npos);
+            CHECK(sent.size() == 2 && sent[1].find(R"(\"activeScopeIds\":[])") != std::string::npos);
+        }
+        CHECK(built == 2);
+        CHECK(tenants == (std::vector<std::string>{"t1", "-"}));
+        CHECK_THROWS_CODE(session.receive(modern_call(3, false), "[]"), RCIP_RESULT_INVALID_ARGUMENT);
+        CHECK(!watch.expired());  // the session holds the factory
+        // A throwing factory answers the request -32603 (nothing unwinds into C).
+        session.set_request_runtimes([](const rcip::RequestSetup &) -> rcip::Runtime { throw std::runtime_error("no"); });
+        CHECK(watch.expired());  // the replaced factory was destroyed
+        session.receive(modern_call(4, false));
+        std::lock_guard<std::mutex> g(lock);
+        CHECK(sent.size() == 3 && sent[2].find(R"("id":4)") != std::string::npos &&
+              sent[2].find(R"("code":-32603)") != std::string::npos);
+        CHECK(built == 2);
+    }
+}
+
 int main() {
     test_catalog_and_errors();
     test_invoke_sync_handler();
@@ -577,6 +639,7 @@ int main() {
     test_mcp_session_naming_and_content();
     test_policy_accessors_and_default_delegation();
     test_builder_bindings();
+    test_mcp_request_runtimes();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

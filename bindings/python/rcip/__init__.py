@@ -32,7 +32,7 @@ See the README (sections "Python" and "Installing") for the full tour.
 from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
 from ._http import McpHttpServer, SessionRuntime, SessionSetup
-from ._mcp import McpSession
+from ._mcp import McpSession, RequestSetup
 from ._serve import ServeOptions
 from ._runtime import (
     AvailabilityCheck,
@@ -154,6 +154,7 @@ __all__ = [
     "Invocation",
     "ManualClock",
     "McpSession",
+    "RequestSetup",
     "McpHttpServer",
     "SessionRuntime",
     "SessionSetup",

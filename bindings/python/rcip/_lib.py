@@ -91,6 +91,7 @@ CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 MCP_MESSAGE_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 MCP_SESSION_FACTORY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
+MCP_REQUEST_FACTORY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
 
 _R = c_uint32  # rcip_result
 _P = c_void_p  # any handle
@@ -161,6 +162,14 @@ _PROTOTYPES = {
     "rcip_mcp_session_serve_stdio": (_R, [_P]),
     "rcip_mcp_session_stats": (_R, [_P, _PP]),
     "rcip_mcp_session_free": (None, [_P]),
+    # MCP session: a runtime per stateless (2026-07-28) request
+    "rcip_mcp_session_receive_with_headers": (_R, [_P, c_char_p, c_char_p]),
+    "rcip_mcp_session_set_request_runtimes": (_R, [_P, MCP_REQUEST_FACTORY_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_mcp_request_setup_method": (c_char_p, [_P]),
+    "rcip_mcp_request_setup_meta": (c_char_p, [_P]),
+    "rcip_mcp_request_setup_headers": (c_char_p, [_P]),
+    "rcip_mcp_request_setup_header": (c_char_p, [_P, c_char_p]),
+    "rcip_mcp_request_setup_accept": (_R, [_P, _P, _P, USER_DATA_FREE_CALLBACK]),
     # MCP Streamable HTTP server (one runtime per MCP session)
     "rcip_mcp_session_setup_session_id": (c_char_p, [_P]),
     "rcip_mcp_session_setup_initialize_params": (c_char_p, [_P]),

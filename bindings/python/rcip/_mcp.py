@@ -9,7 +9,7 @@ import json
 import os
 import threading
 from ctypes import byref
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from . import _lib
 from ._handle import Owner, registry
@@ -17,6 +17,7 @@ from ._lib import lib
 from ._runtime import (
     Runtime,
     _c_callback,
+    _Entry,
     _FnEntry,
     _json_arg,
     _keep_forever,
@@ -25,7 +26,7 @@ from ._runtime import (
     _running_loop,
     _user_data_free,
 )
-from .errors import check
+from .errors import Result, check
 
 
 class _MessageEntry(_FnEntry):
@@ -46,6 +47,88 @@ def _message_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
 _keep_forever(_message_trampoline)
 
 _NO_CALLBACK = _lib.MCP_MESSAGE_CALLBACK()
+
+
+class RequestSetup:
+    """What a per-request runtime factory (``McpSession.set_request_runtimes``)
+    is told about one stateless (MCP 2026-07-28) request: ``method``
+    (``"tools/list"`` or ``"tools/call"``), ``meta`` (the request's whole
+    ``params._meta`` dict: protocol version, client capabilities, client
+    info, ...; self-reported by the client) and ``headers`` (a dict with
+    lower-case names: those passed with ``receive(message, headers=...)``,
+    empty otherwise). A plain copy, so keeping it is harmless."""
+
+    __slots__ = ("method", "meta", "headers")
+
+    def __init__(self, method: str, meta: Dict[str, Any], headers: Dict[str, str]) -> None:
+        self.method = method
+        self.meta = meta
+        self.headers = headers
+
+    def header(self, name: str) -> Optional[str]:
+        """Header ``name`` (any case) passed with the request, or ``None``."""
+        return self.headers.get(name.lower())
+
+    def __repr__(self) -> str:
+        return "RequestSetup(method=%r)" % (self.method,)
+
+
+RequestFactory = Callable[[RequestSetup], Runtime]
+
+
+class _RequestFactoryEntry(_Entry):
+    def __init__(self, factory: RequestFactory) -> None:
+        if not callable(factory):
+            raise TypeError("rcip: the request factory must be callable")
+        self.factory = factory
+        self.errors: List[BaseException] = []
+
+
+class _RequestEntry(_Entry):
+    """A request's runtime as the library holds it: the Python object stays
+    alive (its callbacks belong to it) until the request ended."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+
+def _text(value: Optional[bytes]) -> str:
+    return "" if value is None else value.decode("utf-8", "replace")
+
+
+@_c_callback(_lib.MCP_REQUEST_FACTORY_CALLBACK)
+def _request_factory_trampoline(key: Optional[int], setup: Optional[int]) -> int:
+    entry: Optional[_RequestFactoryEntry] = None
+    try:
+        entry = registry.get(key)
+        info = RequestSetup(
+            _text(lib.rcip_mcp_request_setup_method(setup)),
+            json.loads(_text(lib.rcip_mcp_request_setup_meta(setup)) or "{}"),
+            json.loads(_text(lib.rcip_mcp_request_setup_headers(setup)) or "{}"),
+        )
+        runtime = entry.factory(info)
+        if not isinstance(runtime, Runtime):
+            raise TypeError("rcip: the request factory must return an rcip.Runtime, not %r" % (runtime,))
+        # The runtime moves into the request: the library closes it when
+        # the request ends, then releases the entry.
+        ptr = runtime._handle.detach()
+        request_key = registry.add(_RequestEntry(runtime))
+        rc = lib.rcip_mcp_request_setup_accept(setup, ptr, request_key, _user_data_free)
+        if rc != Result.OK:
+            registry.remove(request_key)
+            return 1
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - nothing may reach C
+        try:
+            if entry is not None:
+                entry.errors.append(exc)
+        except BaseException:  # noqa: BLE001
+            pass
+        return 1
+
+
+# The library may call it until the last session is freed: never deallocated.
+_keep_forever(_request_factory_trampoline)
 
 
 class McpSession(Owner):
@@ -120,6 +203,7 @@ class McpSession(Owner):
                 body[name] = value
         text = _json_arg(body, "the MCP options") if body else None
         self._runtime = runtime
+        self._request_factory: Optional[_RequestFactoryEntry] = None
         out = _new_out()
         with runtime._handle.use() as runtime_ptr:
             if on_message is None:
@@ -131,11 +215,18 @@ class McpSession(Owner):
                     runtime._check(lib.rcip_mcp_session_new(runtime_ptr, text, _message_trampoline, key, _user_data_free, byref(out)))
         self._own(out.value or 0, lib.rcip_mcp_session_free, "MCP session")
 
-    def receive(self, message: Union[str, bytes, Mapping[str, Any]]) -> None:
+    def receive(
+        self,
+        message: Union[str, bytes, Mapping[str, Any]],
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
         """Passes one message from the client (one JSON-RPC message, a str,
         bytes or a dict). Replies go to ``on_message``; text that is not
         valid JSON-RPC is answered there with the standard error, never
-        raised."""
+        raised. ``headers``: what a transport of the host's own received
+        the message with (``{"Authorization": "Bearer ..."}``); a
+        stateless request's factory reads them (``RequestSetup.headers``,
+        names in lower case)."""
         if isinstance(message, Mapping):
             data = json.dumps(message).encode("utf-8")
         elif isinstance(message, str):
@@ -147,8 +238,43 @@ class McpSession(Owner):
         if b"\0" in data:
             # JSON text never holds a raw NUL; C would see a shorter text.
             data = data.replace(b"\0", b"\\u0000")
+        if headers is None:
+            with self._handle.use() as ptr:
+                check(lib.rcip_mcp_session_receive(ptr, data))
+            return
+        if not isinstance(headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise TypeError("rcip: headers is a mapping of str to str")
+        text = _json_arg(dict(headers), "the headers")
         with self._handle.use() as ptr:
-            check(lib.rcip_mcp_session_receive(ptr, data))
+            check(lib.rcip_mcp_session_receive_with_headers(ptr, data, text))
+
+    def set_request_runtimes(self, factory: RequestFactory) -> None:
+        """Gives the session a per-request runtime factory (**rcip**): each
+        stateless (MCP 2026-07-28) ``tools/list`` and ``tools/call`` then
+        runs on the runtime ``factory(setup)`` returns (an
+        ``rcip.Runtime`` built from the session's catalog, with its
+        bindings, policy and context for this request; ``setup`` is a
+        ``RequestSetup``), closed when the response is sent, so nothing of
+        one request is seen by another. Served when the session option
+        ``eras`` is ``"both"`` or ``"modern"``; legacy sessions keep the
+        session's runtime. The factory runs on a session worker thread
+        (inside ``receive()`` with ``workers=0``), possibly on several at
+        once. Raising, or returning something else, answers the request
+        with JSON-RPC ``-32603`` (the exception is kept in
+        ``request_factory_errors``). Replaces an earlier factory."""
+        entry = _RequestFactoryEntry(factory)
+        with _registering(entry) as key, self._handle.use() as ptr:
+            check(lib.rcip_mcp_session_set_request_runtimes(ptr, _request_factory_trampoline, key, _user_data_free))
+        self._request_factory = entry
+
+    @property
+    def request_factory_errors(self) -> List[BaseException]:
+        """Exceptions the current request factory raised (each answered a
+        request with ``-32603``)."""
+        entry = self._request_factory
+        return list(entry.errors) if entry is not None else []
 
     def stats(self) -> Dict[str, int]:
         """The session's counters (**rcip**): ``{"inFlight",

@@ -225,6 +225,17 @@ def exercise() -> None:
             assert_type(session, rcip.McpSession)
             session.receive({"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert_type(session.stats(), Dict[str, int])
+
+            def per_request(setup: rcip.RequestSetup) -> rcip.Runtime:
+                assert_type(setup.method, str)
+                assert_type(setup.meta, Dict[str, Any])
+                assert_type(setup.headers, Dict[str, str])
+                assert_type(setup.header("authorization"), Optional[str])
+                return rcip.Runtime(CATALOG)
+
+            session.set_request_runtimes(per_request)
+            session.receive({"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={"authorization": "Bearer t"})
+            assert_type(session.request_factory_errors, List[BaseException])
         with rcip.McpSession(
             runtime,
             on_message=lambda text: None,

@@ -35,8 +35,16 @@ const _: () = assert!(RCIP_MCP_SESSION_RETIRE_MS == rcip_mcp::http::SESSION_RETI
 /// session user data released).
 ///
 /// Called on a library worker thread (`rcip-mcp-worker`), never on an I/O
-/// thread, once per `initialize` that carries no `Mcp-Session-Id`, and
-/// possibly concurrently with itself (two clients connecting at once).
+/// thread, once per `initialize` that carries no `Mcp-Session-Id`, and,
+/// when the server serves MCP 2026-07-28 (option `eras` `"both"` or
+/// `"modern"`), once per stateless request that needs a runtime
+/// (`tools/list`, `tools/call`): its setup has the internal session id
+/// `stateless-` and 32 hex digits (never sent to the client, not found by
+/// `rcip_mcp_server_session_find`) and, as initialize params,
+/// `{"protocolVersion": "2026-07-28", "capabilities", "clientInfo"?,
+/// "_meta"}` from the request's `_meta`; that runtime ends with the
+/// request (docs/MCP.md, "Over Streamable HTTP"). Possibly concurrently
+/// with itself (two clients connecting at once).
 /// `setup` and every string read from it are valid during the call only.
 /// It may call any rcip function except `rcip_mcp_server_shutdown` and
 /// `rcip_mcp_server_free` of its own server. `user_data` is the server's
@@ -143,7 +151,8 @@ struct CFactory {
 unsafe impl Send for CFactory {}
 unsafe impl Sync for CFactory {}
 
-fn c_text(text: &str) -> CString {
+/// `text` as a C string (a NUL, which MCP text never holds, becomes U+FFFD).
+pub(crate) fn c_text(text: &str) -> CString {
     CString::new(text.replace('\0', "\u{fffd}")).unwrap_or_default()
 }
 

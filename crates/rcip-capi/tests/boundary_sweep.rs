@@ -140,6 +140,13 @@ rcip_mcp_session_receive ok=OK session:null=NULL_ARGUMENT message_json:null=NULL
 rcip_mcp_session_serve_stdio ok=OK session:null=NULL_ARGUMENT
 rcip_mcp_session_stats ok=OK session:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
 rcip_mcp_session_free ok=void session:null=void
+rcip_mcp_session_receive_with_headers ok=OK session:null=NULL_ARGUMENT message_json:null=NULL_ARGUMENT message_json:utf8=OK message_json:notjson=OK message_json:shape=OK headers_json:null=OK headers_json:utf8=INVALID_JSON headers_json:notjson=INVALID_JSON headers_json:shape=INVALID_ARGUMENT
+rcip_mcp_session_set_request_runtimes ok=OK session:null=NULL_ARGUMENT factory:null=NULL_ARGUMENT
+rcip_mcp_request_setup_method ok=nonnull setup:null=null
+rcip_mcp_request_setup_meta ok=nonnull setup:null=null
+rcip_mcp_request_setup_headers ok=nonnull setup:null=null
+rcip_mcp_request_setup_header ok=nonnull setup:null=null name:null=null name:utf8=null
+rcip_mcp_request_setup_accept ok=OK setup:null=NULL_ARGUMENT runtime:null=NULL_ARGUMENT
 rcip_mcp_session_setup_session_id ok=nonnull setup:null=null
 rcip_mcp_session_setup_initialize_params ok=nonnull setup:null=null
 rcip_mcp_session_setup_client_name ok=nonnull setup:null=null
@@ -629,6 +636,72 @@ impl<'a> Args<'a> {
     fn settled(&self) -> bool {
         self.case == "settled"
     }
+}
+
+// ---- the per-request runtime factory's drivers ----------------------------
+
+type RequestJob = Box<dyn FnOnce(*mut rcip_mcp_request_setup) -> (Result<rcip_result, String>, bool)>;
+
+thread_local! {
+    /// A job run inside the request factory (the session has no workers:
+    /// the factory runs on the sweep's thread), and its answer.
+    static REQUEST_JOB: RefCell<Option<RequestJob>> = const { RefCell::new(None) };
+    static REQUEST_ANSWER: RefCell<Option<Result<rcip_result, String>>> = const { RefCell::new(None) };
+}
+
+/// Runs the job set for it with the live setup, then accepts a runtime
+/// unless the job did.
+unsafe extern "C" fn run_request_job(_: *mut c_void, setup: *mut rcip_mcp_request_setup) -> i32 {
+    let Some(job) = REQUEST_JOB.with(|j| j.borrow_mut().take()) else {
+        return 1;
+    };
+    let (answer, accepted) = job(setup);
+    REQUEST_ANSWER.with(|a| *a.borrow_mut() = Some(answer));
+    if accepted {
+        return 0;
+    }
+    let rc = rcip_mcp_request_setup_accept(setup, Fx::new().runtime_only(), ptr::null_mut(), None);
+    i32::from(rc != rcip_result::Ok)
+}
+
+/// A session over `runtime` that serves the modern era inline (no
+/// workers): every reply before `receive` returns.
+unsafe fn modern_session(runtime: *const rcip_runtime) -> *mut rcip_mcp_session {
+    let mut session = ptr::null_mut();
+    assert_eq!(
+        rcip_mcp_session_new(
+            runtime,
+            c"{\"workers\": 0, \"eras\": \"both\"}".as_ptr(),
+            Some(noop_json),
+            ptr::null_mut(),
+            None,
+            &mut session
+        ),
+        rcip_result::Ok
+    );
+    session
+}
+
+const MODERN_LIST: &CStr = c"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+
+/// Runs `job` inside a per-request factory with the live setup of a
+/// modern `tools/list` that carries the header `x-sweep: 1`.
+unsafe fn with_request_setup(
+    runtime: *const rcip_runtime,
+    job: impl FnOnce(*mut rcip_mcp_request_setup) -> (Result<rcip_result, String>, bool) + 'static,
+) -> Result<rcip_result, String> {
+    REQUEST_JOB.with(|j| *j.borrow_mut() = Some(Box::new(job)));
+    let session = modern_session(runtime);
+    assert_eq!(
+        rcip_mcp_session_set_request_runtimes(session, Some(run_request_job), ptr::null_mut(), None),
+        rcip_result::Ok
+    );
+    assert_eq!(
+        rcip_mcp_session_receive_with_headers(session, MODERN_LIST.as_ptr(), c"{\"X-Sweep\": \"1\"}".as_ptr()),
+        rcip_result::Ok
+    );
+    rcip_mcp_session_free(session);
+    REQUEST_ANSWER.with(|a| a.borrow_mut().take()).expect("the factory ran")
 }
 
 // ---- the MCP HTTP server's drivers ------------------------------------
@@ -1713,6 +1786,76 @@ unsafe fn run(f: &str, case: &str) -> String {
                 rcip_mcp_session_free(session);
             }
             r
+        }
+        "rcip_mcp_session_receive_with_headers" => {
+            let session = modern_session(fx.runtime);
+            let target = a.null("session", session as *const rcip_mcp_session);
+            let message = a.text("message_json", r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#);
+            let headers = a.text("headers_json", r#"{"x-sweep": "1"}"#);
+            let rc = rcip_mcp_session_receive_with_headers(target, message, headers);
+            rcip_mcp_session_free(session);
+            Ok(rc)
+        }
+        "rcip_mcp_session_set_request_runtimes" => {
+            let session = modern_session(fx.runtime);
+            let target = a.null("session", session as *const rcip_mcp_session);
+            let factory = a.cb("factory", run_request_job as unsafe extern "C" fn(_, _) -> i32);
+            let rc = rcip_mcp_session_set_request_runtimes(target, factory, ptr::null_mut(), Some(release));
+            rcip_mcp_session_free(session);
+            if rc == rcip_result::Ok {
+                assert_eq!(
+                    RELEASED.with(|r| r.get()),
+                    1,
+                    "the factory's data released with the session"
+                );
+                RELEASED.with(|r| r.set(0));
+            }
+            Ok(rc)
+        }
+        "rcip_mcp_request_setup_method"
+        | "rcip_mcp_request_setup_meta"
+        | "rcip_mcp_request_setup_headers"
+        | "rcip_mcp_request_setup_header"
+        | "rcip_mcp_request_setup_accept" => {
+            // A live setup exists only inside the factory: the case's
+            // arguments are chosen here, the call made there.
+            let setup_null = a.null("setup", ptr::dangling::<rcip_mcp_request_setup>()).is_null();
+            let name = a.text("name", "x-sweep") as usize;
+            let runtime_null = a.null("runtime", ptr::dangling::<rcip_runtime>()).is_null();
+            let f = f.to_string();
+            let job = move |setup: *mut rcip_mcp_request_setup| {
+                let setup = if setup_null { ptr::null_mut() } else { setup };
+                let text = |p: *const c_char| Err(if p.is_null() { "null" } else { "nonnull" }.to_string());
+                match f.as_str() {
+                    "rcip_mcp_request_setup_method" => (text(rcip_mcp_request_setup_method(setup)), false),
+                    "rcip_mcp_request_setup_meta" => (text(rcip_mcp_request_setup_meta(setup)), false),
+                    "rcip_mcp_request_setup_headers" => (text(rcip_mcp_request_setup_headers(setup)), false),
+                    "rcip_mcp_request_setup_header" => {
+                        (text(rcip_mcp_request_setup_header(setup, name as *const c_char)), false)
+                    }
+                    _ => {
+                        let runtime = if runtime_null {
+                            ptr::null_mut()
+                        } else {
+                            Fx::new().runtime_only()
+                        };
+                        let rc = rcip_mcp_request_setup_accept(setup, runtime, ptr::null_mut(), None);
+                        (Ok(rc), rc == rcip_result::Ok)
+                    }
+                }
+            };
+            if setup_null {
+                // No setup needed: the call runs here.
+                job(ptr::null_mut()).0
+            } else {
+                let answer = with_request_setup(fx.runtime, job);
+                if answer.as_ref().is_ok_and(|rc| *rc != rcip_result::Ok) {
+                    // The failing call's message was cleared by the
+                    // receive that ran it: the same failure again.
+                    rcip_mcp_request_setup_accept(ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), None);
+                }
+                answer
+            }
         }
         "rcip_mcp_session_setup_session_id"
         | "rcip_mcp_session_setup_initialize_params"

@@ -269,6 +269,33 @@ pub struct RequestSetup<'a> {
 pub trait RequestRuntimes: Send + Sync {
     /// The runtime for one request.
     fn runtime(&self, request: &RequestSetup<'_>) -> Result<Runtime, String>;
+
+    /// What the session calls: the runtime for one request, in a holder of
+    /// the factory's choosing. The default boxes [`runtime`](Self::runtime)'s
+    /// runtime. A factory whose runtime must stay at one address while the
+    /// request runs (the C ABI's views of a runtime are the address of the
+    /// block the host built it in) overrides it. The session closes the
+    /// holder's runtime when the request ends, then drops the holder.
+    fn request_runtime(&self, request: &RequestSetup<'_>) -> Result<Box<dyn RequestRuntime>, String> {
+        self.runtime(request)
+            .map(|runtime| Box::new(runtime) as Box<dyn RequestRuntime>)
+    }
+}
+
+/// One stateless request's runtime as a [`RequestRuntimes`] factory hands
+/// it to the session ([`RequestRuntimes::request_runtime`]); a [`Runtime`]
+/// is one. The session closes [`runtime`](Self::runtime) when the request
+/// ends, then drops the holder, on a session worker or the thread that
+/// answers or closes, with no session lock held.
+pub trait RequestRuntime: Send + Sync {
+    /// The runtime the request runs on.
+    fn runtime(&self) -> &Runtime;
+}
+
+impl RequestRuntime for Runtime {
+    fn runtime(&self) -> &Runtime {
+        self
+    }
 }
 
 impl<F: Fn(&RequestSetup<'_>) -> Result<Runtime, String> + Send + Sync> RequestRuntimes for F {

@@ -8,8 +8,8 @@ use super::jsonrpc::{
     self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
 };
 use super::modern::{
-    self, RequestMeta, RequestRuntimes, RequestSetup, RpcError, META_SERVER_INFO, MISSING_REQUIRED_CLIENT_CAPABILITY,
-    MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS,
+    self, RequestMeta, RequestRuntime, RequestRuntimes, RequestSetup, RpcError, META_SERVER_INFO,
+    MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_TOO_MANY_IN_FLIGHT, MODERN_TTL_MS,
 };
 use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
@@ -157,7 +157,7 @@ struct Call {
     modern: Option<Arc<RequestMeta>>,
     /// The modern request's own runtime (from the host's factory), closed
     /// when the request ends.
-    runtime: Option<Runtime>,
+    runtime: Option<Box<dyn RequestRuntime>>,
     /// Client capabilities the handler needed and the modern request did
     /// not declare: the response is `-32021` naming them.
     missing: Option<Map<String, Value>>,
@@ -446,8 +446,14 @@ impl McpSession {
     /// session's runtime. Legacy (`initialize`) requests always use the
     /// session's runtime. Replaces an earlier factory; requests already
     /// running keep theirs.
+    /// The factory is dropped when the session is dropped or the factory
+    /// replaced, once no request is building a runtime with it, never under
+    /// a session lock.
     pub fn set_request_runtimes(&self, factory: Arc<dyn RequestRuntimes>) {
-        *self.inner.request_runtimes.lock() = Some(factory);
+        let old = self.inner.request_runtimes.lock().replace(factory);
+        // Outside the lock: dropping a host's factory may run host code
+        // (the C ABI's user_data_free).
+        drop(old);
     }
 
     /// Client requests received and not answered yet (including calls
@@ -839,7 +845,7 @@ impl Inner {
     }
 
     fn close(&self) {
-        let (tokens, asks, runtimes): (Vec<CancelToken>, Vec<Ask>, Vec<Runtime>) = {
+        let (tokens, asks, runtimes): (Vec<CancelToken>, Vec<Ask>, Vec<Box<dyn RequestRuntime>>) = {
             let mut st = self.state.lock();
             if st.closed {
                 return;
@@ -876,7 +882,7 @@ impl Inner {
                 }
                 // Modern requests' own runtimes end with the session.
                 for r in runtimes {
-                    r.close();
+                    r.runtime().close();
                 }
             });
         }
@@ -1056,13 +1062,17 @@ impl Inner {
             meta: &meta.meta,
             headers: &meta.headers,
         };
-        let runtime = factory.runtime(&setup).map_err(|e| {
+        let built = factory.request_runtime(&setup);
+        // The factory goes before the session's state is locked below (its
+        // last reference may be this one: a replaced factory).
+        drop(factory);
+        let runtime = built.map_err(|e| {
             (
                 INTERNAL_ERROR,
                 format!("Internal error: the request's runtime could not be built: {e}"),
             )
         })?;
-        let surfaces = (runtime.client(), runtime.host());
+        let surfaces = (runtime.runtime().client(), runtime.runtime().host());
         let mut st = self.state.lock();
         let closed = st.closed;
         match st.calls.get_mut(key) {
@@ -1072,7 +1082,7 @@ impl Inner {
             }
             _ => {
                 drop(st);
-                runtime.close();
+                runtime.runtime().close();
                 Ok(None)
             }
         }
@@ -1150,7 +1160,7 @@ impl Inner {
         // A modern request's own runtime ends with its response (or with
         // the request, when it was cancelled).
         if let Some(runtime) = call.runtime {
-            runtime.close();
+            runtime.runtime().close();
         }
         self.answered.notify_all();
     }

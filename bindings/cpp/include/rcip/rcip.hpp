@@ -1324,6 +1324,10 @@ public:
     explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
 
     rcip_runtime *raw() const noexcept { return ptr_.get(); }
+    /// Gives the C handle away (a C call that consumes it, such as
+    /// rcip_mcp_request_setup_accept); this object is empty afterwards.
+    /// Client and Host views taken before stay as valid as the C handle.
+    rcip_runtime *release() noexcept { return ptr_.release(); }
 
 private:
     Runtime(rcip_runtime *adopt, std::shared_ptr<detail::Shared> shared) noexcept : ptr_(adopt), shared_(std::move(shared)) {}
@@ -1455,6 +1459,32 @@ inline Runtime::Runtime(const Catalog &catalog) : Runtime(Builder(catalog).build
 
 // ----- MCP server session (rcip_mcp_session_*; docs/MCP.md) ----------------------------------
 
+/// What a per-request runtime factory (McpSession::set_request_runtimes)
+/// is told about one stateless (MCP 2026-07-28) request. Copies of the
+/// library's text, so keeping them past the factory call is harmless.
+struct RequestSetup {
+    /// "tools/list" or "tools/call".
+    std::string method;
+    /// The request's whole params._meta object, as JSON text
+    /// (io.modelcontextprotocol/protocolVersion, .../clientCapabilities,
+    /// .../clientInfo, ...; self-reported by the client).
+    std::string meta_json;
+    /// {lower-case header name: value} passed with
+    /// McpSession::receive(message, headers_json); "{}" without.
+    std::string headers_json;
+
+    /// The value of header `name` (any case), or nullopt.
+    std::optional<std::string> header(std::string_view name) const {
+        std::string lower(name);
+        for (char &c : lower) {
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+        }
+        auto value = json::member(headers_json, lower);
+        if (!value) return std::nullopt;
+        return json::unquote(*value);
+    }
+};
+
 /// An MCP server session (MCP 2025-11-25) over a runtime's consumer
 /// surface: messages in through receive(), messages out through the
 /// message callback, or the stdio transport with serve_stdio().
@@ -1500,6 +1530,40 @@ public:
         detail::check(rcip_mcp_session_receive(ptr_.get(), text.c_str()));
     }
 
+    /// As receive(), with the headers a transport of the host's own got the
+    /// message with (`headers_json`: {"name": "value", ...}); a stateless
+    /// request's factory reads them (RequestSetup::header). Headers not an
+    /// object of strings throw Error (INVALID_JSON, INVALID_ARGUMENT).
+    void receive(std::string_view message_json, std::string_view headers_json) const {
+        std::string text = detail::z(message_json);
+        std::string headers = detail::z(headers_json);
+        detail::check(rcip_mcp_session_receive_with_headers(ptr_.get(), text.c_str(), headers.c_str()));
+    }
+
+    /// Builds one stateless request's runtime: a Runtime (from the
+    /// session's catalog, its handlers bound on the Builder, its context
+    /// set for this request) that the session owns from then on.
+    using RequestFactory = std::function<Runtime(const RequestSetup &setup)>;
+
+    /// Gives the session a per-request runtime factory (**rcip**;
+    /// rcip_mcp_session_set_request_runtimes): each stateless (MCP
+    /// 2026-07-28) tools/list and tools/call runs on a fresh runtime that
+    /// `factory` returns, closed when its response is sent, so nothing of
+    /// one request is seen by another. Served when the session option
+    /// "eras" is "both" or "modern"; legacy sessions keep the session's
+    /// runtime. `factory` runs on a session worker thread (with "workers":
+    /// 0, inside receive()), possibly on several at once: it must be
+    /// thread-safe. An exception it throws, or an empty Runtime, answers
+    /// the request with JSON-RPC -32603 (nothing unwinds into the
+    /// library). Replaces an earlier factory (destroyed once its last call
+    /// returned); the factory is destroyed with the session.
+    void set_request_runtimes(RequestFactory factory) const {
+        auto box = std::make_unique<RequestFactory>(std::move(factory));
+        detail::check(rcip_mcp_session_set_request_runtimes(ptr_.get(), &McpSession::build_request_runtime, box.get(),
+                                                            &detail::delete_box<RequestFactory>));
+        box.release();  // the session owns it now
+    }
+
     /// Serves standard input until it ends, then closes the session.
     void serve_stdio() const { detail::check(rcip_mcp_session_serve_stdio(ptr_.get())); }
 
@@ -1522,6 +1586,20 @@ private:
         detail::check(rcip_mcp_session_new(runtime.raw(), options.empty() ? nullptr : options.c_str(), on_message,
                                            user_data, user_data_free, &out));
         ptr_.reset(out);
+    }
+
+    static int32_t build_request_runtime(void *user_data, rcip_mcp_request_setup *setup) noexcept {
+        try {
+            auto text = [](const char *p) { return std::string(p ? p : ""); };
+            RequestSetup info{text(rcip_mcp_request_setup_method(setup)), text(rcip_mcp_request_setup_meta(setup)),
+                              text(rcip_mcp_request_setup_headers(setup))};
+            Runtime runtime = (*static_cast<RequestFactory *>(user_data))(info);
+            if (!runtime) return 1;
+            // Consumed on failure too.
+            return rcip_mcp_request_setup_accept(setup, runtime.release(), nullptr, nullptr) == RCIP_RESULT_OK ? 0 : 1;
+        } catch (...) {
+            return 1;
+        }
     }
 
     static void deliver(void *user_data, const char *message_json) noexcept {
