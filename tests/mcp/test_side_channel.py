@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator
 
 import mcp_types as types
 import pytest
-from conftest import REPO, Desk, Stderr, desk_client, http_client
+from conftest import DEFAULT_CLIENT_MODE, REPO, Desk, Stderr, desk_client, http_client
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -119,6 +119,8 @@ def check_question(params: Any) -> None:
 
 @asynccontextmanager
 async def ask_stdio(**client_kwargs: Any) -> AsyncIterator[Desk]:
+    # Handlers' questions need a session (no multi round-trip requests yet).
+    client_kwargs.setdefault("mode", DEFAULT_CLIENT_MODE)
     stderr = Stderr()
     params = StdioServerParameters(command=sys.executable, args=[str(ASK_HOST), "stdio"], cwd=str(REPO))
     try:
