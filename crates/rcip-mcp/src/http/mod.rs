@@ -336,14 +336,57 @@ where
     }
 }
 
+/// The longest text the server keeps from a client for the life of a
+/// session, in bytes: each of `clientInfo`'s `name`, `version` and
+/// `title`, and the proposed protocol version, in [`SessionInfo`]
+/// (**rcip**: MCP sets no bound; a client's text must not cost the server
+/// memory beyond its request).
+pub const CLIENT_TEXT_MAX_BYTES: usize = 256;
+
+/// The `clientInfo` fields kept for a session's life: `name`, `version`
+/// and `title` when they are strings, each cut to at most
+/// [`CLIENT_TEXT_MAX_BYTES`] (at a character boundary); every other field,
+/// and a field of another type, is not kept. `{}` when `info` is absent or
+/// not an object.
+pub(crate) fn kept_client_info(info: Option<&Value>) -> Value {
+    let mut kept = Map::new();
+    if let Some(Value::Object(map)) = info {
+        for key in ["name", "version", "title"] {
+            if let Some(Value::String(text)) = map.get(key) {
+                kept.insert(key.into(), Value::String(bounded_text(text).into()));
+            }
+        }
+    }
+    Value::Object(kept)
+}
+
+/// `text` cut to at most [`CLIENT_TEXT_MAX_BYTES`] at a character
+/// boundary.
+pub(crate) fn bounded_text(text: &str) -> &str {
+    if text.len() <= CLIENT_TEXT_MAX_BYTES {
+        return text;
+    }
+    let mut end = CLIENT_TEXT_MAX_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// A live session as the host sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionInfo {
     /// The session id (`Mcp-Session-Id`) the server issued.
     pub session_id: String,
-    /// `clientInfo` of its `initialize` (`{}` when absent).
+    /// `clientInfo` of its `initialize` as kept for the session's life:
+    /// `{"name"?, "version"?, "title"?}`, the fields that were strings,
+    /// each at most [`CLIENT_TEXT_MAX_BYTES`] (longer ones cut at a
+    /// character boundary); `{}` when absent. The whole `initialize` params
+    /// reach only the [`SessionFactory`] ([`SessionRequest`]), during the
+    /// call.
     pub client_info: Value,
-    /// The protocol revision its client proposed.
+    /// The protocol revision its client proposed (at most
+    /// [`CLIENT_TEXT_MAX_BYTES`], cut like `client_info`'s fields).
     pub protocol_version: String,
     /// Notifications dropped for this session because a queue or a replay
     /// buffer was full.

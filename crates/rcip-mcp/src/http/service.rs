@@ -779,12 +779,13 @@ async fn stateless<O: SessionRuntime>(
     let forwarded = forwarded_headers(&server, headers);
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
-    let params = match &message {
-        jsonrpc::Incoming::Request { params, .. } => params.clone(),
+    // Only `_meta` goes to the factory: no copy of the arguments.
+    let meta = match &message {
+        jsonrpc::Incoming::Request { params, .. } => params.as_ref().and_then(|p| p.get("_meta")).cloned(),
         _ => None,
     };
     server.control.spawn(move || {
-        let result = create_stateless(&s, params.as_ref(), &forwarded);
+        let result = create_stateless(&s, meta, &forwarded);
         s.creating.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(result);
     });
@@ -861,10 +862,10 @@ fn forwarded_headers<O: SessionRuntime>(server: &ServerInner<O>, headers: &Heade
 /// "capabilities", "clientInfo"?, "_meta"}` from the request's `_meta`.
 fn create_stateless<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
-    params: Option<&Value>,
+    meta: Option<Value>,
     forwarded: &[(String, String)],
 ) -> Result<Arc<Session<O>>, String> {
-    let meta = params.and_then(|p| p.get("_meta")).cloned().unwrap_or(Value::Null);
+    let meta = meta.unwrap_or(Value::Null);
     let mut init = json!({
         "protocolVersion": crate::MCP_MODERN_REVISION,
         "capabilities": meta.get(crate::META_CLIENT_CAPABILITIES).cloned().unwrap_or_else(|| json!({})),
@@ -907,7 +908,7 @@ fn create_stateless<O: SessionRuntime>(
     let session = Arc::new(Session {
         info: SessionInfo {
             session_id: session_id.clone(),
-            client_info: init.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
+            client_info: super::kept_client_info(init.get("clientInfo")),
             protocol_version: crate::MCP_MODERN_REVISION.into(),
             dropped_notifications: 0,
             content_replaced: 0,
@@ -1031,12 +1032,17 @@ fn create_session<O: SessionRuntime>(
     };
     let info = SessionInfo {
         session_id: session_id.clone(),
-        client_info: params.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
-        protocol_version: params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        // Only bounded fields outlive the initialize (the params go with
+        // it): what a client sends must not cost memory for the session's
+        // life.
+        client_info: super::kept_client_info(params.get("clientInfo")),
+        protocol_version: super::bounded_text(
+            params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )
+        .to_string(),
         dropped_notifications: 0,
         content_replaced: 0,
     };
