@@ -6,7 +6,8 @@
 
 use super::router::{parse_event_id, Router, SseBody, STANDALONE};
 use super::{
-    ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime, SUPPORTED_PROTOCOL_VERSIONS,
+    PeerKind, PeerSlot, ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime,
+    RETRY_AFTER_SECONDS, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use crate::jsonrpc;
 use crate::McpSession;
@@ -16,13 +17,15 @@ use http_body_util::{BodyExt, Empty, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
+    RETRY_AFTER,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
 use rcip::json::Limits;
 use serde_json::{json, Value};
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -51,6 +54,11 @@ fn response(status: StatusCode, content_type: Option<&'static str>, body: Body) 
     *r.status_mut() = status;
     if let Some(t) = content_type {
         r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(t));
+    }
+    // Every 503 and 429 says when to come back (RFC 9110 section 10.2.3).
+    if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+        r.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
     }
     r
 }
@@ -91,7 +99,7 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
         if server.stopping.load(Ordering::SeqCst) {
             return;
         }
-        let Ok((stream, _peer)) = accepted else {
+        let Ok((stream, peer)) = accepted else {
             // Out of descriptors and the like: try again shortly.
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
@@ -100,19 +108,30 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
             drop(stream);
             continue;
         }
+        let peer = super::peer_of(peer.ip());
+        let Some(slot) = server
+            .peers
+            .acquire(peer, PeerKind::Connection, server.options.max_connections_per_peer)
+        else {
+            drop(stream); // this peer holds maxConnectionsPerPeer already
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         server.connections.fetch_add(1, Ordering::SeqCst);
         let s = server.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let service_server = s.clone();
             let service = hyper::service::service_fn(move |req| {
                 let s = service_server.clone();
-                async move { Ok::<_, Infallible>(handle(s, req).await) }
+                async move { Ok::<_, Infallible>(handle(s, req, peer).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_millis(s.options.header_timeout_ms))
                 .keep_alive(true)
+                // HttpOptions::half_close says what the end of input means.
+                .half_close(s.options.half_close)
                 .serve_connection(TokioIo::new(stream), service);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
@@ -130,7 +149,11 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
 /// Ends idle sessions, checking a few times per idle period.
 pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
     let idle = Duration::from_millis(server.options.idle_timeout_ms);
-    let period = (idle / 4).clamp(Duration::from_millis(25), Duration::from_secs(1));
+    // A session with nothing after its initialize goes sooner; one whose
+    // only activity is a standalone GET stream goes after its own bound.
+    let unused = Duration::from_millis(server.options.initialize_timeout_ms).min(idle);
+    let listening = Duration::from_millis(server.options.idle_stream_timeout_ms).max(idle);
+    let period = (unused / 4).clamp(Duration::from_millis(25), Duration::from_secs(1));
     loop {
         tokio::select! {
             () = tokio::time::sleep(period) => {}
@@ -148,11 +171,20 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
                 .sessions
                 .lock()
                 .values()
-                .filter(|x| now.duration_since(x.router.last_active()) >= idle)
+                .filter(|x| {
+                    let limit = if x.used.load(Ordering::SeqCst) { idle } else { unused };
+                    now.duration_since(x.router.last_active()) >= limit
+                })
                 .cloned()
                 .collect();
             for session in candidates {
-                if session.router.busy() || session.mcp.in_flight() > 0 || has_pending(&*session.owner) {
+                let quiet = now.duration_since(session.router.last_active());
+                let busy = if quiet >= listening {
+                    session.router.busy_apart_from_standalone()
+                } else {
+                    session.router.busy()
+                };
+                if busy || session.mcp.in_flight() > 0 || has_pending(&*session.owner) {
                     continue;
                 }
                 let removed = s.sessions.lock().remove(&session.info.session_id);
@@ -236,7 +268,26 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     }
 }
 
-async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
+async fn handle<O: SessionRuntime>(
+    server: Arc<ServerInner<O>>,
+    req: Request<Incoming>,
+    peer: std::net::IpAddr,
+) -> Response<Body> {
+    // Held until the answer starts: one peer cannot fill the server with
+    // requests (its bodies read, its answers awaited).
+    let Some(_in_flight) = server
+        .peers
+        .acquire(peer, PeerKind::InFlight, server.options.max_in_flight_per_peer)
+    else {
+        return http_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            -32000,
+            &format!(
+                "Too Many Requests: this client has {} requests in progress (maxInFlightPerPeer)",
+                server.options.max_in_flight_per_peer
+            ),
+        );
+    };
     if req.uri().path() != server.options.endpoint {
         return http_error(
             StatusCode::NOT_FOUND,
@@ -245,6 +296,18 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         );
     }
     let headers = req.headers();
+    // RFC 9112 section 3.2: a request with more than one Host is 400. The
+    // same for Origin (RFC 6454 gives one value): which of two values a
+    // front end checked is unknown, so neither is trusted.
+    for (name, shown) in [(&HOST, "Host"), (&ORIGIN, "Origin")] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                &format!("Bad Request: more than one {shown} header"),
+            );
+        }
+    }
     // DNS rebinding: a browser page of another site must not reach a
     // local server, so Host and Origin must be ours.
     if let Some(host) = header(headers, &HOST) {
@@ -291,7 +354,7 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         }
     }
     match *req.method() {
-        Method::POST => post(server, req).await,
+        Method::POST => post(server, req, peer).await,
         Method::GET => get(server, req),
         Method::DELETE => delete(server, req).await,
         _ => {
@@ -333,7 +396,10 @@ fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap)
             "Bad Request: no Mcp-Session-Id header (send initialize first)",
         )),
         Some(id) => match server.sessions.lock().get(id) {
-            Some(s) => Found::Session(s.clone()),
+            Some(s) => {
+                s.used.store(true, Ordering::SeqCst);
+                Found::Session(s.clone())
+            }
             None => Found::Missing(http_error(
                 StatusCode::NOT_FOUND,
                 -32001,
@@ -371,7 +437,29 @@ async fn read_body(server: &ServerInner<impl SessionRuntime>, body: Incoming) ->
     }
 }
 
-async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
+/// The most of a refused body (`413`) read and dropped, in bytes.
+const DISCARD_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads and drops up to `max` bytes of `body` within `timeout`; nothing
+/// is kept. Dropping the body beyond that closes the connection.
+async fn discard_body(mut body: Incoming, max: u64, timeout: Duration) {
+    let read = async {
+        let mut seen = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if seen > max {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(timeout, read).await;
+}
+
+async fn post<O: SessionRuntime>(
+    server: Arc<ServerInner<O>>,
+    req: Request<Incoming>,
+    peer: std::net::IpAddr,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let content_type = header(&headers, &CONTENT_TYPE).unwrap_or("");
@@ -397,6 +485,16 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
     }
     if let Some(len) = header(&headers, &CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok()) {
         if len > server.options.max_body_bytes as u64 {
+            // Answered before the body is read; the body is still read
+            // (and dropped) in the background, within bounds, so the
+            // client, still sending, gets the 413 instead of a reset (a
+            // socket closed with unread input sends RST, and the client's
+            // system may then discard the answer before it is read).
+            tokio::spawn(discard_body(
+                body,
+                len.min(DISCARD_MAX_BYTES),
+                Duration::from_millis(server.options.body_timeout_ms),
+            ));
             return http_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32000,
@@ -427,6 +525,13 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
             -32600,
             "Invalid Request: POST one JSON-RPC message (an object); batches are not part of MCP",
         );
+    }
+    // A key twice in the envelope or its params: refused, not last-wins
+    // (jsonrpc::duplicate_key_error says why -32600).
+    if let Some(key) = jsonrpc::duplicate_envelope_key(&bytes) {
+        if let jsonrpc::Incoming::Invalid { code, message, .. } = jsonrpc::duplicate_key_error(&key) {
+            return http_error(StatusCode::BAD_REQUEST, code, &message);
+        }
     }
     // Classified once, as the session classifies: what it would refuse
     // is refused here with an HTTP error (MCP: input the server cannot
@@ -476,14 +581,14 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
                     ResponseMode::SseCalls => method == "tools/call" || !json_ok,
                     ResponseMode::Json => !json_ok,
                 };
-            return stateless(server, &headers, incoming, use_sse).await;
+            return stateless(server, &headers, incoming, use_sse, peer).await;
         }
     }
     if let Some(r) = legacy_version_refusal(&headers) {
         return r;
     }
     if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
-        return initialize(server, &headers, incoming).await;
+        return initialize(server, &headers, incoming, peer).await;
     }
     let session = match find_session(&server, &headers) {
         Found::Session(s) => s,
@@ -752,6 +857,7 @@ async fn stateless<O: SessionRuntime>(
     headers: &HeaderMap,
     message: jsonrpc::Incoming,
     use_sse: bool,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
     let jsonrpc::Incoming::Request { id, .. } = &message else {
         return http_error(
@@ -761,6 +867,15 @@ async fn stateless<O: SessionRuntime>(
         );
     };
     let id = id.clone();
+    let Some(slot) = peer_session_slot(&server, peer) else {
+        return *modern_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &id,
+            jsonrpc::INTERNAL_ERROR,
+            &peer_full_message(&server),
+            None,
+        );
+    };
     let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
     let live = server.sessions.lock().len() + server.stateless.lock().len();
     if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
@@ -785,7 +900,7 @@ async fn stateless<O: SessionRuntime>(
         _ => None,
     };
     server.control.spawn(move || {
-        let result = create_stateless(&s, meta, &forwarded);
+        let result = create_stateless(&s, meta, &forwarded, slot);
         s.creating.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(result);
     });
@@ -864,6 +979,7 @@ fn create_stateless<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     meta: Option<Value>,
     forwarded: &[(String, String)],
+    slot: PeerSlot,
 ) -> Result<Arc<Session<O>>, String> {
     let meta = meta.unwrap_or(Value::Null);
     let mut init = json!({
@@ -888,7 +1004,10 @@ fn create_stateless<O: SessionRuntime>(
         Ok(Err(why)) => return Err(format!("the request's runtime could not be built: {why}")),
         Err(_) => return Err("the session factory panicked".into()),
     };
-    let router = Arc::new(Router::new(server.options.replay_events));
+    let router = Arc::new(Router::with_budget(
+        server.options.replay_events,
+        server.options.resumption_bytes,
+    ));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(1);
     let mcp = match McpSession::with_pools(
@@ -917,6 +1036,8 @@ fn create_stateless<O: SessionRuntime>(
         mcp,
         router,
         ended: Default::default(),
+        used: AtomicBool::new(true),
+        peer_slot: Mutex::new(Some(slot)),
     });
     {
         let mut table = server.stateless.lock();
@@ -942,7 +1063,11 @@ async fn initialize<O: SessionRuntime>(
     server: Arc<ServerInner<O>>,
     headers: &HeaderMap,
     message: jsonrpc::Incoming,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
+    let Some(slot) = peer_session_slot(&server, peer) else {
+        return http_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &peer_full_message(&server));
+    };
     let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
     let live = server.sessions.lock().len();
     if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
@@ -962,7 +1087,7 @@ async fn initialize<O: SessionRuntime>(
     // The factory is host code: on the control worker (never behind a
     // slow handler of another session).
     server.control.spawn(move || {
-        let result = create_session(&s, message, &forwarded);
+        let result = create_session(&s, message, &forwarded, slot);
         s.creating.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(result);
     });
@@ -989,6 +1114,7 @@ fn create_session<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     message: jsonrpc::Incoming,
     forwarded: &[(String, String)],
+    slot: PeerSlot,
 ) -> Result<(String, String), String> {
     let jsonrpc::Incoming::Request { id, params, .. } = &message else {
         return Err(http_text_internal("initialize is a request"));
@@ -1014,7 +1140,10 @@ fn create_session<O: SessionRuntime>(
         o.runtime().close();
         o.session_ended();
     };
-    let router = Arc::new(Router::new(server.options.replay_events));
+    let router = Arc::new(Router::with_budget(
+        server.options.replay_events,
+        server.options.resumption_bytes,
+    ));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(server.options.max_in_flight);
     let mcp = match McpSession::with_pools(
@@ -1052,6 +1181,8 @@ fn create_session<O: SessionRuntime>(
         mcp,
         router: router.clone(),
         ended: Default::default(),
+        used: AtomicBool::new(false),
+        peer_slot: Mutex::new(Some(slot)),
     });
     let key = McpSession::request_key(&id);
     let Some(mut rx) = router.route_json(key) else {
@@ -1082,6 +1213,21 @@ fn create_session<O: SessionRuntime>(
         sessions.insert(session_id.clone(), session.clone());
     }
     Ok((session_id, answer))
+}
+
+/// A place among the sessions (and stateless requests) of `peer`, if it
+/// holds fewer than [`maxSessionsPerPeer`](super::HttpOptions::max_sessions_per_peer).
+fn peer_session_slot<O: SessionRuntime>(server: &ServerInner<O>, peer: std::net::IpAddr) -> Option<PeerSlot> {
+    server
+        .peers
+        .acquire(peer, PeerKind::Session, server.options.max_sessions_per_peer)
+}
+
+fn peer_full_message<O: SessionRuntime>(server: &ServerInner<O>) -> String {
+    format!(
+        "Service Unavailable: this client holds {} sessions already (maxSessionsPerPeer); end one or retry later",
+        server.options.max_sessions_per_peer
+    )
 }
 
 /// A JSON-RPC internal error with id `null`.
