@@ -268,11 +268,79 @@ fn resumption_memory(cases: &mut Vec<HttpCase>) {
     }
 }
 
+/// Item 2: another session's `ping` (median over two seconds of pings
+/// 10 ms apart, each on a new connection) while four clients without a
+/// session post 4 MB bodies
+/// (a `ping` with 2 million zeros in its params) as fast as they can.
+/// Target: a median under 50 ms.
+fn ping_under_big_bodies(cases: &mut Vec<HttpCase>) {
+    let server = server(HttpOptions::default());
+    let addr = server.local_addr();
+    let (_, sid, _) = post_session(addr, None, &initialize(json!({"name": "bench", "version": "1.0"})));
+    let sid = sid.expect("a session id");
+    let ping = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mut quiet: Vec<f64> = (0..20)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            post_session(addr, Some(&sid), ping);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    quiet.sort_by(f64::total_cmp);
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": vec![0u8; 2_000_000]}})
+        .to_string()
+        .into_bytes();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, sent, big) = (stop.clone(), sent.clone(), big.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    post(addr, &big);
+                    sent.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Pings for two seconds, 10 ms apart.
+    let window = std::time::Instant::now();
+    let before = sent.load(Ordering::SeqCst);
+    let mut times = Vec::new();
+    while window.elapsed() < Duration::from_secs(2) {
+        let t = std::time::Instant::now();
+        post_session(addr, Some(&sid), ping);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let during = sent.load(Ordering::SeqCst) - before;
+    stop.store(true, Ordering::SeqCst);
+    for a in attackers {
+        let _ = a.join();
+    }
+    times.sort_by(f64::total_cmp);
+    cases.push(HttpCase {
+        name: "another session's ping while 4 sessionless clients post 4 MB bodies: median",
+        measured: times[times.len() / 2],
+        target: 50.0,
+        unit: "ms",
+        detail: format!(
+            "{} pings in 2 s, max {:.1} ms; {during} big bodies answered in those 2 s; without them the median was {:.2} ms",
+            times.len(),
+            times[times.len() - 1],
+            quiet[quiet.len() / 2]
+        ),
+    });
+    server.shutdown(Duration::from_secs(5));
+}
+
 /// Every issue-26 case, in order.
 pub(crate) fn cases() -> Vec<HttpCase> {
     let mut cases = Vec::new();
     session_memory(&mut cases);
     session_flood(&mut cases);
     resumption_memory(&mut cases);
+    ping_under_big_bodies(&mut cases);
     cases
 }

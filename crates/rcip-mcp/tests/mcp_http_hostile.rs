@@ -434,3 +434,37 @@ fn a_body_over_the_limit_is_413_and_the_client_can_finish_sending() {
         assert!(text.starts_with("HTTP/1.1 413"), "{text}");
     }
 }
+
+#[test]
+fn a_large_body_is_not_parsed_on_the_io_thread() {
+    // One I/O thread (the default). A 4 MB body (2 million zeros) takes
+    // long to parse, more so in a debug build; a ping of another session
+    // sent while it is parsed must not wait for that parse.
+    let server = server(HttpOptions::default());
+    let addr = server.local_addr();
+    let sid = session(addr);
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": vec![0u8; 2_000_000]}})
+        .to_string()
+        .into_bytes();
+    let started = std::time::Instant::now();
+    let attacker = std::thread::spawn(move || {
+        let (status, _, _) = exchange(addr, &post_head(addr, ""), &big);
+        assert_eq!(status, 400, "no session id");
+    });
+    // Once the body is sent (loopback: quickly), its parse is under way.
+    std::thread::sleep(Duration::from_millis(100));
+    let head = post_head(addr, &format!("\r\nMcp-Session-Id: {sid}"));
+    let t = std::time::Instant::now();
+    let (status, _, body) = exchange(addr, &head, &ping_body(2));
+    let ping = t.elapsed();
+    assert_eq!(status, 200, "{body}");
+    attacker.join().unwrap();
+    let whole = started.elapsed();
+    if whole < Duration::from_millis(400) {
+        return; // parsed too fast here to tell
+    }
+    assert!(
+        ping * 3 < whole,
+        "the ping took {ping:?} while the large body's request took {whole:?}"
+    );
+}

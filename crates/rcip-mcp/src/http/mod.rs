@@ -3,7 +3,9 @@
 //!
 //! Built on hyper 1 (HTTP/1.1) and a tokio runtime the server owns (the
 //! only async code in the crate). Its I/O threads (`rcip-http-io`) parse
-//! HTTP, route messages and write streams; they never run host code. The
+//! HTTP, route messages and write streams; they never run host code (a
+//! body over 64 KiB is parsed on one of two blocking threads of the same
+//! runtime, so it does not hold up other connections). The
 //! session factory, the MCP sessions' `tools/call` work (validation,
 //! policy, handlers), cancellations and the ending of sessions run on the
 //! server's worker pool (`rcip-mcp-worker`, [`HttpOptions::workers`]).
@@ -787,6 +789,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.inner.options.io_threads)
             .thread_name("rcip-http-io")
+            .max_blocking_threads(service::PARSE_THREADS)
             .enable_io()
             .enable_time()
             .build()?;

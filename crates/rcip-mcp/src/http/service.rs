@@ -455,6 +455,44 @@ async fn discard_body(mut body: Incoming, max: u64, timeout: Duration) {
     let _ = tokio::time::timeout(timeout, read).await;
 }
 
+/// Bodies up to this many bytes are parsed on the I/O thread; larger
+/// ones on a blocking thread of the runtime.
+const PARSE_INLINE_BYTES: usize = 64 * 1024;
+
+/// The blocking threads that parse large bodies, at most.
+pub(super) const PARSE_THREADS: usize = 2;
+
+/// Parses and classifies one POSTed message, as the session would: the
+/// message, or the JSON-RPC error code and message of its `400` (a parse
+/// error, not an object, a duplicate envelope key, an invalid message).
+fn decode(bytes: &[u8], limits: &Limits) -> Result<jsonrpc::Incoming, (i64, String)> {
+    let message = rcip::json::parse_bytes_exact(bytes, limits).map_err(|e| (-32700, format!("Parse error: {e}")))?;
+    if !message.is_object() {
+        return Err((
+            -32600,
+            "Invalid Request: POST one JSON-RPC message (an object); batches are not part of MCP".into(),
+        ));
+    }
+    // A key twice in the envelope or its params: refused, not last-wins
+    // (jsonrpc::duplicate_key_error says why -32600).
+    if let Some(key) = jsonrpc::duplicate_envelope_key(bytes) {
+        if let jsonrpc::Incoming::Invalid { code, message, .. } = jsonrpc::duplicate_key_error(&key) {
+            return Err((code, message));
+        }
+    }
+    // Classified once, as the session classifies: what it would refuse
+    // is refused here with an HTTP error (MCP: input the server cannot
+    // accept is an HTTP error), and nothing is routed, kept or created.
+    match jsonrpc::classify_value(message) {
+        jsonrpc::Incoming::Invalid { code, message, .. } => Err((code, message)),
+        jsonrpc::Incoming::Ignored => Err((
+            -32600,
+            "Invalid Request: a response needs an id and a result or an error object".into(),
+        )),
+        other => Ok(other),
+    }
+}
+
 async fn post<O: SessionRuntime>(
     server: Arc<ServerInner<O>>,
     req: Request<Incoming>,
@@ -513,43 +551,24 @@ async fn post<O: SessionRuntime>(
         max_bytes: server.options.max_body_bytes,
         max_depth: crate::session::MESSAGE_MAX_DEPTH,
     };
-    let message = match rcip::json::parse_bytes_exact(&bytes, &limits) {
-        Ok(v) => v,
-        Err(e) => {
-            return http_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}"));
+    // A large body is parsed on a blocking thread of the runtime, not on
+    // an I/O thread: the other connections' requests are not held up
+    // behind its parse (at most PARSE_THREADS at once, the rest queue).
+    let decoded = if bytes.len() > PARSE_INLINE_BYTES {
+        match tokio::task::spawn_blocking(move || decode(&bytes, &limits)).await {
+            Ok(d) => d,
+            Err(_) => Err((-32603, "Internal error: the body could not be parsed".to_string())),
         }
+    } else {
+        decode(&bytes, &limits)
     };
-    if !message.is_object() {
-        return http_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Invalid Request: POST one JSON-RPC message (an object); batches are not part of MCP",
-        );
-    }
-    // A key twice in the envelope or its params: refused, not last-wins
-    // (jsonrpc::duplicate_key_error says why -32600).
-    if let Some(key) = jsonrpc::duplicate_envelope_key(&bytes) {
-        if let jsonrpc::Incoming::Invalid { code, message, .. } = jsonrpc::duplicate_key_error(&key) {
-            return http_error(StatusCode::BAD_REQUEST, code, &message);
-        }
-    }
-    // Classified once, as the session classifies: what it would refuse
-    // is refused here with an HTTP error (MCP: input the server cannot
-    // accept is an HTTP error), and nothing is routed, kept or created.
-    let incoming = jsonrpc::classify_value(message);
+    let incoming = match decoded {
+        Ok(i) => i,
+        Err((code, message)) => return http_error(StatusCode::BAD_REQUEST, code, &message),
+    };
     let (id, method) = match &incoming {
-        jsonrpc::Incoming::Invalid { code, message, .. } => {
-            return http_error(StatusCode::BAD_REQUEST, *code, message);
-        }
-        jsonrpc::Incoming::Ignored => {
-            return http_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Invalid Request: a response needs an id and a result or an error object",
-            );
-        }
         jsonrpc::Incoming::Request { id, method, .. } => (Some(id.clone()), Some(method.clone())),
-        jsonrpc::Incoming::Notification { .. } | jsonrpc::Incoming::Response { .. } => (None, None),
+        _ => (None, None),
     };
     let is_request = id.is_some();
     let modern_only = server.options.session.eras == crate::Eras::Modern;
