@@ -468,3 +468,24 @@ fn a_large_body_is_not_parsed_on_the_io_thread() {
         "the ping took {ping:?} while the large body's request took {whole:?}"
     );
 }
+
+#[test]
+fn an_unknown_session_is_404_before_its_body_is_read() {
+    let server = server(HttpOptions::default());
+    let addr = server.local_addr();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // Headers only: the 4 MB body never comes (it would be read until
+    // bodyTimeoutMs, 30 s, before the session was looked up).
+    let head = format!(
+        "{}\r\nMcp-Session-Id: {}\r\nContent-Length: 4000000\r\n\r\n",
+        post_head(addr, ""),
+        "0".repeat(32)
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).expect("answered before the body");
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 404"), "{text}");
+    assert!(text.contains("-32001"), "{text}");
+}

@@ -521,7 +521,28 @@ async fn post<O: SessionRuntime>(
             "Not Acceptable: the client must accept application/json or text/event-stream",
         );
     }
-    if let Some(len) = header(&headers, &CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok()) {
+    let declared = header(&headers, &CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok());
+    // Decided from the headers, before the body is read: serving only
+    // sessions, a request naming a session that does not exist is 404
+    // whatever its body (a modern request would ignore the header, so
+    // not when that era is served). The body is dropped as for a 413.
+    if server.options.session.eras == crate::Eras::Legacy {
+        if let Some(id) = header(&headers, &SESSION_HEADER) {
+            if !server.sessions.lock().contains_key(id) {
+                tokio::spawn(discard_body(
+                    body,
+                    declared.unwrap_or(DISCARD_MAX_BYTES).min(DISCARD_MAX_BYTES),
+                    Duration::from_millis(server.options.body_timeout_ms),
+                ));
+                return http_error(
+                    StatusCode::NOT_FOUND,
+                    -32001,
+                    "Session not found: it ended or never existed; initialize a new one",
+                );
+            }
+        }
+    }
+    if let Some(len) = declared {
         if len > server.options.max_body_bytes as u64 {
             // Answered before the body is read; the body is still read
             // (and dropped) in the background, within bounds, so the
