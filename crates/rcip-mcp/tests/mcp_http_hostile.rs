@@ -489,3 +489,26 @@ fn an_unknown_session_is_404_before_its_body_is_read() {
     assert!(text.starts_with("HTTP/1.1 404"), "{text}");
     assert!(text.contains("-32001"), "{text}");
 }
+
+#[test]
+fn a_chunked_body_over_the_limit_is_413_and_the_client_can_finish_sending() {
+    let server = server(HttpOptions {
+        max_body_bytes: 1024,
+        ..HttpOptions::default()
+    });
+    let addr = server.local_addr();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!("{}\r\nTransfer-Encoding: chunked\r\n\r\n", post_head(addr, ""));
+    s.write_all(head.as_bytes()).unwrap();
+    let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, " ".repeat(64 * 1024));
+    for _ in 0..64 {
+        s.write_all(chunk.as_bytes())
+            .expect("the server kept reading the refused body");
+    }
+    s.write_all(b"0\r\n\r\n").unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+}

@@ -13,7 +13,7 @@ use crate::jsonrpc;
 use crate::McpSession;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full, Limited};
+use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
@@ -409,31 +409,45 @@ fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap)
     }
 }
 
-async fn read_body(server: &ServerInner<impl SessionRuntime>, body: Incoming) -> Result<Bytes, Response<Body>> {
+async fn read_body(server: &ServerInner<impl SessionRuntime>, mut body: Incoming) -> Result<Bytes, Response<Body>> {
     let limit = server.options.max_body_bytes;
     let timeout = Duration::from_millis(server.options.body_timeout_ms);
-    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
+    let mut buf = bytes::BytesMut::new();
+    // Err(true): over the limit; Err(false): the body could not be read.
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return Err(false) };
+            if let Ok(data) = frame.into_data() {
+                if buf.len() + data.len() > limit {
+                    return Err(true);
+                }
+                buf.extend_from_slice(&data);
+            }
+        }
+        Ok(())
+    };
+    let outcome = tokio::time::timeout(timeout, read).await;
+    match outcome {
         Err(_) => Err(http_error(
             StatusCode::REQUEST_TIMEOUT,
             -32000,
             "Request Timeout: the body did not arrive in time",
         )),
-        Ok(Err(e)) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                Err(http_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    -32000,
-                    &format!("Payload Too Large: the body exceeds {limit} bytes (maxBodyBytes)"),
-                ))
-            } else {
-                Err(http_error(
-                    StatusCode::BAD_REQUEST,
-                    -32000,
-                    "Bad Request: the body could not be read",
-                ))
-            }
+        Ok(Err(true)) => {
+            // The rest is read and dropped, as for a refused Content-Length.
+            tokio::spawn(discard_body(body, DISCARD_MAX_BYTES, timeout));
+            Err(http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32000,
+                &format!("Payload Too Large: the body exceeds {limit} bytes (maxBodyBytes)"),
+            ))
         }
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(false)) => Err(http_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            "Bad Request: the body could not be read",
+        )),
+        Ok(Ok(())) => Ok(buf.freeze()),
     }
 }
 
