@@ -473,9 +473,13 @@ fn a_large_body_is_not_parsed_on_the_io_thread() {
 fn an_unknown_session_is_404_before_its_body_is_read() {
     // Only when sessions alone are served: a modern request ignores the
     // session header, so with that era the body must be read first.
-    let mut options = HttpOptions::default();
-    options.session.eras = rcip_mcp::Eras::Legacy;
-    let server = server(options);
+    let server = server(HttpOptions {
+        session: rcip_mcp::McpOptions {
+            eras: rcip_mcp::Eras::Legacy,
+            ..rcip_mcp::McpOptions::default()
+        },
+        ..HttpOptions::default()
+    });
     let addr = server.local_addr();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
