@@ -174,28 +174,46 @@ static void host_log(const char *who, const char *format, ...)
     }
 }
 
+/*
+ * Every rcip_result and its name without the prefix (as plans spell it).
+ * crates/rcip-capi/tests/bindings.rs checks this table against the
+ * header's enum, so a new code cannot print as UNKNOWN.
+ */
+static const struct {
+    rcip_result code;
+    const char *name;
+} result_names[] = {
+    {RCIP_RESULT_OK, "OK"},
+    {RCIP_RESULT_NULL_ARGUMENT, "NULL_ARGUMENT"},
+    {RCIP_RESULT_INVALID_UTF8, "INVALID_UTF8"},
+    {RCIP_RESULT_INVALID_JSON, "INVALID_JSON"},
+    {RCIP_RESULT_INVALID_ARGUMENT, "INVALID_ARGUMENT"},
+    {RCIP_RESULT_INVALID_CATALOG, "INVALID_CATALOG"},
+    {RCIP_RESULT_NOT_IN_CATALOG, "NOT_IN_CATALOG"},
+    {RCIP_RESULT_ALREADY_BOUND, "ALREADY_BOUND"},
+    {RCIP_RESULT_UNKNOWN_SCOPE, "UNKNOWN_SCOPE"},
+    {RCIP_RESULT_PRIMARY_NOT_ACTIVE, "PRIMARY_NOT_ACTIVE"},
+    {RCIP_RESULT_ALREADY_USED, "ALREADY_USED"},
+    {RCIP_RESULT_ALREADY_COMPLETED, "ALREADY_COMPLETED"},
+    {RCIP_RESULT_CLOSED, "CLOSED"},
+    {RCIP_RESULT_PREFLIGHT_BATCH_INVALID, "PREFLIGHT_BATCH_INVALID"},
+    {RCIP_RESULT_WRONG_CONTEXT, "WRONG_CONTEXT"},
+    {RCIP_RESULT_NOT_FOUND, "NOT_FOUND"},
+    {RCIP_RESULT_IO, "IO"},
+    {RCIP_RESULT_TIMED_OUT, "TIMED_OUT"},
+    {RCIP_RESULT_UNSUPPORTED, "UNSUPPORTED"},
+    {RCIP_RESULT_PANIC, "PANIC"},
+};
+
 /* The name of an rcip_result without its prefix (as plans spell it). */
 static const char *result_name(rcip_result rc)
 {
-    switch (rc) {
-    case RCIP_RESULT_OK: return "OK";
-    case RCIP_RESULT_NULL_ARGUMENT: return "NULL_ARGUMENT";
-    case RCIP_RESULT_INVALID_UTF8: return "INVALID_UTF8";
-    case RCIP_RESULT_INVALID_JSON: return "INVALID_JSON";
-    case RCIP_RESULT_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case RCIP_RESULT_INVALID_CATALOG: return "INVALID_CATALOG";
-    case RCIP_RESULT_NOT_IN_CATALOG: return "NOT_IN_CATALOG";
-    case RCIP_RESULT_ALREADY_BOUND: return "ALREADY_BOUND";
-    case RCIP_RESULT_UNKNOWN_SCOPE: return "UNKNOWN_SCOPE";
-    case RCIP_RESULT_PRIMARY_NOT_ACTIVE: return "PRIMARY_NOT_ACTIVE";
-    case RCIP_RESULT_ALREADY_USED: return "ALREADY_USED";
-    case RCIP_RESULT_ALREADY_COMPLETED: return "ALREADY_COMPLETED";
-    case RCIP_RESULT_CLOSED: return "CLOSED";
-    case RCIP_RESULT_PREFLIGHT_BATCH_INVALID: return "PREFLIGHT_BATCH_INVALID";
-    case RCIP_RESULT_WRONG_CONTEXT: return "WRONG_CONTEXT";
-    case RCIP_RESULT_PANIC: return "PANIC";
-    default: return "UNKNOWN";
+    for (size_t i = 0; i < sizeof result_names / sizeof result_names[0]; i++) {
+        if (result_names[i].code == rc) {
+            return result_names[i].name;
+        }
     }
+    return "UNKNOWN";
 }
 
 /*

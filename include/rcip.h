@@ -2960,6 +2960,10 @@ rcip_result rcip_mcp_session_setup_accept(struct rcip_mcp_session_setup *setup, 
  * `"maxConnections"` (1024), `"forwardHeaders"` (header names handed to
  * the factory), `"retryMs"` (1000), `"pollAfterMs"` (none),
  * `"headerTimeoutMs"` (10000), `"bodyTimeoutMs"` (30000),
+ * `"maxSessionsPerPeer"`, `"maxConnectionsPerPeer"`,
+ * `"maxInFlightPerPeer"` (256 each), `"initializeTimeoutMs"` (30000),
+ * `"idleStreamTimeoutMs"` (1800000), `"resumptionBytes"` (1048576),
+ * `"halfClose"` (false),
  * `"responseMode"`: `"sse-calls"` (default) | `"sse"` | `"json"`, and
  * `"toolNames"`: `"ids"` | `"safe"` | `{capability id: tool name}`.
  * Units: `*Ms` in milliseconds, `*Bytes` in bytes.

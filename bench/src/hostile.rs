@@ -4,7 +4,7 @@
 //! PASS/FAIL line against its target. Part of `make bench`, after
 //! rcip-bench (whose output is unchanged).
 //!
-//!   rcip-hostile [--runs N]
+//!   rcip-hostile [--runs N] [--http-only]
 //!
 //! Exits 1 when a target fails. The MCP end-to-end case (a `tools/call`
 //! with the backtracking input, then a `ping`) is not here: see
@@ -19,6 +19,12 @@
 //! control's (plus 2 ms and 256 KiB, so that noise on tiny figures does
 //! not decide); the case may be refused with a clear error (a `budget`
 //! issue), but within the same bounds.
+//!
+//! Issue 26 adds hostile requests over MCP Streamable HTTP against an
+//! in-process server (hostile_http.rs): each prints its figure (memory a
+//! session keeps, ...) and a PASS/FAIL line against its target.
+
+mod hostile_http;
 
 use rcip::catalog::Catalog;
 use rcip::runtime::{Invocation, RuntimeBuilder};
@@ -33,10 +39,10 @@ use std::time::{Duration, Instant};
 
 struct Counting;
 
-static LIVE: AtomicIsize = AtomicIsize::new(0);
+pub(crate) static LIVE: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
 /// Counting is on only while a call is measured.
-static COUNTING: AtomicBool = AtomicBool::new(false);
+pub(crate) static COUNTING: AtomicBool = AtomicBool::new(false);
 
 fn grew(by: isize) {
     let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
@@ -172,6 +178,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5usize)
         .max(1);
+    // `--http-only`: the issue-26 cases alone (a quick check of the server).
+    let http_only = args.iter().any(|a| a == "--http-only");
     let ms = Duration::from_millis;
     let mut cases: Vec<Case> = Vec::new();
     let mut add = |name, target, (best, detail): (Duration, String)| {
@@ -182,6 +190,10 @@ fn main() {
             detail,
         })
     };
+
+    if http_only {
+        return report(&[], &[], &hostile_http::cases());
+    }
 
     // 1. uniqueItems.
     let unique = compile(json!({"type": "array", "uniqueItems": true}));
@@ -335,10 +347,15 @@ fn main() {
     );
 
     let paired = issue27(runs.min(3));
-
-    let mut failed = 0;
+    let http = hostile_http::cases();
     println!("rcip-hostile: best of {runs} runs (wall clock)");
-    for c in &cases {
+    report(&cases, &paired, &http);
+}
+
+/// Prints every PASS/FAIL line; exits 1 when one failed.
+fn report(cases: &[Case], paired: &[Paired], http: &[hostile_http::HttpCase]) {
+    let mut failed = 0;
+    for c in cases {
         let ok = c.best <= c.target;
         failed += usize::from(!ok);
         println!(
@@ -350,11 +367,10 @@ fn main() {
             c.detail
         );
     }
-    println!(
-        "rcip-hostile, issue 27: CPU time (best of {} runs) and peak heap of the call, case against its valid control",
-        runs.min(3)
-    );
-    for p in &paired {
+    if !paired.is_empty() {
+        println!("rcip-hostile, issue 27: CPU time and peak heap of the call, case against its valid control");
+    }
+    for p in paired {
         let ok = p.passes();
         failed += usize::from(!ok);
         println!(
@@ -367,6 +383,21 @@ fn main() {
             p.control.1 as f64 / 1048576.0,
             p.case.2,
             p.control.2
+        );
+    }
+    println!("rcip-hostile, issue 26: hostile requests over MCP Streamable HTTP (in-process server, default options)");
+    for c in http {
+        let ok = c.passes();
+        failed += usize::from(!ok);
+        println!(
+            "{} {}: {:.1} {} (target <= {} {}) -> {}",
+            if ok { "PASS" } else { "FAIL" },
+            c.name,
+            c.measured,
+            c.unit,
+            c.target,
+            c.unit,
+            c.detail
         );
     }
     if failed > 0 {

@@ -88,12 +88,14 @@ static const char *const error_codes[] = {
     "PREFLIGHT_STALE", NULL,
 };
 
-/* The rcip_result names without their RCIP_RESULT_ prefix. */
+/* The rcip_result names without their RCIP_RESULT_ prefix (checked against
+ * include/rcip.h by crates/rcip-capi/tests/bindings.rs). */
 static const char *const result_names[] = {
     "OK", "NULL_ARGUMENT", "INVALID_UTF8", "INVALID_JSON", "INVALID_ARGUMENT",
     "INVALID_CATALOG", "NOT_IN_CATALOG", "ALREADY_BOUND", "UNKNOWN_SCOPE",
     "PRIMARY_NOT_ACTIVE", "ALREADY_USED", "ALREADY_COMPLETED", "CLOSED",
-    "PREFLIGHT_BATCH_INVALID", "WRONG_CONTEXT", "PANIC", NULL,
+    "PREFLIGHT_BATCH_INVALID", "WRONG_CONTEXT", "NOT_FOUND", "IO", "TIMED_OUT",
+    "UNSUPPORTED", "PANIC", NULL,
 };
 
 static bool in_list(const char *value, const char *const *list)

@@ -11,7 +11,10 @@
 //! - the conformance runner's `extern "C"` block and result constants
 //!   (`conformance/src/abi.rs`);
 //! - the C++ wrapper, which declares nothing itself: it includes rcip.h
-//!   (the compiler checks every call) and names codes by their macros.
+//!   (the compiler checks every call) and names codes by their macros;
+//! - the dispatch desk's result names (`result_names` in
+//!   `examples-c/dispatch_desk.c`, which it prints, and in
+//!   `examples-c/dispatch/plan.c`, which plans may expect).
 //!
 //! Signatures are compared by ABI class: `str` (a `char` pointer), `ptr`
 //! (any other single pointer: handles, `void *`, `bool *`), `mutstr` (a
@@ -180,6 +183,42 @@ fn the_result_table_is_the_enum_of_the_header() {
         assert_eq!(via_c.to_str().unwrap(), text);
     }
     assert_eq!(rcip_result::from_code(7), None);
+}
+
+// ----- The dispatch desk
+
+#[test]
+fn the_desk_names_every_result_code() {
+    let h = header();
+    let expected: BTreeSet<String> = h
+        .results
+        .keys()
+        .map(|k| k.strip_prefix("RCIP_RESULT_").unwrap_or(k).to_string())
+        .collect();
+    // dispatch_desk.c: `{RCIP_RESULT_X, "X"},` rows, the name the suffix.
+    let desk = read("examples-c/dispatch_desk.c");
+    let start = desk
+        .find("} result_names[] = {")
+        .expect("dispatch_desk.c: result_names");
+    let table = &desk[start..start + desk[start..].find("};").unwrap()];
+    let mut printed = BTreeSet::new();
+    for row in table.split('{').skip(2) {
+        let row = row.split('}').next().unwrap();
+        let (code, name) = row.split_once(',').unwrap();
+        let name = name.trim().trim_matches('"');
+        assert_eq!(code.trim(), format!("RCIP_RESULT_{name}"), "dispatch_desk.c: row {row}");
+        assert!(printed.insert(name.to_string()), "dispatch_desk.c: {name} twice");
+    }
+    assert_eq!(
+        printed, expected,
+        "dispatch_desk.c result_names differ from include/rcip.h"
+    );
+    // plan.c: the names a plan's "expect.result" may give.
+    let plan = read("examples-c/dispatch/plan.c");
+    let start = plan.find("result_names[] = {").expect("plan.c: result_names");
+    let table = &plan[start..start + plan[start..].find("};").unwrap()];
+    let expectable: BTreeSet<String> = table.split('"').skip(1).step_by(2).map(str::to_string).collect();
+    assert_eq!(expectable, expected, "plan.c result_names differ from include/rcip.h");
 }
 
 // ----- Python

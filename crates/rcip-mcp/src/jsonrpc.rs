@@ -67,7 +67,101 @@ pub(crate) fn classify(bytes: &[u8], limits: &Limits) -> Incoming {
             };
         }
     };
+    if let Some(key) = duplicate_envelope_key(bytes) {
+        return duplicate_key_error(&key);
+    }
     classify_value(value)
+}
+
+/// The answer to a message with a duplicate key in its envelope
+/// ([`duplicate_envelope_key`]): `-32600` with id `null`. Not `-32700`:
+/// the text is JSON (RFC 8259 only says names SHOULD be unique), but it is
+/// no valid Request object, since readers disagree on which value counts
+/// (a proxy that reads the first `method` or `name` and a server that
+/// reads the last would act on different messages); and the id may be the
+/// duplicate, so none is echoed.
+pub(crate) fn duplicate_key_error(key: &str) -> Incoming {
+    let shown: String = key.chars().take(64).collect();
+    Incoming::Invalid {
+        id: Value::Null,
+        code: INVALID_REQUEST,
+        message: format!("Invalid Request: the key \"{shown}\" appears twice in the message"),
+    }
+}
+
+/// The first key that appears twice in the message object or in its
+/// `params` object (keys compared after unescaping), if any. `text` must
+/// be JSON text (parsed already); deeper objects (tool arguments and
+/// other payloads) keep the RCIP rule, the last of duplicate keys wins.
+/// One pass, linear in the text; only keys at those two levels are
+/// decoded.
+pub(crate) fn duplicate_envelope_key(text: &[u8]) -> Option<String> {
+    use std::collections::HashSet;
+    // The open containers, innermost last (b'{' or b'[').
+    let mut stack: Vec<u8> = Vec::new();
+    let mut expect_key = false;
+    let mut top: HashSet<String> = HashSet::new();
+    let mut params: HashSet<String> = HashSet::new();
+    let mut last_top_key = String::new();
+    // The object at depth 2 is the value of the top-level "params".
+    let mut in_params = false;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                let start = i;
+                let mut escaped = false;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    if text[i] == b'\\' {
+                        escaped = true;
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let depth = stack.len();
+                if expect_key && (depth == 1 || (depth == 2 && in_params)) {
+                    let raw = &text[start..=i.min(text.len() - 1)];
+                    let key = if escaped {
+                        serde_json::from_slice::<String>(raw).unwrap_or_default()
+                    } else {
+                        String::from_utf8_lossy(&raw[1..raw.len() - 1]).into_owned()
+                    };
+                    let set = if depth == 1 { &mut top } else { &mut params };
+                    if set.contains(&key) {
+                        return Some(key);
+                    }
+                    if depth == 1 {
+                        last_top_key.clone_from(&key);
+                    }
+                    set.insert(key);
+                }
+                expect_key = false;
+            }
+            b'{' => {
+                stack.push(b'{');
+                expect_key = true;
+                if stack.len() == 2 && last_top_key == "params" {
+                    in_params = true;
+                }
+            }
+            b'[' => {
+                stack.push(b'[');
+                expect_key = false;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                if stack.len() < 2 {
+                    in_params = false;
+                }
+                expect_key = false;
+            }
+            b',' => expect_key = stack.last() == Some(&b'{'),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Classifies one parsed message (parsed as [`classify`] parses: integers
@@ -179,4 +273,57 @@ pub(crate) fn notification(method: &str, params: Option<Value>) -> String {
         m.insert("params".into(), p);
     }
     Value::Object(m).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_keys_in_the_envelope_are_found_and_payload_keys_are_not() {
+        let dup = |t: &str| duplicate_envelope_key(t.as_bytes());
+        assert_eq!(
+            dup(r#"{"jsonrpc":"2.0","id":1,"method":"ping","id":2}"#),
+            Some("id".into())
+        );
+        assert_eq!(
+            dup(r#"{"jsonrpc":"2.0","id":1,"method":"a","\u006dethod":"b"}"#),
+            Some("method".into())
+        );
+        assert_eq!(
+            dup(r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{},"name":"b"}}"#),
+            Some("name".into())
+        );
+        // Payload keys, nested objects and strings that look like keys.
+        assert_eq!(
+            dup(r#"{"id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1,"x":2}}}"#),
+            None
+        );
+        assert_eq!(
+            dup(r#"{"id":"\",\"id\":","method":"m","params":{"_meta":{"k":[{"k":1}],"j":{"k":2}}}}"#),
+            None
+        );
+        assert_eq!(
+            dup(r#"{"a":{"b":1,"b":2},"params":{"x":[1,{"x":1}],"y":1},"c":[{"c":1}]}"#),
+            None
+        );
+        assert_eq!(dup(r#"{"result":{"a":1},"error":{"a":1}}"#), None);
+        assert_eq!(dup(r#"{"x":{"params":{"a":1,"a":2}}}"#), None);
+        assert_eq!(dup("[1,2]"), None);
+        // Through classify: -32600 with id null.
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            max_depth: 64,
+        };
+        match classify(
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}"#,
+            &limits,
+        ) {
+            Incoming::Invalid { id, code, message } => {
+                assert_eq!((id, code), (Value::Null, INVALID_REQUEST));
+                assert!(message.contains("\"method\" appears twice"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

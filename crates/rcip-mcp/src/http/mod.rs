@@ -3,7 +3,9 @@
 //!
 //! Built on hyper 1 (HTTP/1.1) and a tokio runtime the server owns (the
 //! only async code in the crate). Its I/O threads (`rcip-http-io`) parse
-//! HTTP, route messages and write streams; they never run host code. The
+//! HTTP, route messages and write streams; they never run host code (a
+//! body over 64 KiB is parsed on one of two blocking threads of the same
+//! runtime, so it does not hold up other connections). The
 //! session factory, the MCP sessions' `tools/call` work (validation,
 //! policy, handlers), cancellations and the ending of sessions run on the
 //! server's worker pool (`rcip-mcp-worker`, [`HttpOptions::workers`]).
@@ -56,7 +58,7 @@ use rcip::catalog::Catalog;
 use rcip::runtime::{Client, Host, Runtime};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -130,6 +132,49 @@ pub struct HttpOptions {
     pub header_timeout_ms: u64,
     /// Time to read a request's body, in milliseconds (default 30000).
     pub body_timeout_ms: u64,
+    /// Live sessions one peer may hold at once (default 256, a quarter
+    /// of the default [`max_sessions`](Self::max_sessions)): `503` with
+    /// `Retry-After` beyond, so one client cannot take every slot
+    /// (**rcip**). A peer is the client's IP address (IPv6: its /64);
+    /// behind a reverse proxy every client is the proxy, so raise it to
+    /// `max_sessions` there.
+    pub max_sessions_per_peer: usize,
+    /// Open connections one peer may hold at once (default 256): more are
+    /// closed at once (**rcip**).
+    pub max_connections_per_peer: usize,
+    /// Requests of one peer being handled at once, over all its sessions
+    /// and stateless requests (default 256): `429` with `Retry-After`
+    /// beyond (**rcip**). A request counts from its headers until its
+    /// answer starts (a JSON answer: until it is written; an SSE answer:
+    /// until the stream opens).
+    pub max_in_flight_per_peer: usize,
+    /// A session that got no request after its `initialize` ends after
+    /// this long, in milliseconds (default 30000; at most
+    /// [`idle_timeout_ms`](Self::idle_timeout_ms)) (**rcip**).
+    pub initialize_timeout_ms: u64,
+    /// A session whose only activity is an open standalone `GET` stream
+    /// counts as idle once no request came for this long, in milliseconds
+    /// (default 1800000, thirty minutes; at least
+    /// [`idle_timeout_ms`](Self::idle_timeout_ms)); the stream then ends
+    /// with the session (**rcip**).
+    pub idle_stream_timeout_ms: u64,
+    /// The bytes of events a session keeps in its finished call streams
+    /// for resumption, together (default 1 MiB): the oldest finished
+    /// streams go first; the newest is kept whatever its size, and at most
+    /// 64 are kept (**rcip**). Counted as the events' data plus their
+    /// bookkeeping.
+    pub resumption_bytes: usize,
+    /// Serve a connection whose client shut its write side until every
+    /// request read from it is answered (default false) (**rcip**). A
+    /// read that ends cannot tell a half close from a client that went
+    /// away: with false, the end of input drops the request in progress
+    /// (a client that pipelines requests and then shuts its write side
+    /// loses the last answer), which is what makes closing the connection
+    /// of a stateless request cancel its call; with true every answer is
+    /// written, and a client that went away is noticed only when its
+    /// answer or stream is written (a stateless JSON request is then not
+    /// cancelled by a disconnect).
+    pub half_close: bool,
 }
 
 /// Default of [`HttpOptions::max_body_bytes`] (4 MiB).
@@ -142,6 +187,20 @@ pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_REPLAY_EVENTS: usize = 256;
 /// Default of [`HttpOptions::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default of [`HttpOptions::max_sessions_per_peer`].
+pub const DEFAULT_MAX_SESSIONS_PER_PEER: usize = 256;
+/// Default of [`HttpOptions::max_connections_per_peer`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
+/// Default of [`HttpOptions::max_in_flight_per_peer`].
+pub const DEFAULT_MAX_IN_FLIGHT_PER_PEER: usize = 256;
+/// Default of [`HttpOptions::initialize_timeout_ms`] (30 s).
+pub const DEFAULT_INITIALIZE_TIMEOUT_MS: u64 = 30_000;
+/// Default of [`HttpOptions::idle_stream_timeout_ms`] (thirty minutes).
+pub const DEFAULT_IDLE_STREAM_TIMEOUT_MS: u64 = 1_800_000;
+/// Default of [`HttpOptions::resumption_bytes`] (1 MiB).
+pub const DEFAULT_RESUMPTION_BYTES: usize = 1024 * 1024;
+/// The `Retry-After` of every `503` and `429`, in seconds (**rcip**).
+pub const RETRY_AFTER_SECONDS: u64 = 5;
 /// Default of [`HttpOptions::retry_ms`].
 pub const DEFAULT_RETRY_MS: u64 = 1000;
 /// Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
@@ -173,6 +232,13 @@ impl Default for HttpOptions {
             response_mode: ResponseMode::SseCalls,
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
+            max_sessions_per_peer: DEFAULT_MAX_SESSIONS_PER_PEER,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            max_in_flight_per_peer: DEFAULT_MAX_IN_FLIGHT_PER_PEER,
+            initialize_timeout_ms: DEFAULT_INITIALIZE_TIMEOUT_MS,
+            idle_stream_timeout_ms: DEFAULT_IDLE_STREAM_TIMEOUT_MS,
+            resumption_bytes: DEFAULT_RESUMPTION_BYTES,
+            half_close: false,
         }
     }
 }
@@ -185,7 +251,11 @@ impl HttpOptions {
     /// `"maxSessions"` (>= 1), `"idleTimeoutMs"` (>= 100),
     /// `"replayEvents"` (>= 1), `"ioThreads"` (1..=16), `"maxConnections"`
     /// (>= 1), `"retryMs"`, `"pollAfterMs"`, `"headerTimeoutMs"` (>= 100),
-    /// `"bodyTimeoutMs"` (>= 100): integers; `"responseMode"`:
+    /// `"bodyTimeoutMs"` (>= 100), `"maxSessionsPerPeer"`,
+    /// `"maxConnectionsPerPeer"`, `"maxInFlightPerPeer"` (>= 1),
+    /// `"initializeTimeoutMs"`, `"idleStreamTimeoutMs"` (>= 100),
+    /// `"resumptionBytes"` (>= 1024): integers; `"halfClose"`: a boolean;
+    /// `"responseMode"`:
     /// `"sse-calls"` | `"sse"` | `"json"`. `"workers"` (1..=64) and
     /// `"maxInFlight"` apply to the server's pool and to every session. An
     /// unknown key or a wrong type is an error message naming it.
@@ -227,6 +297,13 @@ impl HttpOptions {
                 "pollAfterMs" => o.poll_after_ms = Some(int(key, v, 0, 3_600_000)?),
                 "headerTimeoutMs" => o.header_timeout_ms = int(key, v, 100, 3_600_000)?,
                 "bodyTimeoutMs" => o.body_timeout_ms = int(key, v, 100, 3_600_000)?,
+                "maxSessionsPerPeer" => o.max_sessions_per_peer = int(key, v, 1, 1 << 20)? as usize,
+                "maxConnectionsPerPeer" => o.max_connections_per_peer = int(key, v, 1, 1 << 20)? as usize,
+                "maxInFlightPerPeer" => o.max_in_flight_per_peer = int(key, v, 1, 1 << 20)? as usize,
+                "initializeTimeoutMs" => o.initialize_timeout_ms = int(key, v, 100, u64::MAX / 2)?,
+                "idleStreamTimeoutMs" => o.idle_stream_timeout_ms = int(key, v, 100, u64::MAX / 2)?,
+                "resumptionBytes" => o.resumption_bytes = int(key, v, 1024, 1 << 40)? as usize,
+                "halfClose" => o.half_close = v.as_bool().ok_or_else(|| "/halfClose must be a boolean".to_string())?,
                 "responseMode" => {
                     o.response_mode = match v.as_str() {
                         Some("sse-calls") => ResponseMode::SseCalls,
@@ -247,7 +324,8 @@ impl HttpOptions {
                         "the server options have no field \"{other}\" (server: endpoint, allowedHosts, \
                          allowedOrigins, forwardHeaders, maxBodyBytes, maxSessions, idleTimeoutMs, replayEvents, \
                          workers, ioThreads, maxConnections, retryMs, pollAfterMs, headerTimeoutMs, bodyTimeoutMs, \
-                         responseMode; session: {})",
+                         responseMode, maxSessionsPerPeer, maxConnectionsPerPeer, maxInFlightPerPeer, \
+                         initializeTimeoutMs, idleStreamTimeoutMs, resumptionBytes, halfClose; session: {})",
                         SESSION_OPTION_KEYS.join(", ")
                     ))
                 }
@@ -336,14 +414,57 @@ where
     }
 }
 
+/// The longest text the server keeps from a client for the life of a
+/// session, in bytes: each of `clientInfo`'s `name`, `version` and
+/// `title`, and the proposed protocol version, in [`SessionInfo`]
+/// (**rcip**: MCP sets no bound; a client's text must not cost the server
+/// memory beyond its request).
+pub const CLIENT_TEXT_MAX_BYTES: usize = 256;
+
+/// The `clientInfo` fields kept for a session's life: `name`, `version`
+/// and `title` when they are strings, each cut to at most
+/// [`CLIENT_TEXT_MAX_BYTES`] (at a character boundary); every other field,
+/// and a field of another type, is not kept. `{}` when `info` is absent or
+/// not an object.
+pub(crate) fn kept_client_info(info: Option<&Value>) -> Value {
+    let mut kept = Map::new();
+    if let Some(Value::Object(map)) = info {
+        for key in ["name", "version", "title"] {
+            if let Some(Value::String(text)) = map.get(key) {
+                kept.insert(key.into(), Value::String(bounded_text(text).into()));
+            }
+        }
+    }
+    Value::Object(kept)
+}
+
+/// `text` cut to at most [`CLIENT_TEXT_MAX_BYTES`] at a character
+/// boundary.
+pub(crate) fn bounded_text(text: &str) -> &str {
+    if text.len() <= CLIENT_TEXT_MAX_BYTES {
+        return text;
+    }
+    let mut end = CLIENT_TEXT_MAX_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// A live session as the host sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionInfo {
     /// The session id (`Mcp-Session-Id`) the server issued.
     pub session_id: String,
-    /// `clientInfo` of its `initialize` (`{}` when absent).
+    /// `clientInfo` of its `initialize` as kept for the session's life:
+    /// `{"name"?, "version"?, "title"?}`, the fields that were strings,
+    /// each at most [`CLIENT_TEXT_MAX_BYTES`] (longer ones cut at a
+    /// character boundary); `{}` when absent. The whole `initialize` params
+    /// reach only the [`SessionFactory`] ([`SessionRequest`]), during the
+    /// call.
     pub client_info: Value,
-    /// The protocol revision its client proposed.
+    /// The protocol revision its client proposed (at most
+    /// [`CLIENT_TEXT_MAX_BYTES`], cut like `client_info`'s fields).
     pub protocol_version: String,
     /// Notifications dropped for this session because a queue or a replay
     /// buffer was full.
@@ -374,6 +495,78 @@ pub(crate) struct Session<O> {
     mcp: McpSession,
     router: Arc<router::Router>,
     ended: AtomicBool,
+    /// A request named the session after its `initialize`.
+    used: AtomicBool,
+    /// The session's place in its peer's count, given back when it ends.
+    peer_slot: Mutex<Option<PeerSlot>>,
+}
+
+/// What one peer holds: [connections, sessions, requests in flight].
+#[derive(Default)]
+pub(crate) struct PeerTable {
+    counts: Mutex<HashMap<IpAddr, [usize; 3]>>,
+}
+
+/// What a [`PeerSlot`] counts.
+#[derive(Clone, Copy)]
+pub(crate) enum PeerKind {
+    Connection = 0,
+    Session = 1,
+    InFlight = 2,
+}
+
+/// One place in a peer's count; given back when dropped.
+pub(crate) struct PeerSlot {
+    table: Arc<PeerTable>,
+    peer: IpAddr,
+    kind: PeerKind,
+}
+
+/// The peer of an address: the IP address, IPv6 addresses by their /64
+/// (one host usually holds a whole /64), IPv4-mapped IPv6 as IPv4.
+pub(crate) fn peer_of(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V4(_) => addr,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
+impl PeerTable {
+    /// A place of `kind` for `peer` when it holds fewer than `max`.
+    pub(crate) fn acquire(self: &Arc<Self>, peer: IpAddr, kind: PeerKind, max: usize) -> Option<PeerSlot> {
+        let mut counts = self.counts.lock();
+        let c = counts.entry(peer).or_default();
+        if c[kind as usize] >= max {
+            if c.iter().all(|n| *n == 0) {
+                counts.remove(&peer);
+            }
+            return None;
+        }
+        c[kind as usize] += 1;
+        Some(PeerSlot {
+            table: self.clone(),
+            peer,
+            kind,
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut counts = self.table.counts.lock();
+        if let Some(c) = counts.get_mut(&self.peer) {
+            c[self.kind as usize] = c[self.kind as usize].saturating_sub(1);
+            if c.iter().all(|n| *n == 0) {
+                counts.remove(&self.peer);
+            }
+        }
+    }
 }
 
 impl<O: SessionRuntime> Session<O> {
@@ -422,6 +615,8 @@ pub(crate) struct ServerInner<O> {
     retired: Mutex<Vec<(Instant, Arc<O>)>>,
     /// [`HttpOptions::forward_headers`] as header names.
     forward_headers: Vec<hyper::header::HeaderName>,
+    /// What each peer holds (the per-peer limits).
+    peers: Arc<PeerTable>,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -557,6 +752,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 allowed_origins,
                 retired: Mutex::new(Vec::new()),
                 forward_headers,
+                peers: Arc::default(),
             }),
         })
     }
@@ -593,6 +789,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.inner.options.io_threads)
             .thread_name("rcip-http-io")
+            .max_blocking_threads(service::PARSE_THREADS)
             .enable_io()
             .enable_time()
             .build()?;
@@ -701,6 +898,7 @@ impl<O: SessionRuntime> ServerInner<O> {
         session.owner.runtime().close();
         session.mcp.close();
         session.router.close();
+        session.peer_slot.lock().take();
         session.owner.session_ended();
         self.retired.lock().push((Instant::now(), session.owner.clone()));
     }

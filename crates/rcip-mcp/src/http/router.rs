@@ -73,8 +73,11 @@ const FINISHED_KEPT: usize = 64;
 #[derive(Default)]
 struct State {
     streams: HashMap<u64, Stream>,
-    /// Finished request streams, oldest first.
-    finished: VecDeque<u64>,
+    /// Finished request streams, oldest first, with the bytes of their
+    /// events.
+    finished: VecDeque<(u64, usize)>,
+    /// The bytes of the finished streams' events, together.
+    finished_bytes: usize,
     routes: HashMap<String, Route>,
     next_stream: u64,
     next_conn: u64,
@@ -86,13 +89,23 @@ struct State {
 pub(crate) struct Router {
     state: Mutex<State>,
     replay: usize,
+    /// The most bytes of events the finished streams keep together (the
+    /// newest finished stream is kept whatever its size).
+    finished_budget: usize,
     /// The last activity: a request, an answer, a connection ending (the
     /// session's idle clock).
     last_active: Mutex<std::time::Instant>,
 }
 
 impl Router {
+    #[cfg(test)]
     pub(crate) fn new(replay: usize) -> Router {
+        Router::with_budget(replay, usize::MAX)
+    }
+
+    /// A router keeping `replay` events per stream and at most
+    /// `finished_budget` bytes of events in its finished streams.
+    pub(crate) fn with_budget(replay: usize, finished_budget: usize) -> Router {
         let mut state = State {
             next_stream: STANDALONE + 1,
             ..State::default()
@@ -101,6 +114,7 @@ impl Router {
         Router {
             state: Mutex::new(state),
             replay: replay.max(1),
+            finished_budget,
             last_active: Mutex::new(std::time::Instant::now()),
         }
     }
@@ -201,6 +215,17 @@ impl Router {
     pub(crate) fn busy(&self) -> bool {
         let st = self.state.lock();
         !st.routes.is_empty() || st.streams.values().any(|s| s.attached.is_some())
+    }
+
+    /// [`busy`](Self::busy) without counting a connection on the
+    /// standalone stream (an idle `GET`).
+    pub(crate) fn busy_apart_from_standalone(&self) -> bool {
+        let st = self.state.lock();
+        !st.routes.is_empty()
+            || st
+                .streams
+                .iter()
+                .any(|(id, s)| *id != STANDALONE && s.attached.is_some())
     }
 
     /// Notifications dropped from full replay buffers.
@@ -308,7 +333,7 @@ impl Router {
         if (stream.finished && *cursor >= stream.last_seq) || stream.close_requested || closed {
             stream.close_requested = false;
             stream.attached = None;
-            Router::retire(&mut st, id);
+            self.retire(&mut st, id);
             return Poll::Ready(None);
         }
         stream.attached = Some((conn, Some(cx.waker().clone())));
@@ -324,7 +349,7 @@ impl Router {
                 s.attached = None;
             }
         }
-        Router::retire(&mut st, id);
+        self.retire(&mut st, id);
     }
 
     /// One response of stream `id` is no longer due (answered, or its
@@ -338,15 +363,21 @@ impl Router {
 
     /// Once a request stream has all its answers and no connection, it
     /// joins the finished streams kept for resumption (the oldest beyond
-    /// [`FINISHED_KEPT`] go).
-    fn retire(st: &mut State, id: u64) {
+    /// [`FINISHED_KEPT`] streams or beyond the byte budget go; the newest
+    /// stays).
+    fn retire(&self, st: &mut State, id: u64) {
         let done = st.streams.get(&id).is_some_and(|s| s.finished && s.attached.is_none());
-        if id == STANDALONE || !done || st.finished.contains(&id) {
+        if id == STANDALONE || !done || st.finished.iter().any(|(f, _)| *f == id) {
             return;
         }
-        st.finished.push_back(id);
-        while st.finished.len() > FINISHED_KEPT {
-            if let Some(old) = st.finished.pop_front() {
+        let bytes = st.streams.get(&id).map_or(0, |s| {
+            s.events.iter().map(|e| e.data.len()).sum::<usize>() + s.events.len() * std::mem::size_of::<Event>()
+        });
+        st.finished.push_back((id, bytes));
+        st.finished_bytes += bytes;
+        while st.finished.len() > FINISHED_KEPT || (st.finished.len() > 1 && st.finished_bytes > self.finished_budget) {
+            if let Some((old, n)) = st.finished.pop_front() {
+                st.finished_bytes -= n;
                 st.streams.remove(&old);
             }
         }
@@ -380,7 +411,7 @@ impl McpOutput for Router {
                             .streams
                             .get_mut(&sid)
                             .and_then(|s| s.attached.as_mut().and_then(|(_, w)| w.take()));
-                        Router::retire(&mut st, sid);
+                        self.retire(&mut st, sid);
                         waker
                     }
                     None => None,
@@ -394,7 +425,7 @@ impl McpOutput for Router {
                     Some(Route::Stream(sid)) => {
                         Router::answered(&mut st, sid);
                         let waker = self.push(&mut st, sid, message, true, false);
-                        Router::retire(&mut st, sid);
+                        self.retire(&mut st, sid);
                         waker
                     }
                     // A response without a route (an invalid message's
@@ -554,6 +585,29 @@ mod tests {
             "the standalone stream and the kept ones"
         );
         assert!(st.routes.is_empty());
+    }
+
+    #[test]
+    fn finished_streams_keep_at_most_their_byte_budget() {
+        let big = format!("{{\"x\":\"{}\"}}", "y".repeat(100_000));
+        let r = Arc::new(Router::with_budget(8, 250_000));
+        for i in 0..10 {
+            let key = format!("{i}");
+            let sid = r.open_stream(key.clone()).unwrap();
+            drop(r.attach(sid, Some(0)).unwrap());
+            r.send_message(&big, MessageKind::Response { id: &key });
+        }
+        let st = r.state.lock();
+        assert_eq!(st.finished.len(), 2, "two answers of 100 KB fit in 250 KB");
+        assert!(st.finished_bytes <= 250_000);
+        assert_eq!(st.streams.len(), 3);
+        drop(st);
+        // One answer beyond the budget alone is still kept (the newest).
+        let r = Arc::new(Router::with_budget(8, 1024));
+        let sid = r.open_stream("a".into()).unwrap();
+        drop(r.attach(sid, Some(0)).unwrap());
+        r.send_message(&big, MessageKind::Response { id: "a" });
+        assert_eq!(r.state.lock().finished.len(), 1);
     }
 
     #[test]

@@ -6,23 +6,26 @@
 
 use super::router::{parse_event_id, Router, SseBody, STANDALONE};
 use super::{
-    ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime, SUPPORTED_PROTOCOL_VERSIONS,
+    PeerKind, PeerSlot, ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime,
+    RETRY_AFTER_SECONDS, SUPPORTED_PROTOCOL_VERSIONS,
 };
 use crate::jsonrpc;
 use crate::McpSession;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full, Limited};
+use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
+    RETRY_AFTER,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
 use rcip::json::Limits;
 use serde_json::{json, Value};
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -51,6 +54,11 @@ fn response(status: StatusCode, content_type: Option<&'static str>, body: Body) 
     *r.status_mut() = status;
     if let Some(t) = content_type {
         r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(t));
+    }
+    // Every 503 and 429 says when to come back (RFC 9110 section 10.2.3).
+    if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+        r.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
     }
     r
 }
@@ -91,7 +99,7 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
         if server.stopping.load(Ordering::SeqCst) {
             return;
         }
-        let Ok((stream, _peer)) = accepted else {
+        let Ok((stream, peer)) = accepted else {
             // Out of descriptors and the like: try again shortly.
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
@@ -100,19 +108,30 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
             drop(stream);
             continue;
         }
+        let peer = super::peer_of(peer.ip());
+        let Some(slot) = server
+            .peers
+            .acquire(peer, PeerKind::Connection, server.options.max_connections_per_peer)
+        else {
+            drop(stream); // this peer holds maxConnectionsPerPeer already
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         server.connections.fetch_add(1, Ordering::SeqCst);
         let s = server.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let service_server = s.clone();
             let service = hyper::service::service_fn(move |req| {
                 let s = service_server.clone();
-                async move { Ok::<_, Infallible>(handle(s, req).await) }
+                async move { Ok::<_, Infallible>(handle(s, req, peer).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(Duration::from_millis(s.options.header_timeout_ms))
                 .keep_alive(true)
+                // HttpOptions::half_close says what the end of input means.
+                .half_close(s.options.half_close)
                 .serve_connection(TokioIo::new(stream), service);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
@@ -130,7 +149,11 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
 /// Ends idle sessions, checking a few times per idle period.
 pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
     let idle = Duration::from_millis(server.options.idle_timeout_ms);
-    let period = (idle / 4).clamp(Duration::from_millis(25), Duration::from_secs(1));
+    // A session with nothing after its initialize goes sooner; one whose
+    // only activity is a standalone GET stream goes after its own bound.
+    let unused = Duration::from_millis(server.options.initialize_timeout_ms).min(idle);
+    let listening = Duration::from_millis(server.options.idle_stream_timeout_ms).max(idle);
+    let period = (unused / 4).clamp(Duration::from_millis(25), Duration::from_secs(1));
     loop {
         tokio::select! {
             () = tokio::time::sleep(period) => {}
@@ -148,11 +171,20 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
                 .sessions
                 .lock()
                 .values()
-                .filter(|x| now.duration_since(x.router.last_active()) >= idle)
+                .filter(|x| {
+                    let limit = if x.used.load(Ordering::SeqCst) { idle } else { unused };
+                    now.duration_since(x.router.last_active()) >= limit
+                })
                 .cloned()
                 .collect();
             for session in candidates {
-                if session.router.busy() || session.mcp.in_flight() > 0 || has_pending(&*session.owner) {
+                let quiet = now.duration_since(session.router.last_active());
+                let busy = if quiet >= listening {
+                    session.router.busy_apart_from_standalone()
+                } else {
+                    session.router.busy()
+                };
+                if busy || session.mcp.in_flight() > 0 || has_pending(&*session.owner) {
                     continue;
                 }
                 let removed = s.sessions.lock().remove(&session.info.session_id);
@@ -236,7 +268,26 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     }
 }
 
-async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
+async fn handle<O: SessionRuntime>(
+    server: Arc<ServerInner<O>>,
+    req: Request<Incoming>,
+    peer: std::net::IpAddr,
+) -> Response<Body> {
+    // Held until the answer starts: one peer cannot fill the server with
+    // requests (its bodies read, its answers awaited).
+    let Some(_in_flight) = server
+        .peers
+        .acquire(peer, PeerKind::InFlight, server.options.max_in_flight_per_peer)
+    else {
+        return http_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            -32000,
+            &format!(
+                "Too Many Requests: this client has {} requests in progress (maxInFlightPerPeer)",
+                server.options.max_in_flight_per_peer
+            ),
+        );
+    };
     if req.uri().path() != server.options.endpoint {
         return http_error(
             StatusCode::NOT_FOUND,
@@ -245,6 +296,18 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         );
     }
     let headers = req.headers();
+    // RFC 9112 section 3.2: a request with more than one Host is 400. The
+    // same for Origin (RFC 6454 gives one value): which of two values a
+    // front end checked is unknown, so neither is trusted.
+    for (name, shown) in [(&HOST, "Host"), (&ORIGIN, "Origin")] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                &format!("Bad Request: more than one {shown} header"),
+            );
+        }
+    }
     // DNS rebinding: a browser page of another site must not reach a
     // local server, so Host and Origin must be ours.
     if let Some(host) = header(headers, &HOST) {
@@ -295,7 +358,7 @@ async fn handle<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Inc
         }
     }
     match *req.method() {
-        Method::POST => post(server, req).await,
+        Method::POST => post(server, req, peer).await,
         Method::GET => get(server, req),
         Method::DELETE => delete(server, req).await,
         _ => {
@@ -337,7 +400,10 @@ fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap)
             "Bad Request: no Mcp-Session-Id header (send initialize first)",
         )),
         Some(id) => match server.sessions.lock().get(id) {
-            Some(s) => Found::Session(s.clone()),
+            Some(s) => {
+                s.used.store(true, Ordering::SeqCst);
+                Found::Session(s.clone())
+            }
             None => Found::Missing(http_error(
                 StatusCode::NOT_FOUND,
                 -32001,
@@ -347,35 +413,109 @@ fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap)
     }
 }
 
-async fn read_body(server: &ServerInner<impl SessionRuntime>, body: Incoming) -> Result<Bytes, Response<Body>> {
+async fn read_body(server: &ServerInner<impl SessionRuntime>, mut body: Incoming) -> Result<Bytes, Response<Body>> {
     let limit = server.options.max_body_bytes;
     let timeout = Duration::from_millis(server.options.body_timeout_ms);
-    match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
+    let mut buf = bytes::BytesMut::new();
+    // Err(true): over the limit; Err(false): the body could not be read.
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return Err(false) };
+            if let Ok(data) = frame.into_data() {
+                if buf.len() + data.len() > limit {
+                    return Err(true);
+                }
+                buf.extend_from_slice(&data);
+            }
+        }
+        Ok(())
+    };
+    let outcome = tokio::time::timeout(timeout, read).await;
+    match outcome {
         Err(_) => Err(http_error(
             StatusCode::REQUEST_TIMEOUT,
             -32000,
             "Request Timeout: the body did not arrive in time",
         )),
-        Ok(Err(e)) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                Err(http_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    -32000,
-                    &format!("Payload Too Large: the body exceeds {limit} bytes (maxBodyBytes)"),
-                ))
-            } else {
-                Err(http_error(
-                    StatusCode::BAD_REQUEST,
-                    -32000,
-                    "Bad Request: the body could not be read",
-                ))
-            }
+        Ok(Err(true)) => {
+            // The rest is read and dropped, as for a refused Content-Length.
+            tokio::spawn(discard_body(body, DISCARD_MAX_BYTES, timeout));
+            Err(http_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32000,
+                &format!("Payload Too Large: the body exceeds {limit} bytes (maxBodyBytes)"),
+            ))
         }
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(false)) => Err(http_error(
+            StatusCode::BAD_REQUEST,
+            -32000,
+            "Bad Request: the body could not be read",
+        )),
+        Ok(Ok(())) => Ok(buf.freeze()),
     }
 }
 
-async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
+/// The most of a refused body (`413`) read and dropped, in bytes.
+const DISCARD_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads and drops up to `max` bytes of `body` within `timeout`; nothing
+/// is kept. Dropping the body beyond that closes the connection.
+async fn discard_body(mut body: Incoming, max: u64, timeout: Duration) {
+    let read = async {
+        let mut seen = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if seen > max {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(timeout, read).await;
+}
+
+/// Bodies up to this many bytes are parsed on the I/O thread; larger
+/// ones on a blocking thread of the runtime.
+const PARSE_INLINE_BYTES: usize = 64 * 1024;
+
+/// The blocking threads that parse large bodies, at most.
+pub(super) const PARSE_THREADS: usize = 2;
+
+/// Parses and classifies one POSTed message, as the session would: the
+/// message, or the JSON-RPC error code and message of its `400` (a parse
+/// error, not an object, a duplicate envelope key, an invalid message).
+fn decode(bytes: &[u8], limits: &Limits) -> Result<jsonrpc::Incoming, (i64, String)> {
+    let message = rcip::json::parse_bytes_exact(bytes, limits).map_err(|e| (-32700, format!("Parse error: {e}")))?;
+    if !message.is_object() {
+        return Err((
+            -32600,
+            "Invalid Request: POST one JSON-RPC message (an object); batches are not part of MCP".into(),
+        ));
+    }
+    // A key twice in the envelope or its params: refused, not last-wins
+    // (jsonrpc::duplicate_key_error says why -32600).
+    if let Some(key) = jsonrpc::duplicate_envelope_key(bytes) {
+        if let jsonrpc::Incoming::Invalid { code, message, .. } = jsonrpc::duplicate_key_error(&key) {
+            return Err((code, message));
+        }
+    }
+    // Classified once, as the session classifies: what it would refuse
+    // is refused here with an HTTP error (MCP: input the server cannot
+    // accept is an HTTP error), and nothing is routed, kept or created.
+    match jsonrpc::classify_value(message) {
+        jsonrpc::Incoming::Invalid { code, message, .. } => Err((code, message)),
+        jsonrpc::Incoming::Ignored => Err((
+            -32600,
+            "Invalid Request: a response needs an id and a result or an error object".into(),
+        )),
+        other => Ok(other),
+    }
+}
+
+async fn post<O: SessionRuntime>(
+    server: Arc<ServerInner<O>>,
+    req: Request<Incoming>,
+    peer: std::net::IpAddr,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let content_type = header(&headers, &CONTENT_TYPE).unwrap_or("");
@@ -399,8 +539,39 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
             "Not Acceptable: the client must accept application/json or text/event-stream",
         );
     }
-    if let Some(len) = header(&headers, &CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok()) {
+    let declared = header(&headers, &CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok());
+    // Decided from the headers, before the body is read: serving only
+    // sessions, a request naming a session that does not exist is 404
+    // whatever its body (a modern request would ignore the header, so
+    // not when that era is served). The body is dropped as for a 413.
+    if server.options.session.eras == crate::Eras::Legacy {
+        if let Some(id) = header(&headers, &SESSION_HEADER) {
+            if !server.sessions.lock().contains_key(id) {
+                tokio::spawn(discard_body(
+                    body,
+                    declared.unwrap_or(DISCARD_MAX_BYTES).min(DISCARD_MAX_BYTES),
+                    Duration::from_millis(server.options.body_timeout_ms),
+                ));
+                return http_error(
+                    StatusCode::NOT_FOUND,
+                    -32001,
+                    "Session not found: it ended or never existed; initialize a new one",
+                );
+            }
+        }
+    }
+    if let Some(len) = declared {
         if len > server.options.max_body_bytes as u64 {
+            // Answered before the body is read; the body is still read
+            // (and dropped) in the background, within bounds, so the
+            // client, still sending, gets the 413 instead of a reset (a
+            // socket closed with unread input sends RST, and the client's
+            // system may then discard the answer before it is read).
+            tokio::spawn(discard_body(
+                body,
+                len.min(DISCARD_MAX_BYTES),
+                Duration::from_millis(server.options.body_timeout_ms),
+            ));
             return http_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32000,
@@ -419,36 +590,24 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
         max_bytes: server.options.max_body_bytes,
         max_depth: crate::session::MESSAGE_MAX_DEPTH,
     };
-    let message = match rcip::json::parse_bytes_exact(&bytes, &limits) {
-        Ok(v) => v,
-        Err(e) => {
-            return http_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}"));
+    // A large body is parsed on a blocking thread of the runtime, not on
+    // an I/O thread: the other connections' requests are not held up
+    // behind its parse (at most PARSE_THREADS at once, the rest queue).
+    let decoded = if bytes.len() > PARSE_INLINE_BYTES {
+        match tokio::task::spawn_blocking(move || decode(&bytes, &limits)).await {
+            Ok(d) => d,
+            Err(_) => Err((-32603, "Internal error: the body could not be parsed".to_string())),
         }
+    } else {
+        decode(&bytes, &limits)
     };
-    if !message.is_object() {
-        return http_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Invalid Request: POST one JSON-RPC message (an object); batches are not part of MCP",
-        );
-    }
-    // Classified once, as the session classifies: what it would refuse
-    // is refused here with an HTTP error (MCP: input the server cannot
-    // accept is an HTTP error), and nothing is routed, kept or created.
-    let incoming = jsonrpc::classify_value(message);
+    let incoming = match decoded {
+        Ok(i) => i,
+        Err((code, message)) => return http_error(StatusCode::BAD_REQUEST, code, &message),
+    };
     let (id, method) = match &incoming {
-        jsonrpc::Incoming::Invalid { code, message, .. } => {
-            return http_error(StatusCode::BAD_REQUEST, *code, message);
-        }
-        jsonrpc::Incoming::Ignored => {
-            return http_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Invalid Request: a response needs an id and a result or an error object",
-            );
-        }
         jsonrpc::Incoming::Request { id, method, .. } => (Some(id.clone()), Some(method.clone())),
-        jsonrpc::Incoming::Notification { .. } | jsonrpc::Incoming::Response { .. } => (None, None),
+        _ => (None, None),
     };
     let is_request = id.is_some();
     let modern_only = server.options.session.eras == crate::Eras::Modern;
@@ -480,14 +639,14 @@ async fn post<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incom
                     ResponseMode::SseCalls => method == "tools/call" || !json_ok,
                     ResponseMode::Json => !json_ok,
                 };
-            return stateless(server, &headers, incoming, use_sse).await;
+            return stateless(server, &headers, incoming, use_sse, peer).await;
         }
     }
     if let Some(r) = legacy_version_refusal(&headers) {
         return r;
     }
     if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
-        return initialize(server, &headers, incoming).await;
+        return initialize(server, &headers, incoming, peer).await;
     }
     let session = match find_session(&server, &headers) {
         Found::Session(s) => s,
@@ -774,6 +933,7 @@ async fn stateless<O: SessionRuntime>(
     headers: &HeaderMap,
     message: jsonrpc::Incoming,
     use_sse: bool,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
     let jsonrpc::Incoming::Request { id, .. } = &message else {
         return http_error(
@@ -783,6 +943,15 @@ async fn stateless<O: SessionRuntime>(
         );
     };
     let id = id.clone();
+    let Some(slot) = peer_session_slot(&server, peer) else {
+        return *modern_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &id,
+            jsonrpc::INTERNAL_ERROR,
+            &peer_full_message(&server),
+            None,
+        );
+    };
     let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
     let live = server.sessions.lock().len() + server.stateless.lock().len();
     if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
@@ -801,12 +970,13 @@ async fn stateless<O: SessionRuntime>(
     let forwarded = forwarded_headers(&server, headers);
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
-    let params = match &message {
-        jsonrpc::Incoming::Request { params, .. } => params.clone(),
+    // Only `_meta` goes to the factory: no copy of the arguments.
+    let meta = match &message {
+        jsonrpc::Incoming::Request { params, .. } => params.as_ref().and_then(|p| p.get("_meta")).cloned(),
         _ => None,
     };
     server.control.spawn(move || {
-        let result = create_stateless(&s, params.as_ref(), &forwarded);
+        let result = create_stateless(&s, meta, &forwarded, slot);
         s.creating.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(result);
     });
@@ -917,10 +1087,11 @@ fn forwarded_headers<O: SessionRuntime>(server: &ServerInner<O>, headers: &Heade
 /// "capabilities", "clientInfo"?, "_meta"}` from the request's `_meta`.
 fn create_stateless<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
-    params: Option<&Value>,
+    meta: Option<Value>,
     forwarded: &[(String, String)],
+    slot: PeerSlot,
 ) -> Result<Arc<Session<O>>, String> {
-    let meta = params.and_then(|p| p.get("_meta")).cloned().unwrap_or(Value::Null);
+    let meta = meta.unwrap_or(Value::Null);
     let mut init = json!({
         "protocolVersion": crate::MCP_MODERN_REVISION,
         "capabilities": meta.get(crate::META_CLIENT_CAPABILITIES).cloned().unwrap_or_else(|| json!({})),
@@ -943,7 +1114,10 @@ fn create_stateless<O: SessionRuntime>(
         Ok(Err(why)) => return Err(format!("the request's runtime could not be built: {why}")),
         Err(_) => return Err("the session factory panicked".into()),
     };
-    let router = Arc::new(Router::new(server.options.replay_events));
+    let router = Arc::new(Router::with_budget(
+        server.options.replay_events,
+        server.options.resumption_bytes,
+    ));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(1);
     let mcp = match McpSession::with_pools(
@@ -963,7 +1137,7 @@ fn create_stateless<O: SessionRuntime>(
     let session = Arc::new(Session {
         info: SessionInfo {
             session_id: session_id.clone(),
-            client_info: init.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
+            client_info: super::kept_client_info(init.get("clientInfo")),
             protocol_version: crate::MCP_MODERN_REVISION.into(),
             dropped_notifications: 0,
             content_replaced: 0,
@@ -972,6 +1146,8 @@ fn create_stateless<O: SessionRuntime>(
         mcp,
         router,
         ended: Default::default(),
+        used: AtomicBool::new(true),
+        peer_slot: Mutex::new(Some(slot)),
     });
     {
         let mut table = server.stateless.lock();
@@ -997,7 +1173,11 @@ async fn initialize<O: SessionRuntime>(
     server: Arc<ServerInner<O>>,
     headers: &HeaderMap,
     message: jsonrpc::Incoming,
+    peer: std::net::IpAddr,
 ) -> Response<Body> {
+    let Some(slot) = peer_session_slot(&server, peer) else {
+        return http_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &peer_full_message(&server));
+    };
     let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
     let live = server.sessions.lock().len();
     if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
@@ -1017,7 +1197,7 @@ async fn initialize<O: SessionRuntime>(
     // The factory is host code: on the control worker (never behind a
     // slow handler of another session).
     server.control.spawn(move || {
-        let result = create_session(&s, message, &forwarded);
+        let result = create_session(&s, message, &forwarded, slot);
         s.creating.fetch_sub(1, Ordering::SeqCst);
         let _ = tx.send(result);
     });
@@ -1044,6 +1224,7 @@ fn create_session<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     message: jsonrpc::Incoming,
     forwarded: &[(String, String)],
+    slot: PeerSlot,
 ) -> Result<(String, String), String> {
     let jsonrpc::Incoming::Request { id, params, .. } = &message else {
         return Err(http_text_internal("initialize is a request"));
@@ -1069,7 +1250,10 @@ fn create_session<O: SessionRuntime>(
         o.runtime().close();
         o.session_ended();
     };
-    let router = Arc::new(Router::new(server.options.replay_events));
+    let router = Arc::new(Router::with_budget(
+        server.options.replay_events,
+        server.options.resumption_bytes,
+    ));
     let mut session_options = server.options.session.clone();
     session_options.max_in_flight = Some(server.options.max_in_flight);
     let mcp = match McpSession::with_pools(
@@ -1087,12 +1271,17 @@ fn create_session<O: SessionRuntime>(
     };
     let info = SessionInfo {
         session_id: session_id.clone(),
-        client_info: params.get("clientInfo").cloned().unwrap_or_else(|| json!({})),
-        protocol_version: params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        // Only bounded fields outlive the initialize (the params go with
+        // it): what a client sends must not cost memory for the session's
+        // life.
+        client_info: super::kept_client_info(params.get("clientInfo")),
+        protocol_version: super::bounded_text(
+            params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        )
+        .to_string(),
         dropped_notifications: 0,
         content_replaced: 0,
     };
@@ -1102,6 +1291,8 @@ fn create_session<O: SessionRuntime>(
         mcp,
         router: router.clone(),
         ended: Default::default(),
+        used: AtomicBool::new(false),
+        peer_slot: Mutex::new(Some(slot)),
     });
     let key = McpSession::request_key(&id);
     let Some(mut rx) = router.route_json(key) else {
@@ -1132,6 +1323,21 @@ fn create_session<O: SessionRuntime>(
         sessions.insert(session_id.clone(), session.clone());
     }
     Ok((session_id, answer))
+}
+
+/// A place among the sessions (and stateless requests) of `peer`, if it
+/// holds fewer than [`maxSessionsPerPeer`](super::HttpOptions::max_sessions_per_peer).
+fn peer_session_slot<O: SessionRuntime>(server: &ServerInner<O>, peer: std::net::IpAddr) -> Option<PeerSlot> {
+    server
+        .peers
+        .acquire(peer, PeerKind::Session, server.options.max_sessions_per_peer)
+}
+
+fn peer_full_message<O: SessionRuntime>(server: &ServerInner<O>) -> String {
+    format!(
+        "Service Unavailable: this client holds {} sessions already (maxSessionsPerPeer); end one or retry later",
+        server.options.max_sessions_per_peer
+    )
 }
 
 /// A JSON-RPC internal error with id `null`.
