@@ -396,11 +396,38 @@ $(PY_TOOLS)/.installed: bindings/python/tools-requirements.txt | $(BUILD)
 	$(PY_TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check -r bindings/python/tools-requirements.txt
 	touch $@
 
-wheel: lib $(PY_TOOLS)/.installed
+# The wheel's library is linked against glibc $(WHEEL_GLIBC) (so the wheel
+# installs on manylinux_2_28 systems: RHEL 8, Debian 10, Ubuntu 20.04 and
+# later) without a container: cargo-zigbuild (from crates.io, `cargo install
+# --locked` into build/tools, once per version) links with zig, which the
+# ziglang package (PyPI, pinned in tools-requirements.txt) brings into
+# build/py-tools. auditwheel then refuses the wheel if the library needs
+# any symbol newer than the tag says. The C tests use the ordinary build
+# (`make lib`); this one lives in target/$(WHEEL_TRIPLE).
+WHEEL_GLIBC      ?= 2.28
+WHEEL_ARCH       := $(shell uname -m)
+WHEEL_TRIPLE     := $(WHEEL_ARCH)-unknown-linux-gnu
+WHEEL_PLAT       := manylinux_$(subst .,_,$(WHEEL_GLIBC))_$(WHEEL_ARCH)
+WHEEL_LIB        := target/$(WHEEL_TRIPLE)/release/librcip_capi.so
+CARGO_TOOLS      := $(BUILD)/tools
+ZIGBUILD_VERSION := 0.24.1
+ZIGBUILD_STAMP   := $(CARGO_TOOLS)/.cargo-zigbuild-$(ZIGBUILD_VERSION)
+
+$(ZIGBUILD_STAMP):
+	@mkdir -p $(CARGO_TOOLS)
+	@echo "wheel: installing cargo-zigbuild $(ZIGBUILD_VERSION) into $(CARGO_TOOLS) (cargo install --locked; once)"
+	@$(CARGO) install --locked --version $(ZIGBUILD_VERSION) cargo-zigbuild --root $(CARGO_TOOLS) > $(CARGO_TOOLS)/cargo-zigbuild.log 2>&1 || { \
+	  tail -n 20 $(CARGO_TOOLS)/cargo-zigbuild.log; \
+	  echo "wheel: cargo install --locked --version $(ZIGBUILD_VERSION) cargo-zigbuild failed (full log: $(CARGO_TOOLS)/cargo-zigbuild.log)"; exit 1; }
+	touch $@
+
+wheel: $(PY_TOOLS)/.installed $(ZIGBUILD_STAMP)
 	rm -rf $(WHEEL_RAW) $(WHEEL_DIR)
-	RCIP_PREBUILT_LIBRARY=$(CURDIR)/$(LIBDIR)/librcip.so \
+	PATH='$(CURDIR)/$(PY_TOOLS)/bin':"$$PATH" $(CARGO_TOOLS)/bin/cargo-zigbuild zigbuild --release -p rcip-capi --target $(WHEEL_TRIPLE).$(WHEEL_GLIBC)
+	RCIP_PREBUILT_LIBRARY=$(CURDIR)/$(WHEEL_LIB) \
 	  $(PY_TOOLS)/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps -w $(WHEEL_RAW) ./bindings/python
-	PATH='$(CURDIR)/$(PY_TOOLS)/bin':"$$PATH" $(PY_TOOLS)/bin/python -m auditwheel repair --wheel-dir $(WHEEL_DIR) $(WHEEL_RAW)/rcip-*.whl
+	PATH='$(CURDIR)/$(PY_TOOLS)/bin':"$$PATH" $(PY_TOOLS)/bin/python -m auditwheel repair --plat $(WHEEL_PLAT) --wheel-dir $(WHEEL_DIR) $(WHEEL_RAW)/rcip-*.whl
+	@ls $(WHEEL_DIR)/rcip-*$(WHEEL_PLAT)*.whl > /dev/null 2>&1 || { echo "wheel: no $(WHEEL_PLAT) wheel in $(WHEEL_DIR)"; ls $(WHEEL_DIR); exit 1; }
 	@w=$$(ls $(WHEEL_DIR)/rcip-*manylinux*.whl) && size=$$(wc -c < $$w) && \
 	  echo "wheel: $$w ($$size bytes)" && \
 	  test $$size -le $$(( $(WHEEL_MAX_MB) * 1024 * 1024 )) || { echo "wheel: larger than $(WHEEL_MAX_MB) MB"; exit 1; }
