@@ -258,7 +258,9 @@ pub struct RequestSetup<'a> {
 ///
 /// The runtime must be built from the session's catalog (for example with
 /// [`RuntimeBuilder::bind`](rcip::runtime::RuntimeBuilder::bind) over the
-/// compiled catalog). The session owns it for the request and closes it
+/// compiled catalog): one of another application, or with other
+/// capability ids, answers the request `-32603` (its tools would be listed
+/// under names no call reaches). The session owns it for the request and closes it
 /// once the response is sent (or the request ends without one: cancelled,
 /// or the session closed): a confirmation it opened ends `closed` then.
 ///

@@ -1072,6 +1072,15 @@ impl Inner {
                 format!("Internal error: the request's runtime could not be built: {e}"),
             )
         })?;
+        if !same_catalog(runtime.runtime().catalog(), &self.catalog) {
+            // Its tools would be listed under names the session cannot
+            // call (the session names tools from its own catalog).
+            runtime.runtime().close();
+            return Err((
+                INTERNAL_ERROR,
+                "Internal error: the request's runtime was built from another catalog than the session's (the per-request factory must build it from the session's compiled catalog)".into(),
+            ));
+        }
         let surfaces = (runtime.runtime().client(), runtime.runtime().host());
         let mut st = self.state.lock();
         let closed = st.closed;
@@ -1816,6 +1825,19 @@ fn instant_of(ms: i64) -> Instant {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms).max(0) as u64)
+}
+
+/// Whether a per-request runtime's catalog is the session's: the same
+/// compiled catalog, or one compiled from a catalog with the same
+/// application and the same capability ids in the same order (a host may
+/// compile its catalog once per factory call; tool names come from the
+/// session's catalog, so a catalog with other capabilities would list
+/// tools no call can reach).
+fn same_catalog(a: &Catalog, b: &Catalog) -> bool {
+    Catalog::ptr_eq(a, b)
+        || (a.application() == b.application()
+            && a.capabilities().len() == b.capabilities().len()
+            && a.capabilities().iter().zip(b.capabilities()).all(|(x, y)| x.id == y.id))
 }
 
 /// Checks `naming` against `catalog` as a session would (for a server,

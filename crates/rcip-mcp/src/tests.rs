@@ -2394,6 +2394,28 @@ fn each_modern_request_gets_a_fresh_runtime_closed_with_its_response() {
     let r = h.request(json!(6), "tools/list", modern_params(json!({}), json!({})));
     assert_eq!(error_code(&r), INTERNAL_ERROR);
     assert!(r["error"]["message"].as_str().unwrap().contains("no token"));
+    // A runtime of another catalog: refused, and closed.
+    let other: Arc<Mutex<Vec<rcip::runtime::Client>>> = Arc::new(Mutex::new(Vec::new()));
+    let o = other.clone();
+    h.session
+        .set_request_runtimes(Arc::new(move |_: &RequestSetup<'_>| -> Result<Runtime, String> {
+            let text = json!({
+                "protocolVersion": "1.0",
+                "application": {"id": "elsewhere", "name": "Elsewhere", "description": "Another app.", "version": "1.0.0"},
+                "scopes": [],
+                "capabilities": []
+            });
+            let runtime = RuntimeBuilder::new(&Catalog::from_value(&text).unwrap()).build();
+            o.lock().push(runtime.client());
+            Ok(runtime)
+        }));
+    let r = h.request(json!(7), "tools/list", modern_params(json!({}), json!({})));
+    assert_eq!(error_code(&r), INTERNAL_ERROR);
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("another catalog"),
+        "{r}"
+    );
+    assert!(other.lock()[0].is_closed());
 }
 
 #[test]

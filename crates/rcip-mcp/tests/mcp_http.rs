@@ -1182,6 +1182,13 @@ fn a_dual_era_server_answers_a_modern_get_or_delete_405_and_keeps_legacy_ones() 
             assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
             assert_eq!(resp.headers().get("allow").unwrap(), "POST");
         }
+        // A modern notification: 400 (2026-07-28 has none over HTTP).
+        let mut n = modern_body(9, "notifications/cancelled", json!({"requestId": 1}), "a");
+        n.as_object_mut().unwrap().remove("id");
+        let (status, _, body) = modern_post(f.addr, &n).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(answer(&body)["error"]["code"], -32600);
+        assert!(body.contains("no client notifications"), "{body}");
         // The legacy session's own DELETE still ends it.
         let req = request(f.addr, "DELETE", Some(&sid), "")
             .header("mcp-protocol-version", "2025-11-25")

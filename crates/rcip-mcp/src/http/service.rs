@@ -342,7 +342,7 @@ async fn handle<O: SessionRuntime>(
             StatusCode::METHOD_NOT_ALLOWED,
             jsonrpc::INVALID_REQUEST,
             &format!(
-                "Method Not Allowed: this server speaks only MCP {}; POST each request",
+                "Method Not Allowed: MCP {} has no GET stream and no sessions to DELETE; POST each request",
                 crate::MCP_MODERN_REVISION
             ),
         );
@@ -611,15 +611,21 @@ async fn post<O: SessionRuntime>(
     };
     let is_request = id.is_some();
     let modern_only = server.options.session.eras == crate::Eras::Modern;
-    if modern_only && !is_request {
+    let modern_notification = match &incoming {
+        jsonrpc::Incoming::Notification { params, .. } => {
+            server.options.session.eras == crate::Eras::Both && is_modern(&headers, params.as_ref())
+        }
+        _ => false,
+    };
+    if (modern_only && !is_request) || modern_notification {
         // 2026-07-28 has no client notifications (or responses) over
-        // Streamable HTTP ("Sending Messages"): one that cannot be
-        // accepted is an HTTP error.
+        // Streamable HTTP ("Sending Messages"; closing the stream is the
+        // cancellation): one that cannot be accepted is an HTTP error.
         return http_error(
             StatusCode::BAD_REQUEST,
             jsonrpc::INVALID_REQUEST,
             &format!(
-                "Invalid Request: this server speaks only MCP {}, which has no client notifications or responses over HTTP",
+                "Invalid Request: MCP {} has no client notifications or responses over HTTP (close a request's response stream to cancel it)",
                 crate::MCP_MODERN_REVISION
             ),
         );
