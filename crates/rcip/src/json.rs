@@ -18,8 +18,14 @@ pub const DEFAULT_MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Default maximum nesting depth of payload text (arrays and objects).
 pub const DEFAULT_MAX_DEPTH: usize = 1000;
 
-/// Text this short nests at most this deep: parsed without the stack guard.
+/// Text this short, nesting at most [`SHALLOW_DEPTH`] levels, is parsed
+/// without the stack guard.
 const SHALLOW_TEXT: usize = 96;
+
+/// The deepest short text parsed without the stack guard: serde_json's
+/// frames per level are large in unoptimised builds, and 17 levels already
+/// overflowed a 64 KiB host thread there (issue 27, item 6).
+const SHALLOW_DEPTH: usize = 8;
 
 /// Limits applied to payload text (capability input, handler output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,8 +314,8 @@ fn parse_text(text: &str, limits: &Limits) -> Result<Value, JsonError> {
         check_depth(text.as_bytes(), limits.max_depth)?;
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = if text.len() <= SHALLOW_TEXT {
-        // At most SHALLOW_TEXT levels: serde_json's own recursion guard
+    let parsed = if text.len() <= SHALLOW_TEXT && nesting_depth(text.as_bytes(), SHALLOW_DEPTH) <= SHALLOW_DEPTH {
+        // At most SHALLOW_DEPTH levels: serde_json's own recursion guard
         // (128) cannot trigger, and the stack needed is small.
         <Value as serde::Deserialize>::deserialize(&mut de)
     } else {
