@@ -65,15 +65,26 @@ impl Record {
     /// value with a heap stack of its own, so nothing recurses once per
     /// level on the caller's stack. Dropping a record is iterative too.
     pub fn parse(text: &[u8]) -> Result<Record, (bool, String)> {
-        // Text no longer than the bound cannot nest deeper than it.
-        if text.len() > RECORD_MAX_DEPTH && crate::json::nesting_depth(text, RECORD_MAX_DEPTH) > RECORD_MAX_DEPTH {
+        // Text no longer than the payload default cannot nest deeper than it.
+        let depth = if text.len() <= crate::json::DEFAULT_MAX_DEPTH {
+            0
+        } else {
+            crate::json::nesting_depth(text, RECORD_MAX_DEPTH)
+        };
+        if depth > RECORD_MAX_DEPTH {
             return Err((
                 true,
                 crate::json::JsonError::TooDeep { max: RECORD_MAX_DEPTH }.to_string(),
             ));
         }
-        let value =
-            crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED).map_err(|e| (true, e.to_string()))?;
+        let value = if depth <= crate::json::DEFAULT_MAX_DEPTH {
+            crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED)
+        } else {
+            // Deeper than any outcome of a runtime with default limits: a
+            // reader whose error path costs no scan per level.
+            crate::json::parse_deep(text)
+        }
+        .map_err(|e| (true, e.to_string()))?;
         let record = if value.is_object() {
             Ok(Record::from_value(&value))
         } else {
