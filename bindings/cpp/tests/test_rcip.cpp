@@ -111,6 +111,38 @@ void test_invoke_sync_handler() {
     CHECK(rcip::json::string_member(seen, "text") == "hello Bo");
 }
 
+// Issue 27: the issues an outcome carries, and the bound's truncation flag
+// (**rcip**), read on outcomes and preflight entries; the bound set on the builder.
+void test_validation_issues_and_their_bound() {
+    rcip::Catalog catalog(R"({"protocolVersion": "1.0",
+      "application": {"id": "nums", "name": "Nums", "description": "Numbers."}, "scopes": [],
+      "capabilities": [{"id": "nums.put", "title": "Put", "description": "Stores numbers.", "scopeIds": [],
+        "effect": "read", "inputSchema": {"type": "array", "items": {"type": "integer"}},
+        "outputSchema": {"type": "object"}}]})");
+    const char *bad = R"(["a", "b", "c", 4, "e"])";
+    auto ok = [](rcip::Invocation &) { return std::string("{}"); };
+    {
+        rcip::Runtime runtime(catalog);
+        rcip::Binding b = runtime.host().bind("nums.put", ok);
+        rcip::Outcome full = runtime.client().invoke("nums.put", bad).get();
+        CHECK(full.error_code == "INPUT_INVALID" && full.validation_issues.size() == 4);
+        CHECK(!full.validation_issues_truncated);
+        CHECK(full.validation_issues[3].instance_path == "/4" && full.validation_issues[3].keyword == "type");
+        CHECK(!full.validation_issues[0].message.empty());
+    }
+    rcip::Runtime runtime = rcip::Runtime::Builder(catalog).validation_issue_limit(2, 0).build();
+    rcip::Binding b = runtime.host().bind("nums.put", ok);
+    rcip::Outcome cut = runtime.client().invoke("nums.put", bad).get();
+    CHECK(cut.error_code == "INPUT_INVALID" && cut.validation_issues.size() == 2);
+    CHECK(cut.validation_issues_truncated);
+    CHECK(cut.validation_issues[0].instance_path == "/0" && cut.validation_issues[1].instance_path == "/1");
+    rcip::PreflightReport report = runtime.client().preflight({{"nums.put", bad}, {"nums.put", "[1]"}}).get();
+    CHECK(report.outcomes.size() == 2);
+    CHECK(report.outcomes[0].error_code == "INPUT_INVALID" && report.outcomes[0].validation_issues.size() == 2);
+    CHECK(report.outcomes[0].validation_issues_truncated);
+    CHECK(report.outcomes[1].validation_issues.empty() && !report.outcomes[1].validation_issues_truncated);
+}
+
 void test_binding_raii_unbinds() {
     rcip::Catalog catalog(CATALOG);
     rcip::Runtime runtime(catalog);
@@ -623,6 +655,7 @@ void test_mcp_request_runtimes() {
 int main() {
     test_catalog_and_errors();
     test_invoke_sync_handler();
+    test_validation_issues_and_their_bound();
     test_binding_raii_unbinds();
     test_throwing_lambdas_become_errors();
     test_handler_returning_unsettled_fails();

@@ -1344,6 +1344,8 @@ class RuntimeOptions(TypedDict, total=False):
     manual_timers: bool
     max_payload_len: Optional[int]
     max_depth: Optional[int]
+    max_issues: Optional[int]
+    max_issue_bytes: Optional[int]
     loop: Optional[asyncio.AbstractEventLoop]
     on_error: Optional[Callable[[BaseException, str], object]]
     bindings: Optional[Mapping[str, Union[Handler, "tuple[Handler, Optional[AvailabilityCheck]]"]]]
@@ -1365,6 +1367,12 @@ class Runtime(Owner):
     on (default: the loop running at creation). ``on_error(exc, where)``:
     told when a host callback raises (default: logged on the ``rcip``
     logger).
+
+    ``max_issues`` / ``max_issue_bytes`` (**rcip**): the bound on the
+    validation issues one outcome carries, in issues and in bytes of issue
+    text (``rcip_runtime_builder_set_validation_issue_limit``; defaults
+    1000 and 1048576). An outcome that left issues out has
+    ``error.validation_issues_truncated``.
 
     ``bindings`` (**rcip**): ``{capability_id: handler}`` or
     ``{capability_id: (handler, availability)}``, bound on the builder
@@ -1392,6 +1400,8 @@ class Runtime(Owner):
         manual_timers: bool = False,
         max_payload_len: Optional[int] = None,
         max_depth: Optional[int] = None,
+        max_issues: Optional[int] = None,
+        max_issue_bytes: Optional[int] = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
         on_error: Optional[Callable[[BaseException, str], object]] = None,
         bindings: Optional[Mapping[str, Union[Handler, "tuple[Handler, Optional[AvailabilityCheck]]"]]] = None,
@@ -1417,6 +1427,12 @@ class Runtime(Owner):
                             raise InvalidArgumentError(103, "%s must be at least 1, not %d" % (name, int(limit)))
                     # 0 keeps the library's default for a limit not given.
                     check(lib.rcip_runtime_builder_set_limits(bp, int(max_payload_len or 0), int(max_depth or 0)))
+                if max_issues is not None or max_issue_bytes is not None:
+                    for name, limit in (("max_issues", max_issues), ("max_issue_bytes", max_issue_bytes)):
+                        if limit is not None and int(limit) < 1:
+                            raise InvalidArgumentError(103, "%s must be at least 1, not %d" % (name, int(limit)))
+                    # 0 keeps the library's default for a bound not given.
+                    check(lib.rcip_runtime_builder_set_validation_issue_limit(bp, int(max_issues or 0), int(max_issue_bytes or 0)))
                 if policy is not None:
                     with _registering(_PolicyEntry(self._state, policy)) as key:
                         check(lib.rcip_runtime_builder_set_policy(bp, _policy_trampoline, key, _user_data_free))

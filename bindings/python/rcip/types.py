@@ -100,15 +100,20 @@ class ValidationIssue:
 
 @dataclass(frozen=True)
 class OutcomeError:
-    """``{"code", "message", "validationIssues"?}``: ``code`` is the stable
-    RCIP error code (``INPUT_INVALID``, ``POLICY_DENIED``, ...);
-    ``validation_issues`` is ``()`` when the error has none (every error
-    but ``INPUT_INVALID`` / ``OUTPUT_INVALID``, and those for text that is
-    not JSON), so it can always be iterated."""
+    """``{"code", "message", "validationIssues"?, "validationIssuesTruncated"?}``:
+    ``code`` is the stable RCIP error code (``INPUT_INVALID``,
+    ``POLICY_DENIED``, ...); ``validation_issues`` is ``()`` when the error
+    has none (every error but ``INPUT_INVALID`` / ``OUTPUT_INVALID``, and
+    those for text that is not JSON), so it can always be iterated.
+    ``validation_issues_truncated`` (**rcip**) is true when the runtime's
+    issue bound (``Runtime(max_issues=..., max_issue_bytes=...)``, default
+    1000 issues and 1 MiB of issue text) left issues out: the ones kept are
+    the first of the full list."""
 
     code: str
     message: str
     validation_issues: Tuple[ValidationIssue, ...] = ()
+    validation_issues_truncated: bool = False
 
     @classmethod
     def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["OutcomeError"]:
@@ -119,6 +124,7 @@ class OutcomeError:
             d.get("code", ""),
             d.get("message", ""),
             () if issues is None else tuple(ValidationIssue._from(i) for i in issues),
+            d.get("validationIssuesTruncated") is True,
         )
 
 

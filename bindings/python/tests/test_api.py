@@ -139,6 +139,30 @@ def test_invoke_failures_are_outcomes_not_exceptions(catalog):
         binding.close()
 
 
+def test_the_issue_bound_is_set_on_the_runtime_and_read_on_the_outcome(catalog):
+    """Issue 27: an outcome the issue bound cut short says so
+    (``validationIssuesTruncated``), and the bound is a runtime option."""
+    bad = {"a": 1, "b": 2, "c": 3}  # required name, three additional properties
+    with rcip.Runtime(catalog) as runtime, runtime.host.bind("greeting.say", hello):
+        full = runtime.client.invoke("greeting.say", bad)
+        assert full.code == "INPUT_INVALID" and len(full.error.validation_issues) == 4
+        assert full.error.validation_issues_truncated is False
+    with rcip.Runtime(catalog, max_issues=2) as runtime, runtime.host.bind("greeting.say", hello):
+        cut = runtime.client.invoke("greeting.say", bad)
+        assert cut.code == "INPUT_INVALID"
+        assert cut.error.validation_issues == full.error.validation_issues[:2]
+        assert cut.error.validation_issues_truncated is True
+        assert cut.to_dict()["error"]["validationIssuesTruncated"] is True
+        report = runtime.client.preflight([rcip.Proposal("greeting.say", bad)])
+        assert report.outcomes[0].error.validation_issues_truncated is True
+        assert len(report.outcomes[0].error.validation_issues) == 2
+    with rcip.Runtime(catalog, max_issue_bytes=1) as runtime, runtime.host.bind("greeting.say", hello):
+        one = runtime.client.invoke("greeting.say", bad)
+        assert len(one.error.validation_issues) == 1 and one.error.validation_issues_truncated
+    with pytest.raises(rcip.InvalidArgumentError):
+        rcip.Runtime(catalog, max_issues=0)
+
+
 def test_handler_output_forms(catalog):
     with rcip.Runtime(catalog) as runtime:
         outputs = iter([rcip.RawJson('{"text": "raw"}'), {"text": 5}, rcip.RawJson("NaN"), object()])

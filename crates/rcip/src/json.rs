@@ -18,8 +18,14 @@ pub const DEFAULT_MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Default maximum nesting depth of payload text (arrays and objects).
 pub const DEFAULT_MAX_DEPTH: usize = 1000;
 
-/// Text this short nests at most this deep: parsed without the stack guard.
+/// Text this short, nesting at most [`SHALLOW_DEPTH`] levels, is parsed
+/// without the stack guard.
 const SHALLOW_TEXT: usize = 96;
+
+/// The deepest short text parsed without the stack guard: serde_json's
+/// frames per level are large in unoptimised builds, and 17 levels already
+/// overflowed a 64 KiB host thread there (issue 27, item 6).
+const SHALLOW_DEPTH: usize = 8;
 
 /// Limits applied to payload text (capability input, handler output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,8 +314,8 @@ fn parse_text(text: &str, limits: &Limits) -> Result<Value, JsonError> {
         check_depth(text.as_bytes(), limits.max_depth)?;
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = if text.len() <= SHALLOW_TEXT {
-        // At most SHALLOW_TEXT levels: serde_json's own recursion guard
+    let parsed = if text.len() <= SHALLOW_TEXT && nesting_depth(text.as_bytes(), SHALLOW_DEPTH) <= SHALLOW_DEPTH {
+        // At most SHALLOW_DEPTH levels: serde_json's own recursion guard
         // (128) cannot trigger, and the stack needed is small.
         <Value as serde::Deserialize>::deserialize(&mut de)
     } else {
@@ -327,6 +333,35 @@ fn parse_text(text: &str, limits: &Limits) -> Result<Value, JsonError> {
         column: e.column(),
         reason: syntax_reason(&e),
     })
+}
+
+/// Parses text that nests deeper than the payload default (a record rcip
+/// handed over from a runtime whose limits were raised, or hostile text),
+/// with the reference's number semantics as [`parse_str`], no size or depth
+/// limit (the caller bounds the depth).
+///
+/// The text is read through serde_json's reader interface, which keeps the
+/// line and column as it goes: on an error serde_json works out the
+/// position once per nesting level on the way out, and over a slice that
+/// costs a scan from the text's start each time, so 8 MB of text with an
+/// error 100,000 levels deep took 38 s; here it costs the same as a
+/// success.
+pub(crate) fn parse_deep(bytes: &[u8]) -> Result<Value, JsonError> {
+    utf8(bytes).map_err(|_| JsonError::NotUtf8)?;
+    let mut de = serde_json::Deserializer::from_reader(bytes);
+    de.disable_recursion_limit();
+    let parsed = {
+        let stacker = serde_stacker::Deserializer::new(&mut de);
+        <Value as serde::Deserialize>::deserialize(stacker)
+    }
+    .and_then(|v| de.end().map(|()| v));
+    let mut value = parsed.map_err(|e| JsonError::Syntax {
+        line: e.line(),
+        column: e.column(),
+        reason: syntax_reason(&e),
+    })?;
+    normalize_numbers(&mut value);
+    Ok(value)
 }
 
 fn syntax_reason(e: &serde_json::Error) -> String {

@@ -281,6 +281,12 @@ impl IntoIterator for ClassSetAlternativeStrings {
     }
 }
 
+/// rcip: whether `s` is one or more ASCII hex digits (an escape's digits;
+/// `from_str_radix` alone also takes a leading `+`).
+fn hex_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 fn error<S, T>(text: S) -> Result<T, Error>
 where
     S: ToString,
@@ -1769,8 +1775,9 @@ where
                 }
             }
 
-            match u32::from_str_radix(&s, 16) {
-                Ok(u) => {
+            // Hex digits only (`from_str_radix` would also take a sign).
+            match hex_digits(&s).then(|| u32::from_str_radix(&s, 16)) {
+                Some(Ok(u)) => {
                     if u > 0x10_FFFF {
                         self.input = orig_input;
                         None
@@ -1795,16 +1802,20 @@ where
                     return None;
                 }
             }
-            match u16::from_str_radix(&s, 16) {
-                Ok(u) => {
+            match hex_digits(&s).then(|| u16::from_str_radix(&s, 16)) {
+                Some(Ok(u)) => {
                     if (0xD800..=0xDBFF).contains(&u) {
                         // Found a high surrogate. Try to parse a low surrogate next
                         // to see if we can rebuild the original `char`
 
+                        // rcip: on failure the input goes back to before the
+                        // `\u`, which then starts an escape of its own (it was
+                        // dropped: `\uD83D\u12` read as a lone surrogate and
+                        // "12", `\uD83D\u{1F600}` as one and a quantifier).
+                        orig_input = self.input.clone();
                         if !self.try_consume_str("\\u") {
                             return Some(u as u32);
                         }
-                        orig_input = self.input.clone();
 
                         // A poor man's try block to handle the backtracking
                         // in a single place instead of every time we want to return.
@@ -1817,6 +1828,9 @@ where
                                 s.push(c);
                             }
 
+                            if !hex_digits(&s) {
+                                return None;
+                            }
                             let uu = u16::from_str_radix(&s, 16).ok()?;
                             let ch = char::decode_utf16([u, uu]).next()?.ok()?;
                             Some(u32::from(ch))

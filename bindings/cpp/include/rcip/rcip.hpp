@@ -351,6 +351,27 @@ inline std::string string_member(std::string_view object, std::string_view key) 
 
 enum class Status { Succeeded, Failed, Denied, ConfirmationRequired, Unknown };
 
+/// One validation issue of an `INPUT_INVALID` / `OUTPUT_INVALID` error (Ajv's shape).
+struct ValidationIssue {
+    std::string instance_path;  ///< JSON pointer into the input or output ("" is the root)
+    std::string keyword;        ///< the schema keyword that failed
+    std::string message;
+};
+
+namespace detail {
+/// `validationIssues` and `validationIssuesTruncated` (**rcip**) of an error object.
+inline void read_issues(std::string_view error, std::vector<ValidationIssue> &issues, bool &truncated) {
+    if (auto list = json::member(error, "validationIssues")) {
+        for (std::string_view i : json::elements(*list)) {
+            issues.push_back(ValidationIssue{json::string_member(i, "instancePath"), json::string_member(i, "keyword"),
+                                             json::string_member(i, "message")});
+        }
+    }
+    auto cut = json::member(error, "validationIssuesTruncated");
+    truncated = cut && *cut == "true";
+}
+}  // namespace detail
+
 /// One invocation outcome (the outcome record of conformance/FORMAT.md).
 struct Outcome {
     std::string json;  ///< the whole record
@@ -360,6 +381,11 @@ struct Outcome {
     std::string output;  ///< raw JSON text of the output (succeeded only)
     std::string error_code;  ///< the RCIP error code (failed, denied)
     std::string error_message;
+    std::vector<ValidationIssue> validation_issues;  ///< INPUT_INVALID / OUTPUT_INVALID only
+    /// **rcip**: the runtime's issue bound (Runtime::Builder::validation_issue_limit;
+    /// default 1000 issues, 1 MiB of issue text) left issues out of
+    /// validation_issues, which holds the first ones of the full list.
+    bool validation_issues_truncated = false;
     std::string confirmation_id;  ///< confirmation_required only
     int64_t expires_at = 0;  ///< epoch ms, confirmation_required only
 
@@ -381,6 +407,7 @@ struct Outcome {
         if (auto err = json::member(j, "error")) {
             o.error_code = json::string_member(*err, "code");
             o.error_message = json::string_member(*err, "message");
+            detail::read_issues(*err, o.validation_issues, o.validation_issues_truncated);
         }
         if (auto c = json::member(j, "confirmation")) {
             o.confirmation_id = json::string_member(*c, "id");
@@ -397,6 +424,8 @@ struct PreflightReport {
         std::string status;
         std::string capability_id;
         std::string error_code;
+        std::vector<ValidationIssue> validation_issues;  ///< a blocked INPUT_INVALID entry
+        bool validation_issues_truncated = false;        ///< **rcip**, as Outcome's
     };
     std::string json;
     bool consistent = false;
@@ -415,7 +444,10 @@ struct PreflightReport {
                 Entry entry;
                 entry.status = json::string_member(e, "status");
                 entry.capability_id = json::string_member(e, "capabilityId");
-                if (auto err = json::member(e, "error")) entry.error_code = json::string_member(*err, "code");
+                if (auto err = json::member(e, "error")) {
+                    entry.error_code = json::string_member(*err, "code");
+                    detail::read_issues(*err, entry.validation_issues, entry.validation_issues_truncated);
+                }
                 r.outcomes.push_back(std::move(entry));
             }
         }
@@ -1350,6 +1382,13 @@ public:
     }
     Builder &limits(std::size_t max_payload_len, std::size_t max_depth) {
         detail::check(rcip_runtime_builder_set_limits(live(), max_payload_len, max_depth));
+        return *this;
+    }
+    /// **rcip**: the bound on the validation issues one outcome carries, in
+    /// issues and in bytes of issue text (0 keeps a default: 1000 issues,
+    /// 1048576 bytes); see rcip_runtime_builder_set_validation_issue_limit.
+    Builder &validation_issue_limit(std::size_t max_issues, std::size_t max_bytes) {
+        detail::check(rcip_runtime_builder_set_validation_issue_limit(live(), max_issues, max_bytes));
         return *this;
     }
     /// `void(PolicyRequest&)` or `Decision(PolicyRequest&)`.

@@ -48,9 +48,6 @@ pub struct Record {
 /// arrays and objects (the payload default is 1000; a runtime may raise it).
 pub const RECORD_MAX_DEPTH: usize = 100_000;
 
-/// Stack reserved per nesting level when a deep record is read.
-const STACK_PER_LEVEL: usize = 1024;
-
 fn text_at(v: &Value, pointer: &str) -> Option<NulString> {
     v.pointer(pointer).and_then(Value::as_str).map(NulString::lossy)
 }
@@ -61,12 +58,14 @@ impl Record {
     ///
     /// Text nesting deeper than `RECORD_MAX_DEPTH` (100 000 levels) is
     /// refused as not JSON (hostile text, never an outcome rcip produced).
-    /// Text nesting deeper than the payload default of 1000 levels (a
-    /// runtime whose limits were raised) is read, copied and dropped on a
-    /// stack grown to its depth, so no host thread's stack overflows.
+    /// Any depth up to that bound reads on a small host stack (64 KiB is
+    /// tested): the parser grows its stack on the heap as it deepens
+    /// (`serde_stacker`, as every payload parse does), and the rest (the
+    /// entries read, the output written, the parsed value dropped) walks the
+    /// value with a heap stack of its own, so nothing recurses once per
+    /// level on the caller's stack. Dropping a record is iterative too.
     pub fn parse(text: &[u8]) -> Result<Record, (bool, String)> {
-        // One scan decides both the refusal and the stack; text no longer
-        // than 1000 bytes cannot nest deeper than 1000 levels.
+        // Text no longer than the payload default cannot nest deeper than it.
         let depth = if text.len() <= crate::json::DEFAULT_MAX_DEPTH {
             0
         } else {
@@ -78,28 +77,54 @@ impl Record {
                 crate::json::JsonError::TooDeep { max: RECORD_MAX_DEPTH }.to_string(),
             ));
         }
-        let read = || {
-            let value =
-                crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED).map_err(|e| (true, e.to_string()))?;
-            if !value.is_object() {
-                return Err((
-                    false,
-                    "a record is a JSON object (an outcome, report, event or notice)".into(),
-                ));
-            }
-            Ok(Record::from_value(&value))
-        };
-        if depth <= crate::json::DEFAULT_MAX_DEPTH {
-            read()
+        let value = if depth <= crate::json::DEFAULT_MAX_DEPTH {
+            crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED)
         } else {
-            // Parsing grows its own stack; copying the output text and
-            // dropping the value recurse once per level (well under
-            // STACK_PER_LEVEL bytes each).
-            stacker::grow(depth.saturating_add(64) * STACK_PER_LEVEL, read)
+            // Deeper than any outcome of a runtime with default limits: a
+            // reader whose error path costs no scan per level.
+            crate::json::parse_deep(text)
         }
+        .map_err(|e| (true, e.to_string()))?;
+        let record = if value.is_object() {
+            Ok(Record::from_value(&value))
+        } else {
+            Err((
+                false,
+                "a record is a JSON object (an outcome, report, event or notice)".into(),
+            ))
+        };
+        drop_flat(value);
+        record
     }
 
-    fn from_value(v: &Value) -> Record {
+    /// The record of `root` and of every entry below it, built without
+    /// recursion: records are made parent first (so a child's index is
+    /// above its parent's), then moved into their parents' entry slots from
+    /// the last made to the first.
+    fn from_value(root: &Value) -> Record {
+        // (record, parent's index, slot in the parent's entries)
+        let mut made: Vec<(Record, usize, usize)> = Vec::new();
+        let mut todo: Vec<(&Value, usize, usize)> = vec![(root, usize::MAX, 0)];
+        while let Some((v, parent, slot)) = todo.pop() {
+            let me = made.len();
+            let mut record = Record::fields(v);
+            if let Some(list) = v.get("outcomes").and_then(Value::as_array) {
+                record.entries = list.iter().map(|_| Record::default()).collect();
+                todo.extend(list.iter().enumerate().map(|(i, entry)| (entry, me, i)));
+            }
+            made.push((record, parent, slot));
+        }
+        while made.len() > 1 {
+            let Some((record, parent, slot)) = made.pop() else {
+                break;
+            };
+            made[parent].0.entries[slot] = record;
+        }
+        made.pop().map(|(record, _, _)| record).unwrap_or_default()
+    }
+
+    /// The fields of `v` itself (its entries are left empty).
+    fn fields(v: &Value) -> Record {
         let issues = v
             .pointer("/error/validationIssues")
             .and_then(Value::as_array)
@@ -111,11 +136,6 @@ impl Record {
                     })
                     .collect()
             })
-            .unwrap_or_default();
-        let entries = v
-            .get("outcomes")
-            .and_then(Value::as_array)
-            .map(|list| list.iter().map(Record::from_value).collect())
             .unwrap_or_default();
         // A notice's `event` ("opened" / "closed"); a lifecycle event's
         // `phase`. Every other record has neither.
@@ -131,11 +151,127 @@ impl Record {
                 .pointer("/confirmation/expiresAt")
                 .and_then(Value::as_f64)
                 .map(|f| f as i64),
-            output: v.get("output").map(|o| NulString::from_value(o, 64)),
+            output: v.get("output").map(compact),
             phase: text_at(v, "/phase"),
             notice_kind: text_at(v, "/event"),
             reason: text_at(v, "/reason"),
-            entries,
+            entries: Vec::new(),
         }
+    }
+}
+
+impl Drop for Record {
+    /// Frees the entries below this record one by one (a report nested in
+    /// its entries 50,000 deep would otherwise be dropped by recursion, one
+    /// frame per level).
+    fn drop(&mut self) {
+        let mut below = std::mem::take(&mut self.entries);
+        while let Some(mut entry) = below.pop() {
+            below.append(&mut entry.entries);
+        }
+    }
+}
+
+/// Drops a value without recursion (serde_json's drop recurses once per
+/// nesting level).
+fn drop_flat(value: Value) {
+    let mut below = vec![value];
+    while let Some(v) = below.pop() {
+        match v {
+            Value::Array(items) => below.extend(items.into_iter().filter(is_container)),
+            Value::Object(map) => below.extend(map.into_iter().map(|(_, v)| v).filter(is_container)),
+            _ => {}
+        }
+    }
+}
+
+fn is_container(v: &Value) -> bool {
+    matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// A value as compact JSON text, exactly as `serde_json::to_writer` writes
+/// it, without recursion: containers are walked with a heap stack, and each
+/// scalar and key is written by serde_json itself.
+fn compact(value: &Value) -> NulString {
+    enum Open<'a> {
+        Array(std::slice::Iter<'a, Value>),
+        Object(serde_json::map::Iter<'a>),
+    }
+    let mut buf: Vec<u8> = Vec::with_capacity(64);
+    let mut open: Vec<(Open<'_>, bool)> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        match next.take() {
+            Some(Value::Array(items)) => {
+                buf.push(b'[');
+                open.push((Open::Array(items.iter()), true));
+            }
+            Some(Value::Object(map)) => {
+                buf.push(b'{');
+                open.push((Open::Object(map.iter()), true));
+            }
+            // Writing to a Vec fails only for a non-string key, which a
+            // Value cannot hold.
+            Some(scalar) => drop(serde_json::to_writer(&mut buf, scalar)),
+            None => {}
+        }
+        let Some((container, first)) = open.last_mut() else {
+            break;
+        };
+        match container {
+            Open::Array(items) => match items.next() {
+                Some(item) => {
+                    if !std::mem::take(first) {
+                        buf.push(b',');
+                    }
+                    next = Some(item);
+                }
+                None => {
+                    buf.push(b']');
+                    open.pop();
+                }
+            },
+            Open::Object(entries) => match entries.next() {
+                Some((key, item)) => {
+                    if !std::mem::take(first) {
+                        buf.push(b',');
+                    }
+                    drop(serde_json::to_writer(&mut buf, key));
+                    buf.push(b':');
+                    next = Some(item);
+                }
+                None => {
+                    buf.push(b'}');
+                    open.pop();
+                }
+            },
+        }
+    }
+    // serde_json writes UTF-8 and escapes a NUL.
+    NulString::new(String::from_utf8(buf).unwrap_or_else(|_| "null".to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The iterative writer writes what serde_json writes, on values of
+    /// every kind (escapes, numbers, nesting, key order, empty containers).
+    #[test]
+    fn compact_text_is_what_serde_json_writes() {
+        let texts = [
+            r#"null"#,
+            r#"[]"#,
+            r#"{}"#,
+            r#"[[],{},[[]],{"a":{}}]"#,
+            r#"{"z": 1, "a": [1, 2.5, -0.0, 1e300, 18446744073709551615, -9223372036854775808], "q\"\u0000\n": "\u2028\ud83d\ude00\t\u001f"}"#,
+            r#"[true, false, null, "x", {"k": [{"k": [0]}]}]"#,
+        ];
+        for t in texts {
+            let v: Value = serde_json::from_str(t).unwrap();
+            assert_eq!(compact(&v).as_str(), serde_json::to_string(&v).unwrap(), "{t}");
+        }
+        let deep: Value = serde_json::from_str(&format!("{}1{}", "[{\"a\":".repeat(50), "}]".repeat(50))).unwrap();
+        assert_eq!(compact(&deep).as_str(), serde_json::to_string(&deep).unwrap());
     }
 }

@@ -807,6 +807,18 @@ mod tests {
         for p in [r"\(?i:a\)", r"[(?i:]", r"(?:a)", r"(?<n>a)", r"(?<=a)b", r"\bx\B"] {
             assert!(JsRegex::new(p).is_ok(), "{p}");
         }
+        // After a lone high-surrogate escape, a `\u` that does not complete
+        // the pair is an escape of its own; escape digits are hex digits
+        // only (Node 22's verdicts; issue 27, item 5).
+        for p in [r"\uD83D\u12", r"\u+123", r"\u{+41}", r"\uD83D\u", r"\uD83D\u{110000}"] {
+            assert!(JsRegex::new(p).is_err(), "{p}");
+        }
+        for p in [r"\uD83D\u{1F600}", r"\uD83D\u0041", r"\uD83D\u{DE00}", r"\uD83D\uDE00"] {
+            assert!(JsRegex::new(p).is_ok(), "{p}");
+        }
+        // The escape after the lone surrogate keeps its meaning.
+        let after = JsRegex::new(r"^\uD83D?\u0041$").unwrap();
+        assert!(after.is_match("A") && !after.is_match("u0041"));
         // Accepted.
         assert!(JsRegex::new(r"^\p{Letter}+$").is_ok());
         assert!(JsRegex::new(r"^(?=.*\d)[a-z\d]+$").is_ok());
