@@ -2378,10 +2378,14 @@ int main(int argc, char **argv)
                 fprintf(stderr, "dispatch_desk: --serve-seconds takes a positive number of seconds\n");
                 return 2;
             }
-        } else if (strcmp(argv[i], "--mcp-elicit") == 0 && !mcp_options) {
+        } else if ((strcmp(argv[i], "--mcp-elicit") == 0 || strcmp(argv[i], "--mcp-options") == 0) && mcp_options) {
+            fprintf(stderr, "dispatch_desk: --mcp-elicit and --mcp-options do not combine (give --mcp-options "
+                            "'{\"confirmation\": \"elicit\", ...}' with every option)\n");
+            return 2;
+        } else if (strcmp(argv[i], "--mcp-elicit") == 0) {
             mcp = true;
             mcp_options = "{\"confirmation\": \"elicit\"}";
-        } else if (strcmp(argv[i], "--mcp-options") == 0 && i + 1 < argc && !mcp_options) {
+        } else if (strcmp(argv[i], "--mcp-options") == 0 && i + 1 < argc) {
             mcp = true;
             mcp_options = argv[++i];
         } else if (strcmp(argv[i], "--control") == 0 && i + 1 < argc) {

@@ -321,3 +321,12 @@ async def test_list_changed_after_the_desk_changes(control_fifo: Any) -> None:
         tools = {t.name: t for t in (await desk.client.list_tools(cache_mode="refresh")).tools}
         assert tools["board.listOpenVisits"].meta["rcip/relevance"] == "current"
         assert count == 2
+
+
+def test_elicit_flag_and_options_do_not_combine_silently() -> None:
+    import subprocess
+
+    for args in (["--mcp-elicit", "--mcp-options", "{}"], ["--mcp-options", "{}", "--mcp-elicit"]):
+        done = subprocess.run([str(DESK), *args], cwd=REPO, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2
+        assert "do not combine" in done.stderr, done.stderr

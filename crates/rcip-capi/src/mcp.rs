@@ -113,7 +113,13 @@ impl Drop for CMessages {
 /// "content"?: {capability id: [{"type": "json" | "text" | "image" |
 /// "audio" | "resource", "property"?: output property}]} (**rcip**: which
 /// output properties become the content blocks of a succeeded result;
-/// docs/MCP.md, "Content blocks")}` (docs/MCP.md, "Session options"). Messages are JSON-RPC 2.0 text.
+/// docs/MCP.md, "Content blocks"), "eras"?: "both" (default: `initialize`
+/// sessions and stateless MCP 2026-07-28 requests) | "legacy" (sessions
+/// only) | "modern" (2026-07-28 only), "ttlMs"?: 0..86400000 (the `ttlMs`
+/// of modern tools/list and server/discover results, in milliseconds;
+/// default 0), "cacheScope"?: "private" (default) | "public" (of modern
+/// tools/list results)}` (docs/MCP.md, "Session options" and "The two
+/// eras"). Messages are JSON-RPC 2.0 text.
 /// Ownership: `runtime` is borrowed (the session keeps its own reference to
 /// the runtime's core); `options_json` is borrowed for the call;
 /// `user_data` is kept until the session is freed and its last message
