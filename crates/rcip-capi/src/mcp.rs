@@ -609,10 +609,7 @@ pub unsafe extern "C" fn rcip_mcp_request_setup_header(
         let (Some(s), Ok(Some(name))) = (unsafe { lent(setup) }, opt_str_arg(name, "name")) else {
             return std::ptr::null();
         };
-        s.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map_or(std::ptr::null(), |(_, v)| v.as_ptr())
+        crate::string::header_value(&s.headers, name)
     })
 }
 

@@ -43,3 +43,14 @@ pub extern "C" fn rcip_version() -> *const c_char {
         concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
     })
 }
+
+/// The value of header `name` (ASCII case-insensitive) among `headers`
+/// (lower-case names, as the setup handles keep them), borrowed from
+/// `headers`; NULL when absent. The one lookup behind
+/// `rcip_mcp_session_setup_header` and `rcip_mcp_request_setup_header`.
+pub(crate) fn header_value(headers: &[(String, std::ffi::CString)], name: &str) -> *const c_char {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map_or(std::ptr::null(), |(_, v)| v.as_ptr())
+}
