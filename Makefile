@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types test-js-pack
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -681,6 +681,19 @@ test-js-types: $(JS_TYPES)/.installed $(MCP_CONFORMANCE)/.installed
 	@out=$$($(TSC) --noEmit --strict --module nodenext --moduleResolution nodenext --target es2022 tests/js-types/wrong-output.mts 2>&1); \
 	  if echo "$$out" | grep -q 'error TS2322'; then echo "test-js-types: wrong-output.mts refused (TS2322), as it must be"; \
 	  else echo "test-js-types: wrong-output.mts was not refused with TS2322:"; echo "$$out"; exit 1; fi
+
+# The package as a user gets it (tests/js-pack/run.sh): `npm pack` of
+# bindings/js (the tarball must hold exactly tests/js-pack/tarball-files.txt;
+# its size is printed), installed into a fresh project in build/js-pack/app,
+# where an ES module (import) and a CommonJS script (require) each create a
+# runtime, bind a capability and invoke it, and the pinned tsc --strict checks
+# a .mts and a .cts consumer against the installed declarations.
+JS_PACK := $(BUILD)/js-pack
+
+.PHONY: test-js-pack
+
+test-js-pack: js $(MCP_CONFORMANCE)/.installed $(JS_TYPES)/.installed
+	NODE=$(WASM_NODE) NPM=$(NPM) TSC=$(JS_TYPES)/node_modules/typescript/bin/tsc sh tests/js-pack/run.sh $(JS_PACK)
 
 # ---- benchmarks (issue 6; BENCHMARKS.md) ----------------------------------
 # Release build of rcip-bench; prints the table and the PASS/FAIL lines and
