@@ -628,7 +628,8 @@ test-wasm: wasm-target $(MCP_CONFORMANCE)/.installed
 # the pinned Node (as test-wasm does): all 62 pass, so `make test` runs it.
 # `make js` also writes the package's CommonJS entry into bindings/js/cjs:
 # core.cjs generated from src/core.mjs by bindings/js/tools/cjs.sh (one
-# source for both entries) and core.d.cts copied from src/core.d.mts.
+# source for both entries) and core.d.cts copied from src/core.d.mts;
+# `make test-js` runs its tests through each entry (RCIP_JS_ENTRY=cjs).
 WASM_BINDGEN_VERSION := 0.2.129
 JS_TOOLS     := $(BUILD)/tools
 WASM_BINDGEN := $(JS_TOOLS)/bin/wasm-bindgen
@@ -661,6 +662,8 @@ js: wasm-target $(WASM_BINDGEN_STAMP)
 test-js: js $(MCP_CONFORMANCE)/.installed
 	$(WASM_NODE) bindings/js/test/conformance.mjs tests/conformance/scenarios
 	$(WASM_NODE) --test bindings/js/test/api.test.mjs
+	RCIP_JS_ENTRY=cjs $(WASM_NODE) bindings/js/test/conformance.mjs tests/conformance/scenarios
+	RCIP_JS_ENTRY=cjs $(WASM_NODE) --test bindings/js/test/api.test.mjs
 
 # The JS package's TypeScript declarations (bindings/js/src/core.d.mts)
 # against a typed usage example, with the compiler pinned by
