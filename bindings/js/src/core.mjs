@@ -24,7 +24,11 @@ export const RCIP_PROTOCOL_VERSION = '1.0';
 
 // ----- JSON at the boundary ---------------------------------------------------
 
-const RAW = Symbol('rcip.rawJson');
+// Symbol.for, not Symbol: the CommonJS entry (cjs/core.cjs, generated from
+// this file) is a second copy of this module when one program both imports
+// and requires the package, and a rawJson value made by one copy must be
+// recognised by the other.
+const RAW = Symbol.for('rcip.rawJson');
 
 /**
  * rcip extension: JSON text passed to the core unchanged (as `input` of

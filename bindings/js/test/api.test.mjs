@@ -4,13 +4,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  RCIP_PROTOCOL_VERSION,
-  createRcipRuntime,
-  defineRcipApplication,
-  defineRcipCapability,
-  defineRcipScope,
-} from '../src/core.mjs';
+import { api } from './entry.mjs';
+
+const { RCIP_PROTOCOL_VERSION, createRcipRuntime, defineRcipApplication, defineRcipCapability, defineRcipScope } = api;
 
 const notes = defineRcipScope({ id: 'notes', title: 'Notes', description: 'The note list.' });
 const list = defineRcipCapability({

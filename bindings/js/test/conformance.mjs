@@ -16,7 +16,9 @@
 
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createRcipRuntime, rawJson } from '../src/core.mjs';
+import { api } from './entry.mjs';
+
+const { createRcipRuntime, rawJson } = api;
 
 const CLOCK_START = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
