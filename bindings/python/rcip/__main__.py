@@ -18,7 +18,10 @@ stdio (or Streamable HTTP with ``--http``) until the input ends or Ctrl-C
 (exit status 130). The other flags are ``rcip.ServeOptions``' fields.
 Standard output carries the protocol only: log to standard error. A module
 that cannot be imported, a target that is not an app and an app the
-library refuses print one line on standard error and exit 2.
+library refuses print one line on standard error and exit 2 (a handler
+of one of the module's apps named instead of the app is refused without
+being called, and the line names the module's apps). Ctrl-C exits 130
+without a traceback, also while the module is still importing.
 """
 
 from __future__ import annotations
@@ -115,21 +118,54 @@ def load_app(target: str) -> App:
         except AttributeError:
             raise SystemExit("rcip serve: %s has no attribute %r" % (module_name, attr)) from None
     if not isinstance(value, App) and callable(value):
+        owner = _handler_owner(module, value)
+        if owner is not None:
+            # Never called: a handler run as a factory would act (write, delete) for nothing.
+            raise SystemExit("rcip serve: %s is the handler of capability %s, not an rcip.App%s" % (target, owner, _apps_hint(module_name, module)))
+        if inspect.iscoroutinefunction(value) or inspect.isasyncgenfunction(value):
+            raise SystemExit("rcip serve: %s is a coroutine function, not an rcip.App (or a plain function of no arguments returning one)%s" % (target, _apps_hint(module_name, module)))
         if not _takes_no_arguments(value):
-            raise SystemExit("rcip serve: %s is a function that takes arguments, not an rcip.App (or a function of no arguments returning one)" % target)
+            raise SystemExit("rcip serve: %s is a function that takes arguments, not an rcip.App (or a function of no arguments returning one)%s" % (target, _apps_hint(module_name, module)))
         try:
             value = value()
         except DeclarationError as exc:
             raise SystemExit("rcip serve: %s refuses a declaration: %s" % (target, _one_line(exc))) from None
         except Exception as exc:  # noqa: BLE001 - reported in one line
             raise SystemExit("rcip serve: %s() raised %s: %s" % (target, type(exc).__name__, _one_line(exc))) from None
+        if not isinstance(value, App):
+            if inspect.iscoroutine(value):
+                value.close()  # never awaited: closed, so no RuntimeWarning adds lines
+            raise SystemExit("rcip serve: %s() returned %s, not an rcip.App%s" % (target, _type_name(value), _apps_hint(module_name, module)))
     if not isinstance(value, App):
-        raise SystemExit("rcip serve: %s is %s, not an rcip.App (or a function of no arguments returning one)" % (target, type(value).__name__))
+        raise SystemExit("rcip serve: %s is %s, not an rcip.App (or a function of no arguments returning one)%s" % (target, _type_name(value), _apps_hint(module_name, module)))
     try:
         value.catalog().close()
     except RcipError as exc:
         raise SystemExit("rcip serve: %s is not a valid catalog: %s" % (target, _one_line(exc))) from None
     return value
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _handler_owner(module: object, fn: object) -> Optional[str]:
+    """The id of the capability of one of the module's apps whose handler
+    ``fn`` is, or ``None``."""
+    for value in vars(module).values():
+        if isinstance(value, App):
+            for capability in value.capabilities:
+                if capability.fn is fn:
+                    return capability.id
+    return None
+
+
+def _apps_hint(module_name: str, module: object) -> str:
+    """``" (its apps: m:app)"`` naming the module's ``App`` attributes, or
+    ``""`` when it has none: the likely fix when a handler or another
+    attribute was named instead of the app."""
+    names = sorted(name for name, value in vars(module).items() if isinstance(value, App) and not name.startswith("_"))
+    return " (its apps: %s)" % ", ".join("%s:%s" % (module_name, name) for name in names) if names else ""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -203,6 +239,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 130
     except RcipError as exc:
         raise SystemExit("rcip serve: %s" % _one_line(exc)) from None
+    except DeclarationError as exc:
+        raise SystemExit("rcip serve: %s refuses a declaration: %s" % (target, _one_line(exc))) from None
     return 0
 
 
@@ -245,6 +283,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     try:
         return handlers[args.command](args)
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C before serving started (a slow import): no traceback either
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
