@@ -339,12 +339,36 @@ def test_serve_errors_are_one_line_and_exit_2(tmp_path: Any) -> None:
 # ----- honest, convenient types ----------------------------------------------------
 
 
+def typing_extensions_unpack(t: Any) -> Any:
+    """``Unpack[t]`` as ``get_type_hints`` gives it back for an annotation
+    written in rcip._app (typing's on 3.11+, else typing_extensions')."""
+    import rcip._app as app_module
+
+    unpack = getattr(app_module, "Unpack")
+    return unpack[t]
+
+
 def test_app_runtime_takes_every_runtime_keyword() -> None:
     import inspect
+
+    import typing
 
     accepted = set(rcip.RuntimeOptions.__annotations__)
     runtime_keywords = {n for n, p in inspect.signature(rcip.Runtime.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY}
     assert accepted == runtime_keywords, "RuntimeOptions and Runtime.__init__ drifted apart"
+    # The types too: a keyword retyped on one side only is drift as well.
+    options_types = typing.get_type_hints(rcip.RuntimeOptions)
+    runtime_types = typing.get_type_hints(rcip.Runtime.__init__)
+    retyped = {name: (options_types[name], runtime_types[name]) for name in accepted if options_types[name] != runtime_types[name]}
+    assert retyped == {}, "RuntimeOptions and Runtime.__init__ type these keywords differently"
+    # App.runtime takes exactly those keywords (catalog besides), typed by that one TypedDict.
+    app_runtime = inspect.signature(rcip.App.runtime).parameters
+    assert [(n, p.kind) for n, p in app_runtime.items()] == [
+        ("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ("catalog", inspect.Parameter.KEYWORD_ONLY),
+        ("options", inspect.Parameter.VAR_KEYWORD),
+    ]
+    assert typing.get_type_hints(rcip.App.runtime, include_extras=True)["options"] == typing_extensions_unpack(rcip.RuntimeOptions)
 
     app = rcip.App("progressing", name="Progressing", description="Reports progress.")
 

@@ -165,3 +165,26 @@ def test_the_readme_examples_pass_mypy_strict(tmp_path):
         files.append(str(path))
     checked = mypy(*files)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@needs_mypy
+def test_app_runtime_keywords_are_checked_statically(tmp_path):
+    """``App.runtime(**options)`` is typed by ``rcip.RuntimeOptions``: a
+    keyword ``Runtime`` takes passes with its own type, an unknown keyword
+    or a wrong type is a mypy error (so the forwarding cannot loosen to
+    ``**Any`` unnoticed)."""
+    probe = tmp_path / "runtime_keywords.py"
+    probe.write_text(
+        "import rcip\n"
+        "app = rcip.App('probe', name='Probe', description='Probes.')\n"
+        "def seen(progress: rcip.Progress) -> None: ...\n"
+        "app.runtime(on_progress=seen, confirmation_ttl_ms=1000, max_issues=10)\n"
+        "app.runtime(on_progres=seen)\n"
+        "app.runtime(confirmation_ttl_ms='soon')\n"
+    )
+    proc = mypy(str(probe))
+    assert proc.returncode == 1, proc.stdout
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, proc.stdout
+    assert ':5: error: Unexpected keyword argument "on_progres"' in errors[0], proc.stdout
+    assert ":6: error:" in errors[1] and '"confirmation_ttl_ms"' in errors[1], proc.stdout
