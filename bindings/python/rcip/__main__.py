@@ -4,6 +4,7 @@
     python -m rcip serve MODULE:APP        # MCP over stdio
     python -m rcip serve MODULE:APP --http [ADDR] [--confirm elicit] [--tool-names safe]
                          [--ttl-ms N] [--workers N] [--options FILE|@FILE|JSON] ...
+    python -m rcip ids MODULE:APP [--name NAME]   # a Literal of the app's capability ids
     python -m rcip version
 
 ``check`` prints what the ``rcip check`` binary prints (one line per
@@ -22,6 +23,10 @@ library refuses print one line on standard error and exit 2 (a handler
 of one of the module's apps named instead of the app is refused without
 being called, and the line names the module's apps). Ctrl-C exits 130
 without a traceback, also while the module is still importing.
+
+``ids`` loads the app as ``serve`` does (the same one-line errors) and
+prints a module binding ``NAME`` (default ``CapabilityId``) to a
+``typing.Literal`` of its capability ids, for ``rcip.Client[NAME]``.
 """
 
 from __future__ import annotations
@@ -244,6 +249,43 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def capability_ids_source(app: App, target: str, name: str = "CapabilityId") -> str:
+    """The Python module ``python -m rcip ids`` prints: ``NAME`` bound to a
+    ``typing.Literal`` of ``app``'s capability ids in declaration order,
+    for ``rcip.Client[NAME]`` / ``rcip.Host[NAME]``. ``app`` declares at
+    least one capability (``Literal[]`` is not a type)."""
+    ids = [c.id for c in app.capabilities]
+    lines = [
+        '"""The capability ids of %s, written by `python -m rcip ids %s`:' % (target, target),
+        'write it again when the app\'s capabilities change."""',
+        "",
+        "from typing import Literal",
+        "",
+    ]
+    lines.append("%s = Literal[" % name)
+    lines.extend("    %s," % json.dumps(i) for i in ids)
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def _ids(args: argparse.Namespace) -> int:
+    if not IDENTIFIER.match(args.name):
+        raise SystemExit("rcip ids: --name %r is not a Python identifier" % args.name)
+    try:
+        app = load_app(args.target)
+    except SystemExit as exc:
+        if isinstance(exc.code, str) and exc.code.startswith("rcip serve: "):
+            raise SystemExit("rcip ids: " + exc.code[len("rcip serve: ") :]) from None
+        raise
+    if not app.capabilities:
+        raise SystemExit("rcip ids: %s declares no capability" % args.target)
+    sys.stdout.write(capability_ids_source(app, args.target, args.name))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m rcip", description="The RCIP capability runtime's command line.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -263,6 +305,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--address", metavar="ADDR", default=None, help="the HTTP address (IP:PORT; implies --http)")
     for f in dataclasses.fields(ServeOptions):
         serve.add_argument(f.metadata["flag"], dest=f.name, default=None, help=f.metadata["help"], **f.metadata["argparse"])
+    ids = commands.add_parser("ids", help="print a typing.Literal of an app's capability ids (for rcip.Client[...])")
+    ids.add_argument("target", metavar="MODULE:APP", help="the module (name or .py path) and the rcip.App in it")
+    ids.add_argument("--name", default="CapabilityId", metavar="NAME", help="the alias's name (default CapabilityId)")
     commands.add_parser("version", help="print the library and ABI versions")
     return parser
 
@@ -276,6 +321,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     handlers: Dict[str, Callable[[argparse.Namespace], int]] = {
         "check": lambda a: _check(a.files, a.json),
         "serve": _serve,
+        "ids": _ids,
         "version": lambda a: (print("rcip %s (ABI %d)" % (library_version(), abi_version())), 0)[1],
     }
     if args.command is None:
