@@ -4,6 +4,7 @@
     python -m rcip serve MODULE:APP        # MCP over stdio
     python -m rcip serve MODULE:APP --http [ADDR] [--confirm elicit] [--tool-names safe]
                          [--ttl-ms N] [--workers N] [--options FILE|@FILE|JSON] ...
+    python -m rcip ids MODULE:APP [--name NAME]   # a Literal of the app's capability ids
     python -m rcip version
 
 ``check`` prints what the ``rcip check`` binary prints (one line per
@@ -18,7 +19,14 @@ stdio (or Streamable HTTP with ``--http``) until the input ends or Ctrl-C
 (exit status 130). The other flags are ``rcip.ServeOptions``' fields.
 Standard output carries the protocol only: log to standard error. A module
 that cannot be imported, a target that is not an app and an app the
-library refuses print one line on standard error and exit 2.
+library refuses print one line on standard error and exit 2 (a handler
+of one of the module's apps named instead of the app is refused without
+being called, and the line names the module's apps). Ctrl-C exits 130
+without a traceback, also while the module is still importing.
+
+``ids`` loads the app as ``serve`` does (the same one-line errors) and
+prints a module binding ``NAME`` (default ``CapabilityId``) to a
+``typing.Literal`` of its capability ids, for ``rcip.Client[NAME]``.
 """
 
 from __future__ import annotations
@@ -115,21 +123,54 @@ def load_app(target: str) -> App:
         except AttributeError:
             raise SystemExit("rcip serve: %s has no attribute %r" % (module_name, attr)) from None
     if not isinstance(value, App) and callable(value):
+        owner = _handler_owner(module, value)
+        if owner is not None:
+            # Never called: a handler run as a factory would act (write, delete) for nothing.
+            raise SystemExit("rcip serve: %s is the handler of capability %s, not an rcip.App%s" % (target, owner, _apps_hint(module_name, module)))
+        if inspect.iscoroutinefunction(value) or inspect.isasyncgenfunction(value):
+            raise SystemExit("rcip serve: %s is a coroutine function, not an rcip.App (or a plain function of no arguments returning one)%s" % (target, _apps_hint(module_name, module)))
         if not _takes_no_arguments(value):
-            raise SystemExit("rcip serve: %s is a function that takes arguments, not an rcip.App (or a function of no arguments returning one)" % target)
+            raise SystemExit("rcip serve: %s is a function that takes arguments, not an rcip.App (or a function of no arguments returning one)%s" % (target, _apps_hint(module_name, module)))
         try:
             value = value()
         except DeclarationError as exc:
             raise SystemExit("rcip serve: %s refuses a declaration: %s" % (target, _one_line(exc))) from None
         except Exception as exc:  # noqa: BLE001 - reported in one line
             raise SystemExit("rcip serve: %s() raised %s: %s" % (target, type(exc).__name__, _one_line(exc))) from None
+        if not isinstance(value, App):
+            if inspect.iscoroutine(value):
+                value.close()  # never awaited: closed, so no RuntimeWarning adds lines
+            raise SystemExit("rcip serve: %s() returned %s, not an rcip.App%s" % (target, _type_name(value), _apps_hint(module_name, module)))
     if not isinstance(value, App):
-        raise SystemExit("rcip serve: %s is %s, not an rcip.App (or a function of no arguments returning one)" % (target, type(value).__name__))
+        raise SystemExit("rcip serve: %s is %s, not an rcip.App (or a function of no arguments returning one)%s" % (target, _type_name(value), _apps_hint(module_name, module)))
     try:
         value.catalog().close()
     except RcipError as exc:
         raise SystemExit("rcip serve: %s is not a valid catalog: %s" % (target, _one_line(exc))) from None
     return value
+
+
+def _type_name(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _handler_owner(module: object, fn: object) -> Optional[str]:
+    """The id of the capability of one of the module's apps whose handler
+    ``fn`` is, or ``None``."""
+    for value in vars(module).values():
+        if isinstance(value, App):
+            for capability in value.capabilities:
+                if capability.fn is fn:
+                    return capability.id
+    return None
+
+
+def _apps_hint(module_name: str, module: object) -> str:
+    """``" (its apps: m:app)"`` naming the module's ``App`` attributes, or
+    ``""`` when it has none: the likely fix when a handler or another
+    attribute was named instead of the app."""
+    names = sorted(name for name, value in vars(module).items() if isinstance(value, App) and not name.startswith("_"))
+    return " (its apps: %s)" % ", ".join("%s:%s" % (module_name, name) for name in names) if names else ""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -203,6 +244,45 @@ def _serve(args: argparse.Namespace) -> int:
         return 130
     except RcipError as exc:
         raise SystemExit("rcip serve: %s" % _one_line(exc)) from None
+    except DeclarationError as exc:
+        raise SystemExit("rcip serve: %s refuses a declaration: %s" % (target, _one_line(exc))) from None
+    return 0
+
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def capability_ids_source(app: App, target: str, name: str = "CapabilityId") -> str:
+    """The Python module ``python -m rcip ids`` prints: ``NAME`` bound to a
+    ``typing.Literal`` of ``app``'s capability ids in declaration order,
+    for ``rcip.Client[NAME]`` / ``rcip.Host[NAME]``. ``app`` declares at
+    least one capability (``Literal[]`` is not a type)."""
+    ids = [c.id for c in app.capabilities]
+    lines = [
+        '"""The capability ids of %s, written by `python -m rcip ids %s`:' % (target, target),
+        'write it again when the app\'s capabilities change."""',
+        "",
+        "from typing import Literal",
+        "",
+    ]
+    lines.append("%s = Literal[" % name)
+    lines.extend("    %s," % json.dumps(i) for i in ids)
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def _ids(args: argparse.Namespace) -> int:
+    if not IDENTIFIER.match(args.name):
+        raise SystemExit("rcip ids: --name %r is not a Python identifier" % args.name)
+    try:
+        app = load_app(args.target)
+    except SystemExit as exc:
+        if isinstance(exc.code, str) and exc.code.startswith("rcip serve: "):
+            raise SystemExit("rcip ids: " + exc.code[len("rcip serve: ") :]) from None
+        raise
+    if not app.capabilities:
+        raise SystemExit("rcip ids: %s declares no capability" % args.target)
+    sys.stdout.write(capability_ids_source(app, args.target, args.name))
     return 0
 
 
@@ -225,6 +305,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--address", metavar="ADDR", default=None, help="the HTTP address (IP:PORT; implies --http)")
     for f in dataclasses.fields(ServeOptions):
         serve.add_argument(f.metadata["flag"], dest=f.name, default=None, help=f.metadata["help"], **f.metadata["argparse"])
+    ids = commands.add_parser("ids", help="print a typing.Literal of an app's capability ids (for rcip.Client[...])")
+    ids.add_argument("target", metavar="MODULE:APP", help="the module (name or .py path) and the rcip.App in it")
+    ids.add_argument("--name", default="CapabilityId", metavar="NAME", help="the alias's name (default CapabilityId)")
     commands.add_parser("version", help="print the library and ABI versions")
     return parser
 
@@ -238,6 +321,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     handlers: Dict[str, Callable[[argparse.Namespace], int]] = {
         "check": lambda a: _check(a.files, a.json),
         "serve": _serve,
+        "ids": _ids,
         "version": lambda a: (print("rcip %s (ABI %d)" % (library_version(), abi_version())), 0)[1],
     }
     if args.command is None:
@@ -245,6 +329,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     try:
         return handlers[args.command](args)
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C before serving started (a slow import): no traceback either
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)

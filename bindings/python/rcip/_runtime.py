@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from ctypes import byref, c_bool, c_char_p, c_int64, c_void_p
-from typing import Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, Type, TypedDict, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Literal, Optional, Protocol, Sequence, Type, TypedDict, TypeVar, Union, cast
 
 from . import _json, _lib
 from ._handle import Handle, Owner, calls, registry
@@ -60,6 +60,18 @@ Json = Any
 shapes, described by the catalog's schemas, so they stay ``Any``)."""
 
 _T = TypeVar("_T")
+
+# The capability-id type of a ``Client`` / ``Host`` view: ``str`` unless the
+# host narrows it to a ``Literal`` of its catalog's ids (``Client[Ids]``), so
+# a misspelt id is a type error. Contravariant (it is only taken, never
+# given back), so ``runtime.client`` (a ``Client[str]``) is assignable to a
+# ``Client[Ids]``; the default (PEP 696) keeps a bare ``Client`` ``Client[str]``.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _DefaultedTypeVar
+
+    _Id = _DefaultedTypeVar("_Id", bound=str, contravariant=True, default=str)
+else:
+    _Id = TypeVar("_Id", bound=str, contravariant=True)
 
 PolicyAnswer = Union[Decision, DecisionName, Mapping[str, Any], None]
 """What a policy returns: a ``Decision``, ``"allow"`` / ``"deny"`` /
@@ -1477,8 +1489,8 @@ class Runtime(Owner):
         _live_runtimes.add(self)
         self._client_ptr = lib.rcip_runtime_client(runtime.value)
         self._host_ptr = lib.rcip_runtime_host(runtime.value)
-        self.client = Client(self)
-        self.host = Host(self)
+        self.client: Client[str] = Client(self)
+        self.host: Host[str] = Host(self)
 
     @property
     def loop(self) -> Optional[asyncio.AbstractEventLoop]:
@@ -1569,9 +1581,16 @@ weakref.finalize(_close_runtimes_at_exit, lambda: None)
 atexit.register(_close_runtimes_at_exit)
 
 
-class Client:
+class Client(Generic[_Id]):
     """The consumer surface (what an agent may do). Borrowed from its
-    runtime: after ``runtime.close()`` every method raises ``ValueError``."""
+    runtime: after ``runtime.close()`` every method raises ``ValueError``.
+
+    Static capability ids: ``Client[Ids]`` with ``Ids`` a ``Literal`` of the
+    catalog's ids (``python -m rcip ids MODULE:APP`` writes one) types the
+    ``capability_id`` of ``submit``, ``invoke`` and ``invoke_async``, so a
+    misspelt id is a type error: ``client: rcip.Client[Ids] =
+    runtime.client``. Typing only: nothing is checked at run time beyond
+    what the runtime checks (an unknown id is ``CAPABILITY_NOT_FOUND``)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
@@ -1633,7 +1652,7 @@ class Client:
 
     def submit(
         self,
-        capability_id: str,
+        capability_id: _Id,
         input: Any = None,
         *,
         input_json: Optional[Union[str, bytes]] = None,
@@ -1664,7 +1683,7 @@ class Client:
 
     def invoke(
         self,
-        capability_id: str,
+        capability_id: _Id,
         input: Any = None,
         *,
         input_json: Optional[Union[str, bytes]] = None,
@@ -1689,7 +1708,7 @@ class Client:
 
     async def invoke_async(
         self,
-        capability_id: str,
+        capability_id: _Id,
         input: Any = None,
         *,
         input_json: Optional[Union[str, bytes]] = None,
@@ -1754,14 +1773,16 @@ class Client:
                 token.close()
 
 
-class Host:
+class Host(Generic[_Id]):
     """The trusted host surface: bind, context, refresh, confirmation
-    resolution. Borrowed from its runtime, like ``Client``."""
+    resolution. Borrowed from its runtime, like ``Client``.
+    ``Host[Ids]`` types ``bind``'s ``capability_id`` as ``Client[Ids]``
+    does (``host: rcip.Host[Ids] = runtime.host``)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
 
-    def bind(self, capability_id: str, handler: Handler, availability: Optional[AvailabilityCheck] = None) -> "Binding":
+    def bind(self, capability_id: _Id, handler: Handler, availability: Optional[AvailabilityCheck] = None) -> "Binding":
         """Binds ``handler(invocation)`` (a plain or coroutine function) and
         an optional ``availability()`` check, then refreshes. The binding
         stays in effect until ``close()``/``unbind()`` (or the end of a

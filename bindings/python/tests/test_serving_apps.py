@@ -302,7 +302,16 @@ def test_serve_errors_are_one_line_and_exit_2(tmp_path: Any) -> None:
         "import rcip\napp = rcip.App('scopeless', name='S', description='S.')\n"
         "@app.capability(scopes=['missing'])\ndef look() -> None:\n    '''T\n\n    D.'''\n"
     )
+    (tmp_path / "handlers.py").write_text(
+        "import rcip\napp = rcip.App('handlers', name='H', description='H.')\n"
+        "@app.capability(effect='destructive')\ndef purge() -> None:\n    '''T\n\n    D.'''\n    print('PURGED')\n"
+        "def nothing():\n    return None\n"
+        "async def factory():\n    return app\n"
+    )
     cases = {
+        "handlers:purge": "handlers:purge is the handler of capability purge, not an rcip.App (its apps: handlers:app)",
+        "handlers:nothing": "handlers:nothing() returned None, not an rcip.App (its apps: handlers:app)",
+        "handlers:factory": "handlers:factory is a coroutine function, not an rcip.App",
         "nosuchmod:app": "no module named 'nosuchmod'",
         "plain:app": "takes arguments, not an rcip.App",
         "refused:app": "refuses a declaration",
@@ -315,6 +324,11 @@ def test_serve_errors_are_one_line_and_exit_2(tmp_path: Any) -> None:
         proc = _cli("serve", target, cwd=str(tmp_path))
         assert proc.returncode == 2, (target, proc.stderr)
         assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr, (target, proc.stderr)
+    assert "PURGED" not in _cli("serve", "handlers:purge", cwd=str(tmp_path)).stdout  # the handler never ran
+    # Ctrl-C while the module is still importing: exit 130, no traceback either.
+    (tmp_path / "interrupted.py").write_text("raise KeyboardInterrupt\n")
+    interrupted = _cli("serve", "interrupted:app", cwd=str(tmp_path))
+    assert interrupted.returncode == 130 and interrupted.stderr == "", interrupted.stderr
     # `--http` without an address, then the target: the target is not taken for the address.
     bare = _cli("serve", "--http", "nosuchmod:app", cwd=str(tmp_path))
     assert bare.returncode == 2 and "no module named 'nosuchmod'" in bare.stderr, bare.stderr
@@ -325,12 +339,36 @@ def test_serve_errors_are_one_line_and_exit_2(tmp_path: Any) -> None:
 # ----- honest, convenient types ----------------------------------------------------
 
 
+def typing_extensions_unpack(t: Any) -> Any:
+    """``Unpack[t]`` as ``get_type_hints`` gives it back for an annotation
+    written in rcip._app (typing's on 3.11+, else typing_extensions')."""
+    import rcip._app as app_module
+
+    unpack = getattr(app_module, "Unpack")
+    return unpack[t]
+
+
 def test_app_runtime_takes_every_runtime_keyword() -> None:
     import inspect
+
+    import typing
 
     accepted = set(rcip.RuntimeOptions.__annotations__)
     runtime_keywords = {n for n, p in inspect.signature(rcip.Runtime.__init__).parameters.items() if p.kind is p.KEYWORD_ONLY}
     assert accepted == runtime_keywords, "RuntimeOptions and Runtime.__init__ drifted apart"
+    # The types too: a keyword retyped on one side only is drift as well.
+    options_types = typing.get_type_hints(rcip.RuntimeOptions)
+    runtime_types = typing.get_type_hints(rcip.Runtime.__init__)
+    retyped = {name: (options_types[name], runtime_types[name]) for name in accepted if options_types[name] != runtime_types[name]}
+    assert retyped == {}, "RuntimeOptions and Runtime.__init__ type these keywords differently"
+    # App.runtime takes exactly those keywords (catalog besides), typed by that one TypedDict.
+    app_runtime = inspect.signature(rcip.App.runtime).parameters
+    assert [(n, p.kind) for n, p in app_runtime.items()] == [
+        ("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ("catalog", inspect.Parameter.KEYWORD_ONLY),
+        ("options", inspect.Parameter.VAR_KEYWORD),
+    ]
+    assert typing.get_type_hints(rcip.App.runtime, include_extras=True)["options"] == typing_extensions_unpack(rcip.RuntimeOptions)
 
     app = rcip.App("progressing", name="Progressing", description="Reports progress.")
 

@@ -165,3 +165,101 @@ def test_the_readme_examples_pass_mypy_strict(tmp_path):
         files.append(str(path))
     checked = mypy(*files)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@needs_mypy
+def test_app_runtime_keywords_are_checked_statically(tmp_path):
+    """``App.runtime(**options)`` is typed by ``rcip.RuntimeOptions``: a
+    keyword ``Runtime`` takes passes with its own type, an unknown keyword
+    or a wrong type is a mypy error (so the forwarding cannot loosen to
+    ``**Any`` unnoticed)."""
+    probe = tmp_path / "runtime_keywords.py"
+    probe.write_text(
+        "import rcip\n"
+        "app = rcip.App('probe', name='Probe', description='Probes.')\n"
+        "def seen(progress: rcip.Progress) -> None: ...\n"
+        "app.runtime(on_progress=seen, confirmation_ttl_ms=1000, max_issues=10)\n"
+        "app.runtime(on_progres=seen)\n"
+        "app.runtime(confirmation_ttl_ms='soon')\n"
+    )
+    proc = mypy(str(probe))
+    assert proc.returncode == 1, proc.stdout
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, proc.stdout
+    assert ':5: error: Unexpected keyword argument "on_progres"' in errors[0], proc.stdout
+    assert ":6: error:" in errors[1] and '"confirmation_ttl_ms"' in errors[1], proc.stdout
+
+
+TICKETS_APP = '''
+import rcip
+
+app = rcip.App("tickets", name="Tickets", description="A ticket tracker.")
+
+
+@app.capability(effect="read")
+def search(query: str) -> None:
+    """Search tickets
+
+    Finds tickets."""
+
+
+@app.capability(id="tickets.close", effect="write")
+def close(ticket_id: int) -> None:
+    """Close a ticket
+
+    Closes one ticket."""
+'''
+
+IDS_PROBE = '''
+import rcip
+from tickets import app
+from tickets_ids import TicketId
+
+with app.runtime() as runtime:
+    client: rcip.Client[TicketId] = runtime.client
+    host: rcip.Host[TicketId] = runtime.host
+    print(client.invoke("search", {"query": "jam"}).status)
+    misspelt = client.invoke("tickets.serch", {})
+    print(misspelt.error.code if misspelt.error else None)
+    try:
+        host.bind("tickets.clos", lambda invocation: None)
+    except rcip.NotInCatalogError as exc:
+        print(type(exc).__name__)
+    anything = runtime.client.invoke("whatever", {})  # the bare client takes any id
+'''
+
+
+def test_capability_ids_are_checked_statically_with_the_generated_literal(tmp_path):
+    """``python -m rcip ids`` writes a ``Literal`` of the app's ids in
+    declaration order; ``Client[ThatLiteral]`` and ``Host[ThatLiteral]``
+    make a misspelt id a mypy error while ``runtime.client`` stays
+    ``Client[str]``, and the typed views run unchanged."""
+    (tmp_path / "tickets.py").write_text(TICKETS_APP)
+    env = dict(os.environ)
+    if os.environ.get("RCIP_TEST_INSTALLED") != "1":
+        env["PYTHONPATH"] = os.path.dirname(PACKAGE)
+    ids = subprocess.run(
+        [sys.executable, "-m", "rcip", "ids", "tickets:app", "--name", "TicketId"],
+        capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path),
+    )
+    assert ids.returncode == 0 and ids.stderr == "", ids.stderr
+    assert 'TicketId = Literal[\n    "search",\n    "tickets.close",\n]\n' in ids.stdout, ids.stdout
+    (tmp_path / "tickets_ids.py").write_text(ids.stdout)
+    (tmp_path / "probe.py").write_text(IDS_PROBE)
+    ran = subprocess.run([sys.executable, "probe.py"], capture_output=True, text=True, timeout=60, env=env, cwd=str(tmp_path))
+    assert ran.returncode == 0 and ran.stdout == "succeeded\nCAPABILITY_NOT_FOUND\nNotInCatalogError\n", ran.stdout + ran.stderr
+    if not mypy_available():
+        if os.environ.get("RCIP_REQUIRE_MYPY") == "1":
+            raise AssertionError("mypy is not installed")
+        pytest.skip("mypy is not installed")
+    env_mypy = dict(os.environ)
+    path = [str(tmp_path)] + ([os.path.dirname(PACKAGE)] if os.environ.get("RCIP_TEST_INSTALLED") != "1" else [])
+    env_mypy["MYPYPATH"] = os.pathsep.join(path)
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull, "probe.py"],
+        capture_output=True, text=True, timeout=300, env=env_mypy, cwd=str(tmp_path),
+    )
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert checked.returncode == 1 and len(errors) == 2, checked.stdout
+    assert "probe.py:10: error:" in errors[0] and "\"Literal['tickets.serch']\"" in errors[0], checked.stdout
+    assert "probe.py:13: error:" in errors[1] and "\"Literal['tickets.clos']\"" in errors[1], checked.stdout
