@@ -68,7 +68,6 @@ mod modern;
 mod outbox;
 mod pool;
 mod session;
-mod timer;
 mod tools;
 
 // The README's example runs as a doctest.

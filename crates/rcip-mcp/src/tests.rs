@@ -1393,6 +1393,17 @@ fn an_elicitation_whose_confirmation_expires_is_withdrawn_and_the_call_answered(
         answer["result"]["_meta"]["rcip/outcome"]["error"]["code"], "CONFIRMATION_EXPIRED",
         "{answer}"
     );
+    // The deadline was watched on the core's timer thread: the process
+    // runs no timer thread of the MCP crate's own.
+    #[cfg(target_os = "linux")]
+    {
+        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_string())
+            .collect();
+        assert!(!names.iter().any(|n| n == "rcip-mcp-timer"), "{names:?}");
+    }
     // A late accept approves nothing.
     let late = json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}});
     session.receive(late.to_string().as_bytes());

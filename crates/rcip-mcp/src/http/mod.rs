@@ -641,8 +641,23 @@ impl<O: SessionRuntime> std::fmt::Debug for McpHttpServer<O> {
 /// to the operating system. A server's sessions are spread over several
 /// threads, and glibc keeps what each thread's arena freed for reuse, so
 /// without this the resident size after a burst of sessions stays near its
-/// peak (about 10 MiB above the start after 64 sessions of the desk). Only
-/// free memory is released; nothing else changes.
+/// peak (about 10 MiB above the start after 64 sessions of the desk, see
+/// BENCHMARKS.md). Only free memory is released; nothing else changes.
+///
+/// Why it runs for every host, unasked: `malloc_trim` is thread-safe (glibc
+/// locks each arena in turn), touches no live allocation and changes no
+/// allocator setting; an allocator interposed in glibc's place either
+/// defines `malloc_trim` with the same meaning or leaves glibc's, which
+/// then finds its own heap almost empty. Its cost is a walk of glibc's arenas, paid on
+/// the control worker (never an I/O thread), at most once per reaper pass
+/// (every 25 ms to 1 s) and only when a pass dropped an ended session, so a
+/// host's other threads may wait on an arena lock for that walk at most.
+///
+/// Why it is here and not in `rcip::platform`: it is the only caller, the
+/// HTTP server is what ends sessions in bursts, and the core neither needs
+/// it nor depends on `libc` (it also builds for `wasm32-unknown-unknown`,
+/// and `rcip::platform` is what the core takes from the machine, not a
+/// home for services of crates above it).
 fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // Safety: malloc_trim only returns unused pages of the allocator's own

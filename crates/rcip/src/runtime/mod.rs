@@ -29,7 +29,7 @@ mod subscribers;
 // The real-time timer is a library thread: none on a platform without
 // threads (`crate::platform`).
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
-mod timer;
+pub(crate) mod timer;
 mod types;
 
 pub use callbacks::{

@@ -1,9 +1,23 @@
-//! The real-time expiry timer: the only thread the library owns
-//! (PIPELINE.md section 7). One process-wide thread serves every runtime
-//! that is not in manual-timer mode; it holds runtimes weakly, so a freed
-//! runtime's timers simply lapse. It starts when a wake-up is armed and
-//! ends after it has had nothing to do for [`IDLE_EXIT`], so a process with
-//! no pending confirmation has no rcip thread.
+//! The library's one timer thread (`rcip-timer`, PIPELINE.md section 7).
+//! One process-wide thread serves every runtime that is not in manual-timer
+//! mode, and the jobs of [`crate::platform::schedule_at`] (the MCP
+//! sessions' elicitation deadlines: before, `rcip-mcp` ran a second timer
+//! thread of its own with a copy of this queue). It holds runtimes weakly,
+//! so a freed runtime's timers simply lapse. It starts when a wake-up or a
+//! job is queued and ends after it has had nothing to do for
+//! [`IDLE_EXIT`], so a process with nothing pending has no rcip thread.
+//!
+//! Contract: every function here may be called from any thread. No
+//! callback and no job runs while the queue's lock (or a runtime's lock)
+//! is held: a due entry is taken off the queue, the lock released, then it
+//! is delivered. A runtime's wake-up runs that runtime's expiries here,
+//! and with them the host callbacks an expiry makes runnable (the clock,
+//! the confirmation observer, the expired invocation's outcome callback,
+//! events), exactly as `run_due_timers` runs them on its caller's thread;
+//! that is the one kind of host code this thread runs. A job must run no
+//! host code and must not block: it hands its work to a worker of its own
+//! (the MCP session's pool). Entries run in `(at, order queued)` order; a
+//! panic in any of them is caught and the thread goes on.
 
 use super::shared::{Shared, TimerGate, TimerWork};
 use std::cmp::Reverse;
@@ -11,12 +25,25 @@ use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+/// A job of [`crate::platform::schedule_at`].
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
+
+/// What a queued entry delivers.
+enum Wake {
+    /// A runtime's confirmation expiries.
+    Runtime {
+        runtime: Weak<Shared>,
+        /// Passed before `runtime` is upgraded (see [`TimerGate`]).
+        gate: Arc<TimerGate>,
+    },
+    /// A job of [`crate::platform::schedule_at`].
+    Job(Job),
+}
+
 struct Due {
     at: Instant,
     seq: u64,
-    runtime: Weak<Shared>,
-    /// Passed before `runtime` is upgraded (see [`TimerGate`]).
-    gate: Arc<TimerGate>,
+    wake: Wake,
 }
 
 impl PartialEq for Due {
@@ -83,7 +110,7 @@ pub(crate) fn schedule(runtime: &Arc<Shared>, expires_at: i64) {
 /// confirmation round trip; BENCHMARKS.md, target (f).)
 fn schedule_in(runtime: &Arc<Shared>, delay: Duration) {
     let t = timer();
-    let mut q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
+    let q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
     let at = Instant::now() + delay;
     {
         let mut armed = runtime.timer_gate.armed.lock();
@@ -93,11 +120,28 @@ fn schedule_in(runtime: &Arc<Shared>, delay: Duration) {
         }
         *armed = Some(at);
     }
-    let gate = runtime.timer_gate.clone();
-    let runtime = Arc::downgrade(runtime);
+    let wake = Wake::Runtime {
+        runtime: Arc::downgrade(runtime),
+        gate: runtime.timer_gate.clone(),
+    };
+    push(t, q, at, wake);
+}
+
+/// Queues `job` to run on the timer thread at `at` (or soon after); see
+/// [`crate::platform::schedule_at`] for the contract.
+pub(crate) fn schedule_job(at: Instant, job: Job) {
+    let t = timer();
+    let q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
+    push(t, q, at, Wake::Job(job));
+}
+
+/// Pushes one entry under the queue's lock (`q`), wakes the thread when the
+/// entry is now the first (it sleeps until the first one anyway), and
+/// starts the thread when none runs.
+fn push(t: &'static Timer, mut q: std::sync::MutexGuard<'static, Queue>, at: Instant, wake: Wake) {
     q.seq += 1;
     let seq = q.seq;
-    q.due.push(Reverse(Due { at, seq, runtime, gate }));
+    q.due.push(Reverse(Due { at, seq, wake }));
     if q.running {
         if q.due.peek().is_some_and(|Reverse(first)| first.seq == seq) {
             t.wake.notify_one();
@@ -131,15 +175,16 @@ fn run() {
                     }
                     Some(Reverse(first)) if first.at <= now => {
                         break q.due.pop().map(|Reverse(d)| {
-                            // Off the queue: the runtime's next deadline is
-                            // queued again by `deliver` or by a new
-                            // confirmation, whichever comes first.
-                            let mut armed = d.gate.armed.lock();
-                            if *armed == Some(d.at) {
-                                *armed = None;
+                            if let Wake::Runtime { gate, .. } = &d.wake {
+                                // Off the queue: the runtime's next deadline
+                                // is queued again by `deliver` or by a new
+                                // confirmation, whichever comes first.
+                                let mut armed = gate.armed.lock();
+                                if *armed == Some(d.at) {
+                                    *armed = None;
+                                }
                             }
-                            drop(armed);
-                            (d.runtime, d.gate)
+                            d.wake
                         });
                     }
                     Some(Reverse(first)) => {
@@ -149,7 +194,15 @@ fn run() {
                 }
             }
         };
-        let Some((runtime, gate)) = due else { continue };
+        let (runtime, gate) = match due {
+            Some(Wake::Runtime { runtime, gate }) => (runtime, gate),
+            Some(Wake::Job(job)) => {
+                // No panic may end the timer thread (as below).
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                continue;
+            }
+            None => continue,
+        };
         // Admitted before the upgrade and released after every strong
         // reference is gone: a close either shuts the gate first (and this
         // expiry lapses) or waits here, so the runtime is never dropped on
@@ -285,6 +338,33 @@ mod tests {
         assert!(outcome.lock().contains("confirmation_required"), "{}", outcome.lock());
         let v: serde_json::Value = serde_json::from_str(&outcome.lock()).unwrap();
         v["confirmation"]["id"].as_str().expect("a confirmation id").to_string()
+    }
+
+    /// `platform::schedule_at`: jobs run on the one timer thread
+    /// (`rcip-timer`), in order of their deadline, ties in the order they
+    /// were queued, and a job that panics ends neither the thread nor the
+    /// jobs behind it.
+    #[test]
+    fn jobs_run_on_the_timer_thread_in_deadline_order_past_a_panic() {
+        let (tx, rx) = mpsc::channel::<(u32, Option<String>)>();
+        let base = Instant::now() + Duration::from_millis(40);
+        crate::platform::schedule_at(base - Duration::from_millis(5), || panic!("a job that panics"));
+        for (n, at) in [(3u32, base + Duration::from_millis(30)), (1, base), (2, base)] {
+            let tx = parking_lot::Mutex::new(tx.clone());
+            crate::platform::schedule_at(at, move || {
+                let name = std::thread::current().name().map(str::to_string);
+                let _ = tx.lock().send((n, name));
+            });
+        }
+        let got: Vec<(u32, Option<String>)> = (0..3)
+            .map(|_| rx.recv_timeout(Duration::from_secs(5)).expect("every job ran"))
+            .collect();
+        assert!(Instant::now() >= base + Duration::from_millis(30), "no job ran early");
+        let order: Vec<u32> = got.iter().map(|(n, _)| *n).collect();
+        assert_eq!(order, vec![1, 2, 3]);
+        for (_, name) in &got {
+            assert_eq!(name.as_deref(), Some("rcip-timer"));
+        }
     }
 
     /// A confirmation whose deadline is later than the runtime's queued
