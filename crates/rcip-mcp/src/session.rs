@@ -1615,13 +1615,13 @@ impl Inner {
     /// receipt: `failed CONFIRMATION_EXPIRED` after an expiry).
     ///
     /// The deadline is queued on the core's timer thread
-    /// ([`rcip::platform::schedule_at`]), which also delivers the runtimes'
+    /// ([`rcip::runtime::schedule_at`]), which also delivers the runtimes'
     /// expiries: the job only hands the check to the session's pool. With
     /// `workers: 0` there is no pool, and the check (its output callback and
     /// resolve) runs on the timer thread, outside every lock.
     fn watch_expiry(self: &Arc<Self>, request_key: String, at: Instant) {
         let weak = Arc::downgrade(self);
-        rcip::platform::schedule_at(at, move || {
+        rcip::runtime::schedule_at(at, move || {
             let Some(inner) = weak.upgrade() else { return };
             let job_inner = inner.clone();
             inner.dispatch(move || job_inner.check_expiry(request_key));

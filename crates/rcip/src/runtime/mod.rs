@@ -32,6 +32,41 @@ mod subscribers;
 pub(crate) mod timer;
 mod types;
 
+/// Runs `job` once on the library's timer thread (`rcip-timer`) at `at`, or
+/// soon after (**rcip**). Only on platforms with threads ([`THREADS`](crate::platform::THREADS)).
+///
+/// This is the thread that delivers every real-time runtime's confirmation
+/// expiries, offered to crates layered on the core so that a process runs
+/// one timer thread, not one per crate: `rcip-mcp` queues its sessions'
+/// elicitation deadlines here.
+///
+/// Contract:
+/// - Thread-safe: may be called from any thread, also from a job or a
+///   callback; it never blocks beyond the queue's short lock and never runs
+///   `job` on the calling thread.
+/// - Order: entries (jobs and runtime expiries) run one at a time in order
+///   of `at`, ties in the order they were queued. An `at` in the past runs
+///   at once.
+/// - No job runs under a lock of the timer's or of any runtime's.
+/// - The thread also runs the host callbacks of the expiries it delivers
+///   (the clock, the confirmation observer, the expired invocation's
+///   outcome callback, events), so a job may be delayed by them, and a job
+///   delays every entry behind it. A job should therefore be short, must
+///   not block, and should hand host code to a worker of the caller's
+///   (what `rcip-mcp` does with its session pool). A caller with no worker
+///   may run host code in the job, as a runtime's expiry does (an MCP
+///   session with `workers: 0`); that code then runs on this thread, never
+///   under a lock.
+/// - A panic in `job` is caught (the thread goes on); `job` is dropped on
+///   the timer thread after it ran.
+/// - The thread is started on demand and ends after about two seconds with
+///   nothing queued. If it cannot be started, `job` stays queued and the
+///   next call (or the next confirmation) tries again.
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+pub fn schedule_at(at: std::time::Instant, job: impl FnOnce() + Send + 'static) {
+    timer::schedule_job(at, Box::new(job));
+}
+
 pub use callbacks::{
     AvailabilityCheck, CheckFailed, Clock, ConfirmationObserver, EventObserver, Handler, IdGenerator, OutcomeSink,
     Policy, Subscriber,

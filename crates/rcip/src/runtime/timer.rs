@@ -1,6 +1,6 @@
 //! The library's one timer thread (`rcip-timer`, PIPELINE.md section 7).
 //! One process-wide thread serves every runtime that is not in manual-timer
-//! mode, and the jobs of [`crate::platform::schedule_at`] (the MCP
+//! mode, and the jobs of [`crate::runtime::schedule_at`] (the MCP
 //! sessions' elicitation deadlines: before, `rcip-mcp` ran a second timer
 //! thread of its own with a copy of this queue). It holds runtimes weakly,
 //! so a freed runtime's timers simply lapse. It starts when a wake-up or a
@@ -25,7 +25,7 @@ use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-/// A job of [`crate::platform::schedule_at`].
+/// A job of [`crate::runtime::schedule_at`].
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 /// What a queued entry delivers.
@@ -36,7 +36,7 @@ enum Wake {
         /// Passed before `runtime` is upgraded (see [`TimerGate`]).
         gate: Arc<TimerGate>,
     },
-    /// A job of [`crate::platform::schedule_at`].
+    /// A job of [`crate::runtime::schedule_at`].
     Job(Job),
 }
 
@@ -128,7 +128,7 @@ fn schedule_in(runtime: &Arc<Shared>, delay: Duration) {
 }
 
 /// Queues `job` to run on the timer thread at `at` (or soon after); see
-/// [`crate::platform::schedule_at`] for the contract.
+/// [`crate::runtime::schedule_at`] for the contract.
 pub(crate) fn schedule_job(at: Instant, job: Job) {
     let t = timer();
     let q = t.queue.lock().unwrap_or_else(|e| e.into_inner());
@@ -340,7 +340,7 @@ mod tests {
         v["confirmation"]["id"].as_str().expect("a confirmation id").to_string()
     }
 
-    /// `platform::schedule_at`: jobs run on the one timer thread
+    /// `runtime::schedule_at`: jobs run on the one timer thread
     /// (`rcip-timer`), in order of their deadline, ties in the order they
     /// were queued, and a job that panics ends neither the thread nor the
     /// jobs behind it.
@@ -348,10 +348,10 @@ mod tests {
     fn jobs_run_on_the_timer_thread_in_deadline_order_past_a_panic() {
         let (tx, rx) = mpsc::channel::<(u32, Option<String>)>();
         let base = Instant::now() + Duration::from_millis(40);
-        crate::platform::schedule_at(base - Duration::from_millis(5), || panic!("a job that panics"));
+        crate::runtime::schedule_at(base - Duration::from_millis(5), || panic!("a job that panics"));
         for (n, at) in [(3u32, base + Duration::from_millis(30)), (1, base), (2, base)] {
             let tx = parking_lot::Mutex::new(tx.clone());
-            crate::platform::schedule_at(at, move || {
+            crate::runtime::schedule_at(at, move || {
                 let name = std::thread::current().name().map(str::to_string);
                 let _ = tx.lock().send((n, name));
             });
