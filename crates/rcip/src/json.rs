@@ -883,6 +883,19 @@ mod tests {
                 assert_eq!(parse_text(&text, &Limits::default()), via_reader, "{text}");
             }
         }
+        // Before the text and after it.
+        let body = format!("{open}1{close}");
+        for (before, after) in [
+            ("\u{feff}", ""),
+            (" \r\n\t", " \n"),
+            ("", "x"),
+            ("", " 1"),
+            ("", "\u{a0}"),
+        ] {
+            let text = format!("{before}{body}{after}");
+            assert_eq!(parse_through_reader(text.as_bytes()), over_slice(&text), "{text}");
+            assert_eq!(parse_text(&text, &Limits::default()), over_slice(&text), "{text}");
+        }
         // Shallow text keeps the slice parser, deep valid text reads the same.
         let deep_ok = format!("{open}1{close}");
         assert!(parse_through_reader(deep_ok.as_bytes()).is_ok());
