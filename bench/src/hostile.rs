@@ -443,6 +443,7 @@ fn issue27(runs: usize) -> Vec<Paired> {
             json!({"type": "array", "items": {"enum": strings}}),
         ),
         ("hostile.strings", json!({"type": "array", "items": {"type": "string"}})),
+        ("hostile.object", json!({"type": "object"})),
         (
             "hostile.pattern",
             json!({"type": "object", "properties": {
@@ -544,6 +545,18 @@ fn issue27(runs: usize) -> Vec<Paired> {
             "hostile.pattern",
             json!({"r": "a".repeat(31), "junk": junk}).to_string(),
         ),
+    );
+    // Payload text: 8 MB (a long string, then arrays 998 levels deep) with
+    // a syntax error at the bottom, refused as not JSON; control: the same
+    // text valid. Over the slice parser the error cost a scan of the text
+    // per level on the way out.
+    let d = rcip::json::DEFAULT_MAX_DEPTH - 2;
+    let pad = "a".repeat(8_000_000 - 2 * d - 20);
+    let deep = |bottom: &str| format!(r#"{{"pad":"{pad}","q":{}{bottom}{}}}"#, "[".repeat(d), "]".repeat(d));
+    pair(
+        "8 MB payload text, syntax error 998 levels deep",
+        ("hostile.object", deep("x")),
+        ("hostile.object", deep("1")),
     );
     out
 }

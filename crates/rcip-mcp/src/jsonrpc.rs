@@ -326,4 +326,47 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// Issue 27: a message with a syntax error deep in its arguments, after
+    /// long text, is refused (-32700) at the cost of the same message when
+    /// valid: the JSON reader no longer scans the text from its start once
+    /// per level on the way out of the error (over the slice, this 4 MB
+    /// message took 14 s against 0.1 s valid in a debug build). The factor
+    /// is generous (a loaded machine).
+    #[test]
+    fn a_deep_parse_error_in_a_long_message_costs_what_the_valid_message_does() {
+        let limits = Limits {
+            max_bytes: crate::MCP_DEFAULT_MAX_MESSAGE_BYTES,
+            max_depth: crate::session::MESSAGE_MAX_DEPTH,
+        };
+        let d = crate::session::MESSAGE_MAX_DEPTH - 4;
+        let pad = "a".repeat(4_000_000);
+        let message = |bottom: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{{"pad":"{pad}","q":{}{bottom}{}}}}}}}"#,
+                "[".repeat(d),
+                "]".repeat(d)
+            )
+        };
+        let (valid, bad) = (message("1"), message("x"));
+        let timed = |text: &str| {
+            let t = std::time::Instant::now();
+            let got = classify(text.as_bytes(), &limits);
+            (t.elapsed(), got)
+        };
+        let control = (0..3).map(|_| timed(&valid).0).min().unwrap();
+        assert!(matches!(timed(&valid).1, Incoming::Request { .. }));
+        let (refusal, got) = timed(&bad);
+        match got {
+            Incoming::Invalid { id, code, message } => {
+                assert_eq!((id, code), (Value::Null, PARSE_ERROR));
+                assert!(message.starts_with("Parse error: the text is not JSON"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            refusal < control * 3 + std::time::Duration::from_millis(50),
+            "refused in {refusal:?}, the valid message read in {control:?}"
+        );
+    }
 }

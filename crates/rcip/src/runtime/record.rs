@@ -77,11 +77,12 @@ impl Record {
                 crate::json::JsonError::TooDeep { max: RECORD_MAX_DEPTH }.to_string(),
             ));
         }
-        let value = if depth <= crate::json::DEFAULT_MAX_DEPTH {
+        // Up to READER_DEPTH levels the slice reader (an error costs at
+        // most that many scans of the text); deeper, a reader whose error
+        // path costs no scan per level.
+        let value = if depth <= crate::json::READER_DEPTH {
             crate::json::parse_bytes(text, &crate::json::Limits::UNLIMITED)
         } else {
-            // Deeper than any outcome of a runtime with default limits: a
-            // reader whose error path costs no scan per level.
             crate::json::parse_deep(text)
         }
         .map_err(|e| (true, e.to_string()))?;
