@@ -328,13 +328,13 @@ mod tests {
     }
 
     /// Issue 27: a message with a syntax error deep in its arguments, after
-    /// long text, is refused (-32700) at the cost of the same message when
-    /// valid: the JSON reader no longer scans the text from its start once
-    /// per level on the way out of the error (over the slice, this 4 MB
-    /// message took 14 s against 0.1 s valid in a debug build). The factor
-    /// is generous (a loaded machine).
+    /// long text, is refused (-32700) through the reader that tracks its
+    /// position (over the slice, this 4 MB message took 14 s against 0.1 s
+    /// valid in a debug build, one scan of the text per level on the way
+    /// out of the error). The cost against the valid message is checked
+    /// by `rcip-hostile` (make bench), not here.
     #[test]
-    fn a_deep_parse_error_in_a_long_message_costs_what_the_valid_message_does() {
+    fn a_deep_parse_error_in_a_long_message_is_a_parse_error() {
         let limits = Limits {
             max_bytes: crate::MCP_DEFAULT_MAX_MESSAGE_BYTES,
             max_depth: crate::session::MESSAGE_MAX_DEPTH,
@@ -349,24 +349,13 @@ mod tests {
             )
         };
         let (valid, bad) = (message("1"), message("x"));
-        let timed = |text: &str| {
-            let t = std::time::Instant::now();
-            let got = classify(text.as_bytes(), &limits);
-            (t.elapsed(), got)
-        };
-        let control = (0..3).map(|_| timed(&valid).0).min().unwrap();
-        assert!(matches!(timed(&valid).1, Incoming::Request { .. }));
-        let (refusal, got) = timed(&bad);
-        match got {
+        assert!(matches!(classify(valid.as_bytes(), &limits), Incoming::Request { .. }));
+        match classify(bad.as_bytes(), &limits) {
             Incoming::Invalid { id, code, message } => {
                 assert_eq!((id, code), (Value::Null, PARSE_ERROR));
                 assert!(message.starts_with("Parse error: the text is not JSON"), "{message}");
             }
             other => panic!("{other:?}"),
         }
-        assert!(
-            refusal < control * 3 + std::time::Duration::from_millis(50),
-            "refused in {refusal:?}, the valid message read in {control:?}"
-        );
     }
 }
