@@ -40,6 +40,23 @@ def desk_args(*extra: str) -> list[str]:
     return ["--mcp", "--catalog", str(CATALOG), *extra]
 
 
+class Seen:
+    """Progress reports and log messages one client received, in arrival
+    order (its `progress` and `log` methods are the client's callbacks)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.events.append(("progress", (progress, total, message)))
+
+    async def log(self, params: Any) -> None:
+        self.events.append(("log", (params.level, params.logger, params.data)))
+
+    def of(self, kind: str) -> list[Any]:
+        return [v for k, v in self.events if k == kind]
+
+
 class Stderr:
     """The desk's transcript (standard error), captured in a file."""
 

@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator
 import anyio
 import mcp_types as types
 import pytest
-from conftest import DESK, REPO, Desk, desk_args, desk_client, http_client
+from conftest import DESK, REPO, Desk, Seen, desk_args, desk_client, http_client
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -152,22 +152,6 @@ async def test_the_client_takes_a_url_or_server_parameters(http_desk: Any) -> No
             assert client.session.discover_result is not None
             result = await client.call_tool("board.listOpenVisits", {})
             assert result.meta["rcip/outcome"]["status"] == "succeeded"
-
-
-class Seen:
-    """Progress reports and log messages of one client, in arrival order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        self.events.append(("progress", (progress, total, message)))
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.events.append(("log", (params.level, params.logger, params.data)))
-
-    def of(self, kind: str) -> list[Any]:
-        return [v for k, v in self.events if k == kind]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator
 
 import mcp_types as types
 import pytest
-from conftest import DEFAULT_CLIENT_MODE, REPO, Desk, Stderr, desk_client, http_client
+from conftest import DEFAULT_CLIENT_MODE, REPO, Desk, Seen, Stderr, desk_client, http_client
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -26,22 +26,6 @@ pytestmark = pytest.mark.anyio
 
 ASK_HOST = Path(__file__).resolve().parent / "ask_host.py"
 ARCHIVE = {"query": "cooler", "includeArchive": True}
-
-
-class Seen:
-    """Progress reports and log messages, in arrival order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        self.events.append(("progress", (progress, total, message)))
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.events.append(("log", (params.level, params.logger, params.data)))
-
-    def of(self, kind: str) -> list[Any]:
-        return [v for k, v in self.events if k == kind]
 
 
 def check_archive_search(seen: Seen, result: types.CallToolResult, logs: bool) -> None:
