@@ -21,6 +21,7 @@ from ._runtime import (
     Runtime,
     _c_callback,
     _Entry,
+    _hand_over_runtime,
     _json_arg,
     _keep_forever,
     _new_out,
@@ -90,20 +91,13 @@ def _factory_trampoline(key: Optional[int], setup: Optional[int]) -> int:
             _text(lib.rcip_mcp_session_setup_client_name(setup)),
             headers,
         )
-        runtime = entry.factory(info)
-        if not isinstance(runtime, Runtime):
-            raise TypeError("rcip: the session factory must return an rcip.Runtime, not %r" % (runtime,))
         # The runtime moves into the session: the library closes and frees
         # it when the session ends; the Python object stays usable for its
         # callbacks, and the host reaches it again through
         # McpHttpServer.session(id).
-        ptr = runtime._handle.detach()
-        session_key = registry.add(_SessionEntry(runtime))
-        rc = lib.rcip_mcp_session_setup_accept(setup, ptr, session_key, _user_data_free)
-        if rc != Result.OK:
-            registry.remove(session_key)
-            return 1
-        return 0
+        return _hand_over_runtime(
+            entry.factory(info), "session factory", _SessionEntry, lib.rcip_mcp_session_setup_accept, setup
+        )
     except BaseException as exc:  # noqa: BLE001 - nothing may reach C
         try:
             entry.errors.append(exc)

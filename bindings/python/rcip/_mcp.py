@@ -20,6 +20,7 @@ from ._runtime import (
     _Entry,
     _FnEntry,
     _json_arg,
+    _hand_over_runtime,
     _keep_forever,
     _new_out,
     _registering,
@@ -106,18 +107,11 @@ def _request_factory_trampoline(key: Optional[int], setup: Optional[int]) -> int
             json.loads(_text(lib.rcip_mcp_request_setup_meta(setup)) or "{}"),
             json.loads(_text(lib.rcip_mcp_request_setup_headers(setup)) or "{}"),
         )
-        runtime = entry.factory(info)
-        if not isinstance(runtime, Runtime):
-            raise TypeError("rcip: the request factory must return an rcip.Runtime, not %r" % (runtime,))
         # The runtime moves into the request: the library closes it when
         # the request ends, then releases the entry.
-        ptr = runtime._handle.detach()
-        request_key = registry.add(_RequestEntry(runtime))
-        rc = lib.rcip_mcp_request_setup_accept(setup, ptr, request_key, _user_data_free)
-        if rc != Result.OK:
-            registry.remove(request_key)
-            return 1
-        return 0
+        return _hand_over_runtime(
+            entry.factory(info), "request factory", _RequestEntry, lib.rcip_mcp_request_setup_accept, setup
+        )
     except BaseException as exc:  # noqa: BLE001 - nothing may reach C
         try:
             if entry is not None:

@@ -583,6 +583,30 @@ def _user_data_free(key: Optional[int]) -> None:
         pass
 
 
+def _hand_over_runtime(
+    runtime: Any,
+    factory: str,
+    entry: Callable[["Runtime"], "_Entry"],
+    accept: Callable[[Any, Any, int, Any], int],
+    setup: Any,
+) -> int:
+    """Moves the runtime a session or request factory (named `factory` in
+    the error) returned into the library through its setup's `accept`
+    (`rcip_mcp_session_setup_accept`, `rcip_mcp_request_setup_accept`):
+    the library closes it when the session or request ends, then releases
+    `entry(runtime)` through `_user_data_free`. Returns the factory
+    callback's answer: 0 when accepted, 1 when refused (nothing is kept).
+    Raises TypeError when `runtime` is not a Runtime."""
+    if not isinstance(runtime, Runtime):
+        raise TypeError("rcip: the %s must return an rcip.Runtime, not %r" % (factory, runtime))
+    ptr = runtime._handle.detach()
+    key = registry.add(entry(runtime))
+    if accept(setup, ptr, key, _user_data_free) != Result.OK:
+        registry.remove(key)
+        return 1
+    return 0
+
+
 @_c_callback(_lib.OUTCOME_CALLBACK)
 def _result_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
     try:
