@@ -110,12 +110,17 @@ pub(crate) struct Receipt {
 }
 
 fn closed_json(c: &PendingConfirmation, reason: CloseReason) -> String {
+    closed_notice(&c.id, &c.invocation_id, &c.capability_id, reason)
+}
+
+/// The host's `closed` notice of a confirmation (PIPELINE.md section 5).
+fn closed_notice(confirmation_id: &str, invocation_id: &str, capability_id: &str, reason: CloseReason) -> String {
     let mut out = String::from("{\"event\":\"closed\",\"confirmationId\":");
-    push_json_str(&mut out, &c.id);
+    push_json_str(&mut out, confirmation_id);
     out.push_str(",\"invocationId\":");
-    push_json_str(&mut out, &c.invocation_id);
+    push_json_str(&mut out, invocation_id);
     out.push_str(",\"capabilityId\":");
-    push_json_str(&mut out, &c.capability_id);
+    push_json_str(&mut out, capability_id);
     out.push_str(",\"reason\":\"");
     out.push_str(reason.as_str());
     out.push_str("\"}");
@@ -542,6 +547,175 @@ impl Shared {
         // notice may free it, or another thread): then the re-run refuses
         // before it delivers anything, and so must this call (CLOSED, no
         // outcome, the caller keeps its user data), or the outcome is lost.
+        self.run(start, sink.into())
+    }
+}
+
+/// What another runtime of the same catalog needs to resume a confirmation
+/// this runtime opened (**rcip**, PIPELINE.md section 5, "Confirmations that
+/// cross runtimes"): its id, the invocation id it reserved, its capability,
+/// its `expiresAt` and the context C it captured. No input: the resuming
+/// caller supplies the consumer's input again (the MCP server checks it is
+/// the same by a digest it protects).
+///
+/// Read with [`Host::carry_confirmation`](super::Host::carry_confirmation)
+/// while the confirmation is pending; given to
+/// [`Host::resume_confirmation`](super::Host::resume_confirmation) of the
+/// runtime that answers. Plain data: `Send`, `Sync`, cloned freely. It is
+/// not a credential by itself: whoever stores or sends it must protect its
+/// integrity and enforce single use (the runtime cannot, across runtimes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CarriedConfirmation {
+    /// The confirmation id (`confirmation.id` of the outcome).
+    pub confirmation_id: String,
+    /// The invocation id the confirmation reserved; the approved re-run
+    /// uses it.
+    pub invocation_id: String,
+    /// The capability the confirmation is for.
+    pub capability_id: String,
+    /// `expiresAt`, Unix milliseconds: resuming at or after it is expired.
+    pub expires_at: i64,
+    /// The context captured at section 4 step 11; the resuming runtime's
+    /// context must equal it (PIPELINE.md section 3 equality).
+    pub context: SemanticContext,
+}
+
+impl Shared {
+    /// The pending confirmation `id` as another runtime may resume it.
+    pub(crate) fn carry(&self, id: &str) -> Option<CarriedConfirmation> {
+        let st = self.state.lock();
+        let c = st.confirmations.pending.get(id)?;
+        Some(CarriedConfirmation {
+            confirmation_id: c.id.clone(),
+            invocation_id: c.invocation_id.to_string(),
+            capability_id: c.capability_id.to_string(),
+            expires_at: c.expires_at,
+            context: (*c.context).clone(),
+        })
+    }
+
+    /// Resumes a confirmation opened by another runtime (or by this one):
+    /// PIPELINE.md section 5, "Confirmations that cross runtimes". Always
+    /// one outcome through `sink`, as [`Shared::resolve`].
+    pub(crate) fn resume(
+        self: &Arc<Self>,
+        carried: &CarriedConfirmation,
+        approved: bool,
+        input: &[u8],
+        token: Option<&CancelToken>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<(), HostError> {
+        if let Err(e) = self.enter() {
+            sink.refused();
+            return Err(e);
+        }
+        // 1. Still pending here: the single-runtime rule, on the captured
+        // request.
+        if self.confirmation_pending(&carried.confirmation_id) {
+            return self.resolve(&carried.confirmation_id, approved, sink);
+        }
+        let now = self.now();
+        // 2. A capability this catalog does not have: an unknown
+        // confirmation.
+        let Some(capability) = self.catalog.capability_index(&carried.capability_id) else {
+            let outcome = Outcome::Failed {
+                invocation_id: self.generate_id("invocation"),
+                capability_id: Arc::from("unknown"),
+                error: RcipError::new(ErrorCode::ConfirmationNotFound),
+            };
+            let _scope = super::shared::CallbackScope::enter(self);
+            sink.deliver(&outcome.to_json_text());
+            return Ok(());
+        };
+        let capability_id = self.capability_id(capability);
+        let invocation_id: Arc<str> = Arc::from(carried.invocation_id.as_str());
+        let (bound, context_same) = {
+            let st = self.state.lock();
+            if st.closed {
+                drop(st);
+                sink.refused();
+                return Err(HostError::Closed);
+            }
+            (
+                st.bindings.slots[capability].is_some(),
+                *st.bindings.context == carried.context,
+            )
+        };
+        // 3.–5. Declined, expired, binding or context changed: as a
+        // pending confirmation's steps 2–4.
+        let ending = if !approved {
+            Some((
+                EventPhase::ConfirmationDeclined,
+                ErrorCode::ConfirmationDeclined,
+                None,
+                CloseReason::Declined,
+            ))
+        } else if now >= carried.expires_at {
+            Some((
+                EventPhase::Failed,
+                ErrorCode::ConfirmationExpired,
+                None,
+                CloseReason::Expired,
+            ))
+        } else if !bound {
+            Some((
+                EventPhase::Denied,
+                ErrorCode::PolicyDenied,
+                Some(messages::BINDING_CHANGED),
+                CloseReason::Invalidated,
+            ))
+        } else if !context_same {
+            Some((
+                EventPhase::Denied,
+                ErrorCode::PolicyDenied,
+                Some(messages::CONTEXT_CHANGED),
+                CloseReason::Invalidated,
+            ))
+        } else {
+            None
+        };
+        let notice = |reason| closed_notice(&carried.confirmation_id, &invocation_id, &capability_id, reason);
+        if let Some((phase, code, message, reason)) = ending {
+            let error = match message {
+                Some(m) => RcipError::with_message(code, m),
+                None => RcipError::new(code),
+            };
+            let (i, c) = (invocation_id.clone(), capability_id.clone());
+            let outcome = if phase == EventPhase::Failed {
+                Outcome::Failed {
+                    invocation_id: i,
+                    capability_id: c,
+                    error,
+                }
+            } else {
+                Outcome::Denied {
+                    invocation_id: i,
+                    capability_id: c,
+                    error,
+                }
+            };
+            self.emit(&invocation_id, &capability_id, phase, Some(code), None);
+            {
+                let _scope = super::shared::CallbackScope::enter(self);
+                sink.deliver(&outcome.to_json_text());
+            }
+            self.notify_confirmation(|| notice(reason));
+            return Ok(());
+        }
+        // 6. The approved re-run: section 4 from step 2 with the carried
+        // invocation id, the supplied input and `confirmed` true.
+        let input =
+            crate::json::parse_payload(input, &self.config.limits).map(|p| Payload::from_parsed(p, input.len()));
+        let start = Start {
+            id: invocation_id.clone(),
+            capability_id: capability_id.clone(),
+            capability: Some(capability),
+            input,
+            token: token.cloned(),
+            confirmed: true,
+            channel: None,
+        };
+        self.notify_confirmation(|| notice(CloseReason::Approved));
         self.run(start, sink.into())
     }
 }

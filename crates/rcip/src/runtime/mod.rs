@@ -77,6 +77,7 @@ pub use channel::{
     ClientReply, ElicitAnswer, ElicitRefusal, ElicitSink, InvocationChannel, LogLevel, ProgressObserver,
     ProgressReport, ReplySink,
 };
+pub use confirm::CarriedConfirmation;
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
 pub use pending::WAIT_FOREVER;
 pub use pending::{Pending, ReadyCallback, WaitError};
@@ -632,6 +633,63 @@ impl Host {
         sink: Box<dyn OutcomeSink>,
     ) -> Result<(), HostError> {
         self.shared.resolve(confirmation_id, approved, sink)
+    }
+
+    /// The pending confirmation `confirmation_id` as another runtime of the
+    /// same catalog may resume it ([`Host::resume_confirmation`]); `None`
+    /// when no confirmation of that id is pending here (**rcip**,
+    /// PIPELINE.md section 5, "Confirmations that cross runtimes").
+    ///
+    /// Read it while the confirmation is pending, for example from the
+    /// consumer's `confirmation_required` outcome callback, before this
+    /// runtime closes (teardown ends the confirmation `closed`).
+    pub fn carry_confirmation(&self, confirmation_id: &str) -> Option<CarriedConfirmation> {
+        self.shared.carry(confirmation_id)
+    }
+
+    /// Resumes a confirmation that another runtime of the same catalog
+    /// opened, with the consumer's input again and the host's answer
+    /// (**rcip**, PIPELINE.md section 5, "Confirmations that cross
+    /// runtimes"). Exactly one outcome reaches `sink`, possibly before this
+    /// returns: a confirmation still pending in this runtime is resolved as
+    /// [`Host::resolve_confirmation`] would; otherwise a capability this
+    /// catalog lacks is `failed CONFIRMATION_NOT_FOUND`, a decline `denied
+    /// CONFIRMATION_DECLINED`, a resume at or after `expiresAt` `failed
+    /// CONFIRMATION_EXPIRED`, an unbound capability or another context
+    /// `denied POLICY_DENIED`, and an approval re-runs section 4 from step 2
+    /// with the carried invocation id, `input` and `confirmed` true (policy,
+    /// availability and validation again; `token` cancels it).
+    ///
+    /// Single use is the caller's duty across runtimes: resume a carried
+    /// confirmation once (a consumed-id store), and answer a second attempt
+    /// as an unknown id ([`Host::resolve_confirmation`] of an id this
+    /// runtime never had is `failed CONFIRMATION_NOT_FOUND`).
+    ///
+    /// Errors: [`HostError::Closed`] (no outcome; `sink` is told
+    /// `refused`), [`HostError::WrongContext`] inside a restricted callback.
+    pub fn resume_confirmation(
+        &self,
+        carried: &CarriedConfirmation,
+        approved: bool,
+        input: &[u8],
+        token: Option<&CancelToken>,
+        sink: Box<dyn OutcomeSink>,
+    ) -> Result<(), HostError> {
+        self.shared.resume(carried, approved, input, token, sink)
+    }
+
+    /// [`Host::resume_confirmation`] with the outcome in the returned
+    /// [`Pending`].
+    pub fn resume_confirmation_pending(
+        &self,
+        carried: &CarriedConfirmation,
+        approved: bool,
+        input: &[u8],
+        token: Option<&CancelToken>,
+    ) -> Result<Pending, HostError> {
+        let (pending, sink) = Pending::new(&self.shared);
+        self.shared.resume(carried, approved, input, token, sink)?;
+        Ok(pending)
     }
 
     /// Resolves a confirmation; its outcome goes to the returned
