@@ -68,6 +68,7 @@ mod modern;
 mod outbox;
 mod pool;
 mod session;
+pub mod state;
 mod tools;
 
 // The README's example runs as a doctest.
@@ -79,6 +80,8 @@ struct ReadmeDoctests;
 mod content_tests;
 #[cfg(test)]
 mod naming_tests;
+#[cfg(test)]
+mod state_tests;
 #[cfg(test)]
 mod tests;
 
