@@ -79,6 +79,8 @@ struct ReadmeDoctests;
 #[cfg(test)]
 mod content_tests;
 #[cfg(test)]
+mod mrtr_tests;
+#[cfg(test)]
 mod naming_tests;
 #[cfg(test)]
 mod state_tests;
@@ -95,6 +97,7 @@ pub use modern::{
 };
 pub use pool::WorkerPool;
 pub use session::McpSession;
+pub use state::{ConfirmationStore, MemoryConfirmationStore, StateKeys};
 
 use rcip::runtime::Filter;
 use serde_json::Value;
@@ -291,6 +294,86 @@ pub struct McpOptions {
     /// always `"public"`: it is the same for every caller). Default
     /// [`CacheScope::Private`].
     pub cache_scope: CacheScope,
+    /// How the `requestState` of a confirmation asked statelessly is
+    /// protected and kept single-use (**rcip**, docs/MCP.md "Confirmations
+    /// without sessions"): the HMAC keys and the store of used states.
+    /// Default: keys drawn when the session (or HTTP server) is created and
+    /// a store in its memory, right for one instance; a fleet gives every
+    /// instance the same keys and a shared store.
+    pub request_state: RequestStateOptions,
+}
+
+/// The protection of stateless confirmations' `requestState`
+/// ([`McpOptions::request_state`], **rcip**): the keys that sign it and the
+/// store that makes each one single-use. Cloning shares both (an
+/// [`Arc`](std::sync::Arc)); two options are equal when they share the same
+/// keys and store, or both leave them to the default.
+///
+/// Thread-safe (`Send + Sync`). The keys never appear in `Debug` output.
+#[derive(Clone, Default)]
+pub struct RequestStateOptions {
+    /// The HMAC-SHA-256 keys ([`state::StateKeys`]: sign with the current,
+    /// verify with it and up to 8 previous). `None`: drawn from the
+    /// operating system's CSPRNG when the session or HTTP server is
+    /// created, so a state is honoured only by the instance that issued it.
+    pub keys: Option<std::sync::Arc<state::StateKeys>>,
+    /// Where used states are recorded ([`state::ConfirmationStore`]).
+    /// `None`: a [`state::MemoryConfirmationStore`] of the default capacity,
+    /// shared by the sessions of one HTTP server.
+    pub store: Option<std::sync::Arc<dyn state::ConfirmationStore>>,
+    /// Refusals by reason, sealed and opened states: shared by every
+    /// session these options were cloned into.
+    pub counters: std::sync::Arc<state::StateCounters>,
+}
+
+impl std::fmt::Debug for RequestStateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestStateOptions")
+            .field("keys", &self.keys)
+            .field("store", &self.store.as_ref().map(|_| "host store"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for RequestStateOptions {
+    fn eq(&self, other: &Self) -> bool {
+        let keys = match (&self.keys, &other.keys) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        let store = match (&self.store, &other.store) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        keys && store
+    }
+}
+
+impl RequestStateOptions {
+    /// These options with the defaults filled in: keys drawn now and a
+    /// memory store, so every clone shares them (what a session does when
+    /// it is created, and an HTTP server once for all its sessions).
+    ///
+    /// # Errors
+    /// The operating system's random source failed (no keys could be
+    /// drawn).
+    pub fn resolved(&self) -> Result<RequestStateOptions, String> {
+        let keys = match &self.keys {
+            Some(k) => k.clone(),
+            None => std::sync::Arc::new(state::StateKeys::generate().map_err(|e| e.to_string())?),
+        };
+        let store = match &self.store {
+            Some(s) => s.clone(),
+            None => std::sync::Arc::new(state::MemoryConfirmationStore::default()),
+        };
+        Ok(RequestStateOptions {
+            keys: Some(keys),
+            store: Some(store),
+            counters: self.counters.clone(),
+        })
+    }
 }
 
 /// The largest [`McpOptions::ttl_ms`]: one day, in milliseconds.
@@ -337,6 +420,7 @@ pub(crate) const SESSION_OPTION_KEYS: &[&str] = &[
     "eras",
     "ttlMs",
     "cacheScope",
+    "requestStateKeys",
 ];
 
 impl McpOptions {
@@ -350,8 +434,10 @@ impl McpOptions {
     /// [{"type": "json" | "text" | "image" | "audio" | "resource",
     /// "property"?: output property}]}, "eras"?: "legacy" | "both" |
     /// "modern", "ttlMs"?: 0..=86400000, "cacheScope"?: "private" |
-    /// "public"`. An unknown key or a value of the wrong type is an error
-    /// message.
+    /// "public", "requestStateKeys"?: [current, previous...]` (1 to 9
+    /// standard-base64 keys of at least 32 bytes each,
+    /// [`RequestStateOptions::keys`]). An unknown key or a value of the
+    /// wrong type is an error message (never containing a key).
     pub fn from_value(value: &Value) -> Result<McpOptions, String> {
         let Value::Object(map) = value else {
             return Err("the MCP options must be a JSON object".into());
@@ -427,6 +513,21 @@ impl McpOptions {
                         ))
                     }
                 },
+                "requestStateKeys" => {
+                    let keys: Vec<&str> = match v {
+                        Value::Array(items) if (1..=9).contains(&items.len()) => items
+                            .iter()
+                            .map(Value::as_str)
+                            .collect::<Option<_>>()
+                            .ok_or("/requestStateKeys must hold strings (standard base64 keys)")?,
+                        _ => {
+                            return Err("/requestStateKeys must be an array of 1 to 9 base64 keys (the current first, then previous ones)".into())
+                        }
+                    };
+                    let parsed = state::StateKeys::from_base64(keys[0], &keys[1..])
+                        .map_err(|e| format!("/requestStateKeys: {e}"))?;
+                    o.request_state.keys = Some(std::sync::Arc::new(parsed));
+                }
                 "cacheScope" => {
                     o.cache_scope = match v.as_str() {
                         Some("private") => CacheScope::Private,

@@ -292,6 +292,17 @@ pub trait RequestRuntimes: Send + Sync {
 pub trait RequestRuntime: Send + Sync {
     /// The runtime the request runs on.
     fn runtime(&self) -> &Runtime;
+
+    /// Who the request runs for, as the host authenticated it (`None`, the
+    /// default: nobody in particular). A stateless confirmation's
+    /// `requestState` is bound to it: the retry must run for the same
+    /// principal, or the state is refused (**rcip**, docs/MCP.md
+    /// "Confirmations without sessions"). Takes precedence over
+    /// [`McpSession::set_principal`](crate::McpSession::set_principal).
+    /// Called on a session worker, with no session lock held.
+    fn principal(&self) -> Option<String> {
+        None
+    }
 }
 
 impl RequestRuntime for Runtime {

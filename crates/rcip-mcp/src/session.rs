@@ -3,6 +3,8 @@
 //! session), so every method collects what it has to send and sends it
 //! after releasing the lock.
 
+mod mrtr;
+
 use super::content::{self, ContentSource};
 use super::jsonrpc::{
     self, classify, error_response, id_key, Incoming, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
@@ -15,7 +17,7 @@ use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
 use super::tools::{self, Unwrapped};
 use super::{
-    tool_name_for, ConfirmationMode, McpOptions, McpOutput, ToolNames, DEFAULT_MAX_IN_FLIGHT,
+    tool_name_for, ConfirmationMode, McpOptions, McpOutput, RequestStateOptions, ToolNames, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_PENDING_CONFIRMATIONS, DEFAULT_MAX_QUEUED_MESSAGES, DEFAULT_WORKERS, MAX_TOOL_NAME_CHARS,
     MCP_DEFAULT_MAX_MESSAGE_BYTES, MCP_LEGACY_REVISIONS, MCP_PROTOCOL_REVISION,
 };
@@ -107,6 +109,11 @@ struct Inner {
     /// The host's per-request runtime factory for modern requests; `None`:
     /// they use the session's runtime.
     request_runtimes: Mutex<Option<Arc<dyn RequestRuntimes>>>,
+    /// [`McpOptions::request_state`] with its defaults filled in (keys and
+    /// store are `Some`).
+    request_state: RequestStateOptions,
+    /// Who the session's requests run for ([`McpSession::set_principal`]).
+    principal: Mutex<Option<String>>,
 }
 
 #[derive(Default)]
@@ -296,6 +303,9 @@ struct CallContext {
     /// The host surface of the runtime the call runs on (the session's,
     /// or a modern request's own).
     host: Host,
+    /// A modern request that declared form elicitation (its user may be
+    /// asked statelessly).
+    form_elicitation: bool,
 }
 
 type Reply = Result<Value, (i64, String)>;
@@ -394,6 +404,10 @@ impl McpSession {
             ),
         );
         let instructions = options.instructions.clone().or_else(|| app_str("description"));
+        let request_state = options
+            .request_state
+            .resolved()
+            .map_err(|e| HostError::InvalidArgument(format!("the request state keys could not be drawn: {e}")))?;
         let limits = Limits {
             max_bytes: options.max_message_bytes.unwrap_or(MCP_DEFAULT_MAX_MESSAGE_BYTES),
             max_depth: MESSAGE_MAX_DEPTH,
@@ -427,6 +441,8 @@ impl McpSession {
             content: content_map,
             content_replaced: AtomicU64::new(0),
             request_runtimes: Mutex::new(None),
+            request_state,
+            principal: Mutex::new(None),
         });
         let subscription = inner.client.subscribe(Arc::new(Watcher(Arc::downgrade(&inner))))?;
         *inner.subscription.lock() = Some(subscription);
@@ -437,6 +453,29 @@ impl McpSession {
     /// names requests: the id's exact JSON text.
     pub fn request_key(id: &Value) -> String {
         id_key(id)
+    }
+
+    /// The request-state counters of the session (shared with every
+    /// session its [`McpOptions::request_state`] was cloned into, such as
+    /// the sessions of one HTTP server): states sealed and opened, and
+    /// refusals by reason ([`StateCounters`](crate::state::StateCounters)),
+    /// for metrics.
+    pub fn request_state_counters(&self) -> Arc<crate::state::StateCounters> {
+        self.inner.request_state.counters.clone()
+    }
+
+    /// Names who the session's modern requests run for (`None`: nobody in
+    /// particular, the default): the principal a stateless confirmation's
+    /// `requestState` is bound to, so a state issued to one principal is
+    /// refused for any other (**rcip**, docs/MCP.md "Confirmations without
+    /// sessions"). A per-request runtime's own
+    /// [`RequestRuntime::principal`] takes precedence. rcip's HTTP server
+    /// sets it from [`SessionRuntime::principal`](crate::http::SessionRuntime::principal)
+    /// for each stateless request; a host driving its own transport sets
+    /// it from the credential it verified. Thread-safe; takes effect for
+    /// requests answered after the call.
+    pub fn set_principal(&self, principal: Option<String>) {
+        *self.inner.principal.lock() = principal;
     }
 
     /// Gives the session a per-request runtime factory: from now on each
@@ -1121,6 +1160,11 @@ impl Inner {
     /// Answers request `key` unless it was cancelled (then it gets no
     /// response) or already answered.
     fn finish(&self, key: &str, reply: Reply) {
+        self.finish_rpc(key, reply.map_err(RpcError::from));
+    }
+
+    /// [`finish`](Self::finish) with an error that may carry `data`.
+    fn finish_rpc(&self, key: &str, reply: Result<Value, RpcError>) {
         let (call, asks) = {
             let mut st = self.state.lock();
             if st.closed {
@@ -1143,7 +1187,7 @@ impl Inner {
             // No response: the transport may let the request go.
             self.send(String::new(), Kind::Abandoned(key.to_string()));
         } else {
-            let mut reply = reply.map_err(RpcError::from);
+            let mut reply = reply;
             match &call.modern {
                 Some(_) => self.shape_modern(&mut reply, call.missing.as_ref()),
                 None => {
@@ -1387,6 +1431,16 @@ impl Inner {
     }
 
     fn tools_call(self: &Arc<Self>, key: String, mut p: Map<String, Value>, client: Client, host: Host) {
+        let modern = self.state.lock().calls.get(&key).and_then(|c| c.modern.clone());
+        // MRTR (2026-07-28): a retry carries the state of our question.
+        let retry = match &modern {
+            Some(_) => match mrtr::Retry::take(&mut p) {
+                Ok(r) => r,
+                Err(e) => return self.finish(&key, Err(e)),
+            },
+            None => None,
+        };
+        let form_elicitation = modern.as_ref().is_some_and(|m| mrtr::declares_form(&m.capabilities));
         let name = match p.remove("name") {
             Some(Value::String(n)) => n,
             _ => {
@@ -1450,22 +1504,39 @@ impl Inner {
             input: Arc::new(input),
             asked: false,
             host,
+            form_elicitation,
         };
-        let weak = Arc::downgrade(self);
-        let sink = move |outcome: &str| {
-            if let Some(inner) = weak.upgrade() {
-                inner.on_outcome(context, outcome);
+        if let Some(retry) = retry {
+            let again = CallContext {
+                asked: true,
+                ..context.clone()
+            };
+            match self.resume_statelessly(again, &retry, &name, &text, &token, form_elicitation) {
+                Ok(true) => return,
+                // No answer to the question: the call runs again (and asks again).
+                Ok(false) => {}
+                Err(e) => return self.finish_rpc(&key, Err(e)),
             }
-        };
+        }
+        let sink = self.outcome_sink(context);
         let channel = Arc::new(CallChannel {
             inner: Arc::downgrade(self),
             key: key.clone(),
             progress_token,
         });
-        if let Err(e) = client.invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, Box::new(sink))
-        {
+        if let Err(e) = client.invoke_with_channel(&name, text.as_bytes(), None, Some(&token), channel, sink) {
             self.finish(&key, Err(internal(e)));
         }
+    }
+
+    /// The sink that answers `context`'s call with the outcome it gets.
+    fn outcome_sink(self: &Arc<Self>, context: CallContext) -> Box<dyn rcip::runtime::OutcomeSink> {
+        let weak = Arc::downgrade(self);
+        Box::new(move |outcome: &str| {
+            if let Some(inner) = weak.upgrade() {
+                inner.on_outcome(context, outcome);
+            }
+        })
     }
 
     fn on_outcome(self: &Arc<Self>, context: CallContext, outcome_text: &str) {
@@ -1482,7 +1553,18 @@ impl Inner {
                 // rcip: beyond the cap, declined through the host at once.
                 return self.resolve(&context, &confirmation_id, false);
             }
-            if self.elicit {
+            let modern = self
+                .state
+                .lock()
+                .calls
+                .get(&context.key)
+                .is_some_and(|c| c.modern.is_some());
+            if self.elicit && modern {
+                match self.ask_statelessly(&context, &outcome, &confirmation_id, context.form_elicitation) {
+                    Ok(()) => return,
+                    Err(why) => note = Some(why),
+                }
+            } else if self.elicit {
                 match self.ask_user(&context, &outcome, &confirmation_id) {
                     Ok(()) => return,
                     Err(why) => note = Some(why),
@@ -1523,6 +1605,7 @@ impl Inner {
             input: Arc::new(Value::Null),
             asked: true,
             host: self.host.clone(),
+            form_elicitation: false,
         };
         self.resolve(&context, &e.confirmation_id, approved);
     }
@@ -1538,6 +1621,7 @@ impl Inner {
             input: Arc::new(Value::Null),
             asked: true,
             host: host.clone(),
+            form_elicitation: false,
         };
         let weak = Arc::downgrade(self);
         let sink = move |outcome: &str| {
@@ -1563,9 +1647,6 @@ impl Inner {
             let mut st = self.state.lock();
             if st.closed {
                 return Err("The session is closed.");
-            }
-            if st.calls.get(&context.key).is_some_and(|c| c.modern.is_some()) {
-                return Err("This request is stateless (MCP 2026-07-28), which rcip cannot ask the user through yet.");
             }
             if !st.elicitation {
                 return Err("This MCP client does not support form elicitation, so its user cannot be asked here.");

@@ -349,6 +349,14 @@ pub trait SessionRuntime: Send + Sync + 'static {
     /// Called once after the runtime was closed, on a worker thread or the
     /// thread that shuts the server down, with no lock held.
     fn session_ended(&self) {}
+    /// Who a stateless request's runtime serves, as the factory
+    /// authenticated it from the forwarded headers (`None`, the default:
+    /// nobody in particular): the principal its confirmations'
+    /// `requestState` is bound to ([`McpSession::set_principal`]). Called
+    /// once per stateless request, after the factory built it.
+    fn principal(&self) -> Option<String> {
+        None
+    }
 }
 
 impl SessionRuntime for Runtime {
@@ -694,10 +702,18 @@ impl<O: SessionRuntime> McpHttpServer<O> {
     pub fn bind(
         catalog: &Catalog,
         address: &str,
-        options: HttpOptions,
+        mut options: HttpOptions,
         factory: impl SessionFactory<O>,
     ) -> std::io::Result<McpHttpServer<O>> {
         let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+        // One set of request-state keys and one store for every session and
+        // stateless request of the server: a retry reaches another
+        // request's session.
+        options.session.request_state = options
+            .session
+            .request_state
+            .resolved()
+            .map_err(|e| std::io::Error::other(format!("the request state keys could not be drawn: {e}")))?;
         let addr: SocketAddr = address.parse().map_err(|_| {
             invalid(format!(
                 "\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)"

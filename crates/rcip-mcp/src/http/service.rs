@@ -1140,6 +1140,7 @@ fn create_stateless<O: SessionRuntime>(
             return Err(format!("the request could not be served: {e}"));
         }
     };
+    mcp.set_principal(owner.principal());
     let session = Arc::new(Session {
         info: SessionInfo {
             session_id: session_id.clone(),
