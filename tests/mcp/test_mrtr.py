@@ -15,6 +15,7 @@ are tried with the SDK's manual loop (`allow_input_required=True`)."""
 from __future__ import annotations
 
 import json
+import re
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
@@ -63,7 +64,8 @@ async def open_visits(desk: Desk) -> list[str]:
 
 
 def handler_runs(desk: Desk) -> int:
-    return desk.stderr.text().count("handler   visits.close")
+    """How often the desk started visits.close (its transcript's events)."""
+    return len(re.findall(r"event\s+started\s+visits\.close\s", desk.stderr.text()))
 
 
 async def first_round(desk: Desk, arguments: dict[str, Any] = CLOSE) -> types.InputRequiredResult:
