@@ -19,6 +19,7 @@ import re
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
+import anyio
 import mcp_types as types
 import pytest
 from conftest import Desk, desk_client, http_client
@@ -39,12 +40,12 @@ def outcome(result: types.CallToolResult) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def modern(transport: str, http_desk: Any, **client_kwargs: Any) -> AsyncIterator[Desk]:
+async def modern(transport: str, http_desk: Any, *extra: str, **client_kwargs: Any) -> AsyncIterator[Desk]:
     if transport == "stdio":
-        async with desk_client(*ELICIT, mode=MODERN, **client_kwargs) as desk:
+        async with desk_client(*ELICIT, *extra, mode=MODERN, **client_kwargs) as desk:
             yield desk
     else:
-        async with http_client(http_desk(*ELICIT), name="mrtr", mode=MODERN, **client_kwargs) as desk:
+        async with http_client(http_desk(*ELICIT, *extra), name="mrtr", mode=MODERN, **client_kwargs) as desk:
             yield desk
 
 
@@ -193,3 +194,22 @@ async def test_a_retry_without_the_answer_asks_again(transport: str, http_desk: 
         assert list(again.input_requests or {}) == [KEY]
         assert again.request_state != first.request_state, "a new question, a new state"
         assert handler_runs(desk) == 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_an_answer_after_the_expiry_is_confirmation_expired(transport: str, http_desk: Any) -> None:
+    """Confirmations of 400 ms: the user answers after 700. Over stdio the
+    desk's runtime expired it meanwhile; over HTTP the retry's fresh runtime
+    finds `expiresAt` past. Either way the runtime's CONFIRMATION_EXPIRED,
+    and nothing runs."""
+    _, elicit = answering("accept")
+    async with modern(transport, http_desk, "--ttl-ms", "400", elicitation_callback=elicit) as desk:
+        first = await first_round(desk)
+        await anyio.sleep(0.7)
+        late = await desk.client.session.call_tool(
+            "visits.close", CLOSE, input_responses=accept(), request_state=first.request_state
+        )
+        o = outcome(late)
+        assert (o["status"], o["error"]["code"]) == ("failed", "CONFIRMATION_EXPIRED"), o
+        assert handler_runs(desk) == 0
+        assert "V-1003" in await open_visits(desk)
