@@ -9,7 +9,7 @@ The desk runs with `"confirmation": "elicit"`: `visits.close` needs a
 confirmation, so the first `tools/call` is answered with an
 `InputRequiredResult` (one `elicitation/create`, a sealed `requestState`),
 the client asks its user through `elicitation_callback` and re-sends the
-call with the answer. Replayed, tampered, re-targeted and unanswered states
+call with the answer. Replayed, tampered, re-targeted, late and unanswered states
 are tried with the SDK's manual loop (`allow_input_required=True`)."""
 
 from __future__ import annotations
