@@ -250,7 +250,6 @@ pub(super) enum Mode {
     Fastest,
     /// [`Evaluator::check`] (when nothing depends on evaluating every
     /// keyword).
-    #[cfg_attr(not(test), allow(dead_code))] // only the tests choose this path by name
     Check,
     /// The keyword-by-keyword evaluator.
     General,

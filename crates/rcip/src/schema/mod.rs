@@ -372,6 +372,85 @@ pub fn compare_pattern_engines(pattern: &str, text: &str, steps: u64) -> Option<
     (left > 0).then_some((ours, found))
 }
 
+/// Compares every evaluation path of `schema` on `data` (**rcip** test
+/// support for the unit tests and the `schema_modes` fuzz target; not a
+/// stable API): the flat plan (when the schema has one), the check mode
+/// (with its leaf and closed-object plans) and the keyword-by-keyword
+/// evaluator must agree on validity and exhaustion, spend the same budget
+/// units on a valid instance, and, under the default budget and three tight
+/// ones (the units a valid instance needs, one less, half), give the same
+/// issue list through [`Schema::validate_within`], [`Schema::validate_limited`]
+/// and the evaluator's own issue pass. `Err` names the first disagreement.
+#[doc(hidden)]
+pub fn compare_modes(schema: &Schema, data: &Value) -> Result<(), String> {
+    use eval::Mode;
+    let prog = &schema.program;
+    let budget = Budget::default();
+    let general = Evaluator::run_with(prog, data, false, budget, Mode::General);
+    for mode in [Mode::Fastest, Mode::Check] {
+        let fast = Evaluator::run_with(prog, data, false, budget, mode);
+        if (fast.valid, fast.exhausted) != (general.valid, general.exhausted) {
+            return Err(format!(
+                "{mode:?}: valid {} exhausted {} (general: {} {}) on {data}",
+                fast.valid, fast.exhausted, general.valid, general.exhausted
+            ));
+        }
+        if fast.valid && (fast.spent, fast.limit) != (general.spent, general.limit) {
+            return Err(format!(
+                "{mode:?}: spent {}/{} (general: {}/{}) on {data}",
+                fast.spent, fast.limit, general.spent, general.limit
+            ));
+        }
+    }
+    if schema.is_valid(data) != general.valid {
+        return Err(format!("is_valid disagrees with the general evaluator on {data}"));
+    }
+    let mut floors = vec![
+        budget.floor,
+        general.spent,
+        general.spent.saturating_sub(1),
+        general.spent / 2,
+    ];
+    floors.dedup();
+    for floor in floors {
+        let tight = Budget { floor, ..budget };
+        let g = Evaluator::run_with(prog, data, false, tight, Mode::General);
+        let f = Evaluator::run_with(prog, data, false, tight, Mode::Fastest);
+        if general.valid && (f.valid, f.exhausted, f.spent, f.limit) != (g.valid, g.exhausted, g.spent, g.limit) {
+            return Err(format!(
+                "floor {floor}: the fastest path (valid {}, exhausted {}, {}/{}) differs from the general one ({}, {}, {}/{}) on {data}",
+                f.valid, f.exhausted, f.spent, f.limit, g.valid, g.exhausted, g.spent, g.limit
+            ));
+        }
+        let expected = if g.valid {
+            Vec::new()
+        } else if g.exhausted {
+            vec![budget_issue(g.limit)]
+        } else {
+            let issues = Evaluator::run_with(prog, data, true, tight, Mode::General);
+            if issues.exhausted {
+                vec![budget_issue(issues.limit)]
+            } else {
+                issues.issues
+            }
+        };
+        let within = schema.validate_within(data, tight);
+        if within != expected {
+            return Err(format!(
+                "floor {floor}: validate_within gave {within:?}, the general evaluator {expected:?} on {data}"
+            ));
+        }
+        let limited = schema.validate_limited(data, tight, IssueLimit::UNLIMITED);
+        if limited.issues != within || limited.truncated {
+            return Err(format!(
+                "floor {floor}: validate_limited gave {:?}, validate_within {within:?} on {data}",
+                limited.issues
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs a schema corpus (the layout of the shared Ajv corpus files) and
 /// returns the results in the layout `compare_schema.py` reads (`valid`
 /// from [`Schema::is_valid`], `issues` from [`Schema::validate`], so both

@@ -801,55 +801,8 @@ fn fast_validity_pass_agrees_with_the_general_evaluator_on_every_corpus() {
             };
             for t in entry["tests"].as_array().expect("tests") {
                 let data = &t["data"];
-                let budget = Budget::default();
-                let general = Evaluator::run_with(&schema.program, data, false, budget, Mode::General);
-                for mode in [Mode::Fastest, Mode::Check] {
-                    let fast = Evaluator::run_with(&schema.program, data, false, budget, mode);
-                    let at = format!("{name} {} {mode:?}: {data}", entry["id"]);
-                    assert_eq!(fast.valid, general.valid, "{at}");
-                    assert_eq!(fast.exhausted, general.exhausted, "{at}");
-                    if fast.valid {
-                        assert_eq!(
-                            (fast.spent, fast.limit),
-                            (general.spent, general.limit),
-                            "units of {at}"
-                        );
-                    }
-                }
-                // Tight budgets: the flat plan's one comparison at the end
-                // gives the evaluator's exhaustion and budget on a valid
-                // instance, and `validate_within` the general evaluator's
-                // issues on every instance.
-                for floor in [general.spent, general.spent.saturating_sub(1), general.spent / 2] {
-                    let tight = Budget { floor, per_pair: 0 };
-                    let g = Evaluator::run_with(&schema.program, data, false, tight, Mode::General);
-                    let f = Evaluator::run_with(&schema.program, data, false, tight, Mode::Fastest);
-                    if general.valid {
-                        assert_eq!(
-                            (f.valid, f.exhausted, f.spent, f.limit),
-                            (g.valid, g.exhausted, g.spent, g.limit),
-                            "{name} {} floor {floor}: {data}",
-                            entry["id"]
-                        );
-                    }
-                    let expected = if g.valid {
-                        Vec::new()
-                    } else if g.exhausted {
-                        vec![budget_issue(g.limit)]
-                    } else {
-                        let issues = Evaluator::run_with(&schema.program, data, true, tight, Mode::General);
-                        if issues.exhausted {
-                            vec![budget_issue(issues.limit)]
-                        } else {
-                            issues.issues
-                        }
-                    };
-                    assert_eq!(
-                        schema.validate_within(data, tight),
-                        expected,
-                        "{name} {} floor {floor}: {data}",
-                        entry["id"]
-                    );
+                if let Err(e) = super::compare_modes(&schema, data) {
+                    panic!("{name} {}: {e}", entry["id"]);
                 }
                 flat += schema.program.flat.is_some() as usize;
                 checked += 1;
