@@ -113,6 +113,50 @@ fn closed_json(c: &PendingConfirmation, reason: CloseReason) -> String {
     closed_notice(&c.id, &c.invocation_id, &c.capability_id, reason)
 }
 
+/// The end of an answered confirmation: the event phase, the error code,
+/// its message and the reason the confirmation observer hears.
+type Ending = (EventPhase, ErrorCode, Option<&'static str>, CloseReason);
+
+/// How an answered confirmation ends before its re-run, in the order of
+/// PIPELINE.md section 5: declined (step 2), then expired at or after
+/// `expiresAt` (step 3), then the binding, then the context changed (step
+/// 4); `None`: the approved re-run goes ahead. One rule for a pending
+/// confirmation ([`Shared::resolve`]) and a carried one
+/// ([`Shared::resume`]).
+fn ending(approved: bool, expired: bool, binding_same: bool, context_same: bool) -> Option<Ending> {
+    if !approved {
+        Some((
+            EventPhase::ConfirmationDeclined,
+            ErrorCode::ConfirmationDeclined,
+            None,
+            CloseReason::Declined,
+        ))
+    } else if expired {
+        Some((
+            EventPhase::Failed,
+            ErrorCode::ConfirmationExpired,
+            None,
+            CloseReason::Expired,
+        ))
+    } else if !binding_same {
+        Some((
+            EventPhase::Denied,
+            ErrorCode::PolicyDenied,
+            Some(messages::BINDING_CHANGED),
+            CloseReason::Invalidated,
+        ))
+    } else if !context_same {
+        Some((
+            EventPhase::Denied,
+            ErrorCode::PolicyDenied,
+            Some(messages::CONTEXT_CHANGED),
+            CloseReason::Invalidated,
+        ))
+    } else {
+        None
+    }
+}
+
 /// The host's `closed` notice of a confirmation (PIPELINE.md section 5).
 fn closed_notice(confirmation_id: &str, invocation_id: &str, capability_id: &str, reason: CloseReason) -> String {
     let mut out = String::from("{\"event\":\"closed\",\"confirmationId\":");
@@ -456,41 +500,7 @@ impl Shared {
             Found::Pending(c, b, x) => (c, b, x),
         };
         Shared::unregister_confirmation_token(&mut c);
-        let ending = if !approved {
-            // 2. Declined.
-            Some((
-                EventPhase::ConfirmationDeclined,
-                ErrorCode::ConfirmationDeclined,
-                None,
-                CloseReason::Declined,
-            ))
-        } else if now >= c.expires_at {
-            // 3. Expired (an approval at or after expiresAt, timer or not).
-            Some((
-                EventPhase::Failed,
-                ErrorCode::ConfirmationExpired,
-                None,
-                CloseReason::Expired,
-            ))
-        } else if !binding_same {
-            // 4. Binding changed.
-            Some((
-                EventPhase::Denied,
-                ErrorCode::PolicyDenied,
-                Some(messages::BINDING_CHANGED),
-                CloseReason::Invalidated,
-            ))
-        } else if !context_same {
-            // 4. Context changed.
-            Some((
-                EventPhase::Denied,
-                ErrorCode::PolicyDenied,
-                Some(messages::CONTEXT_CHANGED),
-                CloseReason::Invalidated,
-            ))
-        } else {
-            None
-        };
+        let ending = ending(approved, now >= c.expires_at, binding_same, context_same);
         if let Some((phase, code, message, reason)) = ending {
             let error = match message {
                 Some(m) => RcipError::with_message(code, m),
@@ -643,37 +653,7 @@ impl Shared {
         };
         // 3.–5. Declined, expired, binding or context changed: as a
         // pending confirmation's steps 2–4.
-        let ending = if !approved {
-            Some((
-                EventPhase::ConfirmationDeclined,
-                ErrorCode::ConfirmationDeclined,
-                None,
-                CloseReason::Declined,
-            ))
-        } else if now >= carried.expires_at {
-            Some((
-                EventPhase::Failed,
-                ErrorCode::ConfirmationExpired,
-                None,
-                CloseReason::Expired,
-            ))
-        } else if !bound {
-            Some((
-                EventPhase::Denied,
-                ErrorCode::PolicyDenied,
-                Some(messages::BINDING_CHANGED),
-                CloseReason::Invalidated,
-            ))
-        } else if !context_same {
-            Some((
-                EventPhase::Denied,
-                ErrorCode::PolicyDenied,
-                Some(messages::CONTEXT_CHANGED),
-                CloseReason::Invalidated,
-            ))
-        } else {
-            None
-        };
+        let ending = ending(approved, now >= carried.expires_at, bound, context_same);
         let notice = |reason| closed_notice(&carried.confirmation_id, &invocation_id, &capability_id, reason);
         if let Some((phase, code, message, reason)) = ending {
             let error = match message {
