@@ -1278,12 +1278,7 @@ impl Inner {
                 ))
             }
         };
-        // Form elicitation: `{"form": {...}}`, or an empty object (the
-        // 2025-11-25 backwards-compatible spelling of form support).
-        let elicitation = match capabilities.get("elicitation") {
-            Some(Value::Object(e)) => e.is_empty() || e.get("form").is_some_and(Value::is_object),
-            _ => false,
-        };
+        let elicitation = mrtr::declares_form(&capabilities);
         // MCP 2025-11-25, "Lifecycle" ("Version Negotiation"): the
         // requested revision when the session speaks it, else the latest.
         let requested = p.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
@@ -1908,10 +1903,14 @@ impl Inner {
 /// The instant of epoch milliseconds `ms` on the system clock (now when it
 /// has passed).
 fn instant_of(ms: i64) -> Instant {
-    let now_ms = std::time::SystemTime::now()
+    Instant::now() + Duration::from_millis(ms.saturating_sub(wall_ms()).max(0) as u64)
+}
+
+/// Milliseconds since the Unix epoch on the system clock.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    Instant::now() + Duration::from_millis(ms.saturating_sub(now_ms).max(0) as u64)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Whether a per-request runtime's catalog is the session's: the same

@@ -88,13 +88,6 @@ impl Retry {
     }
 }
 
-/// Milliseconds since the Unix epoch on the server's clock.
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 impl Inner {
     /// The principal a modern request runs for: its per-request runtime's
     /// ([`RequestRuntime::principal`](crate::RequestRuntime::principal)),
@@ -231,7 +224,7 @@ impl Inner {
         let retain_until = opened.expires_at_ms.saturating_add(RETENTION_SLACK_MS);
         let host: Host = context.host.clone();
         let sink = self.outcome_sink(context);
-        match store.consume(&opened.nonce, retain_until, now_ms()) {
+        match store.consume(&opened.nonce, retain_until, super::wall_ms()) {
             Ok(Consumed::First) => {
                 host.resume_confirmation(&carried, approved, input_text.as_bytes(), Some(token), sink)
             }
@@ -252,8 +245,9 @@ impl Inner {
     }
 }
 
-/// Whether a modern request's `_meta` declared form elicitation
-/// (`elicitation: {}` or `elicitation: {"form": {...}}`).
+/// Whether client capabilities (`initialize`'s, or a modern request's
+/// `_meta`) declare form elicitation: `{"form": {...}}`, or an empty
+/// object (the 2025-11-25 backwards-compatible spelling of form support).
 pub(super) fn declares_form(capabilities: &Map<String, Value>) -> bool {
     match capabilities.get("elicitation") {
         Some(Value::Object(e)) => e.is_empty() || e.get("form").is_some_and(Value::is_object),
