@@ -745,6 +745,24 @@ typedef void (*rcip_elicit_callback)(void *user_data, const char *answer_json);
 typedef void (*rcip_sampling_callback)(void *user_data, const char *reply_json);
 
 /**
+ * Receives the MCP client's reply to `rcip_invocation_ask`.
+ *
+ * `reply_json` is `{"result": <the client's result>}` (for
+ * `elicitation/create` an `ElicitResult` `{"action", "content"?}`, for
+ * `sampling/createMessage` a `CreateMessageResult`, for `roots/list`
+ * `{"roots": [{"uri", "name"?}]}`), `{"error": {"code", "message",
+ * "data"?}}` (the client's JSON-RPC error), or `{"cancelled": true}` (the
+ * call was cancelled, the handler settled first, the session ended, or,
+ * on an MCP 2026-07-28 request, the question travels to the client in
+ * this round's `InputRequiredResult` and the handler runs again with the
+ * answer); valid during the call only. Called exactly once, on a session
+ * worker thread, never on the thread that called `rcip_invocation_ask`,
+ * with no rcip lock held; then `user_data_free` runs. Keep it short, as
+ * `rcip_elicit_callback`.
+ */
+typedef void (*rcip_ask_callback)(void *user_data, const char *reply_json);
+
+/**
  * Receives every progress report of the runtime's handlers
  * (`rcip_runtime_builder_set_progress_observer`).
  *
@@ -2420,6 +2438,65 @@ rcip_result rcip_invocation_elicit(const struct rcip_invocation *invocation, con
  * Rule: **rcip**; MCP 2025-11-25, client/sampling.
  */
 rcip_result rcip_invocation_create_message(const struct rcip_invocation *invocation, const char *params_json, rcip_sampling_callback on_reply, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * Sends the MCP client whose call the invocation serves the request
+ * `method` on the handler's behalf (**rcip**, docs/MCP.md "Questions
+ * without sessions"): the general form of `rcip_invocation_elicit` and
+ * `rcip_invocation_create_message`, with a key for the question. The
+ * reply reaches `on_reply` once, later, on a session worker; never blocks.
+ * In a session the request is sent to the client; on an MCP 2026-07-28
+ * request the question is answered from the retry's `inputResponses[key]`
+ * when it has a well-formed answer, and otherwise collected into the
+ * call's `InputRequiredResult` (the reply is then `{"cancelled": true}`,
+ * the handler's outcome is set aside, and the handler runs again when the
+ * client re-sends the call with the answer: ask before doing anything
+ * irreversible).
+ *
+ * Shape: `key` is the question's name (1 to 128 characters, not starting
+ * with `rcip/`, unique within the invocation), or NULL: rcip numbers the
+ * question (`rcip/ask/1`, `rcip/ask/2`, ... in the order asked).
+ * `method` is `elicitation/create` (`params_json` `{"message",
+ * "requestedSchema"}`, the schema checked as for `rcip_invocation_elicit`),
+ * `sampling/createMessage` (checked as for
+ * `rcip_invocation_create_message`) or `roots/list` (`params_json` an
+ * object, usually `{}`). The reply's shape is at `rcip_ask_callback`.
+ * Ownership: `key`, `method` and `params_json` are borrowed (copied).
+ * `user_data` is kept until the reply was delivered, then
+ * `user_data_free` runs once; when this call fails, neither callback runs
+ * and the host keeps its data.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, method, params_json,
+ * on_reply); `RCIP_RESULT_INVALID_UTF8` (key, method);
+ * `RCIP_RESULT_INVALID_JSON`; `RCIP_RESULT_INVALID_ARGUMENT` (a bad key,
+ * a key asked twice, another method, params that fail the checks, more
+ * than 64 questions in one call); `RCIP_RESULT_UNSUPPORTED` (no MCP call,
+ * or a client or request that did not declare the capability: see
+ * `rcip_invocation_can_ask`); `RCIP_RESULT_ALREADY_COMPLETED`;
+ * `RCIP_RESULT_CLOSED`; `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread while the invocation is pending; several
+ * questions may be open at once.
+ * Callbacks: see `rcip_ask_callback`.
+ * Rule: **rcip**; MCP 2025-11-25 client/elicitation, client/sampling,
+ * client/roots; MCP 2026-07-28 "Multi Round-Trip Requests".
+ */
+rcip_result rcip_invocation_ask(const struct rcip_invocation *invocation, const char *key, const char *method, const char *params_json, rcip_ask_callback on_reply, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * True when `rcip_invocation_ask` with `method` would reach the client
+ * (**rcip**): the invocation serves an MCP call whose client (a session's
+ * `initialize`, or a 2026-07-28 request's own `_meta`) declared what
+ * `method` needs (form elicitation, `sampling`, `roots`) and is still
+ * pending. False for NULL, invalid UTF-8, an unknown method, no MCP call
+ * (an approved re-run, an in-process consumer), or a settled invocation.
+ * A handler with a fallback asks only when this is true: a 2026-07-28
+ * request that did not declare a capability the handler asks for is
+ * answered `-32021` whatever the handler does next.
+ *
+ * Ownership: both arguments are borrowed for the call.
+ * Thread safety: any thread.
+ * Rule: **rcip**; MCP 2026-07-28 "Per-request protocol fields".
+ */
+bool rcip_invocation_can_ask(const struct rcip_invocation *invocation, const char *method);
 
 /**
  * Installs the progress observer (**rcip**): every progress report of the

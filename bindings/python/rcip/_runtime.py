@@ -1083,6 +1083,47 @@ class Invocation(Owner):
             check(lib.rcip_invocation_create_message(ptr, data, _sampling_trampoline, key, _user_data_free))
         return future
 
+    def ask(
+        self, method: str, params: Mapping[str, Any], key: Optional[str] = None
+    ) -> "concurrent.futures.Future[Dict[str, Any]]":
+        """Sends the MCP client ``method`` on the handler's behalf under the
+        question key ``key`` (``None``: rcip numbers it, ``rcip/ask/1``,
+        ...) and returns at once; the future gets the reply as for
+        ``create_message``: ``{"result": ...}``, ``{"error": ...}`` or
+        ``{"cancelled": True}``. ``method`` is ``elicitation/create``
+        (``params`` ``{"message", "requestedSchema"}``),
+        ``sampling/createMessage`` or ``roots/list`` (``params`` ``{}``).
+        On an MCP 2026-07-28 request an unanswered question goes to the
+        client in the call's ``InputRequiredResult`` (the reply is then
+        ``{"cancelled": True}``) and the handler runs again with the answer
+        (docs/MCP.md "Questions without sessions"): ask before doing
+        anything irreversible. ``InvalidArgumentError`` for a bad key or
+        params; ``UnsupportedError`` when the client did not declare the
+        capability (see ``can_ask``) or there is no MCP call."""
+        future: "concurrent.futures.Future[Dict[str, Any]]" = concurrent.futures.Future()
+        data = _payload(params)
+        raw_key = key.encode("utf-8") if key is not None else None
+        with _registering(_ResultEntry(future, _json.loads)) as entry, self._handle.use() as ptr:
+            check(
+                lib.rcip_invocation_ask(
+                    ptr, raw_key, method.encode("utf-8"), data, _sampling_trampoline, entry, _user_data_free
+                )
+            )
+        return future
+
+    def can_ask(self, method: str) -> bool:
+        """Whether ``ask`` with ``method`` would reach the client: the MCP
+        call's client (or 2026-07-28 request) declared the capability it
+        needs and the invocation is pending."""
+        with self._handle.use() as ptr:
+            return bool(lib.rcip_invocation_can_ask(ptr, method.encode("utf-8")))
+
+    async def ask_async(
+        self, method: str, params: Mapping[str, Any], key: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """``ask`` awaited, for a coroutine handler."""
+        return await asyncio.wrap_future(self.ask(method, params, key))
+
     async def elicit_async(self, message: str, schema: Mapping[str, Any]) -> ElicitResult:
         """``elicit`` awaited, for a coroutine handler: the user's answer.
         Cancelling the call cancels the awaiting task as usual."""

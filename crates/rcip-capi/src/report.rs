@@ -5,7 +5,7 @@
 
 use super::callback::c_user_data;
 use super::callback::{c_json, once_text, rcip_user_data_free_callback, CEvents};
-use super::guard::{bytes_arg, ffi_guard, opt_str_arg, str_arg, FfiError};
+use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, str_arg, FfiError};
 use super::handle::counted_arg;
 use super::invocation::rcip_invocation;
 use super::result::rcip_result;
@@ -39,6 +39,22 @@ pub type rcip_elicit_callback = Option<unsafe extern "C" fn(user_data: *mut c_vo
 /// held; then `user_data_free` runs. Keep it short, as
 /// `rcip_elicit_callback`.
 pub type rcip_sampling_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, reply_json: *const c_char)>;
+
+/// Receives the MCP client's reply to `rcip_invocation_ask`.
+///
+/// `reply_json` is `{"result": <the client's result>}` (for
+/// `elicitation/create` an `ElicitResult` `{"action", "content"?}`, for
+/// `sampling/createMessage` a `CreateMessageResult`, for `roots/list`
+/// `{"roots": [{"uri", "name"?}]}`), `{"error": {"code", "message",
+/// "data"?}}` (the client's JSON-RPC error), or `{"cancelled": true}` (the
+/// call was cancelled, the handler settled first, the session ended, or,
+/// on an MCP 2026-07-28 request, the question travels to the client in
+/// this round's `InputRequiredResult` and the handler runs again with the
+/// answer); valid during the call only. Called exactly once, on a session
+/// worker thread, never on the thread that called `rcip_invocation_ask`,
+/// with no rcip lock held; then `user_data_free` runs. Keep it short, as
+/// `rcip_elicit_callback`.
+pub type rcip_ask_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, reply_json: *const c_char)>;
 
 /// Receives every progress report of the runtime's handlers
 /// (`rcip_runtime_builder_set_progress_observer`).
@@ -261,6 +277,102 @@ pub unsafe extern "C" fn rcip_invocation_create_message(
             return Err(e.into());
         }
         Ok(())
+    })
+}
+
+/// Sends the MCP client whose call the invocation serves the request
+/// `method` on the handler's behalf (**rcip**, docs/MCP.md "Questions
+/// without sessions"): the general form of `rcip_invocation_elicit` and
+/// `rcip_invocation_create_message`, with a key for the question. The
+/// reply reaches `on_reply` once, later, on a session worker; never blocks.
+/// In a session the request is sent to the client; on an MCP 2026-07-28
+/// request the question is answered from the retry's `inputResponses[key]`
+/// when it has a well-formed answer, and otherwise collected into the
+/// call's `InputRequiredResult` (the reply is then `{"cancelled": true}`,
+/// the handler's outcome is set aside, and the handler runs again when the
+/// client re-sends the call with the answer: ask before doing anything
+/// irreversible).
+///
+/// Shape: `key` is the question's name (1 to 128 characters, not starting
+/// with `rcip/`, unique within the invocation), or NULL: rcip numbers the
+/// question (`rcip/ask/1`, `rcip/ask/2`, ... in the order asked).
+/// `method` is `elicitation/create` (`params_json` `{"message",
+/// "requestedSchema"}`, the schema checked as for `rcip_invocation_elicit`),
+/// `sampling/createMessage` (checked as for
+/// `rcip_invocation_create_message`) or `roots/list` (`params_json` an
+/// object, usually `{}`). The reply's shape is at `rcip_ask_callback`.
+/// Ownership: `key`, `method` and `params_json` are borrowed (copied).
+/// `user_data` is kept until the reply was delivered, then
+/// `user_data_free` runs once; when this call fails, neither callback runs
+/// and the host keeps its data.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (invocation, method, params_json,
+/// on_reply); `RCIP_RESULT_INVALID_UTF8` (key, method);
+/// `RCIP_RESULT_INVALID_JSON`; `RCIP_RESULT_INVALID_ARGUMENT` (a bad key,
+/// a key asked twice, another method, params that fail the checks, more
+/// than 64 questions in one call); `RCIP_RESULT_UNSUPPORTED` (no MCP call,
+/// or a client or request that did not declare the capability: see
+/// `rcip_invocation_can_ask`); `RCIP_RESULT_ALREADY_COMPLETED`;
+/// `RCIP_RESULT_CLOSED`; `RCIP_RESULT_WRONG_CONTEXT`.
+/// Thread safety: any thread while the invocation is pending; several
+/// questions may be open at once.
+/// Callbacks: see `rcip_ask_callback`.
+/// Rule: **rcip**; MCP 2025-11-25 client/elicitation, client/sampling,
+/// client/roots; MCP 2026-07-28 "Multi Round-Trip Requests".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_ask(
+    invocation: *const rcip_invocation,
+    key: *const c_char,
+    method: *const c_char,
+    params_json: *const c_char,
+    on_reply: rcip_ask_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let h = counted_arg(invocation, "invocation")?;
+        let key = opt_str_arg(key, "key")?;
+        let method = str_arg(method, "method")?;
+        let params = bytes_arg(params_json, "params_json")?;
+        let cb = on_reply.ok_or_else(|| FfiError::null("on_reply"))?;
+        let params = rcip::json::parse_bytes(params, &rcip::json::Limits::default())
+            .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("params_json: {e}")))?;
+        let slot = Arc::new(Mutex::new(Some(once_text(cb, user_data, user_data_free))));
+        let reply_slot = slot.clone();
+        let reply = Box::new(move |reply: ClientReply| {
+            if let Some(once) = reply_slot.lock().take() {
+                once.call(&c_json(&reply.to_json()));
+            }
+        });
+        if let Err(e) = h.ask(key, method, &params, reply) {
+            if let Some(once) = slot.lock().take() {
+                once.disarm();
+            }
+            return Err(e.into());
+        }
+        Ok(())
+    })
+}
+
+/// True when `rcip_invocation_ask` with `method` would reach the client
+/// (**rcip**): the invocation serves an MCP call whose client (a session's
+/// `initialize`, or a 2026-07-28 request's own `_meta`) declared what
+/// `method` needs (form elicitation, `sampling`, `roots`) and is still
+/// pending. False for NULL, invalid UTF-8, an unknown method, no MCP call
+/// (an approved re-run, an in-process consumer), or a settled invocation.
+/// A handler with a fallback asks only when this is true: a 2026-07-28
+/// request that did not declare a capability the handler asks for is
+/// answered `-32021` whatever the handler does next.
+///
+/// Ownership: both arguments are borrowed for the call.
+/// Thread safety: any thread.
+/// Rule: **rcip**; MCP 2026-07-28 "Per-request protocol fields".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_invocation_can_ask(invocation: *const rcip_invocation, method: *const c_char) -> bool {
+    ffi_guard_or!(false, {
+        let (Ok(h), Ok(method)) = (counted_arg(invocation, "invocation"), str_arg(method, "method")) else {
+            return false;
+        };
+        h.can_ask(method)
     })
 }
 

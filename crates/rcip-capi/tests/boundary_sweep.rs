@@ -90,6 +90,8 @@ rcip_invocation_is_settled ok=false/EXECUTION_FAILED invocation:null=false/EXECU
 rcip_invocation_report_progress ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED progress:nan=INVALID_ARGUMENT/EXECUTION_FAILED total:nan=INVALID_ARGUMENT/EXECUTION_FAILED message:null=OK/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_invocation_log ok=OK/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED level:null=NULL_ARGUMENT/EXECUTION_FAILED level:utf8=INVALID_UTF8/EXECUTION_FAILED logger:null=OK/EXECUTION_FAILED logger:utf8=INVALID_UTF8/EXECUTION_FAILED data_json:null=NULL_ARGUMENT/EXECUTION_FAILED data_json:utf8=INVALID_JSON/EXECUTION_FAILED data_json:notjson=INVALID_JSON/EXECUTION_FAILED data_json:shape=OK/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_invocation_create_message ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED params_json:null=NULL_ARGUMENT/EXECUTION_FAILED params_json:utf8=INVALID_JSON/EXECUTION_FAILED params_json:notjson=INVALID_JSON/EXECUTION_FAILED params_json:shape=UNSUPPORTED/EXECUTION_FAILED on_reply:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_ask ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED key:null=UNSUPPORTED/EXECUTION_FAILED key:utf8=INVALID_UTF8/EXECUTION_FAILED method:null=NULL_ARGUMENT/EXECUTION_FAILED method:utf8=INVALID_UTF8/EXECUTION_FAILED params_json:null=NULL_ARGUMENT/EXECUTION_FAILED params_json:utf8=INVALID_JSON/EXECUTION_FAILED params_json:notjson=INVALID_JSON/EXECUTION_FAILED params_json:shape=UNSUPPORTED/EXECUTION_FAILED on_reply:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
+rcip_invocation_can_ask ok=false/EXECUTION_FAILED invocation:null=false/EXECUTION_FAILED method:null=false/EXECUTION_FAILED method:utf8=false/EXECUTION_FAILED settled=false/succeeded
 rcip_invocation_elicit ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED message:null=NULL_ARGUMENT/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED requested_schema_json:null=NULL_ARGUMENT/EXECUTION_FAILED requested_schema_json:utf8=INVALID_JSON/EXECUTION_FAILED requested_schema_json:notjson=INVALID_JSON/EXECUTION_FAILED requested_schema_json:shape=UNSUPPORTED/EXECUTION_FAILED on_answer:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_context ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_invocation_id ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
@@ -1245,7 +1247,9 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_invocation_report_progress"
         | "rcip_invocation_log"
         | "rcip_invocation_elicit"
-        | "rcip_invocation_create_message" => {
+        | "rcip_invocation_create_message"
+        | "rcip_invocation_ask"
+        | "rcip_invocation_can_ask" => {
             let inv = fx.invocation();
             if a.settled() {
                 assert_eq!(rcip_invocation_complete(inv, c"{}".as_ptr()), rcip_result::Ok);
@@ -1301,6 +1305,24 @@ unsafe fn run(f: &str, case: &str) -> String {
                         ptr::null_mut(),
                         Some(release),
                     ))
+                }
+                "rcip_invocation_ask" => {
+                    let key = a.text("key", "capital");
+                    let method = a.text("method", "roots/list");
+                    let params = a.text("params_json", "{}");
+                    Ok(rcip_invocation_ask(
+                        h,
+                        key,
+                        method,
+                        params,
+                        a.cb("on_reply", noop_json as unsafe extern "C" fn(_, _)),
+                        ptr::null_mut(),
+                        Some(release),
+                    ))
+                }
+                "rcip_invocation_can_ask" => {
+                    let method = a.text("method", "elicitation/create");
+                    Err(rcip_invocation_can_ask(h, method).to_string())
                 }
                 _ => {
                     rcip_invocation_free(h);

@@ -126,13 +126,6 @@ pub(crate) struct RequestMeta {
     pub headers: Vec<(String, String)>,
 }
 
-impl RequestMeta {
-    /// The request declared the client capability `name` (an object).
-    pub fn declares(&self, name: &str) -> bool {
-        self.capabilities.get(name).is_some_and(Value::is_object)
-    }
-}
-
 /// Reads the era of a request from its params: `None` for a legacy request
 /// (no modern protocol version in `_meta`, or a session of
 /// [`Eras::Legacy`]), else its checked `_meta` or the

@@ -15,6 +15,7 @@ use super::modern::{
 };
 use super::outbox::{Kind, Outbox};
 use super::pool::WorkerPool;
+use super::state::OpenedState;
 use super::tools::{self, Unwrapped};
 use super::{
     tool_name_for, ConfirmationMode, McpOptions, McpOutput, RequestStateOptions, ToolNames, DEFAULT_MAX_IN_FLIGHT,
@@ -129,6 +130,8 @@ struct State {
     elicitation: bool,
     /// The client declared sampling.
     sampling: bool,
+    /// The client declared roots.
+    roots: bool,
     /// Requests received and not answered yet, by [`id_key`].
     calls: HashMap<String, Call>,
     /// Elicitations sent and not answered yet, by [`id_key`] of our id.
@@ -168,6 +171,8 @@ struct Call {
     /// Client capabilities the handler needed and the modern request did
     /// not declare: the response is `-32021` naming them.
     missing: Option<Map<String, Value>>,
+    /// A modern request's questions and answers (multi round-trip).
+    questions: mrtr::Questions,
 }
 
 /// A handler's question to the client's user (**rcip**).
@@ -181,10 +186,10 @@ struct Ask {
 
 /// Who gets the answer to a handler's request.
 enum AskSink {
-    /// `elicitation/create`.
+    /// `elicitation/create`, answered as an [`ElicitAnswer`].
     Elicit(ElicitSink),
-    /// `sampling/createMessage`.
-    Sample(ReplySink),
+    /// Any request, answered as the client's [`ClientReply`].
+    Reply(ReplySink),
 }
 
 impl AskSink {
@@ -192,7 +197,7 @@ impl AskSink {
     fn deliver(self, outcome: Option<&Result<Value, Value>>) {
         match self {
             AskSink::Elicit(sink) => sink(outcome.map_or(ElicitAnswer::Cancel, elicit_answer)),
-            AskSink::Sample(sink) => sink(match outcome {
+            AskSink::Reply(sink) => sink(match outcome {
                 Some(Ok(result)) => ClientReply::Result(result.clone()),
                 Some(Err(error)) => ClientReply::Error(error.clone()),
                 None => ClientReply::Cancelled,
@@ -258,7 +263,7 @@ impl InvocationChannel for CallChannel {
         };
         super::elicit::check_requested_schema(requested_schema).map_err(ElicitRefusal::Invalid)?;
         let params = json!({"mode": "form", "message": message, "requestedSchema": requested_schema});
-        inner.ask(&self.key, "elicitation/create", params, AskSink::Elicit(answer))
+        inner.ask(&self.key, None, "elicitation/create", params, AskSink::Elicit(answer))
     }
 
     fn create_message(&self, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
@@ -268,10 +273,51 @@ impl InvocationChannel for CallChannel {
         super::elicit::check_sampling_params(params).map_err(ElicitRefusal::Invalid)?;
         inner.ask(
             &self.key,
+            None,
             "sampling/createMessage",
             params.clone(),
-            AskSink::Sample(reply),
+            AskSink::Reply(reply),
         )
+    }
+
+    fn ask(&self, key: Option<&str>, method: &str, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
+        let Some(inner) = self.inner.upgrade() else {
+            return Err(ElicitRefusal::Answered);
+        };
+        let params = match method {
+            "elicitation/create" => {
+                let (Some(Value::String(message)), Some(schema)) =
+                    (params.get("message"), params.get("requestedSchema"))
+                else {
+                    return Err(ElicitRefusal::Invalid(
+                        "elicitation/create params need \"message\" (a string) and \"requestedSchema\"".into(),
+                    ));
+                };
+                super::elicit::check_requested_schema(schema).map_err(ElicitRefusal::Invalid)?;
+                json!({"mode": "form", "message": message, "requestedSchema": schema})
+            }
+            "sampling/createMessage" => {
+                super::elicit::check_sampling_params(params).map_err(ElicitRefusal::Invalid)?;
+                params.clone()
+            }
+            "roots/list" => match params {
+                Value::Object(_) => params.clone(),
+                Value::Null => json!({}),
+                _ => return Err(ElicitRefusal::Invalid("roots/list params must be an object".into())),
+            },
+            _ => {
+                return Err(ElicitRefusal::Invalid(format!(
+                    "an MCP client is asked elicitation/create, sampling/createMessage or roots/list, not {method:?}"
+                )))
+            }
+        };
+        inner.ask(&self.key, key, method, params, AskSink::Reply(reply))
+    }
+
+    fn can_ask(&self, method: &str) -> bool {
+        self.inner
+            .upgrade()
+            .is_some_and(|inner| inner.can_ask(&self.key, method))
     }
 }
 
@@ -296,6 +342,8 @@ struct Elicitation {
 #[derive(Clone)]
 struct CallContext {
     key: String,
+    /// The capability the call invokes (empty for a resolution).
+    tool: String,
     output_wrapped: bool,
     input: Arc<Value>,
     /// The user was already asked (a second confirmation is not asked).
@@ -751,46 +799,70 @@ impl Inner {
 
     /// Sends a handler's request `method` (already checked) for the call
     /// `key` (**rcip**): only to a client that declared the capability it
-    /// needs (form elicitation, sampling), while the call waits for its
-    /// response.
-    fn ask(&self, key: &str, method: &str, params: Value, answer: AskSink) -> Result<(), ElicitRefusal> {
+    /// needs (form elicitation, sampling, roots), while the call waits for
+    /// its response. On a modern call the question is collected for the
+    /// call's `InputRequiredResult` instead, or answered from the retry
+    /// ([`mrtr::Questions`]); `question` is the handler's key for it.
+    fn ask(
+        &self,
+        key: &str,
+        question: Option<&str>,
+        method: &str,
+        params: Value,
+        answer: AskSink,
+    ) -> Result<(), ElicitRefusal> {
         {
             let mut st = self.state.lock();
             if st.closed {
                 return Err(ElicitRefusal::Answered);
             }
-            let sampling = matches!(answer, AskSink::Sample(_));
+            let capability = mrtr::capability_of(method);
             if let Some(call) = st.calls.get_mut(key) {
+                if call.cancelled {
+                    return Err(ElicitRefusal::Answered);
+                }
                 if let Some(meta) = &call.modern {
-                    // 2026-07-28 has no server-to-client requests (stdio:
-                    // "The server MUST NOT write JSON-RPC requests"); its
-                    // multi round-trip results are not implemented yet. A
-                    // request that did not declare the capability gets
+                    // 2026-07-28 has no server-to-client requests: the
+                    // question becomes an input request of the response.
+                    // A request that did not declare the capability gets
                     // -32021 naming it ("MissingRequiredClientCapability").
-                    let capability = if sampling { "sampling" } else { "elicitation" };
-                    if !meta.declares(capability) {
+                    if !mrtr::declares_for(&meta.capabilities, method) {
                         call.missing
                             .get_or_insert_with(Map::new)
                             .insert(capability.into(), json!({}));
+                        return Err(ElicitRefusal::Unsupported(format!(
+                            "this {} request did not declare {capability} in its client capabilities, so it cannot be asked {method}",
+                            modern::MCP_MODERN_REVISION
+                        )));
                     }
-                    return Err(ElicitRefusal::Unsupported(format!(
-                        "a {} request cannot be asked for {capability}: rcip does not implement multi round-trip requests yet",
-                        modern::MCP_MODERN_REVISION
-                    )));
+                    let reply = call.questions.ask(question, method, params)?;
+                    drop(st);
+                    self.deliver_apart(move || answer.deliver(reply.as_ref()));
+                    return Ok(());
                 }
             }
-            if sampling && !st.sampling {
-                return Err(ElicitRefusal::Unsupported(
-                    "this MCP client did not declare sampling, so it cannot be asked to sample".into(),
-                ));
-            }
-            if !sampling && !st.elicitation {
-                return Err(ElicitRefusal::Unsupported(
-                    "this MCP client did not declare form elicitation, so its user cannot be asked".into(),
-                ));
+            let declared = match method {
+                "sampling/createMessage" => st.sampling,
+                "roots/list" => st.roots,
+                _ => st.elicitation,
+            };
+            if !declared {
+                return Err(ElicitRefusal::Unsupported(match method {
+                    "elicitation/create" => {
+                        "this MCP client did not declare form elicitation, so its user cannot be asked".into()
+                    }
+                    "sampling/createMessage" => {
+                        "this MCP client did not declare sampling, so it cannot be asked to sample".into()
+                    }
+                    _ => format!("this MCP client did not declare {capability}, so it cannot be asked {method}"),
+                }));
             }
             st.next_request += 1;
-            let prefix = if sampling { "rcip-sampling" } else { "rcip-elicitation" };
+            let prefix = match method {
+                "sampling/createMessage" => "rcip-sampling",
+                "roots/list" => "rcip-roots",
+                _ => "rcip-elicitation",
+            };
             let id = Value::String(format!("{prefix}-{}", st.next_request));
             let request_key = id_key(&id);
             match st.calls.get_mut(key) {
@@ -813,6 +885,24 @@ impl Inner {
         Ok(())
     }
 
+    /// Whether the call `key` may ask `method` ([`InvocationChannel::can_ask`]):
+    /// the modern request, or else the session's client, declared the
+    /// capability, and the call is still open.
+    fn can_ask(&self, key: &str, method: &str) -> bool {
+        let st = self.state.lock();
+        match st.calls.get(key) {
+            None => false,
+            Some(call) if call.cancelled || st.closed => false,
+            Some(Call { modern: Some(meta), .. }) => mrtr::declares_for(&meta.capabilities, method),
+            Some(_) => match method {
+                "elicitation/create" => st.elicitation,
+                "sampling/createMessage" => st.sampling,
+                "roots/list" => st.roots,
+                _ => false,
+            },
+        }
+    }
+
     /// Withdraws handlers' questions: `notifications/cancelled` to the
     /// client for each, and `cancel` to each handler (on a worker).
     fn withdraw(&self, asks: Vec<Ask>, reason: &str) {
@@ -833,6 +923,32 @@ impl Inner {
                 answer.deliver(None);
             }
         });
+    }
+
+    /// Runs `job` on the control pool, never on the calling thread and
+    /// never under a lock: a handler's answer that is known at once (a
+    /// modern call's question) reaches it as a client's answer would. A
+    /// session without workers runs it on a thread of its own
+    /// (`rcip-mcp-answer`), so the handler is not re-entered inside its ask.
+    fn deliver_apart(&self, job: impl FnOnce() + Send + 'static) {
+        if self.control.is_some() || self.pool.is_some() {
+            return self.dispatch_control(job);
+        }
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("rcip-mcp-answer".into())
+            .spawn(move || {
+                if let Some(job) = theirs.lock().take() {
+                    job()
+                }
+            });
+        if spawned.is_err() {
+            // No thread to be had: answered here rather than never.
+            if let Some(job) = slot.lock().take() {
+                job()
+            }
+        }
     }
 
     /// Runs `job` on the worker pool, or here when the session has none.
@@ -1003,6 +1119,7 @@ impl Inner {
                     modern: modern.clone(),
                     runtime: None,
                     missing: None,
+                    questions: mrtr::Questions::default(),
                 },
             );
         }
@@ -1303,6 +1420,7 @@ impl Inner {
             st.protocol = protocol;
             st.elicitation = elicitation;
             st.sampling = capabilities.get("sampling").is_some_and(Value::is_object);
+            st.roots = capabilities.get("roots").is_some_and(Value::is_object);
             if let Some(snapshot) = baseline {
                 st.tools_seen = Some((snapshot, None));
             }
@@ -1495,22 +1613,34 @@ impl Inner {
         }
         let context = CallContext {
             key: key.clone(),
+            tool: name.clone(),
             output_wrapped,
             input: Arc::new(input),
             asked: false,
             host,
             form_elicitation,
         };
-        if let Some(retry) = retry {
-            let again = CallContext {
-                asked: true,
-                ..context.clone()
+        if let Some(mrtr::Retry { state, responses }) = retry {
+            let sealed = match state.map(|t| self.open_retry(&key, &name, &context.input, &t)) {
+                None => Map::new(),
+                Some(Err(e)) => return self.finish_rpc(&key, Err(e)),
+                Some(Ok(OpenedState::Answers(a))) => a.answers,
+                Some(Ok(OpenedState::Confirmation(c))) => {
+                    let again = CallContext {
+                        asked: true,
+                        ..context.clone()
+                    };
+                    match self.resume_statelessly(again, c, responses.as_ref(), &text, &token, form_elicitation) {
+                        Ok(true) => return,
+                        // No answer to the question: the call runs again (and asks again).
+                        Ok(false) => Map::new(),
+                        Err(e) => return self.finish_rpc(&key, Err(e)),
+                    }
+                }
             };
-            match self.resume_statelessly(again, &retry, &name, &text, &token, form_elicitation) {
-                Ok(true) => return,
-                // No answer to the question: the call runs again (and asks again).
-                Ok(false) => {}
-                Err(e) => return self.finish_rpc(&key, Err(e)),
+            // The handler's questions find these answers (mrtr::Questions).
+            if let Some(call) = self.state.lock().calls.get_mut(&key) {
+                call.questions.seed(sealed, responses);
             }
         }
         let sink = self.outcome_sink(context);
@@ -1535,6 +1665,11 @@ impl Inner {
     }
 
     fn on_outcome(self: &Arc<Self>, context: CallContext, outcome_text: &str) {
+        // A modern call whose handler asked what the retry did not answer:
+        // the outcome is set aside, the client is asked (MRTR).
+        if let Some(reply) = self.input_required(&context) {
+            return self.finish_rpc(&context.key, reply);
+        }
         let outcome = rcip::json::parse_str(outcome_text, &Limits::UNLIMITED).unwrap_or(Value::Null);
         let status = outcome.get("status").and_then(Value::as_str).unwrap_or("");
         let mut note = None;
@@ -1596,6 +1731,7 @@ impl Inner {
     fn resolve_elicited(self: &Arc<Self>, e: &Elicitation, approved: bool) {
         let context = CallContext {
             key: e.call.clone(),
+            tool: String::new(),
             output_wrapped: e.output_wrapped,
             input: Arc::new(Value::Null),
             asked: true,
@@ -1612,6 +1748,7 @@ impl Inner {
         let host = call.host.clone();
         let context = CallContext {
             key: key.to_string(),
+            tool: String::new(),
             output_wrapped: call.output_wrapped,
             input: Arc::new(Value::Null),
             asked: true,
@@ -1907,7 +2044,7 @@ fn instant_of(ms: i64) -> Instant {
 }
 
 /// Milliseconds since the Unix epoch on the system clock.
-fn wall_ms() -> i64 {
+pub(crate) fn wall_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

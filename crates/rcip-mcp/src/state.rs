@@ -10,7 +10,10 @@
 //! That string comes back as attacker-controlled input, and here it
 //! decides authorization (which confirmation an answer approves), so this
 //! module seals it: [`seal`] turns a [`ConfirmationState`] into a token,
-//! [`open`] checks a token and gives the state back.
+//! [`open`] checks a token and gives the state back. The answers a
+//! handler's questions got in earlier rounds travel the same way
+//! ([`AnswersState`], [`seal_answers`], [`open_any`]), with the same
+//! checks and an expiry instead of a nonce.
 //!
 //! # Format
 //!
@@ -125,7 +128,7 @@ pub const STATE_VERSION: u8 = 1;
 /// 3072 bytes, so a state whose compact JSON is longer than 3035 bytes
 /// seals to a token [`open`] refuses ([`StateError::TooLarge`]); the
 /// context is the part that can grow.
-pub const MAX_TOKEN_CHARS: usize = 4096;
+pub const MAX_TOKEN_CHARS: usize = 65_536;
 
 /// The shortest key [`StateKeys`] accepts, in bytes (256 bits, the
 /// HMAC-SHA-256 output size, RFC 2104 §3).
@@ -403,10 +406,7 @@ impl ConfirmationState {
 
     /// The strict parse: an object with exactly the nine members, each of
     /// its type.
-    fn from_json(payload: &[u8]) -> Option<ConfirmationState> {
-        let Value::Object(mut m) = serde_json::from_slice::<Value>(payload).ok()? else {
-            return None;
-        };
+    fn from_object(mut m: Map<String, Value>) -> Option<ConfirmationState> {
         if m.len() != 9 {
             return None;
         }
@@ -437,6 +437,87 @@ impl ConfirmationState {
             nonce: bytes(&mut m, "nonce")?,
         })
     }
+}
+
+/// The answers a handler's questions got so far, as they travel in
+/// `requestState` between the rounds of one multi-round-trip request
+/// (docs/MCP.md "Questions without sessions"): a handler that asked again
+/// in a later round finds its earlier answers without the client sending
+/// them twice.
+///
+/// Payload members (compact JSON, exactly these): `principal` (string or
+/// `null`), `method`, `digest` (as in [`ConfirmationState`]),
+/// `expiresAtMs` (integer) and `answers` (an object: question key → the
+/// client's result, as it sent it). Not single use: a state of answers
+/// approves nothing, so replaying it only replays answers the same
+/// principal gave for the same request.
+///
+/// A plain value, `Send + Sync`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnswersState {
+    /// As [`ConfirmationState::principal`].
+    pub principal: Option<String>,
+    /// As [`ConfirmationState::method`].
+    pub method: String,
+    /// As [`ConfirmationState::request_digest`].
+    pub request_digest: [u8; 32],
+    /// Unix time in milliseconds after which the state is refused
+    /// ([`StateError::Expired`], checked by the caller with its clock).
+    pub expires_at_ms: i64,
+    /// Question key → the client's result for it.
+    pub answers: Map<String, Value>,
+}
+
+impl AnswersState {
+    fn to_json(&self) -> Value {
+        serde_json::json!({
+            "principal": self.principal,
+            "method": self.method,
+            "digest": URL_SAFE_NO_PAD.encode(self.request_digest),
+            "expiresAtMs": self.expires_at_ms,
+            "answers": self.answers,
+        })
+    }
+
+    /// The strict parse: exactly the five members, each of its type.
+    fn from_object(mut m: Map<String, Value>) -> Option<AnswersState> {
+        if m.len() != 5 {
+            return None;
+        }
+        let principal = match m.remove("principal")? {
+            Value::Null => None,
+            Value::String(s) => Some(s),
+            _ => return None,
+        };
+        let method = match m.remove("method")? {
+            Value::String(s) => s,
+            _ => return None,
+        };
+        let request_digest = match m.remove("digest")? {
+            Value::String(s) => URL_SAFE_NO_PAD.decode(s).ok()?.try_into().ok()?,
+            _ => return None,
+        };
+        let expires_at_ms = m.remove("expiresAtMs")?.as_i64()?;
+        let Value::Object(answers) = m.remove("answers")? else {
+            return None;
+        };
+        Some(AnswersState {
+            principal,
+            method,
+            request_digest,
+            expires_at_ms,
+            answers,
+        })
+    }
+}
+
+/// What [`open_any`] found in a token.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpenedState {
+    /// A pending confirmation ([`seal`]).
+    Confirmation(ConfirmationState),
+    /// A handler's answers so far ([`seal_answers`]).
+    Answers(AnswersState),
 }
 
 /// The digest that binds a re-sent request to the one that was asked
@@ -542,6 +623,15 @@ pub fn seal(keys: &StateKeys, state: &ConfirmationState) -> String {
     seal_payload(&keys.current, &payload)
 }
 
+/// `state` as a token, signed with the current key of `keys`, as [`seal`]
+/// does for a confirmation. A token longer than [`MAX_TOKEN_CHARS`] is
+/// sealed all the same and refused by [`open_any`]: the caller checks the
+/// length before sending it.
+pub fn seal_answers(keys: &StateKeys, state: &AnswersState) -> String {
+    let payload = serde_json::to_vec(&state.to_json()).unwrap_or_default();
+    seal_payload(&keys.current, &payload)
+}
+
 fn seal_payload(key: &Key, payload: &[u8]) -> String {
     let mut out = Vec::with_capacity(HEADER_BYTES + payload.len() + TAG_BYTES);
     out.push(STATE_VERSION);
@@ -571,7 +661,8 @@ fn seal_payload(key: &Key, payload: &[u8]) -> String {
 /// [`BadSignature`](StateError::BadSignature) (the tag verifies under no
 /// key with that id; compared in constant time),
 /// [`Malformed`](StateError::Malformed) (the signed payload is not the
-/// JSON of a state, strictly),
+/// JSON of a confirmation state, strictly: a state of answers is
+/// malformed here),
 /// [`WrongPrincipal`](StateError::WrongPrincipal),
 /// [`WrongMethod`](StateError::WrongMethod),
 /// [`WrongRequest`](StateError::WrongRequest) (the digest differs).
@@ -585,10 +676,66 @@ pub fn open(
     method: &str,
     request_digest: &[u8; 32],
 ) -> Result<ConfirmationState, StateError> {
+    let OpenedState::Confirmation(state) = open_payload(keys, token)? else {
+        return Err(StateError::Malformed);
+    };
+    check_bindings(
+        (state.principal.as_deref(), &state.method, &state.request_digest),
+        principal,
+        method,
+        request_digest,
+    )?;
+    Ok(state)
+}
+
+/// The state sealed in `token`, a confirmation ([`seal`]) or answers
+/// ([`seal_answers`]), with the checks of [`open`] in the same order; a
+/// payload that is strictly neither is [`Malformed`](StateError::Malformed).
+/// Neither expiry is checked (the caller's clock decides; see
+/// [`AnswersState::expires_at_ms`]).
+///
+/// # Errors
+///
+/// As [`open`].
+pub fn open_any(
+    keys: &StateKeys,
+    token: &str,
+    principal: Option<&str>,
+    method: &str,
+    request_digest: &[u8; 32],
+) -> Result<OpenedState, StateError> {
+    let opened = open_payload(keys, token)?;
+    let bound = match &opened {
+        OpenedState::Confirmation(c) => (c.principal.as_deref(), c.method.as_str(), &c.request_digest),
+        OpenedState::Answers(a) => (a.principal.as_deref(), a.method.as_str(), &a.request_digest),
+    };
+    check_bindings(bound, principal, method, request_digest)?;
+    Ok(opened)
+}
+
+/// The state in `token`, verified ([`verify`]) and strictly parsed: a
+/// payload with `answers` is an [`AnswersState`], any other a
+/// [`ConfirmationState`].
+fn open_payload(keys: &StateKeys, token: &str) -> Result<OpenedState, StateError> {
+    let payload = verify(keys, token)?;
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&payload) else {
+        return Err(StateError::Malformed);
+    };
+    if m.contains_key("answers") {
+        AnswersState::from_object(m).map(OpenedState::Answers)
+    } else {
+        ConfirmationState::from_object(m).map(OpenedState::Confirmation)
+    }
+    .ok_or(StateError::Malformed)
+}
+
+/// The signed payload of `token`: length, encoding, version, key id and
+/// tag, in that order (see [`open`]).
+fn verify(keys: &StateKeys, token: &str) -> Result<Vec<u8>, StateError> {
     if token.len() > MAX_TOKEN_CHARS {
         return Err(StateError::TooLarge);
     }
-    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| StateError::Malformed)?;
+    let mut raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| StateError::Malformed)?;
     match raw.first() {
         None => return Err(StateError::Malformed),
         Some(&STATE_VERSION) => {}
@@ -616,18 +763,30 @@ pub fn open(
     if !verified {
         return Err(StateError::BadSignature);
     }
-    let state = ConfirmationState::from_json(&signed[HEADER_BYTES..]).ok_or(StateError::Malformed)?;
-    if state.principal.as_deref() != principal {
+    raw.truncate(raw.len() - TAG_BYTES);
+    raw.drain(..HEADER_BYTES);
+    Ok(raw)
+}
+
+/// The principal, method and digest a state names against the re-sent
+/// request's, in that order.
+fn check_bindings(
+    (state_principal, state_method, state_digest): (Option<&str>, &str, &[u8; 32]),
+    principal: Option<&str>,
+    method: &str,
+    request_digest: &[u8; 32],
+) -> Result<(), StateError> {
+    if state_principal != principal {
         return Err(StateError::WrongPrincipal);
     }
-    if state.method != method {
+    if state_method != method {
         return Err(StateError::WrongMethod);
     }
     // Not secret (the client can read the payload): a plain comparison.
-    if state.request_digest != *request_digest {
+    if state_digest != request_digest {
         return Err(StateError::WrongRequest);
     }
-    Ok(state)
+    Ok(())
 }
 
 /// Why a token was refused or keys were not accepted. No variant carries
@@ -655,6 +814,10 @@ pub enum StateError {
     WrongMethod,
     /// The state was issued for another tool or other arguments.
     WrongRequest,
+    /// A state of answers ([`AnswersState`]) past its expiry (the caller
+    /// checks it after [`open_any`]; a confirmation's expiry is the
+    /// runtime's to answer).
+    Expired,
     /// A key shorter than [`MIN_KEY_BYTES`].
     WeakKey {
         /// The key's length in bytes.
@@ -669,7 +832,7 @@ pub enum StateError {
 impl StateError {
     /// The stable snake_case reason: `too_large`, `malformed`,
     /// `unknown_version`, `unknown_key`, `bad_signature`,
-    /// `wrong_principal`, `wrong_method`, `wrong_request`, `weak_key`,
+    /// `wrong_principal`, `wrong_method`, `wrong_request`, `expired`, `weak_key`,
     /// `too_many_keys`, `bad_key_encoding`.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -681,6 +844,7 @@ impl StateError {
             StateError::WrongPrincipal => "wrong_principal",
             StateError::WrongMethod => "wrong_method",
             StateError::WrongRequest => "wrong_request",
+            StateError::Expired => "expired",
             StateError::WeakKey { .. } => "weak_key",
             StateError::TooManyKeys => "too_many_keys",
             StateError::BadKeyEncoding => "bad_key_encoding",
@@ -699,6 +863,7 @@ impl fmt::Display for StateError {
             StateError::WrongPrincipal => f.write_str("the request state belongs to another principal"),
             StateError::WrongMethod => f.write_str("the request state was issued for another method"),
             StateError::WrongRequest => f.write_str("the request state was issued for another request"),
+            StateError::Expired => f.write_str("the request state has expired (ask again from the start)"),
             StateError::WeakKey { len } => {
                 write!(
                     f,
@@ -714,7 +879,7 @@ impl fmt::Display for StateError {
 impl std::error::Error for StateError {}
 
 /// The reasons [`StateCounters`] counts, in the order of its snapshot.
-const REFUSALS: [StateError; 8] = [
+const REFUSALS: [StateError; 9] = [
     StateError::TooLarge,
     StateError::Malformed,
     StateError::UnknownVersion,
@@ -723,6 +888,7 @@ const REFUSALS: [StateError; 8] = [
     StateError::WrongPrincipal,
     StateError::WrongMethod,
     StateError::WrongRequest,
+    StateError::Expired,
 ];
 
 /// What the server counts of `requestState` for metrics: tokens sealed,
@@ -735,7 +901,7 @@ const REFUSALS: [StateError; 8] = [
 pub struct StateCounters {
     sealed: AtomicU64,
     opened: AtomicU64,
-    refused: [AtomicU64; 8],
+    refused: [AtomicU64; 9],
 }
 
 impl StateCounters {
@@ -760,7 +926,7 @@ impl StateCounters {
 
     /// The counters by name: `("sealed", n)`, `("opened", n)`, then one
     /// pair per refusal reason (`too_large` … `wrong_request`, in the order
-    /// of [`open`]'s checks), zeros included.
+    /// of [`open`]'s checks, then `expired`), zeros included.
     pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
         let mut out = vec![
             ("sealed", self.sealed.load(Ordering::Relaxed)),

@@ -6,7 +6,8 @@ use super::*;
 use parking_lot::Mutex;
 use rcip::catalog::Catalog;
 use rcip::runtime::{
-    Availability, Binding, Decision, HostError, Invocation, PolicyRequest, Runtime, RuntimeBuilder, SemanticContext,
+    Availability, Binding, Decision, ElicitAnswer, HostError, Invocation, PolicyRequest, Runtime, RuntimeBuilder,
+    SemanticContext,
 };
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -54,7 +55,7 @@ pub(super) struct Harness {
     pub(super) runtime: Runtime,
     pub(super) session: McpSession,
     sent: Arc<Mutex<Vec<Value>>>,
-    slow: Arc<Mutex<Vec<Invocation>>>,
+    pub(super) slow: Arc<Mutex<Vec<Invocation>>>,
     notes: Arc<Mutex<Vec<String>>>,
     pub(super) purged: Arc<AtomicBool>,
     mail_available: Arc<AtomicBool>,
@@ -2290,6 +2291,7 @@ fn a_handler_needing_an_undeclared_capability_answers_missing_required_client_ca
     h.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                   "params": modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({}))}));
     let inv = h.slow.lock().pop().unwrap();
+    assert!(!inv.can_ask("elicitation/create") && !inv.can_ask("sampling/createMessage"));
     assert!(matches!(
         inv.elicit("n?", &schema, Box::new(|_| {})),
         Err(HostError::Unsupported(_))
@@ -2303,20 +2305,28 @@ fn a_handler_needing_an_undeclared_capability_answers_missing_required_client_ca
         sent[0]["error"]["data"],
         json!({"requiredCapabilities": {"elicitation": {}}})
     );
-    // Declared on the request: still no request to the client (multi
-    // round-trip results are not implemented), the handler decides.
+    // Declared on the request: still no request to the client; the
+    // question becomes an input request of the response (mrtr_tests).
     let mut p = modern_params(json!({"name": "notes.slow", "arguments": {}}), json!({}));
     p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}, "sampling": {}});
     h.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": p}));
     let inv = h.slow.lock().pop().unwrap();
-    assert!(matches!(
-        inv.elicit("n?", &schema, Box::new(|_| {})),
-        Err(HostError::Unsupported(_))
-    ));
+    assert!(inv.can_ask("elicitation/create") && !inv.can_ask("roots/list"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    inv.elicit("n?", &schema, Box::new(move |a| tx.send(a).unwrap()))
+        .unwrap();
+    assert_eq!(
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap(),
+        ElicitAnswer::Cancel
+    );
     inv.complete(json!({"ok": true})).unwrap();
     let sent = h.take();
     assert_eq!(sent.len(), 1, "{sent:?}");
-    assert_eq!(sent[0]["result"]["structuredContent"], json!({"ok": true}));
+    assert_eq!(sent[0]["result"]["resultType"], "input_required", "{sent:?}");
+    assert_eq!(
+        sent[0]["result"]["inputRequests"]["rcip/ask/1"]["method"],
+        "elicitation/create"
+    );
 }
 
 #[test]

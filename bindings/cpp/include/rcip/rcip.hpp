@@ -804,6 +804,38 @@ public:
             box.get(), &detail::delete_box<Box>));
         box.release();
     }
+    /// Sends the MCP client `method` (elicitation/create with
+    /// `{"message", "requestedSchema"}`, sampling/createMessage, roots/list
+    /// with `{}`) under the question key `key` (std::nullopt: rcip numbers
+    /// it, rcip/ask/1, ...); `on_reply` gets `{"result": ...}`,
+    /// `{"error": ...}` or `{"cancelled": true}` once, on a session worker.
+    /// On an MCP 2026-07-28 request an unanswered question goes to the
+    /// client in the call's InputRequiredResult (`{"cancelled": true}`
+    /// here) and the handler runs again with the answer: ask before doing
+    /// anything irreversible (docs/MCP.md "Questions without sessions").
+    /// Throws Error as elicit (INVALID_ARGUMENT also for a bad or repeated
+    /// key; UNSUPPORTED: see can_ask).
+    void ask(std::optional<std::string_view> key, std::string_view method, std::string_view params_json,
+             std::function<void(std::string_view reply_json)> on_reply) {
+        using Box = std::function<void(std::string_view)>;
+        auto box = std::make_unique<Box>(std::move(on_reply));
+        std::string k = key ? detail::z(*key) : std::string();
+        detail::check(rcip_invocation_ask(
+            ptr_.get(), key ? k.c_str() : nullptr, detail::z(method).c_str(), detail::z(params_json).c_str(),
+            [](void *user_data, const char *reply) noexcept {
+                try {
+                    (*static_cast<Box *>(user_data))(reply ? std::string_view(reply) : std::string_view());
+                } catch (...) {
+                }
+            },
+            box.get(), &detail::delete_box<Box>));
+        box.release();
+    }
+    /// Whether ask(.., method, ..) would reach the client: the MCP call's
+    /// client (or 2026-07-28 request) declared what `method` needs.
+    bool can_ask(std::string_view method) const {
+        return rcip_invocation_can_ask(ptr_.get(), detail::z(method).c_str());
+    }
     /// As elicit(message, schema, callback), the answer as a future: wait
     /// on it from another thread than the session's workers.
     std::future<ElicitResult> elicit(std::string_view message, std::string_view requested_schema_json) {

@@ -122,7 +122,10 @@ pub enum ElicitAnswer {
     Decline,
     /// The user dismissed the question, the client answered with an error
     /// or something that is not an answer, the invocation was cancelled,
-    /// or the consumer went away.
+    /// or the consumer went away. Also the answer of a question the
+    /// consumer collects for a later round (an MCP 2026-07-28 request:
+    /// the handler runs again with the answer; docs/MCP.md "Questions
+    /// without sessions").
     Cancel,
 }
 
@@ -153,7 +156,9 @@ pub enum ClientReply {
     /// e.g. the user rejected the request.
     Error(Value),
     /// No reply will come: the invocation was cancelled, the handler
-    /// settled first, or the consumer went away.
+    /// settled first, the consumer went away, or the consumer collects
+    /// the question for a later round (an MCP 2026-07-28 request: the
+    /// handler runs again with the reply).
     Cancelled,
 }
 
@@ -221,6 +226,29 @@ pub trait InvocationChannel: Send + Sync {
         Err(ElicitRefusal::Unsupported(
             "this consumer cannot ask its client to sample".into(),
         ))
+    }
+
+    /// Sends the consumer's client the request `method` with `params` on
+    /// the handler's behalf, under the question key `key` (the handler's
+    /// name for it, or `None`: the consumer numbers it), as
+    /// [`create_message`](Self::create_message) does; `reply` gets the
+    /// client's result, error or [`ClientReply::Cancelled`] once. The
+    /// methods are the consumer's (an MCP session: `elicitation/create`,
+    /// `sampling/createMessage`, `roots/list`). The default refuses
+    /// (unsupported).
+    fn ask(&self, key: Option<&str>, method: &str, params: &Value, reply: ReplySink) -> Result<(), ElicitRefusal> {
+        let _ = (key, params, reply);
+        Err(ElicitRefusal::Unsupported(format!(
+            "this consumer cannot send its client {method}"
+        )))
+    }
+
+    /// Whether [`ask`](Self::ask) with `method` can reach the client now
+    /// (an MCP client declared the capability the method needs). Called
+    /// with no lock held; the default says no.
+    fn can_ask(&self, method: &str) -> bool {
+        let _ = method;
+        false
     }
 }
 

@@ -370,6 +370,85 @@ impl Invocation {
     }
 }
 
+impl Invocation {
+    /// Sends the consumer's client the request `method` with `params` on
+    /// the handler's behalf (**rcip**, docs/MCP.md "Progress, logging and
+    /// elicitation"), the general form of [`elicit`](Self::elicit) and
+    /// [`create_message`](Self::create_message): an MCP session takes
+    /// `elicitation/create` (`params`: `{"message", "requestedSchema"}`,
+    /// checked as for `elicit`; the reply's result is an `ElicitResult`),
+    /// `sampling/createMessage` (checked as for `create_message`) and
+    /// `roots/list` (`params`: an object, usually `{}`; the result is
+    /// `{"roots": [{"uri", "name"?}]}`). `reply` gets the client's reply
+    /// once, on a consumer thread, with no rcip lock held.
+    ///
+    /// `key` names the question (MCP 2026-07-28: the key of its input
+    /// request and of its answer in the retry's `inputResponses`): 1 to 128
+    /// characters, not starting with `rcip/` (rcip's own), unique within
+    /// the invocation. `None` lets the consumer number the question
+    /// (`rcip/ask/1`, `rcip/ask/2`, ... in the order asked), which is
+    /// enough when the handler asks in the same order every time it runs.
+    ///
+    /// Errors (then `reply` is dropped uncalled):
+    /// [`HostError::InvalidArgument`] (a bad key, a method the consumer
+    /// does not send, params it refuses), [`HostError::Unsupported`] (no
+    /// channel, or a client that did not declare the capability: check
+    /// [`can_ask`](Self::can_ask) first when the question is optional),
+    /// [`HostError::AlreadyCompleted`], [`HostError::Closed`],
+    /// [`HostError::WrongContext`].
+    /// Thread safety: any thread, while the invocation is pending.
+    pub fn ask(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        params: &Value,
+        reply: super::ReplySink,
+    ) -> Result<(), HostError> {
+        self.reporting()?;
+        if let Some(key) = key {
+            check_question_key(key)?;
+        }
+        let Some(channel) = &self.core.channel else {
+            return Err(HostError::Unsupported(format!(
+                "this invocation has no consumer that can send its client {method} (an approved re-run, or a consumer without a channel)"
+            )));
+        };
+        channel.ask(key, method, params, reply).map_err(refusal)
+    }
+
+    /// Whether [`ask`](Self::ask) with `method` would reach the client
+    /// (**rcip**): the invocation has a channel whose client declared the
+    /// capability `method` needs (`elicitation` in form mode, `sampling`,
+    /// `roots`). False without a channel, after the invocation settled, or
+    /// on another context. A handler with a fallback asks only when this
+    /// is true (an MCP 2026-07-28 request that did not declare a
+    /// capability a handler asks for is answered `-32021`).
+    /// Thread safety: any thread.
+    pub fn can_ask(&self, method: &str) -> bool {
+        self.reporting().is_ok() && self.core.channel.as_ref().is_some_and(|c| c.can_ask(method))
+    }
+}
+
+/// The longest question key [`Invocation::ask`] takes, in characters.
+pub const MAX_QUESTION_KEY_CHARS: usize = 128;
+
+/// [`Invocation::ask`]'s key rule: 1 to [`MAX_QUESTION_KEY_CHARS`]
+/// characters, not starting with `rcip/`.
+fn check_question_key(key: &str) -> Result<(), HostError> {
+    let chars = key.chars().count();
+    if chars == 0 || chars > MAX_QUESTION_KEY_CHARS {
+        return Err(HostError::InvalidArgument(format!(
+            "a question key has 1 to {MAX_QUESTION_KEY_CHARS} characters, this one {chars}"
+        )));
+    }
+    if key.starts_with("rcip/") {
+        return Err(HostError::InvalidArgument(format!(
+            "question key {key:?}: keys starting with \"rcip/\" are rcip's own"
+        )));
+    }
+    Ok(())
+}
+
 fn refusal(e: super::ElicitRefusal) -> HostError {
     match e {
         super::ElicitRefusal::Answered => HostError::AlreadyCompleted,

@@ -78,7 +78,7 @@ pub use channel::{
     ProgressReport, ReplySink,
 };
 pub use confirm::CarriedConfirmation;
-pub use handles::{Binding, Invocation, PolicyRequest, Subscription};
+pub use handles::{Binding, Invocation, PolicyRequest, Subscription, MAX_QUESTION_KEY_CHARS};
 pub use pending::WAIT_FOREVER;
 pub use pending::{Pending, ReadyCallback, WaitError};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
