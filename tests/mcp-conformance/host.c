@@ -53,10 +53,22 @@
  *                             sampling gets -32021 naming it (HTTP 400)
  *   test_streaming_elicitation server-stateless: the elicitation handler with its
  *                             default message; the response stream must carry no
- *                             elicitation/create (rcip refuses to ask a stateless
- *                             request: isError, until multi round-trip requests)
+ *                             elicitation/create (a stateless request's question
+ *                             travels in its InputRequiredResult instead)
  *   test_logging_tool         server-stateless: the logging handler; a request
  *                             without _meta logLevel must get no log message
+ *   test_input_required_result_*
+ *                             input-required-result-* (2026-07-28, SEP-2322): the
+ *                             handler asks through rcip_invocation_ask under the
+ *                             scenario's keys (user_name, capital_question,
+ *                             client_roots, confirm, greeting, step1/step2) and
+ *                             completes with a text made of the replies; the
+ *                             library answers a question from the retry's
+ *                             inputResponses, or collects it into the response's
+ *                             inputRequests (the reply is then {"cancelled": true}
+ *                             and the handler runs again on the retry).
+ *                             _capabilities asks only what rcip_invocation_can_ask
+ *                             allows; _multi_round asks step2 once step1 is answered
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -362,6 +374,255 @@ static void sampling(void *user_data, rcip_invocation *invocation) {
     free(prompt);
 }
 
+/* ----- questions by multi round-trip requests (2026-07-28, SEP-2322) ---- */
+
+/* A question a handler asks through rcip_invocation_ask: its key (the key
+ * of the input request and of its answer), method and params. */
+typedef struct {
+    const char *key;
+    const char *method;
+    const char *params;
+} question;
+
+#define NAME_SCHEMA \
+    "\"requestedSchema\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}}, \"required\": [\"name\"]}"
+static const question USER_NAME = {"user_name", "elicitation/create",
+                                   "{\"message\": \"What is your name?\", " NAME_SCHEMA "}"};
+static const question CAPITAL = {"capital_question", "sampling/createMessage",
+                                 "{\"messages\": [{\"role\": \"user\", \"content\": {\"type\": \"text\","
+                                 " \"text\": \"What is the capital of France?\"}}], \"maxTokens\": 100}"};
+static const question ROOTS = {"client_roots", "roots/list", "{}"};
+static const question CONFIRM = {"confirm", "elicitation/create",
+                                 "{\"message\": \"Please confirm\", \"requestedSchema\": {\"type\": \"object\","
+                                 " \"properties\": {\"ok\": {\"type\": \"boolean\"}}, \"required\": [\"ok\"]}}"};
+static const question GREETING = {"greeting", "sampling/createMessage",
+                                  "{\"messages\": [{\"role\": \"user\", \"content\": {\"type\": \"text\","
+                                  " \"text\": \"Generate a greeting\"}}], \"maxTokens\": 50}"};
+static const question STEP1 = {"step1", "elicitation/create",
+                               "{\"message\": \"Step 1: What is your name?\", " NAME_SCHEMA "}"};
+static const question STEP2 = {"step2", "elicitation/create",
+                               "{\"message\": \"Step 2: What is your favorite color?\", \"requestedSchema\": {"
+                               "\"type\": \"object\", \"properties\": {\"color\": {\"type\": \"string\"}},"
+                               " \"required\": [\"color\"]}}"};
+
+#define MAX_QUESTIONS 3
+
+/* One call's questions: asked together (`rounds` 1) or one after the
+ * other, each only once the one before it was answered (`rounds` > 1).
+ * The last reply settles the invocation. */
+typedef struct {
+    rcip_invocation *invocation;
+    const question *asks[MAX_QUESTIONS];
+    size_t count;
+    int one_by_one;
+    pthread_mutex_t lock;
+    size_t replied;
+    char *replies[MAX_QUESTIONS]; /* reply JSON, by question */
+} questions;
+
+/* The first JSON string after `"field":` in compact JSON (what the library
+ * writes), unescaped for the simple escapes; NULL when absent. */
+static char *string_field(const char *json, const char *field) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"%s\":\"", field);
+    const char *at = json ? strstr(json, needle) : NULL;
+    if (!at) return NULL;
+    char *wrapped = malloc(strlen(at) + 16);
+    if (!wrapped) return NULL;
+    /* input_message reads {"message":"..."}: reuse it on a renamed copy */
+    snprintf(wrapped, strlen(at) + 16, "\"message\":\"%s", at + strlen(needle));
+    char *out = input_message(wrapped);
+    free(wrapped);
+    return out;
+}
+
+/* `text` as a JSON string body (quotes and backslashes escaped). */
+static void append_escaped(char *out, size_t size, const char *text) {
+    size_t n = strlen(out);
+    for (; text && *text && n + 3 < size; text++) {
+        if (*text == '"' || *text == '\\') out[n++] = '\\';
+        out[n++] = *text;
+    }
+    out[n] = '\0';
+}
+
+static void questions_free(questions *q) {
+    for (size_t i = 0; i < q->count; i++) free(q->replies[i]);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+}
+
+/* Every question answered: the text the tool answers with. An unanswered
+ * question (`{"cancelled":true}`: it travels in this round's
+ * InputRequiredResult) means this run's output is set aside by the server,
+ * so any text does. */
+static void questions_done(questions *q) {
+    char text[1024] = "";
+    int waiting = 0;
+    for (size_t i = 0; i < q->count; i++)
+        if (!q->replies[i] || strstr(q->replies[i], "\"cancelled\":true")) waiting = 1;
+    if (waiting) {
+        strcpy(text, "Waiting for the client's answers.");
+    } else {
+        for (size_t i = 0; i < q->count; i++) {
+            const question *a = q->asks[i];
+            const char *reply = q->replies[i];
+            char *value = NULL;
+            char part[256];
+            if (strstr(reply, "\"error\":")) {
+                snprintf(part, sizeof part, "%s: the client answered with an error. ", a->key);
+            } else if (strcmp(a->method, "roots/list") == 0) {
+                value = string_field(reply, "uri");
+                snprintf(part, sizeof part, "Roots: %s. ", value ? value : "none");
+            } else if (strcmp(a->method, "sampling/createMessage") == 0) {
+                value = string_field(reply, "text");
+                snprintf(part, sizeof part, "The model said: %s ", value ? value : "");
+            } else if (a == &CONFIRM) {
+                snprintf(part, sizeof part, "state-ok: %s. ",
+                         strstr(reply, "\"ok\":true") ? "confirmed" : "not confirmed");
+            } else if (a == &STEP2) {
+                value = string_field(reply, "color");
+                snprintf(part, sizeof part, "Favorite color: %s. ", value ? value : "unknown");
+            } else if (strstr(reply, "\"action\":\"accept\"")) {
+                value = string_field(reply, "name");
+                snprintf(part, sizeof part, "Hello, %s! ", value ? value : "stranger");
+            } else {
+                snprintf(part, sizeof part, "%s: declined. ", a->key);
+            }
+            free(value);
+            strncat(text, part, sizeof text - strlen(text) - 1);
+        }
+    }
+    size_t len = strlen(text);
+    if (len > 0 && text[len - 1] == ' ') text[len - 1] = '\0';
+    char output[2200] = "{\"text\": \"";
+    append_escaped(output, sizeof output - 4, text);
+    strcat(output, "\"}");
+    rcip_invocation *invocation = q->invocation;
+    questions_free(q);
+    complete_or_log(invocation, output);
+}
+
+static int ask_next(questions *q, size_t index);
+
+/* A reply (on a library worker): kept; the last one settles the call. */
+static void question_replied(questions *q, size_t index, const char *reply_json) {
+    pthread_mutex_lock(&q->lock);
+    q->replies[index] = strdup(reply_json ? reply_json : "");
+    size_t replied = ++q->replied;
+    pthread_mutex_unlock(&q->lock);
+    int answered = reply_json && !strstr(reply_json, "\"cancelled\":true");
+    if (q->one_by_one && answered && index + 1 < q->count) {
+        if (ask_next(q, index + 1) == 0) return;
+        replied = q->count; /* could not ask: settle now */
+    }
+    if (replied == q->count || (q->one_by_one && !answered)) questions_done(q);
+}
+
+/* The reply's user data: the call and the question's index. */
+typedef struct {
+    questions *q;
+    size_t index;
+} reply_slot;
+
+static void on_reply(void *user_data, const char *reply_json) {
+    reply_slot *slot = user_data;
+    question_replied(slot->q, slot->index, reply_json);
+}
+
+/* Asks question `index`; 0 when asked (its reply will come). */
+static int ask_next(questions *q, size_t index) {
+    reply_slot *slot = malloc(sizeof *slot);
+    if (!slot) return 1;
+    slot->q = q;
+    slot->index = index;
+    const question *a = q->asks[index];
+    if (rcip_invocation_ask(q->invocation, a->key, a->method, a->params, on_reply, slot, free) != RCIP_RESULT_OK) {
+        fprintf(stderr, "mcp_conformance_host: ask %s: %s\n", a->key, rcip_last_error_message());
+        free(slot);
+        q->replies[index] = strdup("{\"error\":{}}");
+        q->replied++;
+        return 1;
+    }
+    return 0;
+}
+
+/* Asks `count` questions of `asks` (together, or one by one), deferred:
+ * the replies settle the invocation. */
+static void ask_questions(rcip_invocation *invocation, const question *const *asks, size_t count, int one_by_one) {
+    questions *q = calloc(1, sizeof *q);
+    if (!q) {
+        rcip_invocation_fail(invocation, false);
+        rcip_invocation_free(invocation);
+        return;
+    }
+    q->invocation = invocation;
+    q->count = count;
+    q->one_by_one = one_by_one;
+    for (size_t i = 0; i < count; i++) q->asks[i] = asks[i];
+    pthread_mutex_init(&q->lock, NULL);
+    if (count == 0) {
+        questions_done(q);
+        return;
+    }
+    /* The first reply may arrive before the last ask returns: the lock
+     * orders them, and the call is settled by whichever reply is last. */
+    size_t failed = 0;
+    pthread_mutex_lock(&q->lock);
+    for (size_t i = 0; i < (one_by_one ? 1 : count); i++) failed += (size_t)ask_next(q, i);
+    int all_failed = failed == (one_by_one ? 1 : count);
+    size_t replied = q->replied;
+    pthread_mutex_unlock(&q->lock);
+    if (all_failed || (!one_by_one && replied == count)) questions_done(q);
+}
+
+static void mrtr_elicitation(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[] = {&USER_NAME};
+    ask_questions(invocation, asks, 1, 0);
+}
+
+static void mrtr_sampling(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[] = {&CAPITAL};
+    ask_questions(invocation, asks, 1, 0);
+}
+
+static void mrtr_list_roots(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[] = {&ROOTS};
+    ask_questions(invocation, asks, 1, 0);
+}
+
+static void mrtr_confirm(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[] = {&CONFIRM};
+    ask_questions(invocation, asks, 1, 0);
+}
+
+static void mrtr_multiple(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[] = {&USER_NAME, &GREETING, &ROOTS};
+    ask_questions(invocation, asks, 3, 0);
+}
+
+static void mrtr_multi_round(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[] = {&STEP1, &STEP2};
+    ask_questions(invocation, asks, 2, 1);
+}
+
+/* Asks only what the request declared it can answer (rcip_invocation_can_ask):
+ * an undeclared question would make the response -32021. */
+static void mrtr_capabilities(void *user_data, rcip_invocation *invocation) {
+    (void)user_data;
+    const question *asks[2];
+    size_t n = 0;
+    if (rcip_invocation_can_ask(invocation, USER_NAME.method)) asks[n++] = &USER_NAME;
+    if (rcip_invocation_can_ask(invocation, CAPITAL.method)) asks[n++] = &CAPITAL;
+    ask_questions(invocation, asks, n, 0);
+}
+
 /* ----- content scenarios: outputs whose properties become blocks ------- */
 
 /* A 1x1 red PNG and an 8 kHz mono WAV of one silent sample, base64. */
@@ -417,6 +678,15 @@ static const struct {
     {"test_missing_capability", sampling},
     {"test_streaming_elicitation", elicitation},
     {"test_logging_tool", tool_with_logging},
+    /* input-required-result-* (2026-07-28 multi round-trip requests) */
+    {"test_input_required_result_elicitation", mrtr_elicitation},
+    {"test_input_required_result_sampling", mrtr_sampling},
+    {"test_input_required_result_list_roots", mrtr_list_roots},
+    {"test_input_required_result_request_state", mrtr_confirm},
+    {"test_input_required_result_multiple_inputs", mrtr_multiple},
+    {"test_input_required_result_multi_round", mrtr_multi_round},
+    {"test_input_required_result_tampered_state", mrtr_confirm},
+    {"test_input_required_result_capabilities", mrtr_capabilities},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 
