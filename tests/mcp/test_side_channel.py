@@ -21,6 +21,7 @@ import pytest
 from conftest import DEFAULT_CLIENT_MODE, REPO, Desk, Seen, Stderr, desk_client, http_client
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
 
@@ -103,7 +104,7 @@ def check_question(params: Any) -> None:
 
 @asynccontextmanager
 async def ask_stdio(**client_kwargs: Any) -> AsyncIterator[Desk]:
-    # Handlers' questions need a session (no multi round-trip requests yet).
+    # A session by default; mode="2026-07-28" for multi round-trip requests.
     client_kwargs.setdefault("mode", DEFAULT_CLIENT_MODE)
     stderr = Stderr()
     params = StdioServerParameters(command=sys.executable, args=[str(ASK_HOST), "stdio"], cwd=str(REPO))
@@ -188,3 +189,51 @@ async def test_handler_sampling_over_stdio() -> None:
     assert len(asked) == 1
     assert asked[0].max_tokens == 50
     assert asked[0].messages[0].content.text == "Draft a reply"
+
+
+# ---- the same handlers on stateless 2026-07-28 requests (multi round-trip) ----
+
+MODERN = "2026-07-28"
+
+
+async def test_handler_questions_by_multi_round_trip_requests_over_stdio() -> None:
+    """The handler's elicit and create_message become input requests of an
+    InputRequiredResult; the client answers through its callbacks and
+    re-sends the call, and the handler runs again with the answers."""
+    asked, elicit = answering(types.ElicitResult(action="accept", content={"name": "Grace", "tone": "dry"}))
+    sampled: list[Any] = []
+
+    async def sample(context: Any, params: Any) -> types.CreateMessageResult:
+        sampled.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Dear customer"), model="test-model"
+        )
+
+    async with ask_stdio(mode=MODERN, elicitation_callback=elicit, sampling_callback=sample) as host:
+        first = await host.client.call_tool("profile.ask", {})
+        assert first.structured_content == {"action": "accept", "content": {"name": "Grace", "tone": "dry"}}
+        reply = await host.client.call_tool("reply.draft", {"prompt": "Draft a reply"})
+        assert reply.is_error is False
+        assert reply.structured_content["result"]["content"] == {"type": "text", "text": "Dear customer"}
+    assert len(asked) == 1, "asked once, answered from the retry"
+    check_question(asked[0])
+    assert len(sampled) == 1 and sampled[0].messages[0].content.text == "Draft a reply"
+
+
+async def test_handler_questions_by_multi_round_trip_requests_over_http() -> None:
+    server = AskHttp()
+    try:
+        asked, elicit = answering(types.ElicitResult(action="decline"))
+        async with http_client(server, mode=MODERN, elicitation_callback=elicit) as host:  # type: ignore[arg-type]
+            result = await host.client.call_tool("profile.ask", {})
+            assert result.structured_content == {"action": "decline"}
+        # Not declared by the request: -32021, and nothing was asked.
+        async with http_client(server, mode=MODERN) as bare:  # type: ignore[arg-type]
+            with pytest.raises(MCPError) as refused:
+                await bare.client.call_tool("profile.ask", {})
+            assert refused.value.error.code == -32021, refused.value
+            assert refused.value.error.data == {"requiredCapabilities": {"elicitation": {}}}
+        assert len(asked) == 1
+    finally:
+        assert server.stop() == 0
+        print(server.stderr.text())

@@ -196,3 +196,41 @@ def test_sampling_from_a_deferred_handler(catalog):
             (response,) = wire.received
             assert response["result"]["structuredContent"] == {"text": "hi!"}
     assert replies == [{"result": result}]
+
+
+def test_ask_under_a_key_and_can_ask(catalog):
+    seen: List[Any] = []
+    replies: List[Dict[str, Any]] = []
+
+    def handler(inv: rcip.Invocation) -> None:
+        inv.defer()
+        seen.append((inv.can_ask("roots/list"), inv.can_ask("sampling/createMessage")))
+        for key in ("", "rcip/mine"):
+            with pytest.raises(rcip.InvalidArgumentError):
+                inv.ask("roots/list", {}, key=key)
+        with pytest.raises(rcip.UnsupportedError):
+            inv.ask("sampling/createMessage", {"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}], "maxTokens": 5})
+
+        def done(f: Any) -> None:
+            replies.append(f.result())
+            inv.complete({"text": f.result()["result"]["roots"][0]["uri"]})
+            inv.close()
+
+        inv.ask("roots/list", {}, key="where").add_done_callback(done)
+
+    wire = Wire()
+    with rcip.Runtime(catalog) as runtime:
+        runtime.host.bind("greeting.say", handler)
+        with rcip.McpSession(runtime, on_message=wire, workers=0) as session:
+            wire.session = session
+            wire.initialize({"roots": {}})
+            wire.received.clear()
+            session.receive({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greeting.say", "arguments": {"name": "Ada"}}})
+            (ask,) = wire.received
+            assert ask["method"] == "roots/list" and ask["params"] == {}
+            wire.received.clear()
+            session.receive({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///srv"}]}})
+            (response,) = wire.received
+            assert response["result"]["structuredContent"] == {"text": "file:///srv"}
+    assert seen == [(True, False)]
+    assert replies == [{"result": {"roots": [{"uri": "file:///srv"}]}}]
