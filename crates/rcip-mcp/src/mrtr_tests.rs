@@ -653,7 +653,8 @@ fn answer_states_are_bound_protected_and_expire() {
             )),
             "bad_signature",
         ),
-        (json!(format!("{}A", &state[..state.len() - 1])), "bad_signature"),
+        // Three bytes fewer, the end (and its canonical padding bits) kept.
+        (json!(format!("{}{}", &state[..40], &state[44..])), "bad_signature"),
         (sealed(Some("mallory"), digest, later), "wrong_principal"),
         (
             sealed(None, state::request_digest("notes.list", &json!({})), later),
@@ -684,4 +685,24 @@ fn answer_states_are_bound_protected_and_expire() {
         inv.complete(json!({})).unwrap();
         assert_eq!(response(&h)["result"]["resultType"], "complete");
     }
+}
+
+#[test]
+fn answers_too_large_to_carry_are_the_clients_error() {
+    let h = harness(options());
+    let big = json!({"action": "accept", "content": {"name": "x".repeat(state::MAX_TOKEN_CHARS)}});
+    let inv = slow(&h, 1, ALL(), json!({"inputResponses": {"name": big}}));
+    assert!(matches!(
+        asked(&inv, Some("name"), "elicitation/create", name_question()),
+        ClientReply::Result(_)
+    ));
+    // A second question without an answer needs a state carrying the first.
+    assert_eq!(
+        asked(&inv, Some("more"), "roots/list", json!({})),
+        ClientReply::Cancelled
+    );
+    inv.complete(json!({})).unwrap();
+    let r = response(&h);
+    assert_eq!(error_code(&r), INVALID_PARAMS, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "answers_too_large");
 }

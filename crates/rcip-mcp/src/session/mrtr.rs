@@ -350,14 +350,15 @@ impl Inner {
         let keys = self.request_state.keys.as_ref().expect("resolved at build");
         let token = state::seal_answers(keys, &answers);
         if token.len() > state::MAX_TOKEN_CHARS {
+            // The answers are the client's: too large to carry is its error.
             return Some(Err(RpcError {
-                code: INTERNAL_ERROR,
+                code: INVALID_PARAMS,
                 message: format!(
-                    "Internal error: the answers this call's questions got so far need {} characters of request state, more than the {} one carries; the call cannot ask more",
+                    "Invalid params: the answers this call's questions got so far need {} characters of request state, more than the {} one carries; the call cannot ask more",
                     token.len(),
                     state::MAX_TOKEN_CHARS
                 ),
-                data: None,
+                data: Some(json!({"reason": "answers_too_large"})),
             }));
         }
         self.request_state.counters.record_sealed();
