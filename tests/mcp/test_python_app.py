@@ -87,18 +87,22 @@ def tickets_server() -> Iterator[PythonServer]:
     assert code == 130, f"exit status after Ctrl-C: {code}"
 
 
-async def test_a_declared_python_app_served_over_http(tickets_server: PythonServer) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_declared_python_app_served_over_http(tickets_server: PythonServer, mode: str) -> None:
     asked: list[Any] = []
 
     async def elicit(context: Any, params: Any) -> types.ElicitResult:
         asked.append(params)
         return types.ElicitResult(action="accept", content={})
 
-    # The legacy era: the initialize handshake (protocol 2025-11-25).
-    async with http_client(tickets_server, elicitation_callback=elicit, mode="legacy") as desk:
+    # The legacy era: the initialize handshake (protocol 2025-11-25); the
+    # modern one: stateless requests, the approval by a multi round-trip
+    # request (docs/MCP.md "Confirmations without sessions").
+    async with http_client(tickets_server, elicitation_callback=elicit, mode=mode) as desk:
         client = desk.client
-        assert client.protocol_version == "2025-11-25"
-        assert client.server_info.name == "ticketTracker"
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        if mode == "legacy":
+            assert client.server_info.name == "ticketTracker"
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(tools) == ["tickets.close", "tickets.delete", "tickets.search"]
         assert tools["tickets.close"].input_schema["required"] == ["ticketId", "resolution"]
@@ -107,6 +111,9 @@ async def test_a_declared_python_app_served_over_http(tickets_server: PythonServ
         found = await client.call_tool("tickets.search", {"query": "printer"})
         assert found.is_error is False
         assert [t["ticketId"] for t in found.structured_content["tickets"]] == [1, 2]
+        if mode != "legacy":
+            # Every modern result names the server (2026-07-28 "Per-response protocol fields").
+            assert found.meta["io.modelcontextprotocol/serverInfo"]["name"] == "ticketTracker"
 
         # A write that needs approval: the client's user approves it.
         closed = await client.call_tool("tickets.close", {"ticketId": 1, "resolution": "Paper removed."})
