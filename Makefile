@@ -316,7 +316,7 @@ FUZZ_TRIPLE   ?= $(shell rustc -vV | sed -n 's/^host: //p')
 FUZZ_SECONDS  ?= 20
 FUZZ_LONG_SECONDS ?= 1800
 FUZZ_TARGET   ?= abi_sequence
-FUZZ_TARGETS  := catalog schema schema_modes regex_equiv invoke_input policy_decision context_filter abi_sequence
+FUZZ_TARGETS  := catalog catalog_readers schema schema_modes regex_equiv invoke_input policy_decision context_filter abi_sequence
 FUZZ_SANITIZE ?= -Zsanitizer=address
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module \
   -Cllvm-args=-sanitizer-coverage-level=4 \

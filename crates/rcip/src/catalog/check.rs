@@ -419,6 +419,97 @@ const CAPABILITY_KEYS: &[&str] = &[
     "usage",
 ];
 
+/// A capability field that breaks a catalog rule: the one description of
+/// the per-capability rules that both readers apply (the general path here
+/// reports it as a problem; the fast path, `fast.rs`, gives up on it and
+/// leaves the text to the general path). Each rule is a function below
+/// returning this; nothing is formatted unless the rule is broken.
+pub(super) enum CapabilityFault<'a> {
+    /// The capability id is not an identifier (rule "identifier").
+    NotIdentifier(&'a str),
+    /// Another capability has this id (rule "duplicate id").
+    Duplicate(&'a str),
+    /// `scopeIds` names a scope the catalog does not declare (rule
+    /// "unknown scope").
+    UnknownScope(&'a str),
+    /// `effect` is none of the four (rule "effect").
+    BadEffect(&'a str),
+    /// `inputSchema` or `outputSchema` is neither an object nor a boolean
+    /// (rule "type"); the kind it is.
+    NotSchema(&'static str, &'static str),
+}
+
+impl CapabilityFault<'_> {
+    /// The catalog rule broken (a [`CatalogProblem::rule`]).
+    pub(super) fn rule(&self) -> &'static str {
+        match self {
+            CapabilityFault::NotIdentifier(_) => "identifier",
+            CapabilityFault::Duplicate(_) => "duplicate id",
+            CapabilityFault::UnknownScope(_) => "unknown scope",
+            CapabilityFault::BadEffect(_) => "effect",
+            CapabilityFault::NotSchema(..) => "type",
+        }
+    }
+
+    /// The problem's message, `what` naming the capability.
+    pub(super) fn message(&self, what: &str) -> String {
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        match self {
+            CapabilityFault::NotIdentifier(id) => format!(
+                "capability id {} must match [a-z][A-Za-z0-9]*([._-][a-z][A-Za-z0-9]*)*",
+                quoted(id)
+            ),
+            CapabilityFault::Duplicate(id) => format!("capability id \"{id}\" is declared more than once"),
+            CapabilityFault::UnknownScope(s) => {
+                format!("{what} names scope \"{s}\", which is not a declared scope")
+            }
+            CapabilityFault::BadEffect(s) => format!(
+                "{what} has effect {}; it must be one of read, write, external, destructive",
+                quoted(s)
+            ),
+            CapabilityFault::NotSchema(key, kind) => {
+                format!("{what} field \"{key}\" must be a JSON Schema (an object or a boolean), not {kind}")
+            }
+        }
+    }
+}
+
+/// Rules "identifier" and "duplicate id" for a capability id; `taken`: an
+/// earlier capability has it.
+pub(super) fn capability_id_rule(id: &str, taken: bool) -> Result<(), CapabilityFault<'_>> {
+    if !is_identifier(id) {
+        return Err(CapabilityFault::NotIdentifier(id));
+    }
+    if taken {
+        return Err(CapabilityFault::Duplicate(id));
+    }
+    Ok(())
+}
+
+/// Rule "unknown scope" for one of a capability's scope ids.
+pub(super) fn scope_rule(scope: &str, declared: bool) -> Result<(), CapabilityFault<'_>> {
+    if declared {
+        Ok(())
+    } else {
+        Err(CapabilityFault::UnknownScope(scope))
+    }
+}
+
+/// Rule "effect": the capability's effect by name.
+pub(super) fn effect_rule(name: &str) -> Result<Effect, CapabilityFault<'_>> {
+    Effect::parse(name).ok_or(CapabilityFault::BadEffect(name))
+}
+
+/// Rule "type" for `inputSchema` / `outputSchema` (`key`): an object or a
+/// boolean.
+pub(super) fn schema_kind_rule(key: &'static str, schema: &Value) -> Result<(), CapabilityFault<'static>> {
+    if matches!(schema, Value::Object(_) | Value::Bool(_)) {
+        Ok(())
+    } else {
+        Err(CapabilityFault::NotSchema(key, kind(schema)))
+    }
+}
+
 fn check_capability(
     cx: &mut Ctx<'_>,
     item: &Value,
@@ -432,17 +523,9 @@ fn check_capability(
     let id = cx.required_string(m, &p, None, &what, "id");
     let mut id_ok = false;
     if let Some(id) = id {
-        if cx.identifier(id, &format!("{p}/id"), "capability id") {
-            id_ok = true;
-            if capability_index.contains_key(id) {
-                cx.problem(
-                    &format!("{p}/id"),
-                    Some(id),
-                    "duplicate id",
-                    format!("capability id \"{id}\" is declared more than once"),
-                );
-                id_ok = false;
-            }
+        match capability_id_rule(id, capability_index.contains_key(id)) {
+            Ok(()) => id_ok = true,
+            Err(fault) => cx.problem(&format!("{p}/id"), Some(id), fault.rule(), fault.message(&what)),
         }
     }
     let what = match id {
@@ -457,13 +540,8 @@ fn check_capability(
         scope_ids = cx.string_list(v, &format!("{p}/scopeIds"), id, &format!("{what} field \"scopeIds\""));
         if let Some(list) = &scope_ids {
             for (k, s) in list.iter().enumerate() {
-                if !scopes.contains_key(s) {
-                    cx.problem(
-                        &format!("{p}/scopeIds/{k}"),
-                        id,
-                        "unknown scope",
-                        format!("{what} names scope \"{s}\", which is not a declared scope"),
-                    );
+                if let Err(fault) = scope_rule(s, scopes.contains_key(s)) {
+                    cx.problem(&format!("{p}/scopeIds/{k}"), id, fault.rule(), fault.message(&what));
                 }
             }
         }
@@ -471,17 +549,9 @@ fn check_capability(
 
     let mut effect = None;
     if let Some(s) = cx.required_string(m, &p, id, &what, "effect") {
-        effect = Effect::parse(s);
-        if effect.is_none() {
-            cx.problem(
-                &format!("{p}/effect"),
-                id,
-                "effect",
-                format!(
-                    "{what} has effect {}; it must be one of read, write, external, destructive",
-                    serde_json::to_string(s).unwrap_or_default()
-                ),
-            );
+        match effect_rule(s) {
+            Ok(e) => effect = Some(e),
+            Err(fault) => cx.problem(&format!("{p}/effect"), id, fault.rule(), fault.message(&what)),
         }
     }
 
@@ -498,16 +568,8 @@ fn check_capability(
         let Some(schema) = cx.required(m, &p, id, &what, key) else {
             continue;
         };
-        if !matches!(schema, Value::Object(_) | Value::Bool(_)) {
-            cx.problem(
-                &format!("{p}/{key}"),
-                id,
-                "type",
-                format!(
-                    "{what} field \"{key}\" must be a JSON Schema (an object or a boolean), not {}",
-                    kind(schema)
-                ),
-            );
+        if let Err(fault) = schema_kind_rule(key, schema) {
+            cx.problem(&format!("{p}/{key}"), id, fault.rule(), fault.message(&what));
             continue;
         }
         let text = serde_json::to_string(schema).unwrap_or_default();

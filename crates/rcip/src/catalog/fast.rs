@@ -22,15 +22,17 @@
 //! problem as it always has. So every error, pointer, message and problem
 //! order is the general path's by construction, and a catalog the fast
 //! path accepts is one the general path accepts, built the same way: the
-//! same checks (identifiers, duplicate ids, declared scopes, effects,
-//! `usage` through the same [`check::check_usage`]), the application and
+//! same checks (capability ids, duplicate ids, declared scopes, effects and
+//! schema kinds through the rule functions of [`check`] the general path
+//! reports from, `usage` through the same [`check::check_usage`]), the application and
 //! scopes through the general [`check::check`] itself, and the snapshot
-//! entries through the same [`check::snapshot_prefix`]. The tests below
-//! compare both paths field by field on every catalog of the test suite and
-//! on variants of them.
+//! entries through the same [`check::snapshot_prefix`]. [`compare_readers`]
+//! compares both paths field by field: the tests below on every catalog of
+//! the test suite and on variants of them, the `catalog_readers` fuzz
+//! target on generated catalogs.
 
 use super::check::{self, Ctx};
-use super::{is_identifier, CapabilityDef, CatalogInner, Effect, CATALOG_MAX_DEPTH};
+use super::{CapabilityDef, CatalogInner, Effect, CATALOG_MAX_DEPTH};
 use crate::json::Limits;
 use crate::schema::Schema;
 use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -117,14 +119,12 @@ fn parse_span(span: &str, levels: usize) -> Option<Value> {
 impl<'de> Fast<'de> {
     /// The shared schema for a schema span, parsing and compiling it the
     /// first time its text (or its canonical text) is seen.
-    fn schema(&mut self, span: &'de str) -> Option<usize> {
+    fn schema(&mut self, key: &'static str, span: &'de str) -> Option<usize> {
         if let Some(&i) = self.raw.get(span) {
             return Some(i);
         }
         let value = parse_span(span, CAPABILITY_LEVELS)?;
-        if !matches!(value, Value::Object(_) | Value::Bool(_)) {
-            return None;
-        }
+        check::schema_kind_rule(key, &value).ok()?;
         let text = serde_json::to_string(&value).ok()?;
         let i = match self.canonical.get(text.as_str()) {
             Some(&i) => i,
@@ -153,11 +153,9 @@ impl<'de> Fast<'de> {
     fn add(&mut self, cap: Cap<'de>) -> Option<()> {
         let id = cap.id?;
         let (title, description, scope_ids, effect) = (cap.title?, cap.description?, cap.scope_ids?.0, cap.effect?);
-        if !is_identifier(&id) || self.capability_index.contains_key(&id) {
-            return None;
-        }
-        let input = self.schema(cap.input?)?;
-        let output = self.schema(cap.output?)?;
+        check::capability_id_rule(&id, self.capability_index.contains_key(&id)).ok()?;
+        let input = self.schema("inputSchema", cap.input?)?;
+        let output = self.schema("outputSchema", cap.output?)?;
         let tags = cap.tags.map(|t| t.0).unwrap_or_default();
         let (usage, usage_when_to_use) = match cap.usage {
             None => (None, None),
@@ -229,7 +227,7 @@ impl<'de> Fast<'de> {
             return None;
         }
         // A valid catalog's scope index holds every declared scope id.
-        let declared = |s: &String| inner.scope_index.contains_key(s);
+        let declared = |s: &String| check::scope_rule(s, inner.scope_index.contains_key(s)).is_ok();
         if !self.capabilities.iter().all(|c| c.scope_ids.iter().all(declared)) {
             return None;
         }
@@ -492,95 +490,123 @@ impl<'de> de::Deserialize<'de> for EffectName {
                 f.write_str("an effect")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<EffectName, E> {
-                Effect::parse(s).map(EffectName).ok_or_else(give_up)
+                check::effect_rule(s).map(EffectName).map_err(|_| give_up())
             }
         }
         d.deserialize_str(V)
     }
 }
 
+/// The general path on the same text (what `Catalog::from_bytes` falls
+/// back to).
+fn general(text: &str) -> Result<CatalogInner, Vec<super::CatalogProblem>> {
+    let limits = Limits {
+        max_bytes: usize::MAX,
+        max_depth: CATALOG_MAX_DEPTH,
+    };
+    let value = crate::json::parse_str(text, &limits).map_err(|_| Vec::new())?;
+    let mut problems = Vec::new();
+    match check::check(&value, &mut problems) {
+        Some(inner) if problems.is_empty() => Ok(inner),
+        _ => Err(problems),
+    }
+}
+
+/// Whether both paths built the same catalog: every field, and the same
+/// sharing of schema values and compiled schemas between capabilities.
+/// `Err` names the first difference.
+fn same(fast: &CatalogInner, general: &CatalogInner) -> Result<(), String> {
+    fn eq<T: PartialEq + fmt::Debug>(what: &str, f: T, g: T) -> Result<(), String> {
+        if f == g {
+            Ok(())
+        } else {
+            Err(format!("{what} differs: fast {f:?}, general {g:?}"))
+        }
+    }
+    eq("the application", &fast.application, &general.application)?;
+    eq("the snapshot head", &fast.snapshot_head, &general.snapshot_head)?;
+    eq(
+        "the scopes",
+        format!("{:?}", fast.scopes),
+        format!("{:?}", general.scopes),
+    )?;
+    eq("the scope index", &fast.scope_index, &general.scope_index)?;
+    eq(
+        "the capability index",
+        &fast.capability_index,
+        &general.capability_index,
+    )?;
+    eq(
+        "the capability count",
+        fast.capabilities.len(),
+        general.capabilities.len(),
+    )?;
+    for (f, g) in fast.capabilities.iter().zip(&general.capabilities) {
+        eq("an id", &f.id, &g.id)?;
+        eq("a title", &f.title, &g.title)?;
+        eq("a description", &f.description, &g.description)?;
+        eq("scope ids", &f.scope_ids, &g.scope_ids)?;
+        eq("an effect", f.effect, g.effect)?;
+        eq("an input schema", &*f.input_schema, &*g.input_schema)?;
+        eq("an output schema", &*f.output_schema, &*g.output_schema)?;
+        eq("tags", &f.tags, &g.tags)?;
+        eq("usage", &f.usage, &g.usage)?;
+        eq("usage whenToUse", &f.usage_when_to_use, &g.usage_when_to_use)?;
+        eq("a snapshot prefix", &f.snapshot_prefix, &g.snapshot_prefix)?;
+    }
+    let slots = |c: &CatalogInner| -> Vec<(Arc<Value>, Arc<Schema>)> {
+        c.capabilities
+            .iter()
+            .flat_map(|d| {
+                [
+                    (Arc::clone(&d.input_schema), Arc::clone(&d.input)),
+                    (Arc::clone(&d.output_schema), Arc::clone(&d.output)),
+                ]
+            })
+            .collect()
+    };
+    let (fs, gs) = (slots(fast), slots(general));
+    for i in 0..fs.len() {
+        for j in 0..fs.len() {
+            eq(
+                "the sharing of schema values",
+                Arc::ptr_eq(&fs[i].0, &fs[j].0),
+                Arc::ptr_eq(&gs[i].0, &gs[j].0),
+            )?;
+            eq(
+                "the sharing of compiled schemas",
+                Arc::ptr_eq(&fs[i].1, &fs[j].1),
+                Arc::ptr_eq(&gs[i].1, &gs[j].1),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Both readers on `text` (see [`super::compare_readers`]): `Ok(true)` when
+/// the fast path accepted it and the general path built the same catalog,
+/// `Ok(false)` when the fast path left it to the general path.
+pub(super) fn compare_readers(text: &str) -> Result<bool, String> {
+    match load(text) {
+        None => Ok(false),
+        Some(fast) => {
+            let general = general(text)
+                .map_err(|p| format!("the fast path accepted a catalog the general path refuses: {p:?}"))?;
+            same(&fast, &general)?;
+            Ok(true)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::CatalogProblem;
     use std::path::Path;
-
-    /// The general path on the same text.
-    fn general(text: &str) -> Result<CatalogInner, Vec<CatalogProblem>> {
-        let limits = Limits {
-            max_bytes: usize::MAX,
-            max_depth: CATALOG_MAX_DEPTH,
-        };
-        let value = crate::json::parse_str(text, &limits).map_err(|_| Vec::new())?;
-        let mut problems = Vec::new();
-        match check::check(&value, &mut problems) {
-            Some(inner) if problems.is_empty() => Ok(inner),
-            _ => Err(problems),
-        }
-    }
-
-    /// Both paths built the same catalog: every field, and the same
-    /// sharing of schema values and compiled schemas between capabilities.
-    fn assert_same(fast: &CatalogInner, general: &CatalogInner, what: &str) {
-        assert_eq!(fast.application, general.application, "{what}");
-        assert_eq!(fast.snapshot_head, general.snapshot_head, "{what}");
-        assert_eq!(format!("{:?}", fast.scopes), format!("{:?}", general.scopes), "{what}");
-        assert_eq!(fast.scope_index, general.scope_index, "{what}");
-        assert_eq!(fast.capability_index, general.capability_index, "{what}");
-        assert_eq!(fast.capabilities.len(), general.capabilities.len(), "{what}");
-        for (f, g) in fast.capabilities.iter().zip(&general.capabilities) {
-            assert_eq!(f.id, g.id, "{what}");
-            assert_eq!(f.title, g.title, "{what}");
-            assert_eq!(f.description, g.description, "{what}");
-            assert_eq!(f.scope_ids, g.scope_ids, "{what}");
-            assert_eq!(f.effect, g.effect, "{what}");
-            assert_eq!(*f.input_schema, *g.input_schema, "{what}");
-            assert_eq!(*f.output_schema, *g.output_schema, "{what}");
-            assert_eq!(f.tags, g.tags, "{what}");
-            assert_eq!(f.usage, g.usage, "{what}");
-            assert_eq!(f.usage_when_to_use, g.usage_when_to_use, "{what}");
-            assert_eq!(f.snapshot_prefix, g.snapshot_prefix, "{what}");
-        }
-        let slots = |c: &CatalogInner| -> Vec<(Arc<Value>, Arc<Schema>)> {
-            c.capabilities
-                .iter()
-                .flat_map(|d| {
-                    [
-                        (Arc::clone(&d.input_schema), Arc::clone(&d.input)),
-                        (Arc::clone(&d.output_schema), Arc::clone(&d.output)),
-                    ]
-                })
-                .collect()
-        };
-        let (fs, gs) = (slots(fast), slots(general));
-        for i in 0..fs.len() {
-            for j in 0..fs.len() {
-                assert_eq!(
-                    Arc::ptr_eq(&fs[i].0, &fs[j].0),
-                    Arc::ptr_eq(&gs[i].0, &gs[j].0),
-                    "{what}"
-                );
-                assert_eq!(
-                    Arc::ptr_eq(&fs[i].1, &fs[j].1),
-                    Arc::ptr_eq(&gs[i].1, &gs[j].1),
-                    "{what}"
-                );
-            }
-        }
-    }
 
     /// The fast path accepts only catalogs the general path accepts, and
     /// builds the same catalog. Returns whether it accepted.
     fn compare(text: &str, what: &str) -> bool {
-        let general = general(text);
-        match load(text) {
-            None => false,
-            Some(fast) => {
-                let general = general.unwrap_or_else(|p| panic!("{what}: the fast path accepted {p:?}"));
-                assert_same(&fast, &general, what);
-                true
-            }
-        }
+        compare_readers(text).unwrap_or_else(|e| panic!("{what}: {e}"))
     }
 
     /// Every catalog of the test suite, as (name, value).

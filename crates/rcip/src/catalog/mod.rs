@@ -209,6 +209,18 @@ impl fmt::Debug for Catalog {
     }
 }
 
+/// Reads `text` with both catalog readers and compares them (**rcip**, for
+/// the `catalog_readers` fuzz target and the tests; not part of the API):
+/// the fast path (`src/catalog/fast.rs`) must accept only catalogs the
+/// general path accepts, and build exactly the catalog it builds (every
+/// field, and the same sharing of schemas). `Ok(true)`: accepted by both,
+/// identical; `Ok(false)`: the fast path left the text to the general
+/// path; `Err` names the first disagreement.
+#[doc(hidden)]
+pub fn compare_readers(text: &str) -> Result<bool, String> {
+    fast::compare_readers(text)
+}
+
 /// Maximum nesting depth of catalog text.
 pub const CATALOG_MAX_DEPTH: usize = 1000;
 
