@@ -165,7 +165,7 @@ async def test_tampered_or_retargeted_states_are_refused(transport: str, http_de
         for request_state, arguments, reason in [
             (flipped, CLOSE, {"bad_signature", "unknown_key", "unknown_version", "malformed"}),
             (state[:-4], CLOSE, {"bad_signature", "malformed"}),
-            ("x" * 5000, CLOSE, {"too_large"}),
+            ("x" * 70_000, CLOSE, {"too_large"}),  # over the 65,536 characters a state may have
             (state, other, {"wrong_request"}),
         ]:
             with pytest.raises(MCPError) as refused:
