@@ -109,6 +109,7 @@ abi-list: lib
 
 test-conformance: conformance
 	$(LIBDIR)/rcip-conformance check tests/conformance/scenarios
+	$(LIBDIR)/rcip-conformance check tests/conformance/cross-runtime
 
 C_EXAMPLES := $(patsubst examples-c/%.c,$(BUILD)/%,$(wildcard examples-c/*.c))
 

@@ -224,7 +224,8 @@ enum rcip_result
     RCIP_RESULT_WRONG_CONTEXT = 304,
     /**
      * No live object has that id: an MCP server session that ended (or
-     * never existed).
+     * never existed); a confirmation that is not pending in the runtime
+     * (`rcip_host_carry_confirmation`).
      */
     RCIP_RESULT_NOT_FOUND = 305,
     /**
@@ -1322,6 +1323,69 @@ rcip_result rcip_host_refresh(const struct rcip_host *host);
  * availability"; PIPELINE.md section 5.
  */
 rcip_result rcip_host_resolve_confirmation(const struct rcip_host *host, const char *confirmation_id, bool approved, rcip_outcome_callback on_outcome, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * The pending confirmation `confirmation_id` as another runtime of the
+ * same catalog may resume it (`rcip_host_resume_confirmation`): its ids,
+ * its `expiresAt` and the context it captured. Nothing else leaves the
+ * runtime (no input, token or binding). Read it while the confirmation is
+ * pending (for example from the consumer's `confirmation_required`
+ * outcome callback): closing the runtime ends it `closed`.
+ *
+ * Shape: `*carried_json_out` is `{"confirmationId", "invocationId",
+ * "capabilityId", "expiresAt": Unix ms, "context": {"activeScopeIds":
+ * [...], "primaryScopeId"?}}`.
+ * Ownership: `confirmation_id` is borrowed for the call;
+ * `*carried_json_out` is new (free it with `rcip_string_free`); NULL on
+ * failure.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, confirmation_id,
+ * carried_json_out), `RCIP_RESULT_INVALID_UTF8`, `RCIP_RESULT_NOT_FOUND`
+ * (no confirmation of that id is pending here: never opened, or already
+ * ended), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`.
+ * Thread safety: any thread, also inside callbacks.
+ * Rule: rcip's own: PIPELINE.md section 5, "Confirmations that cross
+ * runtimes" (carry).
+ */
+rcip_result rcip_host_carry_confirmation(const struct rcip_host *host, const char *confirmation_id, char **carried_json_out);
+
+/**
+ * Resumes a confirmation that another runtime of the same catalog opened
+ * (its record from `rcip_host_carry_confirmation`), with the host's answer
+ * and the consumer's input again. Exactly one outcome reaches
+ * `on_outcome`: a confirmation still pending in this runtime is resolved
+ * as `rcip_host_resolve_confirmation` would (the input given here is not
+ * used); otherwise a capability this catalog lacks → `failed
+ * CONFIRMATION_NOT_FOUND` (capabilityId `"unknown"`, a new invocation
+ * id); declined → `denied CONFIRMATION_DECLINED`; the clock at or after
+ * `expiresAt` → `failed CONFIRMATION_EXPIRED`; the capability not bound
+ * here, or this runtime's context not the carried one → `denied
+ * POLICY_DENIED`; else section 4 runs again from step 2 with the carried
+ * invocation id, `input_json`, `confirmed` true and `cancel_token`
+ * (input validated, policy asked, availability read again).
+ *
+ * Shape: `carried_json` is the record of `rcip_host_carry_confirmation`,
+ * read strictly (exactly its five members, of their types); `input_json`
+ * is raw text as for `rcip_client_invoke` (text that is not a JSON value
+ * is the outcome `failed INPUT_INVALID` of the re-run). The outcome is a
+ * record of `rcip_client_invoke`.
+ * Ownership: `carried_json` and `input_json` are copied; `cancel_token`
+ * (NULL: none) is retained by the re-run as long as it needs it;
+ * `user_data` is kept until the outcome was delivered, then
+ * `user_data_free` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host, carried_json, input_json,
+ * on_outcome), `RCIP_RESULT_INVALID_JSON` (`carried_json` not JSON or not
+ * UTF-8), `RCIP_RESULT_INVALID_ARGUMENT` (`carried_json` of another
+ * shape), `RCIP_RESULT_CLOSED`, `RCIP_RESULT_WRONG_CONTEXT`; on failure
+ * neither function is ever called and no outcome exists.
+ * Callbacks: `on_outcome` per `rcip_outcome_callback`, possibly before
+ * this returns; the confirmation callback is told `closed` (never
+ * `opened` here), as PIPELINE.md says.
+ * Thread safety: any thread, also inside callbacks. Single use across
+ * runtimes is the caller's: resume a carried record once.
+ * Rule: rcip's own: PIPELINE.md section 5, "Confirmations that cross
+ * runtimes" (resume).
+ */
+rcip_result rcip_host_resume_confirmation(const struct rcip_host *host, const char *carried_json, bool approved, const char *input_json, const struct rcip_cancel_token *cancel_token, rcip_outcome_callback on_outcome, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * The invocation id.

@@ -26,7 +26,9 @@ pub const NOT_IN_CATALOG: rcip_result = 201;
 pub const ALREADY_BOUND: rcip_result = 202;
 pub const UNKNOWN_SCOPE: rcip_result = 203;
 pub const PRIMARY_NOT_ACTIVE: rcip_result = 204;
+pub const CLOSED: rcip_result = 302;
 pub const PREFLIGHT_BATCH_INVALID: rcip_result = 303;
+pub const NOT_FOUND: rcip_result = 305;
 
 extern "C" {
     pub fn rcip_catalog_new(json: *const c_char, out: *mut *mut Opaque) -> rcip_result;
@@ -59,6 +61,7 @@ extern "C" {
     pub fn rcip_runtime_builder_set_manual_timers(builder: *mut Opaque, manual: bool) -> rcip_result;
     pub fn rcip_runtime_builder_build(builder: *mut Opaque, out: *mut *mut Opaque) -> rcip_result;
     pub fn rcip_runtime_free(runtime: *mut Opaque);
+    pub fn rcip_runtime_close(runtime: *const Opaque) -> rcip_result;
     pub fn rcip_runtime_client(runtime: *const Opaque) -> *const Opaque;
     pub fn rcip_runtime_host(runtime: *const Opaque) -> *const Opaque;
     pub fn rcip_runtime_run_due_timers(runtime: *const Opaque) -> rcip_result;
@@ -82,6 +85,22 @@ extern "C" {
         host: *const Opaque,
         id: *const c_char,
         approved: bool,
+        cb: JsonFn,
+        ud: *mut c_void,
+        free: FreeFn,
+    ) -> rcip_result;
+
+    pub fn rcip_host_carry_confirmation(
+        host: *const Opaque,
+        confirmation_id: *const c_char,
+        out: *mut *mut c_char,
+    ) -> rcip_result;
+    pub fn rcip_host_resume_confirmation(
+        host: *const Opaque,
+        carried: *const c_char,
+        approved: bool,
+        input: *const c_char,
+        token: *const Opaque,
         cb: JsonFn,
         ud: *mut c_void,
         free: FreeFn,
@@ -200,6 +219,8 @@ pub fn kind(code: rcip_result) -> &'static str {
         PRIMARY_NOT_ACTIVE => "PRIMARY_NOT_ACTIVE",
         INVALID_ARGUMENT | INVALID_JSON => "INVALID_ARGUMENT",
         PREFLIGHT_BATCH_INVALID => "PREFLIGHT_BATCH_INVALID",
+        CLOSED => "CLOSED",
+        NOT_FOUND => "NOT_FOUND",
         _ => "UNEXPECTED_RESULT",
     }
 }

@@ -12,9 +12,39 @@ use std::rc::Rc;
 /// The scenario clock's start: 2026-01-01T00:00:00Z.
 pub const CLOCK_START: i64 = 1_767_225_600_000;
 
+/// The runtime a step acts on when it names none (**rcip**, FORMAT.md
+/// "Several runtimes").
+pub const FIRST_RUNTIME: &str = "a";
+
 thread_local! {
     static CLOCK: Cell<i64> = const { Cell::new(CLOCK_START) };
-    static REC: RefCell<Recorder> = RefCell::new(Recorder::default());
+    /// One recorder per runtime, by runtime name.
+    static REC: RefCell<HashMap<String, Recorder>> = RefCell::new(HashMap::new());
+    /// The policy script and the index of its next entry: one script for
+    /// every runtime, consumed in call order (**rcip**, FORMAT.md "Several
+    /// runtimes").
+    static SCRIPT: RefCell<(Vec<Value>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+}
+
+/// Runs `f` on the recorder of runtime `name` (created empty on first use).
+fn rec<T>(name: &str, f: impl FnOnce(&mut Recorder) -> T) -> T {
+    REC.with(|r| f(r.borrow_mut().entry(name.to_string()).or_default()))
+}
+
+/// The runtime name a callback's user data holds.
+///
+/// # Safety
+/// `ud` is a `Box<String>` made by [`name_data`].
+unsafe fn name_of<'a>(ud: *mut c_void) -> &'a str {
+    &*(ud as *const String)
+}
+
+fn name_data(name: &str) -> *mut c_void {
+    Box::into_raw(Box::new(name.to_string())) as *mut c_void
+}
+
+unsafe extern "C" fn free_name(ud: *mut c_void) {
+    drop(Box::from_raw(ud as *mut String));
 }
 
 /// What callbacks record, read by the `events`, `policy_calls` and
@@ -24,8 +54,6 @@ struct Recorder {
     events: Vec<Value>,
     policy_calls: Vec<Value>,
     handler_calls: Vec<Value>,
-    policy_script: Vec<Value>,
-    policy_index: usize,
     /// Deferred policy requests, oldest first.
     deferred_policies: VecDeque<usize>,
     /// Deferred handlers by invocation id.
@@ -52,12 +80,14 @@ unsafe extern "C" fn clock_cb(_: *mut c_void) -> i64 {
     CLOCK.with(|c| c.get())
 }
 
-unsafe extern "C" fn event_cb(_: *mut c_void, json: *const c_char) {
+unsafe extern "C" fn event_cb(ud: *mut c_void, json: *const c_char) {
     let v = parse(&read(json));
-    REC.with(|r| r.borrow_mut().events.push(v));
+    rec(name_of(ud), |r| r.events.push(v));
 }
 
 struct BindingData {
+    /// The runtime the binding belongs to.
+    runtime: String,
     handler: Value,
     availability: Rc<RefCell<Value>>,
 }
@@ -76,10 +106,10 @@ unsafe extern "C" fn handler_cb(ud: *mut c_void, inv: *mut Opaque) {
         "input": parse(&input_text),
         "semanticContext": parse(&read(rcip_invocation_semantic_context(inv))),
     });
-    REC.with(|r| r.borrow_mut().handler_calls.push(call));
+    rec(&data.runtime, |r| r.handler_calls.push(call));
     match &data.handler {
         Value::String(s) if s == "defer" => {
-            REC.with(|r| r.borrow_mut().deferred_handlers.insert(id, inv as usize));
+            rec(&data.runtime, |r| r.deferred_handlers.insert(id, inv as usize));
             return;
         }
         Value::Object(m) => {
@@ -131,7 +161,8 @@ unsafe extern "C" fn availability_cb(ud: *mut c_void, sink: *mut Opaque) -> i32 
     }
 }
 
-unsafe extern "C" fn policy_cb(_: *mut c_void, req: *mut Opaque) {
+unsafe extern "C" fn policy_cb(ud: *mut c_void, req: *mut Opaque) {
+    let runtime = name_of(ud);
     let ctx = parse(&read(rcip_policy_request_context(req)));
     let cap = &ctx["capability"];
     let call = json!({
@@ -144,15 +175,15 @@ unsafe extern "C" fn policy_cb(_: *mut c_void, req: *mut Opaque) {
         "available": cap["available"],
         "relevance": cap["relevance"],
     });
-    let entry = REC.with(|r| {
-        let mut r = r.borrow_mut();
-        r.policy_calls.push(call);
-        let i = r.policy_index.min(r.policy_script.len().saturating_sub(1));
-        r.policy_index += 1;
-        r.policy_script.get(i).cloned().unwrap_or(Value::Null)
+    rec(runtime, |r| r.policy_calls.push(call));
+    let entry = SCRIPT.with(|s| {
+        let (script, index) = &mut *s.borrow_mut();
+        let i = (*index).min(script.len().saturating_sub(1));
+        *index += 1;
+        script.get(i).cloned().unwrap_or(Value::Null)
     });
     if entry == Value::String("defer".into()) {
-        REC.with(|r| r.borrow_mut().deferred_policies.push_back(req as usize));
+        rec(runtime, |r| r.deferred_policies.push_back(req as usize));
         return;
     }
     settle_policy(req, &entry);
@@ -197,6 +228,8 @@ struct CallState {
     error: Option<&'static str>,
     invocation_id: Option<String>,
     preflight: bool,
+    /// The runtime the call was made on (its deferred handler lives there).
+    runtime: String,
 }
 
 type CallRef = Rc<RefCell<CallState>>;
@@ -223,21 +256,34 @@ unsafe extern "C" fn free_counter(ud: *mut c_void) {
 
 // ----- the runner -----------------------------------------------------------
 
-struct Runner {
+/// One runtime of the scenario and what the runner holds of it.
+struct Rt {
     runtime: *mut Opaque,
     client: *const Opaque,
     host: *const Opaque,
     bindings: HashMap<String, (*mut Opaque, Rc<RefCell<Value>>)>,
     old_bindings: Vec<*mut Opaque>,
     subs: HashMap<String, (*mut Opaque, Rc<Cell<u64>>, u64)>,
+}
+
+struct Runner {
+    catalog: *mut Opaque,
+    options: Value,
+    /// The runtimes by name, and their names in creation order.
+    runtimes: HashMap<String, Rt>,
+    order: Vec<String>,
     tokens: HashMap<String, *mut Opaque>,
     calls: HashMap<String, CallRef>,
+    /// Carried confirmation records (`carry` steps), by the call they came
+    /// from.
+    carried: HashMap<String, String>,
 }
 
 /// Runs a scenario and returns `{"create", "transcript"}`.
 pub fn run(scenario: &Value) -> Value {
     CLOCK.with(|c| c.set(CLOCK_START));
-    REC.with(|r| *r.borrow_mut() = Recorder::default());
+    REC.with(|r| r.borrow_mut().clear());
+    SCRIPT.with(|s| *s.borrow_mut() = (Vec::new(), 0));
     let catalog_text = cstr(&scenario["catalog"].to_string());
     let mut catalog = ptr::null_mut();
     let rc = unsafe { rcip_catalog_new(catalog_text.as_ptr(), &mut catalog) };
@@ -245,19 +291,16 @@ pub fn run(scenario: &Value) -> Value {
         eprintln!("catalog refused: {}", last_error());
         return json!({"create": {"error": kind(rc)}, "transcript": []});
     }
-    let options = &scenario["options"];
-    let runtime = unsafe { build_runtime(catalog, options) };
-    unsafe { rcip_catalog_free(catalog) };
     let mut runner = Runner {
-        runtime,
-        client: unsafe { rcip_runtime_client(runtime) },
-        host: unsafe { rcip_runtime_host(runtime) },
-        bindings: HashMap::new(),
-        old_bindings: Vec::new(),
-        subs: HashMap::new(),
+        catalog,
+        options: scenario["options"].clone(),
+        runtimes: HashMap::new(),
+        order: Vec::new(),
         tokens: HashMap::new(),
         calls: HashMap::new(),
+        carried: HashMap::new(),
     };
+    unsafe { runner.runtime_named(FIRST_RUNTIME) };
     let mut transcript = Vec::new();
     for step in scenario["steps"].as_array().into_iter().flatten() {
         transcript.push(unsafe { runner.step(step) });
@@ -266,7 +309,7 @@ pub fn run(scenario: &Value) -> Value {
     json!({"create": {"ok": true}, "transcript": transcript})
 }
 
-unsafe fn build_runtime(catalog: *mut Opaque, options: &Value) -> *mut Opaque {
+unsafe fn build_runtime(catalog: *mut Opaque, options: &Value, name: &str) -> *mut Opaque {
     let mut builder = ptr::null_mut();
     assert_eq!(rcip_runtime_builder_new(catalog, &mut builder), OK);
     if let Some(ttl) = options.get("confirmationTtlMs").and_then(Value::as_u64) {
@@ -291,14 +334,14 @@ unsafe fn build_runtime(catalog: *mut Opaque, options: &Value) -> *mut Opaque {
         );
     }
     if let Some(Value::Array(script)) = options.get("policy") {
-        REC.with(|r| r.borrow_mut().policy_script = script.clone());
+        SCRIPT.with(|s| s.borrow_mut().0 = script.clone());
         assert_eq!(
-            rcip_runtime_builder_set_policy(builder, Some(policy_cb), ptr::null_mut(), None),
+            rcip_runtime_builder_set_policy(builder, Some(policy_cb), name_data(name), Some(free_name)),
             OK
         );
     }
     assert_eq!(
-        rcip_runtime_builder_add_event_observer(builder, Some(event_cb), ptr::null_mut(), None),
+        rcip_runtime_builder_add_event_observer(builder, Some(event_cb), name_data(name), Some(free_name)),
         OK
     );
     assert_eq!(
@@ -329,6 +372,31 @@ fn result_entry(rc: rcip_result) -> Value {
 }
 
 impl Runner {
+    /// The runtime `name`, created from the scenario's catalog and options
+    /// when first named (**rcip**, FORMAT.md "Several runtimes").
+    unsafe fn runtime_named(&mut self, name: &str) -> &mut Rt {
+        if !self.runtimes.contains_key(name) {
+            let runtime = build_runtime(self.catalog, &self.options, name);
+            self.runtimes.insert(
+                name.to_string(),
+                Rt {
+                    runtime,
+                    client: rcip_runtime_client(runtime),
+                    host: rcip_runtime_host(runtime),
+                    bindings: HashMap::new(),
+                    old_bindings: Vec::new(),
+                    subs: HashMap::new(),
+                },
+            );
+            self.order.push(name.to_string());
+        }
+        self.runtimes.get_mut(name).expect("just made")
+    }
+
+    fn rt(&mut self, name: &str) -> &mut Rt {
+        self.runtimes.get_mut(name).expect("a runtime of the scenario")
+    }
+
     fn token(&mut self, name: &str) -> *mut Opaque {
         *self.tokens.entry(name.to_string()).or_insert_with(|| {
             let mut t = ptr::null_mut();
@@ -344,9 +412,10 @@ impl Runner {
         }
     }
 
-    fn new_call(&mut self, name: Option<&str>, preflight: bool) -> CallRef {
+    fn new_call(&mut self, name: Option<&str>, preflight: bool, runtime: &str) -> CallRef {
         let call: CallRef = Rc::new(RefCell::new(CallState {
             preflight,
+            runtime: runtime.to_string(),
             ..Default::default()
         }));
         if let Some(name) = name {
@@ -370,17 +439,28 @@ impl Runner {
     unsafe fn step(&mut self, step: &Value) -> Value {
         let op = step["op"].as_str().unwrap_or("");
         let s = |k: &str| step.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let rt_name = step
+            .get("runtime")
+            .and_then(Value::as_str)
+            .unwrap_or(FIRST_RUNTIME)
+            .to_string();
+        let rt_name = rt_name.as_str();
+        let (client, host) = {
+            let rt = self.runtime_named(rt_name);
+            (rt.client, rt.host)
+        };
         match op {
             "bind" => {
                 let availability = Rc::new(RefCell::new(step.get("availability").cloned().unwrap_or(Value::Null)));
                 let data = Box::into_raw(Box::new(BindingData {
+                    runtime: rt_name.to_string(),
                     handler: step["handler"].clone(),
                     availability: availability.clone(),
                 }));
                 let id = cstr(&s("capabilityId"));
                 let mut binding = ptr::null_mut();
                 let rc = rcip_host_bind(
-                    self.host,
+                    host,
                     id.as_ptr(),
                     Some(handler_cb),
                     Some(availability_cb),
@@ -392,29 +472,29 @@ impl Runner {
                     drop(Box::from_raw(data));
                     return result_entry(rc);
                 }
-                if let Some((old, _)) = self.bindings.insert(s("binding"), (binding, availability)) {
-                    self.old_bindings.push(old);
+                if let Some((old, _)) = self.rt(rt_name).bindings.insert(s("binding"), (binding, availability)) {
+                    self.rt(rt_name).old_bindings.push(old);
                 }
                 ok()
             }
             "unbind" => {
-                let (b, _) = self.bindings[&s("binding")];
+                let (b, _) = self.rt(rt_name).bindings[&s("binding")];
                 result_entry(rcip_binding_unbind(b))
             }
             "set_availability" => {
-                let (_, script) = &self.bindings[&s("binding")];
+                let (_, script) = &self.rt(rt_name).bindings[&s("binding")];
                 *script.borrow_mut() = step["availability"].clone();
                 ok()
             }
             "set_context" => {
                 let c = cstr(&step["context"].to_string());
-                result_entry(rcip_host_set_context(self.host, c.as_ptr()))
+                result_entry(rcip_host_set_context(host, c.as_ptr()))
             }
-            "clear_context" => result_entry(rcip_host_clear_context(self.host)),
-            "refresh" => result_entry(rcip_host_refresh(self.host)),
+            "clear_context" => result_entry(rcip_host_clear_context(host)),
+            "refresh" => result_entry(rcip_host_refresh(host)),
             "snapshot" => {
                 let mut snap = ptr::null();
-                assert_eq!(rcip_client_snapshot(self.client, &mut snap), OK);
+                assert_eq!(rcip_client_snapshot(client, &mut snap), OK);
                 let v = parse(&read(rcip_snapshot_json(snap)));
                 rcip_snapshot_free(snap);
                 json!({"snapshot": v})
@@ -422,7 +502,7 @@ impl Runner {
             "list" => {
                 let filter = cstr(&step.get("filter").cloned().unwrap_or(json!({})).to_string());
                 let mut out = ptr::null_mut();
-                let rc = rcip_client_list_capabilities(self.client, filter.as_ptr(), &mut out);
+                let rc = rcip_client_list_capabilities(client, filter.as_ptr(), &mut out);
                 if rc != OK {
                     return json!({"error": kind(rc)});
                 }
@@ -435,18 +515,18 @@ impl Runner {
                 let ud = Box::into_raw(Box::new(counter.clone()));
                 let mut sub = ptr::null_mut();
                 let rc = rcip_client_subscribe(
-                    self.client,
+                    client,
                     Some(subscriber_cb),
                     ud as *mut c_void,
                     Some(free_counter),
                     &mut sub,
                 );
                 assert_eq!(rc, OK);
-                self.subs.insert(s("sub"), (sub, counter, 0));
+                self.rt(rt_name).subs.insert(s("sub"), (sub, counter, 0));
                 ok()
             }
             "unsubscribe" => {
-                if let Some((sub, counter, seen)) = self.subs.get_mut(&s("sub")) {
+                if let Some((sub, counter, seen)) = self.rt(rt_name).subs.get_mut(&s("sub")) {
                     if !sub.is_null() {
                         rcip_subscription_free(*sub);
                         *sub = ptr::null_mut();
@@ -456,14 +536,14 @@ impl Runner {
                 ok()
             }
             "notifications" => {
-                let (_, counter, seen) = self.subs.get_mut(&s("sub")).expect("known subscription");
+                let (_, counter, seen) = self.rt(rt_name).subs.get_mut(&s("sub")).expect("known subscription");
                 let n = counter.get() - *seen;
                 *seen = counter.get();
                 json!({"count": n})
             }
             "invoke" => {
                 let request = &step["request"];
-                let call = self.new_call(step.get("call").and_then(Value::as_str), false);
+                let call = self.new_call(step.get("call").and_then(Value::as_str), false, rt_name);
                 let token = self.token_of(step);
                 let capability = cstr(request["capabilityId"].as_str().unwrap_or(""));
                 let input = match request.get("inputRaw") {
@@ -475,7 +555,7 @@ impl Runner {
                 let ud = Box::into_raw(Box::new(call.clone()));
                 let mut id_out = ptr::null_mut();
                 let rc = rcip_client_invoke(
-                    self.client,
+                    client,
                     capability.as_ptr(),
                     input.as_ptr(),
                     id.as_ref().map_or(ptr::null(), |c| c.as_ptr()),
@@ -501,13 +581,13 @@ impl Runner {
                         )
                     }
                 };
-                let call = self.new_call(step.get("call").and_then(Value::as_str), false);
+                let call = self.new_call(step.get("call").and_then(Value::as_str), false, rt_name);
                 call.borrow_mut().invocation_id = invocation_id;
                 let id = cstr(&confirmation_id);
                 let approved = step["approved"].as_bool().unwrap_or(false);
                 let ud = Box::into_raw(Box::new(call.clone()));
                 let rc = rcip_host_resolve_confirmation(
-                    self.host,
+                    host,
                     id.as_ptr(),
                     approved,
                     Some(outcome_cb),
@@ -522,9 +602,7 @@ impl Runner {
                 None => json!({"error": "UNKNOWN_CALL"}),
             },
             "policy" => {
-                let req = REC
-                    .with(|r| r.borrow_mut().deferred_policies.pop_front())
-                    .expect("a deferred policy call");
+                let req = rec(rt_name, |r| r.deferred_policies.pop_front()).expect("a deferred policy call");
                 let req = req as *mut Opaque;
                 let entry = if step.get("throw") == Some(&Value::Bool(true)) {
                     Value::String("throw".into())
@@ -536,14 +614,12 @@ impl Runner {
                 ok()
             }
             "complete" | "fail" => {
-                let id = self.calls[&s("call")]
-                    .borrow()
-                    .invocation_id
-                    .clone()
-                    .unwrap_or_default();
-                let inv = REC
-                    .with(|r| r.borrow_mut().deferred_handlers.remove(&id))
-                    .expect("a deferred handler") as *mut Opaque;
+                let (id, runtime) = {
+                    let c = self.calls[&s("call")].borrow();
+                    (c.invocation_id.clone().unwrap_or_default(), c.runtime.clone())
+                };
+                let inv =
+                    rec(&runtime, |r| r.deferred_handlers.remove(&id)).expect("a deferred handler") as *mut Opaque;
                 if op == "complete" {
                     let text = match step.get("outputRaw") {
                         Some(Value::String(raw)) => raw.clone(),
@@ -565,14 +641,74 @@ impl Runner {
             "advance" => {
                 let ms = step["ms"].as_i64().unwrap_or(0);
                 CLOCK.with(|c| c.set(c.get() + ms));
-                assert_eq!(rcip_runtime_run_due_timers(self.runtime), OK);
+                // **rcip**: one clock for every runtime; each open one runs
+                // its due timers, in creation order.
+                for name in self.order.clone() {
+                    let rc = rcip_runtime_run_due_timers(self.rt(&name).runtime);
+                    assert!(rc == OK || rc == CLOSED, "run_due_timers: {}", last_error());
+                }
                 ok()
             }
-            "events" => json!({"events": REC.with(|r| std::mem::take(&mut r.borrow_mut().events))}),
-            "policy_calls" => json!({"calls": REC.with(|r| std::mem::take(&mut r.borrow_mut().policy_calls))}),
-            "handler_calls" => json!({"calls": REC.with(|r| std::mem::take(&mut r.borrow_mut().handler_calls))}),
+            "events" => json!({"events": rec(rt_name, |r| std::mem::take(&mut r.events))}),
+            "policy_calls" => json!({"calls": rec(rt_name, |r| std::mem::take(&mut r.policy_calls))}),
+            "handler_calls" => json!({"calls": rec(rt_name, |r| std::mem::take(&mut r.handler_calls))}),
+            // **rcip** (FORMAT.md "Several runtimes"): the pending
+            // confirmation of a call, carried out of the step's runtime.
+            "carry" => {
+                let of = s("of");
+                let confirmation_id = {
+                    let c = self.calls[&of].borrow();
+                    let o = c.result.as_ref().expect("the call has an outcome");
+                    o["confirmation"]["id"].as_str().unwrap_or("").to_string()
+                };
+                let id = cstr(&confirmation_id);
+                let mut out = ptr::null_mut();
+                let rc = rcip_host_carry_confirmation(host, id.as_ptr(), &mut out);
+                if rc != OK {
+                    return json!({"error": kind(rc)});
+                }
+                self.carried.insert(of, take(out));
+                json!({"carried": true})
+            }
+            // **rcip**: a carried confirmation answered in the step's
+            // runtime, with the consumer's input again.
+            "resume" => {
+                let carried = self.carried.get(&s("of")).expect("a carried confirmation").clone();
+                let invocation_id = parse(&carried)["invocationId"].as_str().map(str::to_string);
+                let call = self.new_call(step.get("call").and_then(Value::as_str), false, rt_name);
+                call.borrow_mut().invocation_id = invocation_id;
+                let token = self.token_of(step);
+                let request = &step["request"];
+                let input = match request.get("inputRaw") {
+                    Some(Value::String(raw)) => raw.clone(),
+                    _ => request.get("input").cloned().unwrap_or(Value::Null).to_string(),
+                };
+                let input = cstr(&input);
+                let carried = cstr(&carried);
+                let approved = step["approved"].as_bool().unwrap_or(false);
+                let ud = Box::into_raw(Box::new(call.clone()));
+                let rc = rcip_host_resume_confirmation(
+                    host,
+                    carried.as_ptr(),
+                    approved,
+                    input.as_ptr(),
+                    token,
+                    Some(outcome_cb),
+                    ud as *mut c_void,
+                    Some(free_call),
+                );
+                if rc != OK {
+                    // A refused call never calls back: the runner still owns ud.
+                    drop(Box::from_raw(ud));
+                    call.borrow_mut().error = Some(kind(rc));
+                }
+                Runner::call_entry(&call)
+            }
+            // **rcip**: closes the step's runtime (PIPELINE.md section 9);
+            // the handle is freed at the end of the scenario.
+            "close" => result_entry(rcip_runtime_close(self.rt(rt_name).runtime)),
             "preflight" => {
-                let call = self.new_call(step.get("call").and_then(Value::as_str), true);
+                let call = self.new_call(step.get("call").and_then(Value::as_str), true, rt_name);
                 let token = self.token_of(step);
                 let requests = step["requests"].as_array().cloned().unwrap_or_default();
                 let ids: Vec<CString> = requests
@@ -590,7 +726,7 @@ impl Runner {
                 let input_ptrs: Vec<*const c_char> = inputs.iter().map(|c| c.as_ptr()).collect();
                 let ud = Box::into_raw(Box::new(call.clone()));
                 let rc = rcip_client_preflight(
-                    self.client,
+                    client,
                     if id_ptrs.is_empty() {
                         ptr::null()
                     } else {
@@ -619,29 +755,30 @@ impl Runner {
     }
 
     unsafe fn teardown(&mut self) {
-        rcip_runtime_free(self.runtime);
-        let (policies, handlers) = REC.with(|r| {
-            let mut r = r.borrow_mut();
-            (
-                std::mem::take(&mut r.deferred_policies),
-                std::mem::take(&mut r.deferred_handlers),
-            )
-        });
-        for p in policies {
-            rcip_policy_request_free(p as *mut Opaque);
+        for name in self.order.clone() {
+            rcip_runtime_free(self.rt(&name).runtime);
         }
-        for (_, h) in handlers {
-            rcip_invocation_free(h as *mut Opaque);
+        rcip_catalog_free(self.catalog);
+        let recorders = REC.with(|r| std::mem::take(&mut *r.borrow_mut()));
+        for (_, r) in recorders {
+            for p in r.deferred_policies {
+                rcip_policy_request_free(p as *mut Opaque);
+            }
+            for (_, h) in r.deferred_handlers {
+                rcip_invocation_free(h as *mut Opaque);
+            }
         }
-        for (_, (b, _)) in self.bindings.drain() {
-            rcip_binding_free(b);
-        }
-        for b in self.old_bindings.drain(..) {
-            rcip_binding_free(b);
-        }
-        for (_, (s, _, _)) in self.subs.drain() {
-            if !s.is_null() {
-                rcip_subscription_free(s);
+        for (_, mut rt) in self.runtimes.drain() {
+            for (_, (b, _)) in rt.bindings.drain() {
+                rcip_binding_free(b);
+            }
+            for b in rt.old_bindings.drain(..) {
+                rcip_binding_free(b);
+            }
+            for (_, (s, _, _)) in rt.subs.drain() {
+                if !s.is_null() {
+                    rcip_subscription_free(s);
+                }
             }
         }
         for (_, t) in self.tokens.drain() {

@@ -142,6 +142,11 @@ _PROTOTYPES = {
         _R,
         [_P, c_char_p, c_bool, OUTCOME_CALLBACK, _P, USER_DATA_FREE_CALLBACK],
     ),
+    "rcip_host_carry_confirmation": (_R, [_P, c_char_p, _PP]),
+    "rcip_host_resume_confirmation": (
+        _R,
+        [_P, c_char_p, c_bool, c_char_p, _P, OUTCOME_CALLBACK, _P, USER_DATA_FREE_CALLBACK],
+    ),
     # invocation (completion handle of a handler)
     "rcip_invocation_id": (c_char_p, [_P]),
     "rcip_invocation_capability_id": (c_char_p, [_P]),

@@ -61,7 +61,8 @@ pub enum rcip_result {
     /// thread that runs its manual timers.
     WrongContext = 304,
     /// No live object has that id: an MCP server session that ended (or
-    /// never existed).
+    /// never existed); a confirmation that is not pending in the runtime
+    /// (`rcip_host_carry_confirmation`).
     NotFound = 305,
     /// The operating system refused: an address that cannot be bound (in
     /// use, not local, no permission), or threads that cannot be started.

@@ -78,6 +78,8 @@ rcip_host_set_context ok=OK host:null=NULL_ARGUMENT context_json:null=NULL_ARGUM
 rcip_host_clear_context ok=OK host:null=NULL_ARGUMENT
 rcip_host_refresh ok=OK host:null=NULL_ARGUMENT
 rcip_host_resolve_confirmation ok=OK/succeeded host:null=NULL_ARGUMENT confirmation_id:null=NULL_ARGUMENT confirmation_id:utf8=INVALID_UTF8 on_outcome:null=NULL_ARGUMENT
+rcip_host_carry_confirmation ok=OK host:null=NULL_ARGUMENT confirmation_id:null=NULL_ARGUMENT confirmation_id:utf8=INVALID_UTF8 carried_json_out:null=NULL_ARGUMENT
+rcip_host_resume_confirmation ok=OK/succeeded host:null=NULL_ARGUMENT carried_json:null=NULL_ARGUMENT carried_json:utf8=INVALID_JSON carried_json:notjson=INVALID_JSON carried_json:shape=INVALID_ARGUMENT input_json:null=NULL_ARGUMENT input_json:utf8=OK/INPUT_INVALID input_json:notjson=OK/INPUT_INVALID input_json:shape=OK/INPUT_INVALID+issues cancel_token:null=OK/succeeded on_outcome:null=NULL_ARGUMENT
 rcip_invocation_id ok=nonnull/EXECUTION_FAILED invocation:null=null/EXECUTION_FAILED settled=nonnull/succeeded
 rcip_invocation_capability_id ok=nonnull/EXECUTION_FAILED invocation:null=null/EXECUTION_FAILED settled=nonnull/succeeded
 rcip_invocation_input ok=nonnull/EXECUTION_FAILED invocation:null=null/EXECUTION_FAILED settled=nonnull/succeeded
@@ -1224,6 +1226,58 @@ unsafe fn run(f: &str, case: &str) -> String {
                 a.null("host", fx.host()),
                 idp,
                 true,
+                a.cb("on_outcome", deliver as unsafe extern "C" fn(_, _)),
+                ptr::null_mut(),
+                Some(release),
+            );
+            if rc == rcip_result::Ok {
+                followed = delivered();
+                assert_eq!(RELEASED.with(|r| r.get()), 1);
+                RELEASED.with(|r| r.set(0));
+            }
+            Ok(rc)
+        }
+        "rcip_host_carry_confirmation" => {
+            let id = fx.pending_confirmation();
+            let idp = if a.targets("confirmation_id") == Some("utf8") {
+                BAD_UTF8.as_ptr().cast()
+            } else if a.targets("confirmation_id") == Some("null") {
+                ptr::null()
+            } else {
+                id.as_ptr()
+            };
+            let out = a.out::<c_char>("carried_json_out");
+            let rc = rcip_host_carry_confirmation(a.null("host", fx.host()), idp, out);
+            if rc == rcip_result::Ok {
+                let v: serde_json::Value = serde_json::from_str(CStr::from_ptr(*out).to_str().unwrap()).unwrap();
+                assert_eq!(v["confirmationId"].as_str(), id.to_str().ok());
+                assert_eq!(v["capabilityId"], "items.purge");
+                assert_eq!(v["context"], serde_json::json!({"activeScopeIds": []}));
+                rcip_string_free(*out);
+            }
+            Ok(rc)
+        }
+        "rcip_host_resume_confirmation" => {
+            // Carried out of another runtime of the same catalog, resumed
+            // in the case's runtime: the approved re-run (step 6).
+            let other = Fx::new();
+            let id = other.pending_confirmation();
+            let mut carried = ptr::null_mut();
+            assert_eq!(
+                rcip_host_carry_confirmation(other.host(), id.as_ptr(), &mut carried),
+                rcip_result::Ok
+            );
+            let carried_text = CStr::from_ptr(carried).to_str().unwrap().to_string();
+            rcip_string_free(carried);
+            other.free();
+            let carried = a.text("carried_json", &carried_text);
+            let input = a.text("input_json", "{}");
+            let rc = rcip_host_resume_confirmation(
+                a.null("host", fx.host()),
+                carried,
+                true,
+                input,
+                ptr::null(),
                 a.cb("on_outcome", deliver as unsafe extern "C" fn(_, _)),
                 ptr::null_mut(),
                 Some(release),

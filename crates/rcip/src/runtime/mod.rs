@@ -647,6 +647,15 @@ impl Host {
         self.shared.carry(confirmation_id)
     }
 
+    /// [`Host::carry_confirmation`] that refuses where a runtime call must
+    /// not be made: [`HostError::WrongContext`] inside the clock or id
+    /// generator, [`HostError::Closed`] on a closed runtime (for the C ABI's
+    /// `rcip_host_carry_confirmation`).
+    pub fn try_carry_confirmation(&self, confirmation_id: &str) -> Result<Option<CarriedConfirmation>, HostError> {
+        self.shared.enter()?;
+        Ok(self.shared.carry(confirmation_id))
+    }
+
     /// Resumes a confirmation that another runtime of the same catalog
     /// opened, with the consumer's input again and the host's answer
     /// (**rcip**, PIPELINE.md section 5, "Confirmations that cross
