@@ -86,7 +86,8 @@ CONFIRMATION_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 EVENT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 PROGRESS_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 ELICIT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
-SAMPLING_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)  # also rcip_ask_callback
+SAMPLING_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+ASK_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 MCP_MESSAGE_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
@@ -159,7 +160,7 @@ _PROTOTYPES = {
     "rcip_invocation_log": (_R, [_P, c_char_p, c_char_p, c_char_p]),
     "rcip_invocation_elicit": (_R, [_P, c_char_p, c_char_p, ELICIT_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_invocation_create_message": (_R, [_P, c_char_p, SAMPLING_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
-    "rcip_invocation_ask": (_R, [_P, c_char_p, c_char_p, c_char_p, SAMPLING_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_invocation_ask": (_R, [_P, c_char_p, c_char_p, c_char_p, ASK_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_invocation_can_ask": (c_bool, [_P, c_char_p]),
     "rcip_invocation_is_settled": (c_bool, [_P]),
     "rcip_invocation_free": (None, [_P]),

@@ -653,6 +653,14 @@ def _sampling_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         registry.get(key).deliver((text or b"").decode("utf-8"))
     except BaseException:  # noqa: BLE001
         pass
+
+
+@_c_callback(_lib.ASK_CALLBACK)
+def _ask_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
+    try:
+        registry.get(key).deliver((text or b"").decode("utf-8"))
+    except BaseException:  # noqa: BLE001
+        pass
 # How many `opened` notices this thread is inside: an approval made there
 # runs only once the notice returned (include/rcip.h, the confirmation
 # callback's order), so a blocking approval there would wait forever.
@@ -1106,7 +1114,7 @@ class Invocation(Owner):
         with _registering(_ResultEntry(future, _json.loads)) as entry, self._handle.use() as ptr:
             check(
                 lib.rcip_invocation_ask(
-                    ptr, raw_key, method.encode("utf-8"), data, _sampling_trampoline, entry, _user_data_free
+                    ptr, raw_key, method.encode("utf-8"), data, _ask_trampoline, entry, _user_data_free
                 )
             )
         return future
