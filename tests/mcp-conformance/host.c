@@ -576,40 +576,24 @@ static void ask_questions(rcip_invocation *invocation, const question *const *as
     if (all_failed || (!one_by_one && replied == count)) questions_done(q);
 }
 
-static void mrtr_elicitation(void *user_data, rcip_invocation *invocation) {
-    (void)user_data;
-    const question *asks[] = {&USER_NAME};
-    ask_questions(invocation, asks, 1, 0);
-}
+/* What a question-asking tool asks: its questions, together or one by one
+ * (the tool's binding data). */
+typedef struct {
+    const question *asks[MAX_QUESTIONS];
+    size_t count;
+    int one_by_one;
+} ask_plan;
 
-static void mrtr_sampling(void *user_data, rcip_invocation *invocation) {
-    (void)user_data;
-    const question *asks[] = {&CAPITAL};
-    ask_questions(invocation, asks, 1, 0);
-}
+static const ask_plan ASK_USER_NAME = {{&USER_NAME}, 1, 0};
+static const ask_plan ASK_CAPITAL = {{&CAPITAL}, 1, 0};
+static const ask_plan ASK_ROOTS = {{&ROOTS}, 1, 0};
+static const ask_plan ASK_CONFIRM = {{&CONFIRM}, 1, 0};
+static const ask_plan ASK_THREE = {{&USER_NAME, &GREETING, &ROOTS}, 3, 0};
+static const ask_plan ASK_TWO_ROUNDS = {{&STEP1, &STEP2}, 2, 1};
 
-static void mrtr_list_roots(void *user_data, rcip_invocation *invocation) {
-    (void)user_data;
-    const question *asks[] = {&ROOTS};
-    ask_questions(invocation, asks, 1, 0);
-}
-
-static void mrtr_confirm(void *user_data, rcip_invocation *invocation) {
-    (void)user_data;
-    const question *asks[] = {&CONFIRM};
-    ask_questions(invocation, asks, 1, 0);
-}
-
-static void mrtr_multiple(void *user_data, rcip_invocation *invocation) {
-    (void)user_data;
-    const question *asks[] = {&USER_NAME, &GREETING, &ROOTS};
-    ask_questions(invocation, asks, 3, 0);
-}
-
-static void mrtr_multi_round(void *user_data, rcip_invocation *invocation) {
-    (void)user_data;
-    const question *asks[] = {&STEP1, &STEP2};
-    ask_questions(invocation, asks, 2, 1);
+static void mrtr_questions(void *user_data, rcip_invocation *invocation) {
+    const ask_plan *plan = user_data;
+    ask_questions(invocation, plan->asks, plan->count, plan->one_by_one);
 }
 
 /* Asks only what the request declared it can answer (rcip_invocation_can_ask):
@@ -659,34 +643,35 @@ static void multiple_content_types(void *user_data, rcip_invocation *invocation)
 static const struct {
     const char *id;
     rcip_handler_callback handler;
+    const void *data; /* the handler's user data (read only; never freed) */
 } HANDLERS[] = {
-    {"test_simple_text", simple_text},
-    {"test_error_handling", error_handling},
-    {"test_reconnection", reconnection},
-    {"json_schema_tool", json_schema_tool},
-    {"test_tool_with_progress", tool_with_progress},
-    {"test_tool_with_logging", tool_with_logging},
-    {"test_elicitation", elicitation},
-    {"test_elicitation_sep1034_defaults", elicitation_defaults},
-    {"test_elicitation_sep1330_enums", elicitation_enums},
-    {"test_sampling", sampling},
-    {"test_image_content", image_content},
-    {"test_audio_content", audio_content},
-    {"test_embedded_resource", embedded_resource},
-    {"test_multiple_content_types", multiple_content_types},
+    {"test_simple_text", simple_text, NULL},
+    {"test_error_handling", error_handling, NULL},
+    {"test_reconnection", reconnection, NULL},
+    {"json_schema_tool", json_schema_tool, NULL},
+    {"test_tool_with_progress", tool_with_progress, NULL},
+    {"test_tool_with_logging", tool_with_logging, NULL},
+    {"test_elicitation", elicitation, NULL},
+    {"test_elicitation_sep1034_defaults", elicitation_defaults, NULL},
+    {"test_elicitation_sep1330_enums", elicitation_enums, NULL},
+    {"test_sampling", sampling, NULL},
+    {"test_image_content", image_content, NULL},
+    {"test_audio_content", audio_content, NULL},
+    {"test_embedded_resource", embedded_resource, NULL},
+    {"test_multiple_content_types", multiple_content_types, NULL},
     /* server-stateless (2026-07-28) diagnostics: the same handlers */
-    {"test_missing_capability", sampling},
-    {"test_streaming_elicitation", elicitation},
-    {"test_logging_tool", tool_with_logging},
+    {"test_missing_capability", sampling, NULL},
+    {"test_streaming_elicitation", elicitation, NULL},
+    {"test_logging_tool", tool_with_logging, NULL},
     /* input-required-result-* (2026-07-28 multi round-trip requests) */
-    {"test_input_required_result_elicitation", mrtr_elicitation},
-    {"test_input_required_result_sampling", mrtr_sampling},
-    {"test_input_required_result_list_roots", mrtr_list_roots},
-    {"test_input_required_result_request_state", mrtr_confirm},
-    {"test_input_required_result_multiple_inputs", mrtr_multiple},
-    {"test_input_required_result_multi_round", mrtr_multi_round},
-    {"test_input_required_result_tampered_state", mrtr_confirm},
-    {"test_input_required_result_capabilities", mrtr_capabilities},
+    {"test_input_required_result_elicitation", mrtr_questions, &ASK_USER_NAME},
+    {"test_input_required_result_sampling", mrtr_questions, &ASK_CAPITAL},
+    {"test_input_required_result_list_roots", mrtr_questions, &ASK_ROOTS},
+    {"test_input_required_result_request_state", mrtr_questions, &ASK_CONFIRM},
+    {"test_input_required_result_multiple_inputs", mrtr_questions, &ASK_THREE},
+    {"test_input_required_result_multi_round", mrtr_questions, &ASK_TWO_ROUNDS},
+    {"test_input_required_result_tampered_state", mrtr_questions, &ASK_CONFIRM},
+    {"test_input_required_result_capabilities", mrtr_capabilities, NULL},
 };
 #define HANDLER_COUNT (sizeof HANDLERS / sizeof HANDLERS[0])
 
@@ -711,8 +696,8 @@ static int32_t make_session(void *user_data, rcip_mcp_session_setup *setup) {
     if (check(rcip_runtime_builder_new(catalog, &builder), "rcip_runtime_builder_new")) goto fail;
     if (check(rcip_runtime_builder_build(builder, &runtime), "rcip_runtime_builder_build")) goto fail;
     for (size_t i = 0; i < HANDLER_COUNT; i++) {
-        if (check(rcip_host_bind(rcip_runtime_host(runtime), HANDLERS[i].id, HANDLERS[i].handler, NULL, NULL, NULL,
-                                 &state->bindings[i]),
+        if (check(rcip_host_bind(rcip_runtime_host(runtime), HANDLERS[i].id, HANDLERS[i].handler, NULL,
+                                 (void *)HANDLERS[i].data, NULL, &state->bindings[i]),
                   "rcip_host_bind"))
             goto fail;
     }

@@ -205,22 +205,9 @@ pub unsafe extern "C" fn rcip_invocation_elicit(
         let cb = on_answer.ok_or_else(|| FfiError::null("on_answer"))?;
         let schema = rcip::json::parse_bytes(schema, &rcip::json::Limits::default())
             .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("requested_schema_json: {e}")))?;
-        // Shared with the answer: a refused question gives the data back
-        // (disarmed) instead of releasing it.
-        let slot = Arc::new(Mutex::new(Some(once_text(cb, user_data, user_data_free))));
-        let answer_slot = slot.clone();
-        let answer = Box::new(move |answer: ElicitAnswer| {
-            if let Some(once) = answer_slot.lock().take() {
-                once.call(&c_json(&answer.to_json()));
-            }
-        });
-        if let Err(e) = h.elicit(message, &schema, answer) {
-            if let Some(once) = slot.lock().take() {
-                once.disarm();
-            }
-            return Err(e.into());
-        }
-        Ok(())
+        ask_once(cb, user_data, user_data_free, ElicitAnswer::to_json, |answer| {
+            h.elicit(message, &schema, answer)
+        })
     })
 }
 
@@ -263,20 +250,9 @@ pub unsafe extern "C" fn rcip_invocation_create_message(
         let cb = on_reply.ok_or_else(|| FfiError::null("on_reply"))?;
         let params = rcip::json::parse_bytes(params, &rcip::json::Limits::default())
             .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("params_json: {e}")))?;
-        let slot = Arc::new(Mutex::new(Some(once_text(cb, user_data, user_data_free))));
-        let reply_slot = slot.clone();
-        let reply = Box::new(move |reply: ClientReply| {
-            if let Some(once) = reply_slot.lock().take() {
-                once.call(&c_json(&reply.to_json()));
-            }
-        });
-        if let Err(e) = h.create_message(&params, reply) {
-            if let Some(once) = slot.lock().take() {
-                once.disarm();
-            }
-            return Err(e.into());
-        }
-        Ok(())
+        ask_once(cb, user_data, user_data_free, ClientReply::to_json, |reply| {
+            h.create_message(&params, reply)
+        })
     })
 }
 
@@ -336,20 +312,9 @@ pub unsafe extern "C" fn rcip_invocation_ask(
         let cb = on_reply.ok_or_else(|| FfiError::null("on_reply"))?;
         let params = rcip::json::parse_bytes(params, &rcip::json::Limits::default())
             .map_err(|e| FfiError::new(rcip_result::InvalidJson, format!("params_json: {e}")))?;
-        let slot = Arc::new(Mutex::new(Some(once_text(cb, user_data, user_data_free))));
-        let reply_slot = slot.clone();
-        let reply = Box::new(move |reply: ClientReply| {
-            if let Some(once) = reply_slot.lock().take() {
-                once.call(&c_json(&reply.to_json()));
-            }
-        });
-        if let Err(e) = h.ask(key, method, &params, reply) {
-            if let Some(once) = slot.lock().take() {
-                once.disarm();
-            }
-            return Err(e.into());
-        }
-        Ok(())
+        ask_once(cb, user_data, user_data_free, ClientReply::to_json, |reply| {
+            h.ask(key, method, &params, reply)
+        })
     })
 }
 
@@ -374,6 +339,35 @@ pub unsafe extern "C" fn rcip_invocation_can_ask(invocation: *const rcip_invocat
         };
         h.can_ask(method)
     })
+}
+
+/// Starts a question with a sink that hands the answer, as the JSON text
+/// `to_json` writes, to the host's `cb` once (then `user_data_free` runs).
+/// When `start` refuses the question the sink is dropped uncalled and the
+/// host keeps its data: the callback is disarmed, not released (the
+/// exports' "when this call fails, neither callback runs").
+fn ask_once<T: 'static>(
+    cb: unsafe extern "C" fn(*mut c_void, *const c_char),
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+    to_json: fn(&T) -> String,
+    start: impl FnOnce(Box<dyn FnOnce(T) + Send>) -> Result<(), rcip::runtime::HostError>,
+) -> Result<(), FfiError> {
+    // Shared with the sink: a refused question gives the data back.
+    let slot = Arc::new(Mutex::new(Some(once_text(cb, user_data, user_data_free))));
+    let answer_slot = slot.clone();
+    let sink = Box::new(move |answer: T| {
+        if let Some(once) = answer_slot.lock().take() {
+            once.call(&c_json(&to_json(&answer)));
+        }
+    });
+    if let Err(e) = start(sink) {
+        if let Some(once) = slot.lock().take() {
+            once.disarm();
+        }
+        return Err(e.into());
+    }
+    Ok(())
 }
 
 /// Installs the progress observer (**rcip**): every progress report of the

@@ -791,18 +791,9 @@ public:
     /// `{"error": ...}` or `{"cancelled": true}` once, on a session worker.
     /// Throws Error as elicit (UNSUPPORTED: a client without sampling).
     void create_message(std::string_view params_json, std::function<void(std::string_view reply_json)> on_reply) {
-        using Box = std::function<void(std::string_view)>;
-        auto box = std::make_unique<Box>(std::move(on_reply));
-        detail::check(rcip_invocation_create_message(
-            ptr_.get(), detail::z(params_json).c_str(),
-            [](void *user_data, const char *reply) noexcept {
-                try {
-                    (*static_cast<Box *>(user_data))(reply ? std::string_view(reply) : std::string_view());
-                } catch (...) {
-                }
-            },
-            box.get(), &detail::delete_box<Box>));
-        box.release();
+        with_reply(std::move(on_reply), [&](rcip_ask_callback cb, void *data, rcip_user_data_free_callback free) {
+            return rcip_invocation_create_message(ptr_.get(), detail::z(params_json).c_str(), cb, data, free);
+        });
     }
     /// Sends the MCP client `method` (elicitation/create with
     /// `{"message", "requestedSchema"}`, sampling/createMessage, roots/list
@@ -817,19 +808,11 @@ public:
     /// key; UNSUPPORTED: see can_ask).
     void ask(std::optional<std::string_view> key, std::string_view method, std::string_view params_json,
              std::function<void(std::string_view reply_json)> on_reply) {
-        using Box = std::function<void(std::string_view)>;
-        auto box = std::make_unique<Box>(std::move(on_reply));
         std::string k = key ? detail::z(*key) : std::string();
-        detail::check(rcip_invocation_ask(
-            ptr_.get(), key ? k.c_str() : nullptr, detail::z(method).c_str(), detail::z(params_json).c_str(),
-            [](void *user_data, const char *reply) noexcept {
-                try {
-                    (*static_cast<Box *>(user_data))(reply ? std::string_view(reply) : std::string_view());
-                } catch (...) {
-                }
-            },
-            box.get(), &detail::delete_box<Box>));
-        box.release();
+        with_reply(std::move(on_reply), [&](rcip_ask_callback cb, void *data, rcip_user_data_free_callback free) {
+            return rcip_invocation_ask(ptr_.get(), key ? k.c_str() : nullptr, detail::z(method).c_str(),
+                                       detail::z(params_json).c_str(), cb, data, free);
+        });
     }
     /// Whether ask(.., method, ..) would reach the client: the MCP call's
     /// client (or 2026-07-28 request) declared what `method` needs.
@@ -851,6 +834,22 @@ public:
 
 private:
     static std::string_view view(const char *s) noexcept { return s ? std::string_view(s) : std::string_view(); }
+    /// Calls `start(callback, user_data, free)` with a box holding
+    /// `on_reply`: the reply text reaches it once; when `start` fails
+    /// (Error thrown) the box is freed here and `on_reply` never runs.
+    template <class Start> static void with_reply(std::function<void(std::string_view)> on_reply, Start start) {
+        using Box = std::function<void(std::string_view)>;
+        auto box = std::make_unique<Box>(std::move(on_reply));
+        detail::check(start(
+            [](void *user_data, const char *reply) noexcept {
+                try {
+                    (*static_cast<Box *>(user_data))(reply ? std::string_view(reply) : std::string_view());
+                } catch (...) {
+                }
+            },
+            box.get(), &detail::delete_box<Box>));
+        box.release();
+    }
     std::unique_ptr<rcip_invocation, detail::Deleter<rcip_invocation, rcip_invocation_free>> ptr_;
 };
 
