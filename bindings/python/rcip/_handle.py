@@ -87,20 +87,29 @@ class Handle:
     def close(self) -> None:
         """Shuts the object down now (with a ``shutdown`` function) and frees
         the pointer now, or when the calls using it return. Idempotent; safe
-        from any thread and at interpreter exit."""
-        with self._lock:
-            if self._ptr is None or self._closing:
-                return
-            self._closing = True
-            if self._active and self._shutdown is None:
-                return
-            self._active += 1  # the pointer stays valid through the shutdown
-            ptr = self._ptr
+        from any thread and at interpreter exit. The shutdown and the free
+        are calls into the library like any other (they release user data
+        through Python callbacks), so they count in ``calls``; on a thread
+        the exit hook refuses, the close does nothing and the process's end
+        takes the object."""
+        if not calls.try_enter():
+            return
         try:
-            if self._shutdown is not None:
-                self._shutdown(ptr)
+            with self._lock:
+                if self._ptr is None or self._closing:
+                    return
+                self._closing = True
+                if self._active and self._shutdown is None:
+                    return
+                self._active += 1  # the pointer stays valid through the shutdown
+                ptr = self._ptr
+            try:
+                if self._shutdown is not None:
+                    self._shutdown(ptr)
+            finally:
+                self._release()
         finally:
-            self._release()
+            calls.leave()
 
     def detach(self) -> int:
         """Gives the pointer away (a C call consumed it): nothing is freed."""
@@ -127,14 +136,20 @@ class _Calls:
         self._depth = threading.local()  # calls in progress on this thread
 
     def enter(self) -> None:
+        if not self.try_enter():
+            raise ValueError("rcip: the interpreter is exiting")
+
+    def try_enter(self) -> bool:
+        """``enter()`` that answers False instead of raising when refused."""
         depth = getattr(self._depth, "n", 0)
         with self._lock:
             # A call made from a callback (the library already on this
             # thread's stack) goes on: it lets the outer call return.
             if self._refusing and not depth and threading.current_thread() is not threading.main_thread():
-                raise ValueError("rcip: the interpreter is exiting")
+                return False
             self._active += 1
         self._depth.n = depth + 1
+        return True
 
     def leave(self) -> None:
         self._depth.n -= 1

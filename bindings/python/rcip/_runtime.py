@@ -243,6 +243,12 @@ class _RuntimeState:
 
         def finished(task: "asyncio.Future[Any]") -> None:
             if task.cancelled():
+                # A task cancelled before its first step (the runtime closed
+                # while start() was queued) never ran guarded(), so nothing
+                # awaited the awaitable: close it, or its collection warns
+                # "coroutine ... was never awaited". A no-op once it ran.
+                if inspect.iscoroutine(awaitable):
+                    awaitable.close()
                 done(asyncio.CancelledError(), None)
             else:
                 error, value = task.result()

@@ -4,7 +4,9 @@ work, cancellation through tasks, and the deadlock guard."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import warnings
 
 import pytest
 
@@ -328,3 +330,28 @@ def test_coroutine_handler_without_a_loop_is_refused(catalog):
     with pytest.raises(TypeError):
         runtime.host.bind("greeting.say", lambda inv: {}, availability=availability)
     runtime.close()
+
+
+def test_coroutine_handler_cancelled_before_its_task_starts_is_closed(catalog):
+    """A runtime closed while a coroutine handler's task is still queued on
+    the loop: the task is cancelled before its first step and the handler's
+    coroutine is closed, so no "coroutine ... was never awaited" warning."""
+    loop = asyncio.new_event_loop()
+    try:
+        seen = []
+
+        async def slow(inv):
+            await asyncio.sleep(60)
+
+        runtime = rcip.Runtime(catalog, loop=loop)
+        runtime.host.bind("tickets.list", slow)
+        runtime.client.submit("tickets.list", {}, on_outcome=lambda o: seen.append(o.code))
+        runtime.close()  # before the loop ran the task's start
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loop.run_until_complete(asyncio.sleep(0.05))
+            gc.collect()
+        assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+        assert seen == ["EXECUTION_ABORTED"]
+    finally:
+        loop.close()

@@ -520,3 +520,61 @@ def test_exit_while_a_daemon_thread_is_inside_calls():
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""
+
+
+CLOSE_AT_EXIT_SCRIPT = textwrap.dedent(
+    """
+    import atexit, gc, sys, threading, time
+    sys.path.insert(0, {tests!r})
+
+
+    class Linger:
+        # Garbage in a cycle: collected by the interpreter's last collection,
+        # once it is finalizing. Its sleep gives the GIL away meanwhile.
+        def __del__(self, sleep=time.sleep):  # the module's globals may be gone
+            sleep(0.5)
+
+
+    def leave_garbage():
+        linger = Linger()
+        linger.cycle = linger
+        del linger
+        gc.set_threshold(1000000)  # no collection before the last one
+
+
+    atexit.register(leave_garbage)  # before rcip's exit hook: runs after it
+
+    import conftest  # noqa: F401 - puts the package on the path
+    import rcip
+
+    inside = threading.Event()
+
+
+    class Slow:
+        # Dropped by the token's user_data_free trampoline, on the thread
+        # that frees the token: Python code run from inside the library.
+        def __call__(self):
+            pass
+
+        def __del__(self):
+            inside.set()
+            time.sleep(0.2)  # the GIL given away, the library on this stack
+
+
+    token = rcip.CancelToken()
+    token.on_cancel(Slow())
+    threading.Thread(target=token.close, daemon=True).start()
+    atexit.register(inside.wait)  # after rcip's exit hook: runs before it
+    """
+)
+
+
+def test_exit_while_a_daemon_thread_is_closing_a_handle():
+    """A daemon thread inside a handle's free (which calls back into Python)
+    when the interpreter exits: the exit hook waits for the close as for any
+    call, so the thread is not stopped with the library on its stack."""
+    script = CLOSE_AT_EXIT_SCRIPT.format(tests=HERE)
+    for _ in range(5):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
