@@ -17,7 +17,17 @@ use libfuzzer_sys::fuzz_target;
 use rcip::catalog::compare_readers;
 use serde_json::{json, Map, Value};
 
-const IDS: &[&str] = &["notes.list", "notes.add", "a", "b.c-d_e", "Notes", "1x", "", "notes..x", "x.y"];
+const IDS: &[&str] = &[
+    "notes.list",
+    "notes.add",
+    "a",
+    "b.c-d_e",
+    "Notes",
+    "1x",
+    "",
+    "notes..x",
+    "x.y",
+];
 const SCOPES: &[&str] = &["main", "side", "other", "Bad"];
 const EFFECTS: &[&str] = &["read", "write", "external", "destructive", "delete", "Read", ""];
 const TAGS: &[&str] = &["a", "b", ""];
@@ -29,7 +39,9 @@ fn pick<'a>(u: &mut Unstructured<'_>, from: &[&'a str]) -> Result<&'a str> {
 fn schema(u: &mut Unstructured<'_>) -> Result<Value> {
     Ok(match u.int_in_range(0..=9)? {
         0 => json!({"type": "object", "properties": {}, "additionalProperties": false}),
-        1 => json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"], "additionalProperties": false}),
+        1 => {
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "required": ["n"], "additionalProperties": false})
+        }
         2 => json!({"additionalProperties": false, "properties": {}, "type": "object"}),
         3 => json!(true),
         4 => json!(false),
@@ -151,7 +163,9 @@ fn catalog(u: &mut Unstructured<'_>) -> Result<String> {
             "scopes" => {
                 let mut scopes = vec![json!({"id": "main", "title": "Main", "description": "The main view."})];
                 if u.ratio(1, 2)? {
-                    scopes.push(json!({"id": "side", "title": "Side", "description": "A side view.", "parentId": "main"}));
+                    scopes.push(
+                        json!({"id": "side", "title": "Side", "description": "A side view.", "parentId": "main"}),
+                    );
                 }
                 Value::Array(scopes)
             }
