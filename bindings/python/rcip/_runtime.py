@@ -1947,6 +1947,68 @@ class Host(Generic[_Id]):
     async def resolve_confirmation_async(self, confirmation_id: str, approved: bool) -> Outcome:
         return await _await(self.submit_confirmation(confirmation_id, approved), None)
 
+    def carry_confirmation(self, confirmation_id: str) -> Dict[str, Any]:
+        """The pending confirmation ``confirmation_id`` as another runtime
+        of the same catalog may resume it (**rcip**, docs/PIPELINE.md section
+        5, "Confirmations that cross runtimes"): ``{"confirmationId",
+        "invocationId", "capabilityId", "expiresAt", "context"}``. Read it
+        while the confirmation is pending (from the ``confirmation_required``
+        outcome, before this runtime closes). ``NotFoundError`` when no
+        confirmation of that id is pending here."""
+        cid = _id_bytes(confirmation_id, "confirmation_id")
+        out = _new_out()
+        with self._runtime._handle.use():
+            self._runtime._check(lib.rcip_host_carry_confirmation(self._runtime._host_ptr, cid, byref(out)))
+        carried: Dict[str, Any] = _json.loads(take_string(out) or "{}")
+        return carried
+
+    def submit_resumed_confirmation(
+        self,
+        carried: Mapping[str, Any],
+        approved: bool,
+        input: Any = None,
+        *,
+        input_json: Optional[Union[str, bytes]] = None,
+        cancel: Optional[CancelToken] = None,
+        on_outcome: Optional[Callable[[Outcome], object]] = None,
+    ) -> "PendingOutcome[Outcome]":
+        """Answers a confirmation another runtime opened (``carried``, from
+        its ``carry_confirmation``) with the consumer's input again
+        (**rcip**, the same rule): a decline is ``denied
+        CONFIRMATION_DECLINED``, an answer at or after ``expiresAt`` ``failed
+        CONFIRMATION_EXPIRED``, an unbound capability or another context
+        ``denied POLICY_DENIED``; an approval re-runs policy, availability
+        and validation with ``confirmed`` true under the carried invocation
+        id. Single use across runtimes is the caller's: resume a carried
+        record once. A future of the outcome, as ``submit_confirmation``."""
+        future: PendingOutcome[Outcome] = PendingOutcome()
+        future.set_running_or_notify_cancel()
+        record = _json.dumps(dict(carried), separators=(",", ":")).encode("utf-8")
+        text = _payload(input, input_json)
+        entry = _ResultEntry(future, Outcome.from_json, on_outcome, self._runtime._state)
+        with _registering(entry) as key, self._runtime._handle.use(), _token_use(cancel) as token_ptr:
+            self._runtime._check(
+                lib.rcip_host_resume_confirmation(
+                    self._runtime._host_ptr, record, bool(approved), text, token_ptr, _result_trampoline, key, _user_data_free
+                )
+            )
+        return future
+
+    def resume_confirmation(
+        self,
+        carried: Mapping[str, Any],
+        approved: bool,
+        input: Any = None,
+        *,
+        input_json: Optional[Union[str, bytes]] = None,
+        cancel: Optional[CancelToken] = None,
+        timeout: Optional[float] = None,
+    ) -> Outcome:
+        """``submit_resumed_confirmation`` and wait for the outcome."""
+        self._runtime._check_blocking("resume_confirmation")
+        pending = self.submit_resumed_confirmation(carried, approved, input, input_json=input_json, cancel=cancel)
+        return _wait(pending, timeout, cancel, "resuming confirmation %s" % carried.get("confirmationId"))
+
     def approve(self, confirmation_id: str, *, timeout: Optional[float] = None) -> Outcome:
         return self.resolve_confirmation(confirmation_id, True, timeout=timeout)
 

@@ -884,3 +884,31 @@ def test_on_outcome_callbacks_run_as_the_library_delivers(catalog):
         assert errors == ["an outcome callback"]
         with pytest.raises(TypeError):
             runtime.client.submit("greeting.say", {"name": "x"}, on_outcome="nope")  # type: ignore[arg-type]
+
+
+def test_a_confirmation_carried_to_another_runtime(catalog):
+    """PIPELINE.md section 5, "Confirmations that cross runtimes": carried
+    out of the runtime that opened it, answered in another of the same
+    catalog (rcip)."""
+    ran = []
+    with rcip.Runtime(catalog) as opening:
+        opening.host.bind("tickets.purge", lambda inv: {"purged": 1})
+        pending = opening.client.invoke("tickets.purge", {"before": "2026"})
+        carried = opening.host.carry_confirmation(pending.confirmation.id)
+        assert set(carried) == {"confirmationId", "invocationId", "capabilityId", "expiresAt", "context"}
+        assert carried["invocationId"] == pending.invocation_id
+        with pytest.raises(rcip.NotFoundError):
+            opening.host.carry_confirmation("confirmation-nope")
+    with rcip.Runtime(catalog) as other:
+        # Not bound here: the approval is denied, as a changed binding is.
+        unbound = other.host.resume_confirmation(carried, True, {"before": "2026"})
+        assert (unbound.status, unbound.code) == ("denied", "POLICY_DENIED")
+        other.host.bind("tickets.purge", lambda inv: ran.append(inv.input) or {"purged": 2})
+        declined = other.host.resume_confirmation(carried, False, {"before": "2026"})
+        assert (declined.status, declined.code) == ("denied", "CONFIRMATION_DECLINED")
+        approved = other.host.resume_confirmation(carried, True, {"before": "2026"})
+        assert approved.status == "succeeded" and approved.output == {"purged": 2}
+        assert approved.invocation_id == pending.invocation_id
+        assert ran == [{"before": "2026"}]
+        with pytest.raises(rcip.InvalidArgumentError):
+            other.host.resume_confirmation(dict(carried, expiresAt="soon"), True, {})
