@@ -27,6 +27,8 @@ JSON_PAYLOADS = {
     ("Client.invoke", "input"),
     ("Client.invoke_async", "input"),
     ("ConfirmationNotice.__init__", "input"),
+    ("Host.resume_confirmation", "input"),
+    ("Host.submit_resumed_confirmation", "input"),
     ("Invocation.input", "return"),
     ("Invocation.complete", "output"),
     ("Invocation.log", "data"),
