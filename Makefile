@@ -449,11 +449,25 @@ wheel: $(PY_TOOLS)/.installed $(ZIGBUILD_STAMP)
 
 # The C dispatch desk is built too: the Python port must print the same outcome codes.
 # The tests run from a copy (so nothing imports the source tree), with no
-# RCIP_LIBRARY: the installed package must find its own library.
+# RCIP_LIBRARY: the installed package must find its own library. The wheel
+# is installed as a user gets it, `pip install rcip` from a package index:
+# a local PEP 503 index (build/py-index) that holds only it, in a clean
+# virtual environment (the test tools come from PyPI first).
+PY_INDEX := $(BUILD)/py-index
+PY_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' bindings/python/pyproject.toml)
+
 test-python: wheel $(BUILD)/dispatch_desk bindings/python/test-requirements.txt
-	rm -rf $(PY_TEST_VENV) $(PY_TEST_DIR)
+	rm -rf $(PY_TEST_VENV) $(PY_TEST_DIR) $(PY_INDEX)
+	mkdir -p $(PY_INDEX)/simple/rcip
+	cp $(WHEEL_DIR)/rcip-*.whl $(PY_INDEX)/simple/rcip/
+	cd $(PY_INDEX)/simple/rcip && for w in rcip-*.whl; do \
+	  printf '<a href="%s#sha256=%s">%s</a>\n' "$$w" "$$(sha256sum "$$w" | cut -d' ' -f1)" "$$w"; done > index.html
+	printf '<a href="rcip/">rcip</a>\n' > $(PY_INDEX)/simple/index.html
 	$(PYTHON) -m venv $(PY_TEST_VENV)
-	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(WHEEL_DIR)/rcip-*.whl $(PY_TEST_DEPS)
+	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(PY_TEST_DEPS)
+	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  --index-url 'file://$(CURDIR)/$(PY_INDEX)/simple' rcip
+	$(PY_TEST_VENV)/bin/python -m pip show rcip | grep -qx 'Version: $(PY_VERSION)' || { echo "test-python: pip did not install rcip $(PY_VERSION) from the local index"; exit 1; }
 	mkdir -p $(PY_TEST_DIR)
 	cp -R bindings/python/tests bindings/python/examples $(PY_TEST_DIR)/
 	cd $(PY_TEST_DIR) && env -u RCIP_LIBRARY RCIP_TEST_INSTALLED=1 RCIP_REQUIRE_MYPY=1 RCIP_REPO_ROOT=$(CURDIR) \
