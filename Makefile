@@ -752,11 +752,6 @@ bench:
 	target/release/rcip-hostile
 	target/release/mcp_scale $(filter --quick,$(BENCH_ARGS))
 
-# ---- the MCP-over-HTTP load and fault benchmark (issue 14; BENCHMARKS.md, "MCP over HTTP")
-# rcip-mcp-load against `dispatch_desk --mcp-http` and the Python SDK's server
-# (bench/mcp/python_server.py, from build/mcp-venv), one after the other in one
-# run; exit status 1 when a target fails. MCP_LOAD_ARGS=--json for JSON,
-# e.g. MCP_LOAD_ARGS='--sessions 8 --calls 50' for a short run.
 # A declared Python app (tests/mcp/tickets_app.py served by python -m rcip
 # serve --http) against the same tool served by the official SDK's
 # MCPServer (bench/python_app/fastmcp_tickets.py): one client loop of
@@ -766,6 +761,12 @@ bench:
 bench-python-app: lib $(MCP_VENV)/.installed
 	$(MCP_VENV)/bin/python bench/python_app/compare.py --calls 2000 --rounds 3
 
+
+# ---- the MCP-over-HTTP load and fault benchmark (issue 14; BENCHMARKS.md, "MCP over HTTP")
+# rcip-mcp-load against `dispatch_desk --mcp-http` and the Python SDK's server
+# (bench/mcp/python_server.py, from build/mcp-venv), one after the other in one
+# run; exit status 1 when a target fails. MCP_LOAD_ARGS=--json for JSON,
+# e.g. MCP_LOAD_ARGS='--sessions 8 --calls 50' for a short run.
 .PHONY: bench-mcp-http
 MCP_LOAD_ARGS ?=
 bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
