@@ -2,7 +2,8 @@
 Streamable HTTP) serving the dispatch desk's `board.listOpenVisits` with the
 same input schema, for the side-by-side run of `rcip-mcp-load` (BENCHMARKS.md,
 "MCP over HTTP"). One process, quiet logging, SSE responses (the SDK's
-default, `json_response=False`), stateful sessions.
+default, `json_response=False`), stateful sessions. Listens through bench/mcp/uvicorn_serve.py (TCP_NODELAY
+on every connection).
 
 Prints one line once listening, like `dispatch_desk --mcp-http`:
     python: serving MCP on http://127.0.0.1:PORT/mcp
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from uvicorn_serve import serve  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = REPO / "examples-c" / "dispatch" / "catalog.json"
@@ -59,16 +60,7 @@ def main() -> int:
     # The same advertised input schema as the desk's capability.
     server._tool_manager.get_tool(capability["id"]).parameters = capability["inputSchema"]
 
-    app = server.streamable_http_app(max_sessions=args.max_sessions)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(1024)
-    port = sock.getsockname()[1]
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    print(f"python: serving MCP on http://127.0.0.1:{port}/mcp", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve(server.streamable_http_app(max_sessions=args.max_sessions), args.port)
     return 0
 
 

@@ -3,10 +3,9 @@ by the official Python SDK's `MCPServer` (the `mcp` package, FastMCP's
 successor) over Streamable HTTP under uvicorn, for the side-by-side run of
 bench/python_app/compare.py (BENCHMARKS.md, "A declared Python app against
 MCPServer"). The same tickets, the same search, a coroutine handler as in
-the rcip app; SSE answers (the SDK's default), stateful sessions, quiet
-logging. The listening socket is made with IPPROTO_TCP so that asyncio
-sets TCP_NODELAY on every accepted connection (with protocol 0 it does
-not, and each sequential call would wait for a delayed ACK).
+the rcip app; SSE answers (the SDK's default), stateful sessions,
+listening through bench/mcp/uvicorn_serve.py (TCP_NODELAY on every
+connection, quiet logging).
 
 Prints one line once listening:
     python: serving MCP on http://127.0.0.1:PORT/mcp
@@ -14,13 +13,14 @@ Prints one line once listening:
 
 from __future__ import annotations
 
-import logging
-import socket
 import sys
+from pathlib import Path
 from typing import Any, Dict, List
 
-import uvicorn
 from mcp.server.mcpserver import MCPServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
+from uvicorn_serve import serve  # noqa: E402
 
 TICKETS: List[Dict[str, Any]] = [
     {"ticketId": 1, "title": "Printer jam on floor 2", "status": "open"},
@@ -39,16 +39,7 @@ def main() -> int:
 
     server.add_tool(search, name="tickets.search", title="Search tickets",
                     description="Finds the tickets whose title contains the query.")
-    app = server.streamable_http_app()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    print(f"python: serving MCP on http://127.0.0.1:{port}/mcp", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve(server.streamable_http_app())
     return 0
 
 
