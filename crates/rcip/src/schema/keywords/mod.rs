@@ -1,7 +1,11 @@
 //! The keyword families. Each file holds one family's closed enum of
 //! compiled keywords, the code that compiles them (an `impl Compiler` block)
-//! and the code that evaluates them (an `impl Evaluator` block), side by side,
-//! so changing one keyword touches one file.
+//! and the code that evaluates them in the general evaluator (an `impl
+//! Evaluator` block), side by side. The faster paths (the check mode and
+//! leaf plan in `eval.rs`, the flat plan in `flat.rs`) still decide some
+//! keywords again, so changing what a length, bound or count keyword
+//! accepts touches up to three files today; docs/ARCHITECTURE.md "Schema
+//! internals" lists them per keyword.
 //!
 //! The families, in the order the reference evaluates them inside one schema
 //! object (the order [`Compiler::keywords`](super::compile::Compiler) calls
