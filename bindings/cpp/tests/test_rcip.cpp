@@ -566,6 +566,34 @@ void test_policy_accessors_and_default_delegation() {
     CHECK(seen[3] == "tickets.purge destructive invoke tickets tickets confirmed");
 }
 
+void test_confirmation_carried_to_another_runtime() {
+    rcip::Catalog catalog(CATALOG);
+    std::string carried;
+    std::string invocation_id;
+    {
+        rcip::Runtime opening(catalog);
+        rcip::Binding purge = opening.host().bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete("{}"); });
+        rcip::Outcome pending = opening.client().invoke("tickets.purge", "{}").get();
+        CHECK(pending.status == rcip::Status::ConfirmationRequired);
+        invocation_id = pending.invocation_id;
+        carried = opening.host().carry_confirmation(pending.confirmation_id);
+        CHECK(carried.find("\"invocationId\":\"" + invocation_id + "\"") != std::string::npos);
+        bool refused = false;
+        try {
+            opening.host().carry_confirmation("confirmation-nope");
+        } catch (const rcip::Error &e) {
+            refused = e.code() == RCIP_RESULT_NOT_FOUND;
+        }
+        CHECK(refused);
+    }
+    rcip::Runtime other(catalog);
+    CHECK(other.host().resume_confirmation(carried, true, "{}").get().error_code == "POLICY_DENIED");
+    rcip::Binding purge = other.host().bind("tickets.purge", [](rcip::Invocation &inv) { inv.complete("{}"); });
+    CHECK(other.host().resume_confirmation(carried, false, "{}").get().error_code == "CONFIRMATION_DECLINED");
+    rcip::Outcome approved = other.host().resume_confirmation(carried, true, "{}").get();
+    CHECK(approved.ok() && approved.invocation_id == invocation_id);
+}
+
 void test_builder_bindings() {
     rcip::Catalog catalog(CATALOG);
     auto token = std::make_shared<int>(7);
@@ -671,6 +699,7 @@ int main() {
     test_progress_logging_and_elicitation_in_process();
     test_mcp_session_naming_and_content();
     test_policy_accessors_and_default_delegation();
+    test_confirmation_carried_to_another_runtime();
     test_builder_bindings();
     test_mcp_request_runtimes();
     std::printf("%d passed, %d failed\n", g_checks - g_failed, g_failed);

@@ -1327,6 +1327,33 @@ public:
         box.release();
     }
 
+    /// The pending confirmation `confirmation_id` as another runtime of the
+    /// same catalog may resume it (**rcip**, PIPELINE.md section 5): the JSON
+    /// record `{"confirmationId", "invocationId", "capabilityId", "expiresAt",
+    /// "context"}`. Throws Error NOT_FOUND when none of that id is pending here.
+    std::string carry_confirmation(std::string_view confirmation_id) const {
+        char *out = nullptr;
+        detail::check(rcip_host_carry_confirmation(ptr_, detail::z(confirmation_id).c_str(), &out));
+        return detail::take(out);
+    }
+    /// Answers a confirmation another runtime opened (`carried_json` from its
+    /// carry_confirmation) with the consumer's input again: a decline is
+    /// denied CONFIRMATION_DECLINED, too late failed CONFIRMATION_EXPIRED, an
+    /// unbound capability or another context denied POLICY_DENIED; an approval
+    /// re-runs policy, availability and validation under the carried id.
+    /// Single use across runtimes is the caller's. The future holds the outcome.
+    std::future<Outcome> resume_confirmation(std::string_view carried_json, bool approved,
+                                             std::string_view input_json) const {
+        auto box = std::make_unique<detail::PromiseBox<Outcome>>();
+        std::future<Outcome> future = box->promise.get_future();
+        detail::check(rcip_host_resume_confirmation(ptr_, detail::z(carried_json).c_str(), approved,
+                                                    detail::z(input_json).c_str(), nullptr,
+                                                    &detail::PromiseBox<Outcome>::call, box.get(),
+                                                    &detail::delete_box<detail::PromiseBox<Outcome>>));
+        box.release();
+        return future;
+    }
+
     const rcip_host *raw() const noexcept { return ptr_; }
 
 private:
