@@ -546,11 +546,7 @@ impl Runner {
                 let call = self.new_call(step.get("call").and_then(Value::as_str), false, rt_name);
                 let token = self.token_of(step);
                 let capability = cstr(request["capabilityId"].as_str().unwrap_or(""));
-                let input = match request.get("inputRaw") {
-                    Some(Value::String(raw)) => raw.clone(),
-                    _ => request.get("input").cloned().unwrap_or(Value::Null).to_string(),
-                };
-                let input = cstr(&input);
+                let input = cstr(&input_text(request));
                 let id = request.get("invocationId").and_then(Value::as_str).map(cstr);
                 let ud = Box::into_raw(Box::new(call.clone()));
                 let mut id_out = ptr::null_mut();
@@ -679,30 +675,21 @@ impl Runner {
                 call.borrow_mut().invocation_id = invocation_id;
                 let token = self.token_of(step);
                 let request = &step["request"];
-                let input = match request.get("inputRaw") {
-                    Some(Value::String(raw)) => raw.clone(),
-                    _ => request.get("input").cloned().unwrap_or(Value::Null).to_string(),
-                };
-                let input = cstr(&input);
+                let input = cstr(&input_text(request));
                 let carried = cstr(&carried);
                 let approved = step["approved"].as_bool().unwrap_or(false);
-                let ud = Box::into_raw(Box::new(call.clone()));
-                let rc = rcip_host_resume_confirmation(
-                    host,
-                    carried.as_ptr(),
-                    approved,
-                    input.as_ptr(),
-                    token,
-                    Some(outcome_cb),
-                    ud as *mut c_void,
-                    Some(free_call),
-                );
-                if rc != OK {
-                    // A refused call never calls back: the runner still owns ud.
-                    drop(Box::from_raw(ud));
-                    call.borrow_mut().error = Some(kind(rc));
-                }
-                Runner::call_entry(&call)
+                start_call(&call, |ud| {
+                    rcip_host_resume_confirmation(
+                        host,
+                        carried.as_ptr(),
+                        approved,
+                        input.as_ptr(),
+                        token,
+                        Some(outcome_cb),
+                        ud,
+                        Some(free_call),
+                    )
+                })
             }
             // **rcip**: closes the step's runtime (PIPELINE.md section 9);
             // the handle is freed at the end of the scenario.
@@ -715,40 +702,29 @@ impl Runner {
                     .iter()
                     .map(|r| cstr(r["capabilityId"].as_str().unwrap_or("")))
                     .collect();
-                let inputs: Vec<CString> = requests
-                    .iter()
-                    .map(|r| match r.get("inputRaw") {
-                        Some(Value::String(raw)) => cstr(raw),
-                        _ => cstr(&r.get("input").cloned().unwrap_or(Value::Null).to_string()),
-                    })
-                    .collect();
+                let inputs: Vec<CString> = requests.iter().map(|r| cstr(&input_text(r))).collect();
                 let id_ptrs: Vec<*const c_char> = ids.iter().map(|c| c.as_ptr()).collect();
                 let input_ptrs: Vec<*const c_char> = inputs.iter().map(|c| c.as_ptr()).collect();
-                let ud = Box::into_raw(Box::new(call.clone()));
-                let rc = rcip_client_preflight(
-                    client,
-                    if id_ptrs.is_empty() {
-                        ptr::null()
-                    } else {
-                        id_ptrs.as_ptr()
-                    },
-                    if input_ptrs.is_empty() {
-                        ptr::null()
-                    } else {
-                        input_ptrs.as_ptr()
-                    },
-                    requests.len(),
-                    token,
-                    Some(outcome_cb),
-                    ud as *mut c_void,
-                    Some(free_call),
-                );
-                if rc != OK {
-                    // A refused call never calls back: the runner still owns ud.
-                    drop(Box::from_raw(ud));
-                    call.borrow_mut().error = Some(kind(rc));
-                }
-                Runner::call_entry(&call)
+                start_call(&call, |ud| {
+                    rcip_client_preflight(
+                        client,
+                        if id_ptrs.is_empty() {
+                            ptr::null()
+                        } else {
+                            id_ptrs.as_ptr()
+                        },
+                        if input_ptrs.is_empty() {
+                            ptr::null()
+                        } else {
+                            input_ptrs.as_ptr()
+                        },
+                        requests.len(),
+                        token,
+                        Some(outcome_cb),
+                        ud,
+                        Some(free_call),
+                    )
+                })
             }
             other => json!({"error": format!("UNKNOWN_OP {other}")}),
         }
@@ -785,4 +761,28 @@ impl Runner {
             rcip_cancel_token_free(t);
         }
     }
+}
+
+/// A step request's input as the text the library gets: `inputRaw` as it
+/// is, else `input` as JSON (`null` when absent).
+fn input_text(request: &Value) -> String {
+    match request.get("inputRaw") {
+        Some(Value::String(raw)) => raw.clone(),
+        _ => request.get("input").cloned().unwrap_or(Value::Null).to_string(),
+    }
+}
+
+/// Starts `call` through the C ABI with the call as user data: `start`
+/// makes the library call and returns its result code. A refused call
+/// never calls back, so its user data is taken back here and the call
+/// records the error kind. Returns the step's entry.
+unsafe fn start_call(call: &CallRef, start: impl FnOnce(*mut c_void) -> rcip_result) -> Value {
+    let ud = Box::into_raw(Box::new(call.clone()));
+    let rc = start(ud as *mut c_void);
+    if rc != OK {
+        // Safety: refused, so the library never took ud.
+        drop(Box::from_raw(ud));
+        call.borrow_mut().error = Some(kind(rc));
+    }
+    Runner::call_entry(call)
 }
