@@ -167,6 +167,19 @@ struct State {
     closed: bool,
 }
 
+impl State {
+    /// Whether the session's client (its `initialize`) declared what the
+    /// handler's request `method` needs: form elicitation, sampling, roots.
+    fn declares(&self, method: &str) -> bool {
+        match method {
+            "elicitation/create" => self.elicitation,
+            "sampling/createMessage" => self.sampling,
+            "roots/list" => self.roots,
+            _ => false,
+        }
+    }
+}
+
 struct Call {
     id: Value,
     token: Option<CancelToken>,

@@ -257,12 +257,7 @@ impl Inner {
                     return Ok(());
                 }
             }
-            let declared = match method {
-                "sampling/createMessage" => st.sampling,
-                "roots/list" => st.roots,
-                _ => st.elicitation,
-            };
-            if !declared {
+            if !st.declares(method) {
                 return Err(ElicitRefusal::Unsupported(match method {
                     "elicitation/create" => {
                         "this MCP client did not declare form elicitation, so its user cannot be asked".into()
@@ -274,12 +269,7 @@ impl Inner {
                 }));
             }
             st.next_request += 1;
-            let prefix = match method {
-                "sampling/createMessage" => "rcip-sampling",
-                "roots/list" => "rcip-roots",
-                _ => "rcip-elicitation",
-            };
-            let id = Value::String(format!("{prefix}-{}", st.next_request));
+            let id = Value::String(format!("rcip-{capability}-{}", st.next_request));
             let request_key = id_key(&id);
             match st.calls.get_mut(key) {
                 Some(call) if !call.cancelled => call.asks.push(request_key.clone()),
@@ -310,12 +300,7 @@ impl Inner {
             None => false,
             Some(call) if call.cancelled || st.closed => false,
             Some(Call { modern: Some(meta), .. }) => mrtr::declares_for(&meta.capabilities, method),
-            Some(_) => match method {
-                "elicitation/create" => st.elicitation,
-                "sampling/createMessage" => st.sampling,
-                "roots/list" => st.roots,
-                _ => false,
-            },
+            Some(_) => st.declares(method),
         }
     }
 
