@@ -661,12 +661,10 @@ def _sampling_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
         pass
 
 
-@_c_callback(_lib.ASK_CALLBACK)
-def _ask_trampoline(key: Optional[int], text: Optional[bytes]) -> None:
-    try:
-        registry.get(key).deliver((text or b"").decode("utf-8"))
-    except BaseException:  # noqa: BLE001
-        pass
+# rcip_ask_callback has rcip_sampling_callback's signature, and ctypes
+# gives equal signatures one class (ASK_CALLBACK is SAMPLING_CALLBACK): the
+# reply trampoline serves both.
+_ask_trampoline = _sampling_trampoline
 # How many `opened` notices this thread is inside: an approval made there
 # runs only once the notice returned (include/rcip.h, the confirmation
 # callback's order), so a blocking approval there would wait forever.
