@@ -67,6 +67,7 @@ mod jsonrpc;
 mod modern;
 mod outbox;
 mod pool;
+pub mod server;
 mod session;
 pub mod state;
 mod tools;

@@ -457,10 +457,30 @@ impl McpSession {
     /// each to [`receive`](Self::receive); blank lines are skipped, a line
     /// longer than the message limit is answered with `-32700`. Then closes
     /// the session (the client is gone). A second concurrent call returns
-    /// an `AlreadyExists` error at once.
+    /// an `AlreadyExists` error at once. The same as
+    /// [`serve_transport`](Self::serve_transport) with a
+    /// [`LineTransport`](crate::server::LineTransport).
     pub fn serve<R: BufRead>(&self, input: R) -> std::io::Result<()> {
         self.claim_serving()?;
-        self.serve_claimed(input)
+        self.serve_claimed(&mut crate::server::LineTransport::new(input))
+    }
+
+    /// Serves a message connection of the host's own (**rcip**): reads
+    /// each message from `transport` and passes it to
+    /// [`receive`](Self::receive) until the transport reports its end or
+    /// fails; the replies go to the session's [`McpOutput`], the
+    /// connection's sending half. Reading waits while the session has its
+    /// most requests in flight or its outgoing queue is full
+    /// (backpressure); a message of only whitespace is skipped and one
+    /// longer than the message limit is answered with `-32700`. At the end
+    /// what was already asked gets a moment to finish, then the session
+    /// closes and [`Transport::close`](crate::server::Transport::close) is
+    /// called. Returns the transport's error, if any. A second concurrent
+    /// call (or one during [`serve`](Self::serve)) returns an
+    /// `AlreadyExists` error at once.
+    pub fn serve_transport(&self, transport: &mut dyn crate::server::Transport) -> std::io::Result<()> {
+        self.claim_serving()?;
+        self.serve_claimed(transport)
     }
 
     /// Marks the session as serving; `AlreadyExists` if it already is.
@@ -474,29 +494,33 @@ impl McpSession {
         Ok(())
     }
 
-    /// The loop of [`serve`](Self::serve), after the claim.
-    fn serve_claimed<R: BufRead>(&self, mut input: R) -> std::io::Result<()> {
+    /// The loop of [`serve_transport`](Self::serve_transport), after the
+    /// claim.
+    fn serve_claimed(&self, transport: &mut dyn crate::server::Transport) -> std::io::Result<()> {
+        use crate::server::Received;
         let max = self.inner.limits.max_bytes;
-        let mut line = Vec::new();
+        let mut message = Vec::new();
         let result = loop {
             // Backpressure: a client that stops reading (or floods the
             // session) is not read from until requests are answered and
             // the outgoing queue has room.
             self.inner.wait_for_capacity();
-            line.clear();
-            match read_line(&mut input, &mut line, max) {
-                Ok(Line::End) => break Ok(()),
-                Ok(Line::TooLong) => {
+            if self.is_closed() {
+                break Ok(());
+            }
+            message.clear();
+            match transport.receive(&mut message, max) {
+                Ok(Received::End) => break Ok(()),
+                Ok(Received::TooLong) => {
                     let text = format!("Parse error: the message is longer than {max} bytes");
                     self.inner.outbox.send(
                         error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text),
                         Kind::Response("null".into()),
                     );
                 }
-                Ok(Line::Text) => {
-                    let text = line.strip_suffix(b"\r").unwrap_or(&line);
-                    if !text.iter().all(u8::is_ascii_whitespace) {
-                        self.inner.receive(text, &[]);
+                Ok(Received::Message) => {
+                    if !message.iter().all(u8::is_ascii_whitespace) {
+                        self.inner.receive(&message, &[]);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -508,6 +532,7 @@ impl McpSession {
         // stuck handler does not hold the close up longer).
         self.inner.drain(END_OF_INPUT_GRACE);
         self.inner.close();
+        transport.close();
         self.inner.serving.store(false, Ordering::SeqCst);
         result
     }
@@ -519,7 +544,7 @@ impl McpSession {
         // Claimed before standard input is locked: a second call must fail
         // at once, not wait for the first one's lock of standard input.
         self.claim_serving()?;
-        self.serve_claimed(std::io::stdin().lock())
+        self.serve_claimed(&mut crate::server::LineTransport::new(std::io::stdin().lock()))
     }
 
     /// Closes the session: every call in flight is cancelled (their tokens)
@@ -540,49 +565,6 @@ impl Drop for McpSession {
             for pool in self.inner.pool.iter().chain(&self.inner.control) {
                 pool.close_and_wait(POOL_JOIN_TIMEOUT);
             }
-        }
-    }
-}
-
-enum Line {
-    Text,
-    TooLong,
-    End,
-}
-
-/// Reads one line (up to `\n`, not included) into `line`, keeping at most
-/// `max` bytes; the rest of a longer line is read and dropped.
-fn read_line<R: BufRead>(input: &mut R, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
-    let mut too_long = false;
-    let mut any = false;
-    loop {
-        let buf = input.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(if too_long {
-                Line::TooLong
-            } else if any {
-                Line::Text
-            } else {
-                Line::End
-            });
-        }
-        any = true;
-        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        if !too_long {
-            if line.len() + chunk.len() > max {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let used = done.unwrap_or(buf.len());
-        input.consume(used);
-        if done.is_some() {
-            return Ok(if too_long { Line::TooLong } else { Line::Text });
         }
     }
 }

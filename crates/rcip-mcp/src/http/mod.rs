@@ -52,13 +52,18 @@
 mod router;
 mod service;
 
-use crate::{McpOptions, McpSession, WorkerPool, SESSION_OPTION_KEYS};
+pub use crate::server::{
+    SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
+};
+pub use service::{McpBody, McpFuture, McpService, RequestBody};
+
+use crate::server::{Kind, Registry, RegistryLimits};
+use crate::{McpOptions, SESSION_OPTION_KEYS};
 use parking_lot::{Condvar, Mutex};
 use rcip::catalog::Catalog;
 use rcip::runtime::{Client, Host, Runtime};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -205,12 +210,6 @@ pub const RETRY_AFTER_SECONDS: u64 = 5;
 pub const DEFAULT_RETRY_MS: u64 = 1000;
 /// Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
 pub const DEFAULT_SHUTDOWN_MS: u64 = 5000;
-/// How long the server keeps an ended session's runtime holder after the
-/// session ended, at least, in milliseconds: callbacks of the runtime that
-/// were running when it ended may still reach it through the host's own
-/// pointers (the C views). It goes then, on a worker, or with the server.
-pub const SESSION_RETIRE_MS: u64 = 5000;
-
 impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
@@ -336,253 +335,6 @@ impl HttpOptions {
     }
 }
 
-/// What a session's runtime is held by: the runtime, and what happens
-/// when the session ends. The server closes the runtime when the session
-/// ends (DELETE, idle expiry, shutdown), then calls
-/// [`session_ended`](Self::session_ended) once, then drops its reference;
-/// the value itself goes when the last reference does (a host thread may
-/// still hold one from [`McpHttpServer::session`]: its calls then answer
-/// `Closed`).
-pub trait SessionRuntime: Send + Sync + 'static {
-    /// The session's runtime (built from the server's catalog).
-    fn runtime(&self) -> &Runtime;
-    /// Called once after the runtime was closed, on a worker thread or the
-    /// thread that shuts the server down, with no lock held.
-    fn session_ended(&self) {}
-    /// Who a stateless request's runtime serves, as the factory
-    /// authenticated it from the forwarded headers (`None`, the default:
-    /// nobody in particular): the principal its confirmations'
-    /// `requestState` is bound to ([`McpSession::set_principal`]). Called
-    /// once per stateless request, after the factory built it.
-    fn principal(&self) -> Option<String> {
-        None
-    }
-}
-
-impl SessionRuntime for Runtime {
-    fn runtime(&self) -> &Runtime {
-        self
-    }
-}
-
-/// What the session factory is told about a new session, or about a
-/// stateless (2026-07-28) request that gets a runtime of its own.
-#[derive(Debug)]
-pub struct SessionRequest<'a> {
-    /// The id the session will have. For a stateless request:
-    /// `stateless-` and 32 hex digits, an id internal to the server (never
-    /// sent to the client, not in [`McpHttpServer::sessions`]); the
-    /// runtime lives for that one request.
-    pub session_id: &'a str,
-    /// The `initialize` request's params (`protocolVersion`,
-    /// `capabilities`, `clientInfo`, ...). For a stateless request they are
-    /// made from its `_meta`: `{"protocolVersion": "2026-07-28",
-    /// "capabilities": <clientCapabilities>, "clientInfo"?: <clientInfo>,
-    /// "_meta": <the whole _meta>}`, so [`client_name`](Self::client_name)
-    /// works for both.
-    pub initialize_params: &'a Value,
-    /// The request headers named in [`HttpOptions::forward_headers`] that
-    /// the request had, as (lower-case name, value).
-    pub headers: &'a [(String, String)],
-}
-
-impl SessionRequest<'_> {
-    /// `clientInfo.name` of the `initialize` params.
-    pub fn client_name(&self) -> Option<&str> {
-        self.initialize_params
-            .pointer("/clientInfo/name")
-            .and_then(Value::as_str)
-    }
-
-    /// The value of forwarded header `name` (any case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Builds each session's runtime. Called on a worker thread (never an
-/// I/O thread), possibly concurrently with itself, once per `initialize`
-/// without a session id. An `Err` answers that `initialize` with `-32603`
-/// (the message is included) and creates no session.
-pub trait SessionFactory<O>: Send + Sync + 'static {
-    /// The session's runtime (or whatever `O` owns it), or the message of
-    /// the refusal.
-    fn create(&self, request: &SessionRequest<'_>) -> Result<O, String>;
-}
-
-impl<O, F> SessionFactory<O> for F
-where
-    F: Fn(&SessionRequest<'_>) -> Result<O, String> + Send + Sync + 'static,
-{
-    fn create(&self, request: &SessionRequest<'_>) -> Result<O, String> {
-        self(request)
-    }
-}
-
-/// The longest text the server keeps from a client for the life of a
-/// session, in bytes: each of `clientInfo`'s `name`, `version` and
-/// `title`, and the proposed protocol version, in [`SessionInfo`]
-/// (**rcip**: MCP sets no bound; a client's text must not cost the server
-/// memory beyond its request).
-pub const CLIENT_TEXT_MAX_BYTES: usize = 256;
-
-/// The `clientInfo` fields kept for a session's life: `name`, `version`
-/// and `title` when they are strings, each cut to at most
-/// [`CLIENT_TEXT_MAX_BYTES`] (at a character boundary); every other field,
-/// and a field of another type, is not kept. `{}` when `info` is absent or
-/// not an object.
-pub(crate) fn kept_client_info(info: Option<&Value>) -> Value {
-    let mut kept = Map::new();
-    if let Some(Value::Object(map)) = info {
-        for key in ["name", "version", "title"] {
-            if let Some(Value::String(text)) = map.get(key) {
-                kept.insert(key.into(), Value::String(bounded_text(text).into()));
-            }
-        }
-    }
-    Value::Object(kept)
-}
-
-/// `text` cut to at most [`CLIENT_TEXT_MAX_BYTES`] at a character
-/// boundary.
-pub(crate) fn bounded_text(text: &str) -> &str {
-    if text.len() <= CLIENT_TEXT_MAX_BYTES {
-        return text;
-    }
-    let mut end = CLIENT_TEXT_MAX_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
-/// A live session as the host sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SessionInfo {
-    /// The session id (`Mcp-Session-Id`) the server issued.
-    pub session_id: String,
-    /// `clientInfo` of its `initialize` as kept for the session's life:
-    /// `{"name"?, "version"?, "title"?}`, the fields that were strings,
-    /// each at most [`CLIENT_TEXT_MAX_BYTES`] (longer ones cut at a
-    /// character boundary); `{}` when absent. The whole `initialize` params
-    /// reach only the [`SessionFactory`] ([`SessionRequest`]), during the
-    /// call.
-    pub client_info: Value,
-    /// The protocol revision its client proposed (at most
-    /// [`CLIENT_TEXT_MAX_BYTES`], cut like `client_info`'s fields).
-    pub protocol_version: String,
-    /// Notifications dropped for this session because a queue or a replay
-    /// buffer was full.
-    pub dropped_notifications: u64,
-    /// Content blocks replaced by a text note in this session's results
-    /// (**rcip**, [`McpSession::content_replaced`]).
-    pub content_replaced: u64,
-}
-
-impl SessionInfo {
-    /// `{"sessionId", "clientInfo", "protocolVersion",
-    /// "droppedNotifications", "contentReplaced"}`.
-    pub fn to_value(&self) -> Value {
-        serde_json::json!({
-            "sessionId": self.session_id,
-            "clientInfo": self.client_info,
-            "protocolVersion": self.protocol_version,
-            "droppedNotifications": self.dropped_notifications,
-            "contentReplaced": self.content_replaced,
-        })
-    }
-}
-
-/// One live session.
-pub(crate) struct Session<O> {
-    info: SessionInfo,
-    owner: Arc<O>,
-    mcp: McpSession,
-    router: Arc<router::Router>,
-    ended: AtomicBool,
-    /// A request named the session after its `initialize`.
-    used: AtomicBool,
-    /// The session's place in its peer's count, given back when it ends.
-    peer_slot: Mutex<Option<PeerSlot>>,
-}
-
-/// What one peer holds: [connections, sessions, requests in flight].
-#[derive(Default)]
-pub(crate) struct PeerTable {
-    counts: Mutex<HashMap<IpAddr, [usize; 3]>>,
-}
-
-/// What a [`PeerSlot`] counts.
-#[derive(Clone, Copy)]
-pub(crate) enum PeerKind {
-    Connection = 0,
-    Session = 1,
-    InFlight = 2,
-}
-
-/// One place in a peer's count; given back when dropped.
-pub(crate) struct PeerSlot {
-    table: Arc<PeerTable>,
-    peer: IpAddr,
-    kind: PeerKind,
-}
-
-/// The peer of an address: the IP address, IPv6 addresses by their /64
-/// (one host usually holds a whole /64), IPv4-mapped IPv6 as IPv4.
-pub(crate) fn peer_of(addr: IpAddr) -> IpAddr {
-    match addr {
-        IpAddr::V4(_) => addr,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
-    }
-}
-
-impl PeerTable {
-    /// A place of `kind` for `peer` when it holds fewer than `max`.
-    pub(crate) fn acquire(self: &Arc<Self>, peer: IpAddr, kind: PeerKind, max: usize) -> Option<PeerSlot> {
-        let mut counts = self.counts.lock();
-        let c = counts.entry(peer).or_default();
-        if c[kind as usize] >= max {
-            if c.iter().all(|n| *n == 0) {
-                counts.remove(&peer);
-            }
-            return None;
-        }
-        c[kind as usize] += 1;
-        Some(PeerSlot {
-            table: self.clone(),
-            peer,
-            kind,
-        })
-    }
-}
-
-impl Drop for PeerSlot {
-    fn drop(&mut self) {
-        let mut counts = self.table.counts.lock();
-        if let Some(c) = counts.get_mut(&self.peer) {
-            c[self.kind as usize] = c[self.kind as usize].saturating_sub(1);
-            if c.iter().all(|n| *n == 0) {
-                counts.remove(&self.peer);
-            }
-        }
-    }
-}
-
-impl<O: SessionRuntime> Session<O> {
-    fn touch(&self) {
-        self.router.touch();
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Bound,
@@ -594,22 +346,12 @@ enum Phase {
 pub(crate) struct ServerInner<O> {
     options: HttpOptions,
     catalog: Catalog,
-    factory: Box<dyn SessionFactory<O>>,
-    /// Tool calls (validation, policy, handlers) and confirmation answers.
-    pool: WorkerPool,
-    /// The factory, cancellations, session endings and the reaper: never
-    /// queued behind a slow handler.
-    control: WorkerPool,
-    /// A reaper pass is queued or running.
-    reaping: AtomicBool,
-    sessions: Mutex<HashMap<String, Arc<Session<O>>>>,
-    /// Stateless (2026-07-28) requests being served, each with a runtime
-    /// and a one-request MCP session of its own, by internal id.
-    stateless: Mutex<HashMap<String, Arc<Session<O>>>>,
-    /// Sessions being created (counted against the maximum).
-    creating: AtomicUsize,
+    /// The sessions and stateless requests, the factory, the workers.
+    registry: Registry<O, router::Router>,
     connections: AtomicUsize,
-    local_addr: SocketAddr,
+    /// The bound address; `None` for a server mounted in a host's own
+    /// HTTP stack ([`McpHttpServer::mountable`]).
+    local_addr: Option<SocketAddr>,
     listener: Mutex<Option<std::net::TcpListener>>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     phase: Mutex<Phase>,
@@ -618,13 +360,8 @@ pub(crate) struct ServerInner<O> {
     stopping: AtomicBool,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
-    /// Ended sessions' runtime holders, with when they ended (kept for
-    /// [`SESSION_RETIRE_MS`]).
-    retired: Mutex<Vec<(Instant, Arc<O>)>>,
     /// [`HttpOptions::forward_headers`] as header names.
     forward_headers: Vec<hyper::header::HeaderName>,
-    /// What each peer holds (the per-peer limits).
-    peers: Arc<PeerTable>,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -642,36 +379,6 @@ impl<O: SessionRuntime> std::fmt::Debug for McpHttpServer<O> {
         f.debug_struct("McpHttpServer")
             .field("local_addr", &self.inner.local_addr)
             .finish_non_exhaustive()
-    }
-}
-
-/// Asks the C allocator to give the pages that ended sessions freed back
-/// to the operating system. A server's sessions are spread over several
-/// threads, and glibc keeps what each thread's arena freed for reuse, so
-/// without this the resident size after a burst of sessions stays near its
-/// peak (about 10 MiB above the start after 64 sessions of the desk, see
-/// BENCHMARKS.md). Only free memory is released; nothing else changes.
-///
-/// Why it runs for every host, unasked: `malloc_trim` is thread-safe (glibc
-/// locks each arena in turn), touches no live allocation and changes no
-/// allocator setting; an allocator interposed in glibc's place either
-/// defines `malloc_trim` with the same meaning or leaves glibc's, which
-/// then finds its own heap almost empty. Its cost is a walk of glibc's arenas, paid on
-/// the control worker (never an I/O thread), at most once per reaper pass
-/// (every 25 ms to 1 s) and only when a pass dropped an ended session, so a
-/// host's other threads may wait on an arena lock for that walk at most.
-///
-/// Why it is here and not in `rcip::platform`: it is the only caller, the
-/// HTTP server is what ends sessions in bursts, and the core neither needs
-/// it nor depends on `libc` (it also builds for `wasm32-unknown-unknown`,
-/// and `rcip::platform` is what the core takes from the machine, not a
-/// home for services of crates above it).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // Safety: malloc_trim only returns unused pages of the allocator's own
-    // heaps to the system; it may be called at any time from any thread.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
@@ -702,8 +409,52 @@ impl<O: SessionRuntime> McpHttpServer<O> {
     pub fn bind(
         catalog: &Catalog,
         address: &str,
-        mut options: HttpOptions,
+        options: HttpOptions,
         factory: impl SessionFactory<O>,
+    ) -> std::io::Result<McpHttpServer<O>> {
+        let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+        let addr: SocketAddr = address.parse().map_err(|_| {
+            invalid(format!(
+                "\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)"
+            ))
+        })?;
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let local_addr = listener.local_addr()?;
+        Self::build(catalog, Some(listener), Some(local_addr), options, Box::new(factory))
+    }
+
+    /// Prepares a server to be mounted in the host's own HTTP stack
+    /// (**rcip**): no listener and no I/O threads of its own; the host
+    /// routes requests for the endpoint to [`service`](Self::service) from
+    /// its own hyper (or tower-based) server, behind its own TLS,
+    /// authentication and routing. Everything else is as for
+    /// [`bind`](Self::bind): the same checks, sessions, limits and worker
+    /// threads. [`HttpOptions::max_connections`], `max_connections_per_peer`,
+    /// `io_threads`, `header_timeout_ms` and `half_close` are the host
+    /// server's business and unused here.
+    ///
+    /// `Host` and `Origin` are still checked: with `allowed_hosts` or
+    /// `allowed_origins` left `None` only the localhost names (any port)
+    /// are accepted, as for a loopback bind. A server reachable under
+    /// other names must list them.
+    ///
+    /// Errors: a worker thread cannot start; the tool naming or content
+    /// map of `options.session` is invalid for `catalog`.
+    pub fn mountable(
+        catalog: &Catalog,
+        options: HttpOptions,
+        factory: impl SessionFactory<O>,
+    ) -> std::io::Result<McpHttpServer<O>> {
+        Self::build(catalog, None, None, options, Box::new(factory))
+    }
+
+    fn build(
+        catalog: &Catalog,
+        listener: Option<std::net::TcpListener>,
+        local_addr: Option<SocketAddr>,
+        mut options: HttpOptions,
+        factory: Box<dyn SessionFactory<O>>,
     ) -> std::io::Result<McpHttpServer<O>> {
         let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
         // One set of request-state keys and one store for every session and
@@ -714,27 +465,20 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             .request_state
             .resolved()
             .map_err(|e| std::io::Error::other(format!("the request state keys could not be drawn: {e}")))?;
-        let addr: SocketAddr = address.parse().map_err(|_| {
-            invalid(format!(
-                "\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)"
-            ))
-        })?;
         crate::session::check_tool_names(catalog, &options.session.tool_names).map_err(invalid)?;
         crate::content::check(catalog, &options.session.content).map_err(invalid)?;
-        let listener = std::net::TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let local_addr = listener.local_addr()?;
-        let loopback = local_addr.ip().is_loopback();
+        // Mounted, the address is the host's: the localhost defaults.
+        let loopback = local_addr.is_none_or(|a| a.ip().is_loopback());
         // On loopback: the localhost names and the bound address itself
         // (a 127.0.0.2 bind accepts its own URL).
-        let bound = match local_addr.ip() {
+        let bound = local_addr.map(|a| match a.ip() {
             std::net::IpAddr::V4(ip) => ip.to_string(),
             std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        };
+        });
         let allowed_hosts = options.allowed_hosts.clone().unwrap_or_else(|| {
             if loopback {
                 let mut h = loopback_hosts();
-                h.push(bound.clone());
+                h.extend(bound.clone());
                 h
             } else {
                 vec!["*".into()]
@@ -743,8 +487,10 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         let allowed_origins = options.allowed_origins.clone().unwrap_or_else(|| {
             if loopback {
                 let mut o = loopback_origins();
-                o.push(format!("http://{bound}"));
-                o.push(format!("https://{bound}"));
+                if let Some(b) = &bound {
+                    o.push(format!("http://{b}"));
+                    o.push(format!("https://{b}"));
+                }
                 o
             } else {
                 Vec::new()
@@ -758,22 +504,24 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                     .map_err(|_| invalid(format!("forwardHeaders: \"{h}\" is not a header name")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let pool = WorkerPool::new(options.workers)?;
-        let control = WorkerPool::new(1)?;
+        let registry = Registry::new(
+            factory,
+            options.session.clone(),
+            RegistryLimits {
+                max_sessions: options.max_sessions,
+                max_sessions_per_peer: options.max_sessions_per_peer,
+                max_in_flight: options.max_in_flight,
+            },
+            options.workers,
+        )?;
         Ok(McpHttpServer {
             inner: Arc::new(ServerInner {
                 options,
                 catalog: catalog.clone(),
-                factory: Box::new(factory),
-                pool,
-                control,
-                reaping: AtomicBool::new(false),
-                sessions: Mutex::new(HashMap::new()),
-                stateless: Mutex::new(HashMap::new()),
-                creating: AtomicUsize::new(0),
+                registry,
                 connections: AtomicUsize::new(0),
                 local_addr,
-                listener: Mutex::new(Some(listener)),
+                listener: Mutex::new(listener),
                 runtime: Mutex::new(None),
                 phase: Mutex::new(Phase::Bound),
                 phase_changed: Condvar::new(),
@@ -781,9 +529,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 stopping: AtomicBool::new(false),
                 allowed_hosts,
                 allowed_origins,
-                retired: Mutex::new(Vec::new()),
                 forward_headers,
-                peers: Arc::default(),
             }),
         })
     }
@@ -794,22 +540,31 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         &self.inner.catalog
     }
 
-    /// The bound address.
+    /// The bound address; for a [mounted](Self::mountable) server the
+    /// unspecified address `0.0.0.0:0` (the host's server knows its own).
     pub fn local_addr(&self) -> SocketAddr {
-        self.inner.local_addr
+        self.inner
+            .local_addr
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
     /// `http://<address><endpoint>`.
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.inner.local_addr, self.inner.options.endpoint)
+        format!("http://{}{}", self.local_addr(), self.inner.options.endpoint)
     }
 
     /// Starts serving in the background (the I/O threads). Errors when it
-    /// was started before or is shut down.
+    /// was started before, is shut down, or is [mounted](Self::mountable)
+    /// (its host serves it).
     pub fn start(&self) -> std::io::Result<()> {
         let mut phase = self.inner.phase.lock();
         if *phase != Phase::Bound {
             return Err(std::io::Error::other("the server was already started"));
+        }
+        if self.inner.local_addr.is_none() {
+            return Err(std::io::Error::other(
+                "a mounted server has no listener: the host's HTTP server serves McpHttpServer::service()",
+            ));
         }
         let listener = self
             .inner
@@ -836,6 +591,47 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         Ok(())
     }
 
+    /// The server as a service for the host's own HTTP stack (**rcip**):
+    /// a [`hyper::service::Service`] and a [`tower_service::Service`] over
+    /// `http::Request<B>` for any request body `B` (hyper's `Incoming`,
+    /// axum's `Body`, ...), answering `http::Response<`[`McpBody`]`>`;
+    /// cheap to clone (one per connection is fine). Mount it at
+    /// [`HttpOptions::endpoint`] (another path is `404`).
+    ///
+    /// The peer of a request (for the per-peer limits) is
+    /// [`McpService::with_peer`]'s address, else a
+    /// [`std::net::SocketAddr`] in the request's extensions, else the
+    /// unspecified address (all such requests then count as one peer).
+    ///
+    /// Must be called within a tokio runtime (the host's): the first call
+    /// starts the idle-session reaper on it; the requests' futures also
+    /// use tokio's timers. Errors when there is none, or the server was
+    /// shut down or serves its own listener.
+    pub fn service(&self) -> std::io::Result<McpService<O>> {
+        let mut phase = self.inner.phase.lock();
+        match *phase {
+            Phase::Bound if self.inner.local_addr.is_none() => {
+                let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+                    std::io::Error::other("McpHttpServer::service must be called within a tokio runtime")
+                })?;
+                handle.spawn(service::reaper(self.inner.clone()));
+                *phase = Phase::Running;
+                self.inner.phase_changed.notify_all();
+            }
+            Phase::Running if self.inner.local_addr.is_none() => {}
+            Phase::Bound | Phase::Running => {
+                return Err(std::io::Error::other(
+                    "this server serves its own listener; McpHttpServer::mountable makes one to mount",
+                ))
+            }
+            Phase::Stopping | Phase::Stopped => return Err(std::io::Error::other("the server was shut down")),
+        }
+        Ok(McpService {
+            inner: self.inner.clone(),
+            peer: None,
+        })
+    }
+
     /// Serves on the calling thread until [`shutdown`](Self::shutdown)
     /// (from another thread) has finished. Starts the server if needed.
     pub fn serve(&self) -> std::io::Result<()> {
@@ -857,33 +653,23 @@ impl<O: SessionRuntime> McpHttpServer<O> {
     /// confirmations hear `closed`; then its
     /// [`session_ended`](SessionRuntime::session_ended)); open connections
     /// get until `deadline` to finish, then are dropped. Returns when all
-    /// of that is done. Idempotent; a second call returns at once.
+    /// of that is done. Idempotent; a second call returns at once. A
+    /// mounted server's requests still in the host's hands are answered
+    /// as their sessions ended.
     pub fn shutdown(&self, deadline: Duration) {
         self.inner.shutdown(deadline);
     }
 
     /// The live sessions.
     pub fn sessions(&self) -> Vec<SessionInfo> {
-        let mut v: Vec<SessionInfo> = self
-            .inner
-            .sessions
-            .lock()
-            .values()
-            .map(|s| SessionInfo {
-                dropped_notifications: s.router.dropped() + s.mcp.dropped_notifications(),
-                content_replaced: s.mcp.content_replaced(),
-                ..s.info.clone()
-            })
-            .collect();
-        v.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-        v
+        self.inner.registry.infos()
     }
 
     /// The runtime holder of live session `session_id`, for the host's
     /// controls (an approval UI, a context change). It stays valid after
     /// the session ends (its runtime then answers `Closed`).
     pub fn session(&self, session_id: &str) -> Option<Arc<O>> {
-        self.inner.sessions.lock().get(session_id).map(|s| s.owner.clone())
+        self.inner.registry.owner(session_id)
     }
 
     /// The host view of live session `session_id`'s runtime.
@@ -899,10 +685,9 @@ impl<O: SessionRuntime> McpHttpServer<O> {
     /// Ends session `session_id` as a `DELETE` would; false when it is
     /// not live.
     pub fn end_session(&self, session_id: &str) -> bool {
-        let session = self.inner.sessions.lock().remove(session_id);
-        match session {
+        match self.inner.registry.remove(Kind::Session, session_id) {
             Some(s) => {
-                self.inner.end(&s);
+                self.inner.registry.end(&s);
                 true
             }
             None => false,
@@ -917,41 +702,6 @@ impl<O: SessionRuntime> Drop for McpHttpServer<O> {
 }
 
 impl<O: SessionRuntime> ServerInner<O> {
-    /// Ends a session removed from the table: no more messages, its calls
-    /// cancelled, its runtime closed, then the host told.
-    fn end(&self, session: &Arc<Session<O>>) {
-        if session.ended.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // The runtime first: its pending calls end EXECUTION_ABORTED and
-        // those outcomes reach the client's streams; then the session and
-        // its streams close (what is queued still goes out).
-        session.owner.runtime().close();
-        session.mcp.close();
-        session.router.close();
-        session.peer_slot.lock().take();
-        session.owner.session_ended();
-        self.retired.lock().push((Instant::now(), session.owner.clone()));
-    }
-
-    /// Drops the holders of sessions that ended long enough ago (on a
-    /// worker: dropping a runtime releases its user data, host code).
-    fn drop_retired(&self) {
-        let grace = Duration::from_millis(SESSION_RETIRE_MS);
-        let now = Instant::now();
-        let old: Vec<_> = {
-            let mut r = self.retired.lock();
-            let (old, keep): (Vec<_>, Vec<_>) = r.drain(..).partition(|(at, _)| now.duration_since(*at) >= grace);
-            *r = keep;
-            old
-        };
-        if old.is_empty() {
-            return;
-        }
-        drop(old);
-        release_free_memory();
-    }
-
     fn shutdown(&self, deadline: Duration) {
         {
             let mut phase = self.phase.lock();
@@ -969,11 +719,7 @@ impl<O: SessionRuntime> ServerInner<O> {
         self.stopping.store(true, Ordering::SeqCst);
         self.stop.notify_waiters();
         self.listener.lock().take();
-        let mut sessions: Vec<_> = self.sessions.lock().drain().map(|(_, s)| s).collect();
-        sessions.extend(self.stateless.lock().drain().map(|(_, s)| s));
-        for s in &sessions {
-            self.end(s);
-        }
+        self.registry.end_all();
         // A deadline beyond what the clock holds is no deadline.
         let end = Instant::now()
             .checked_add(deadline)
@@ -989,10 +735,7 @@ impl<O: SessionRuntime> ServerInner<O> {
         let left = end
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(100));
-        self.pool.close_and_wait(left);
-        self.control.close_and_wait(left);
-        // No worker runs host code any more: the retired holders go now.
-        self.retired.lock().clear();
+        self.registry.finish(left);
         *self.phase.lock() = Phase::Stopped;
         self.phase_changed.notify_all();
     }

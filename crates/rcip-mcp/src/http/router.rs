@@ -384,6 +384,32 @@ impl Router {
     }
 }
 
+impl crate::server::SessionLink for Router {
+    fn touch(&self) {
+        Router::touch(self)
+    }
+
+    fn last_active(&self) -> std::time::Instant {
+        Router::last_active(self)
+    }
+
+    fn busy(&self, listening_counts: bool) -> bool {
+        if listening_counts {
+            Router::busy(self)
+        } else {
+            self.busy_apart_from_standalone()
+        }
+    }
+
+    fn dropped(&self) -> u64 {
+        Router::dropped(self)
+    }
+
+    fn close(&self) {
+        Router::close(self)
+    }
+}
+
 impl McpOutput for Router {
     fn send(&self, message: &str) {
         self.send_message(message, MessageKind::Notification { related: None });

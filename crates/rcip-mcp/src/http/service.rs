@@ -5,32 +5,34 @@
 //! the sessions themselves put `tools/call` work there.
 
 use super::router::{parse_event_id, Router, SseBody, STANDALONE};
-use super::{
-    PeerKind, PeerSlot, ResponseMode, ServerInner, Session, SessionInfo, SessionRequest, SessionRuntime,
-    RETRY_AFTER_SECONDS, SUPPORTED_PROTOCOL_VERSIONS,
-};
+use super::{ResponseMode, ServerInner, SessionRuntime, RETRY_AFTER_SECONDS, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::jsonrpc;
+use crate::server::{peer_of, Kind, PeerKind, Reservation};
 use crate::McpSession;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
-use hyper::body::Incoming;
 use hyper::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
     RETRY_AFTER,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use parking_lot::Mutex;
 use rcip::json::Limits;
 use serde_json::{json, Value};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
-type Body = UnsyncBoxBody<Bytes, Infallible>;
+/// The body of every response of the server (and of a mounted
+/// [`McpService`]): a JSON text or an SSE stream, whose frames never fail.
+pub type McpBody = UnsyncBoxBody<Bytes, Infallible>;
+type Body = McpBody;
+
+/// One HTTP session's entry in the registry: its router is its link.
+type Session<O> = crate::server::Session<O, Router>;
 
 // Header names as values, so a lookup hashes them as they are instead of
 // parsing a string into a scratch buffer first.
@@ -108,10 +110,12 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
             drop(stream);
             continue;
         }
-        let peer = super::peer_of(peer.ip());
-        let Some(slot) = server
-            .peers
-            .acquire(peer, PeerKind::Connection, server.options.max_connections_per_peer)
+        let peer = peer_of(peer.ip());
+        let Some(slot) =
+            server
+                .registry
+                .peers
+                .acquire(peer, PeerKind::Connection, server.options.max_connections_per_peer)
         else {
             drop(stream); // this peer holds maxConnectionsPerPeer already
             continue;
@@ -159,54 +163,17 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
             () = tokio::time::sleep(period) => {}
             () = server.stop.notified() => return,
         }
-        if server.reaping.swap(true, Ordering::SeqCst) {
+        if server.registry.reaping.swap(true, Ordering::SeqCst) {
             continue; // the last pass has not run yet
         }
         let s = server.clone();
         // Reading runtime counters is no host code, but ending a session
         // is: the whole pass runs on the control worker.
-        server.control.spawn(move || {
-            let now = Instant::now();
-            let candidates: Vec<_> = s
-                .sessions
-                .lock()
-                .values()
-                .filter(|x| {
-                    let limit = if x.used.load(Ordering::SeqCst) { idle } else { unused };
-                    now.duration_since(x.router.last_active()) >= limit
-                })
-                .cloned()
-                .collect();
-            for session in candidates {
-                let quiet = now.duration_since(session.router.last_active());
-                let busy = if quiet >= listening {
-                    session.router.busy_apart_from_standalone()
-                } else {
-                    session.router.busy()
-                };
-                if busy || session.mcp.in_flight() > 0 || has_pending(&*session.owner) {
-                    continue;
-                }
-                let removed = s.sessions.lock().remove(&session.info.session_id);
-                if let Some(x) = removed {
-                    s.end(&x);
-                }
-            }
-            s.drop_retired();
-            s.reaping.store(false, Ordering::SeqCst);
+        server.registry.control.spawn(move || {
+            s.registry.reap(idle, unused, listening);
+            s.registry.reaping.store(false, Ordering::SeqCst);
         });
     }
-}
-
-/// True while the runtime has pending invocations or confirmations (the
-/// host may still approve one: the session is not idle).
-fn has_pending<O: SessionRuntime>(owner: &O) -> bool {
-    let Ok(text) = owner.runtime().stats_json() else {
-        return false;
-    };
-    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    n("pendingInvocations") > 0 || n("pendingConfirmations") > 0
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
@@ -268,16 +235,18 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     }
 }
 
-async fn handle<O: SessionRuntime>(
+async fn handle<O: SessionRuntime, B: RequestBody>(
     server: Arc<ServerInner<O>>,
-    req: Request<Incoming>,
+    req: Request<B>,
     peer: std::net::IpAddr,
 ) -> Response<Body> {
     // Held until the answer starts: one peer cannot fill the server with
     // requests (its bodies read, its answers awaited).
-    let Some(_in_flight) = server
-        .peers
-        .acquire(peer, PeerKind::InFlight, server.options.max_in_flight_per_peer)
+    let Some(_in_flight) =
+        server
+            .registry
+            .peers
+            .acquire(peer, PeerKind::InFlight, server.options.max_in_flight_per_peer)
     else {
         return http_error(
             StatusCode::TOO_MANY_REQUESTS,
@@ -399,11 +368,8 @@ fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap)
             -32000,
             "Bad Request: no Mcp-Session-Id header (send initialize first)",
         )),
-        Some(id) => match server.sessions.lock().get(id) {
-            Some(s) => {
-                s.used.store(true, Ordering::SeqCst);
-                Found::Session(s.clone())
-            }
+        Some(id) => match server.registry.find(id) {
+            Some(s) => Found::Session(s),
             None => Found::Missing(http_error(
                 StatusCode::NOT_FOUND,
                 -32001,
@@ -413,7 +379,11 @@ fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap)
     }
 }
 
-async fn read_body(server: &ServerInner<impl SessionRuntime>, mut body: Incoming) -> Result<Bytes, Response<Body>> {
+async fn read_body<B: RequestBody>(
+    server: &ServerInner<impl SessionRuntime>,
+    body: B,
+) -> Result<Bytes, Response<Body>> {
+    let mut body = Box::pin(body);
     let limit = server.options.max_body_bytes;
     let timeout = Duration::from_millis(server.options.body_timeout_ms);
     let mut buf = bytes::BytesMut::new();
@@ -422,10 +392,10 @@ async fn read_body(server: &ServerInner<impl SessionRuntime>, mut body: Incoming
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { return Err(false) };
             if let Ok(data) = frame.into_data() {
-                if buf.len() + data.len() > limit {
+                if buf.len() + bytes::Buf::remaining(&data) > limit {
                     return Err(true);
                 }
-                buf.extend_from_slice(&data);
+                bytes::BufMut::put(&mut buf, data);
             }
         }
         Ok(())
@@ -460,11 +430,11 @@ const DISCARD_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads and drops up to `max` bytes of `body` within `timeout`; nothing
 /// is kept. Dropping the body beyond that closes the connection.
-async fn discard_body(mut body: Incoming, max: u64, timeout: Duration) {
+async fn discard_body<B: RequestBody>(mut body: std::pin::Pin<Box<B>>, max: u64, timeout: Duration) {
     let read = async {
         let mut seen = 0u64;
         while let Some(Ok(frame)) = body.frame().await {
-            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            seen += frame.data_ref().map_or(0, |d| bytes::Buf::remaining(d) as u64);
             if seen > max {
                 break;
             }
@@ -511,9 +481,9 @@ fn decode(bytes: &[u8], limits: &Limits) -> Result<jsonrpc::Incoming, (i64, Stri
     }
 }
 
-async fn post<O: SessionRuntime>(
+async fn post<O: SessionRuntime, B: RequestBody>(
     server: Arc<ServerInner<O>>,
-    req: Request<Incoming>,
+    req: Request<B>,
     peer: std::net::IpAddr,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
@@ -546,9 +516,9 @@ async fn post<O: SessionRuntime>(
     // not when that era is served). The body is dropped as for a 413.
     if server.options.session.eras == crate::Eras::Legacy {
         if let Some(id) = header(&headers, &SESSION_HEADER) {
-            if !server.sessions.lock().contains_key(id) {
+            if !server.registry.contains(id) {
                 tokio::spawn(discard_body(
-                    body,
+                    Box::pin(body),
                     declared.unwrap_or(DISCARD_MAX_BYTES).min(DISCARD_MAX_BYTES),
                     Duration::from_millis(server.options.body_timeout_ms),
                 ));
@@ -568,7 +538,7 @@ async fn post<O: SessionRuntime>(
             // socket closed with unread input sends RST, and the client's
             // system may then discard the answer before it is read).
             tokio::spawn(discard_body(
-                body,
+                Box::pin(body),
                 len.min(DISCARD_MAX_BYTES),
                 Duration::from_millis(server.options.body_timeout_ms),
             ));
@@ -690,15 +660,15 @@ async fn post<O: SessionRuntime>(
             ResponseMode::Json => !json_ok,
         };
     if use_sse {
-        let Some(sid) = session.router.open_stream(key.clone()) else {
+        let Some(sid) = session.link.open_stream(key.clone()) else {
             return in_flight();
         };
-        let Some(body) = session.router.attach(sid, Some(0)) else {
+        let Some(body) = session.link.attach(sid, Some(0)) else {
             return ended();
         };
         session.mcp.receive_incoming(incoming);
         if let Some(ms) = server.options.poll_after_ms {
-            let router = session.router.clone();
+            let router = session.link.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 router.request_close(sid);
@@ -706,7 +676,7 @@ async fn post<O: SessionRuntime>(
         }
         return sse_response(body.with_retry(server.options.retry_ms));
     }
-    let Some(rx) = session.router.route_json(key.clone()) else {
+    let Some(rx) = session.link.route_json(key.clone()) else {
         return in_flight();
     };
     session.mcp.receive_incoming(incoming);
@@ -855,15 +825,18 @@ struct StatelessGuard<O: SessionRuntime> {
 
 impl<O: SessionRuntime> Drop for StatelessGuard<O> {
     fn drop(&mut self) {
-        let removed = self.server.stateless.lock().remove(&self.session.info.session_id);
+        let removed = self
+            .server
+            .registry
+            .remove(Kind::Stateless, &self.session.info.session_id);
         if let Some(session) = removed {
             let server = self.server.clone();
             // The session first: a call still in flight has its token
             // cancelled (the handler learns the client went away) and gets
             // no answer; then the runtime closes. Host code: on a worker.
-            self.server.control.spawn(move || {
+            self.server.registry.control.spawn(move || {
                 session.mcp.close();
-                server.end(&session)
+                server.registry.end(&session)
             });
         }
     }
@@ -949,30 +922,18 @@ async fn stateless<O: SessionRuntime>(
         );
     };
     let id = id.clone();
-    let Some(slot) = peer_session_slot(&server, peer) else {
-        return *modern_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &id,
-            jsonrpc::INTERNAL_ERROR,
-            &peer_full_message(&server),
-            None,
-        );
+    let reservation = match server.registry.reserve(Kind::Stateless, peer) {
+        Ok(r) => r,
+        Err(message) => {
+            return *modern_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &id,
+                jsonrpc::INTERNAL_ERROR,
+                &message,
+                None,
+            )
+        }
     };
-    let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
-    let live = server.sessions.lock().len() + server.stateless.lock().len();
-    if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
-        server.creating.fetch_sub(1, Ordering::SeqCst);
-        return *modern_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &id,
-            jsonrpc::INTERNAL_ERROR,
-            &format!(
-                "Service Unavailable: this server serves at most {} sessions and stateless requests at once (maxSessions); retry later",
-                server.options.max_sessions
-            ),
-            None,
-        );
-    }
     let forwarded = forwarded_headers(&server, headers);
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
@@ -981,9 +942,8 @@ async fn stateless<O: SessionRuntime>(
         jsonrpc::Incoming::Request { params, .. } => params.as_ref().and_then(|p| p.get("_meta")).cloned(),
         _ => None,
     };
-    server.control.spawn(move || {
-        let result = create_stateless(&s, meta, &forwarded, slot);
-        s.creating.fetch_sub(1, Ordering::SeqCst);
+    server.registry.control.spawn(move || {
+        let result = create_stateless(&s, meta, &forwarded, reservation);
         let _ = tx.send(result);
     });
     let session = match rx.await {
@@ -1006,9 +966,9 @@ async fn stateless<O: SessionRuntime>(
     let key = McpSession::request_key(&id);
     if use_sse {
         let body = session
-            .router
+            .link
             .open_stream(key)
-            .and_then(|sid| session.router.attach(sid, Some(0)));
+            .and_then(|sid| session.link.attach(sid, Some(0)));
         let Some(body) = body else {
             return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no stream");
         };
@@ -1055,7 +1015,7 @@ async fn stateless<O: SessionRuntime>(
         body.first = Some(bytes);
         return sse_boxed(body.boxed_unsync());
     }
-    let Some(rx) = session.router.route_json(key) else {
+    let Some(rx) = session.link.route_json(key) else {
         return http_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "Internal error: no route");
     };
     session.mcp.receive_incoming(message);
@@ -1088,83 +1048,22 @@ fn forwarded_headers<O: SessionRuntime>(server: &ServerInner<O>, headers: &Heade
 }
 
 /// Runs on a worker: the factory and a one-request MCP session over its
-/// runtime. The factory sees an internal session id (never sent to the
-/// client) and, as `initialize_params`, `{"protocolVersion",
-/// "capabilities", "clientInfo"?, "_meta"}` from the request's `_meta`.
+/// runtime ([`Registry::build`](crate::server::Registry::build) says what
+/// the factory sees), made live.
 fn create_stateless<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     meta: Option<Value>,
     forwarded: &[(String, String)],
-    slot: PeerSlot,
+    mut reservation: Reservation,
 ) -> Result<Arc<Session<O>>, String> {
-    let meta = meta.unwrap_or(Value::Null);
-    let mut init = json!({
-        "protocolVersion": crate::MCP_MODERN_REVISION,
-        "capabilities": meta.get(crate::META_CLIENT_CAPABILITIES).cloned().unwrap_or_else(|| json!({})),
-        "_meta": meta,
-    });
-    if let Some(info) = init["_meta"].get(crate::META_CLIENT_INFO).cloned() {
-        init["clientInfo"] = info;
-    }
-    let session_id = format!(
-        "stateless-{}",
-        new_session_id().map_err(|e| format!("no request id could be drawn: {e}"))?
-    );
-    let request = SessionRequest {
-        session_id: &session_id,
-        initialize_params: &init,
-        headers: forwarded,
-    };
-    let owner = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.factory.create(&request))) {
-        Ok(Ok(o)) => Arc::new(o),
-        Ok(Err(why)) => return Err(format!("the request's runtime could not be built: {why}")),
-        Err(_) => return Err("the session factory panicked".into()),
-    };
     let router = Arc::new(Router::with_budget(
         server.options.replay_events,
         server.options.resumption_bytes,
     ));
-    let mut session_options = server.options.session.clone();
-    session_options.max_in_flight = Some(1);
-    let mcp = match McpSession::with_pools(
-        owner.runtime(),
-        session_options,
-        router.clone(),
-        Some(server.pool.clone()),
-        Some(server.control.clone()),
-    ) {
-        Ok(m) => m,
-        Err(e) => {
-            owner.runtime().close();
-            owner.session_ended();
-            return Err(format!("the request could not be served: {e}"));
-        }
-    };
-    mcp.set_principal(owner.principal());
-    let session = Arc::new(Session {
-        info: SessionInfo {
-            session_id: session_id.clone(),
-            client_info: super::kept_client_info(init.get("clientInfo")),
-            protocol_version: crate::MCP_MODERN_REVISION.into(),
-            dropped_notifications: 0,
-            content_replaced: 0,
-        },
-        owner,
-        mcp,
-        router,
-        ended: Default::default(),
-        used: AtomicBool::new(true),
-        peer_slot: Mutex::new(Some(slot)),
-    });
-    {
-        let mut table = server.stateless.lock();
-        if server.stopping.load(Ordering::SeqCst) {
-            drop(table);
-            server.end(&session);
-            return Err("the server is shutting down".into());
-        }
-        table.insert(session_id, session.clone());
-    }
+    let session = server
+        .registry
+        .build(Kind::Stateless, &mut reservation, meta, forwarded, router)?;
+    server.registry.insert(Kind::Stateless, &session)?;
     Ok(session)
 }
 
@@ -1182,30 +1081,17 @@ async fn initialize<O: SessionRuntime>(
     message: jsonrpc::Incoming,
     peer: std::net::IpAddr,
 ) -> Response<Body> {
-    let Some(slot) = peer_session_slot(&server, peer) else {
-        return http_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &peer_full_message(&server));
+    let reservation = match server.registry.reserve(Kind::Session, peer) {
+        Ok(r) => r,
+        Err(message) => return http_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &message),
     };
-    let reserved = server.creating.fetch_add(1, Ordering::SeqCst) + 1;
-    let live = server.sessions.lock().len();
-    if live + reserved > server.options.max_sessions || server.stopping.load(Ordering::SeqCst) {
-        server.creating.fetch_sub(1, Ordering::SeqCst);
-        return http_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            -32000,
-            &format!(
-                "Service Unavailable: this server holds at most {} sessions (maxSessions); end one or retry later",
-                server.options.max_sessions
-            ),
-        );
-    }
     let forwarded = forwarded_headers(&server, headers);
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
     // The factory is host code: on the control worker (never behind a
     // slow handler of another session).
-    server.control.spawn(move || {
-        let result = create_session(&s, message, &forwarded, slot);
-        s.creating.fetch_sub(1, Ordering::SeqCst);
+    server.registry.control.spawn(move || {
+        let result = create_session(&s, message, &forwarded, reservation);
         let _ = tx.send(result);
     });
     match rx.await {
@@ -1231,7 +1117,7 @@ fn create_session<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     message: jsonrpc::Incoming,
     forwarded: &[(String, String)],
-    slot: PeerSlot,
+    mut reservation: Reservation,
 ) -> Result<(String, String), String> {
     let jsonrpc::Incoming::Request { id, params, .. } = &message else {
         return Err(http_text_internal("initialize is a request"));
@@ -1241,69 +1127,23 @@ fn create_session<O: SessionRuntime>(
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": format!("Internal error: {why}")}})
             .to_string()
     };
-    let session_id = new_session_id().map_err(|e| fail(&format!("no session id could be drawn: {e}")))?;
-    let params = params.clone().unwrap_or(Value::Null);
-    let request = SessionRequest {
-        session_id: &session_id,
-        initialize_params: &params,
-        headers: forwarded,
-    };
-    let owner = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.factory.create(&request))) {
-        Ok(Ok(o)) => Arc::new(o),
-        Ok(Err(why)) => return Err(fail(&format!("the session factory failed: {why}"))),
-        Err(_) => return Err(fail("the session factory panicked")),
-    };
-    let end_owner = |o: &Arc<O>| {
-        o.runtime().close();
-        o.session_ended();
-    };
     let router = Arc::new(Router::with_budget(
         server.options.replay_events,
         server.options.resumption_bytes,
     ));
-    let mut session_options = server.options.session.clone();
-    session_options.max_in_flight = Some(server.options.max_in_flight);
-    let mcp = match McpSession::with_pools(
-        owner.runtime(),
-        session_options,
-        router.clone(),
-        Some(server.pool.clone()),
-        Some(server.control.clone()),
-    ) {
-        Ok(m) => m,
-        Err(e) => {
-            end_owner(&owner);
-            return Err(fail(&format!("the session could not start: {e}")));
-        }
-    };
-    let info = SessionInfo {
-        session_id: session_id.clone(),
-        // Only bounded fields outlive the initialize (the params go with
-        // it): what a client sends must not cost memory for the session's
-        // life.
-        client_info: super::kept_client_info(params.get("clientInfo")),
-        protocol_version: super::bounded_text(
-            params
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
+    let session = server
+        .registry
+        .build(
+            Kind::Session,
+            &mut reservation,
+            params.clone(),
+            forwarded,
+            router.clone(),
         )
-        .to_string(),
-        dropped_notifications: 0,
-        content_replaced: 0,
-    };
-    let session = Arc::new(Session {
-        info,
-        owner,
-        mcp,
-        router: router.clone(),
-        ended: Default::default(),
-        used: AtomicBool::new(false),
-        peer_slot: Mutex::new(Some(slot)),
-    });
+        .map_err(|why| fail(&why))?;
     let key = McpSession::request_key(&id);
     let Some(mut rx) = router.route_json(key) else {
-        server.end(&session);
+        server.registry.end(&session);
         return Err(fail("the session could not route its initialize"));
     };
     // initialize is answered inline (it runs no host code).
@@ -1311,40 +1151,20 @@ fn create_session<O: SessionRuntime>(
     let answer = match rx.try_recv() {
         Ok(Some(text)) => text,
         _ => {
-            server.end(&session);
+            server.registry.end(&session);
             return Err(fail("initialize was not answered"));
         }
     };
     if answer.contains("\"error\":{") && !answer.contains("\"result\":") {
         // A refused initialize (bad params) creates no session.
-        server.end(&session);
+        server.registry.end(&session);
         return Err(answer);
     }
-    {
-        let mut sessions = server.sessions.lock();
-        if server.stopping.load(Ordering::SeqCst) {
-            drop(sessions);
-            server.end(&session);
-            return Err(fail("the server is shutting down"));
-        }
-        sessions.insert(session_id.clone(), session.clone());
-    }
-    Ok((session_id, answer))
-}
-
-/// A place among the sessions (and stateless requests) of `peer`, if it
-/// holds fewer than [`maxSessionsPerPeer`](super::HttpOptions::max_sessions_per_peer).
-fn peer_session_slot<O: SessionRuntime>(server: &ServerInner<O>, peer: std::net::IpAddr) -> Option<PeerSlot> {
     server
-        .peers
-        .acquire(peer, PeerKind::Session, server.options.max_sessions_per_peer)
-}
-
-fn peer_full_message<O: SessionRuntime>(server: &ServerInner<O>) -> String {
-    format!(
-        "Service Unavailable: this client holds {} sessions already (maxSessionsPerPeer); end one or retry later",
-        server.options.max_sessions_per_peer
-    )
+        .registry
+        .insert(Kind::Session, &session)
+        .map_err(|why| fail(&why))?;
+    Ok((session.info.session_id.clone(), answer))
 }
 
 /// A JSON-RPC internal error with id `null`.
@@ -1353,14 +1173,7 @@ fn http_text_internal(why: &str) -> String {
         .to_string()
 }
 
-/// 128 bits from the operating system's CSPRNG, as 32 hex digits.
-fn new_session_id() -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn get<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
+fn get<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>) -> Response<Body> {
     let headers = req.headers();
     if !header(headers, &ACCEPT).is_some_and(|a| a.contains("text/event-stream") || a.contains("*/*")) {
         return http_error(
@@ -1387,7 +1200,7 @@ fn get<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -
             }
         },
     };
-    match session.router.attach(stream, after) {
+    match session.link.attach(stream, after) {
         Some(body) => sse_response(body.with_retry(server.options.retry_ms)),
         // Not 404: that would tell the client its session is gone.
         None => http_error(
@@ -1398,23 +1211,129 @@ fn get<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -
     }
 }
 
-async fn delete<O: SessionRuntime>(server: Arc<ServerInner<O>>, req: Request<Incoming>) -> Response<Body> {
+async fn delete<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>) -> Response<Body> {
     let session = match find_session(&server, req.headers()) {
         Found::Session(s) => s,
         Found::Missing(r) => return r,
     };
-    let removed = server.sessions.lock().remove(&session.info.session_id);
+    let removed = server.registry.remove(Kind::Session, &session.info.session_id);
     if let Some(s) = removed {
         let (tx, rx) = oneshot::channel();
         // Closing the runtime calls host code: on a worker.
         let srv = server.clone();
-        server.control.spawn(move || {
-            srv.end(&s);
+        server.registry.control.spawn(move || {
+            srv.registry.end(&s);
             let _ = tx.send(());
         });
         let _ = rx.await;
     }
     response(StatusCode::OK, None, empty())
+}
+
+/// What the server needs of a request body: any `http_body::Body` whose
+/// data and error cross threads (hyper's `Incoming`, axum's `Body`,
+/// `Full<Bytes>`, ...).
+pub trait RequestBody:
+    http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+/// A [mounted](super::McpHttpServer::mountable) server as a service for
+/// the host's own HTTP stack (**rcip**), from
+/// [`McpHttpServer::service`](super::McpHttpServer::service).
+///
+/// It answers every request exactly as the built-in listener does (the
+/// same checks, status codes and bodies), and never runs host code on the
+/// calling task: the factory, tool calls and session endings run on the
+/// server's worker threads. The returned futures need tokio's timer (they
+/// run on the host's tokio runtime). Cloning is cheap; clones share the
+/// server. The server's sessions live as long as the server, not the
+/// service: dropping every service ends nothing.
+pub struct McpService<O: SessionRuntime> {
+    pub(super) inner: Arc<ServerInner<O>>,
+    pub(super) peer: Option<std::net::IpAddr>,
+}
+
+impl<O: SessionRuntime> Clone for McpService<O> {
+    fn clone(&self) -> Self {
+        McpService {
+            inner: self.inner.clone(),
+            peer: self.peer,
+        }
+    }
+}
+
+impl<O: SessionRuntime> std::fmt::Debug for McpService<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The future of one request of an [`McpService`].
+pub type McpFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+impl<O: SessionRuntime> McpService<O> {
+    /// This service with `peer` as the client's address for every request
+    /// it serves (make one per connection from the accepted address); the
+    /// per-peer limits count by it (IPv6 by its /64).
+    pub fn with_peer(&self, peer: std::net::SocketAddr) -> McpService<O> {
+        McpService {
+            inner: self.inner.clone(),
+            peer: Some(peer_of(peer.ip())),
+        }
+    }
+
+    /// Serves one request (what both `Service` impls call).
+    pub fn serve<B: RequestBody>(&self, req: Request<B>) -> McpFuture {
+        let peer = self
+            .peer
+            .or_else(|| req.extensions().get::<std::net::SocketAddr>().map(|a| peer_of(a.ip())))
+            .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        let server = self.inner.clone();
+        Box::pin(async move {
+            if server.stopping.load(Ordering::SeqCst) {
+                return Ok(http_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    -32000,
+                    "Service Unavailable: the server is shutting down",
+                ));
+            }
+            Ok(handle(server, req, peer).await)
+        })
+    }
+}
+
+impl<O: SessionRuntime, B: RequestBody> hyper::service::Service<Request<B>> for McpService<O> {
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = McpFuture;
+
+    fn call(&self, req: Request<B>) -> McpFuture {
+        self.serve(req)
+    }
+}
+
+impl<O: SessionRuntime, B: RequestBody> tower_service::Service<Request<B>> for McpService<O> {
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = McpFuture;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+        // Always ready: admission (limits, draining) is decided per
+        // request, with an answer the client can read.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> McpFuture {
+        self.serve(req)
+    }
 }
 
 #[cfg(test)]
@@ -1441,7 +1360,5 @@ mod tests {
             "http://[::1]evil.example",
             origin_without_port("http://[::1]evil.example")
         ));
-        assert_eq!(new_session_id().unwrap().len(), 32);
-        assert_ne!(new_session_id().unwrap(), new_session_id().unwrap());
     }
 }
