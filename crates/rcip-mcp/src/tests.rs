@@ -1237,6 +1237,81 @@ fn serve_reads_lines_until_the_input_ends() {
     assert!(h.take().is_empty());
 }
 
+/// A message transport of the host's own, as a WebSocket would be: whole
+/// messages (no framing to parse) from a channel, then its end or an error.
+struct ChannelTransport {
+    messages: std::sync::mpsc::Receiver<Result<Vec<u8>, std::io::ErrorKind>>,
+    closed: Arc<AtomicBool>,
+}
+
+impl crate::server::Transport for ChannelTransport {
+    fn receive(&mut self, buf: &mut Vec<u8>, max_bytes: usize) -> std::io::Result<crate::server::Received> {
+        match self.messages.recv() {
+            Err(_) => Ok(crate::server::Received::End),
+            Ok(Err(kind)) => Err(kind.into()),
+            Ok(Ok(m)) if m.len() > max_bytes => Ok(crate::server::Received::TooLong),
+            Ok(Ok(m)) => {
+                buf.extend_from_slice(&m);
+                Ok(crate::server::Received::Message)
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn serve_transport_serves_a_hosts_own_message_connection() {
+    let h = harness(McpOptions::from_value(&json!({"maxMessageBytes": 1024})).unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let closed = Arc::new(AtomicBool::new(false));
+    let mut transport = ChannelTransport {
+        messages: rx,
+        closed: closed.clone(),
+    };
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "notes.list", "arguments": {}}}),
+    ] {
+        tx.send(Ok(m.to_string().into_bytes())).unwrap();
+    }
+    tx.send(Ok(vec![b' '; 8])).unwrap();
+    tx.send(Ok(vec![b'x'; 2000])).unwrap();
+    tx.send(Err(std::io::ErrorKind::Interrupted)).unwrap();
+    tx.send(Ok(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#.to_vec()))
+        .unwrap();
+    tx.send(Err(std::io::ErrorKind::ConnectionReset)).unwrap();
+    let e = h.session.serve_transport(&mut transport).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset,
+        "the transport's error is returned"
+    );
+    let sent = h.take();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert_eq!(sent[0]["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(sent[1]["result"]["structuredContent"], json!({"notes": ["first"]}));
+    assert_eq!(
+        sent[2]["error"]["code"], PARSE_ERROR,
+        "too long: -32700, and reading goes on"
+    );
+    assert_eq!(sent[3], json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
+    assert!(closed.load(Ordering::SeqCst), "the transport is closed at the end");
+    assert!(h.session.is_closed());
+    // One serving loop at a time, and none after the session closed.
+    let (_tx2, rx2) = std::sync::mpsc::channel();
+    let mut again = ChannelTransport {
+        messages: rx2,
+        closed: Arc::default(),
+    };
+    drop(_tx2);
+    h.session.serve_transport(&mut again).unwrap();
+    assert!(h.take().is_empty());
+}
+
 #[test]
 fn an_output_may_send_back_into_the_session() {
     let mut builder = RuntimeBuilder::new(&catalog());
