@@ -4,19 +4,25 @@
 //! after releasing the lock.
 //!
 //! Split by flow: this file holds the state, receiving, dispatching and
-//! answering requests of both eras and the stdio loop; `calls.rs` a
-//! `tools/call`, `channel.rs` a handler's side channel and questions,
-//! `confirm.rs` confirmations asked in a session, `mrtr.rs` multi
-//! round-trip requests.
+//! answering requests of both eras; `serve.rs` the serving loop of a
+//! message connection (stdio, a host's `Transport`); `listing.rs`
+//! `tools/list`, tool names and `list_changed`; `calls.rs` a `tools/call`,
+//! `channel.rs` a handler's side channel and questions, `confirm.rs`
+//! confirmations asked in a session, `mrtr.rs` multi round-trip requests.
 
 mod calls;
 mod channel;
 mod confirm;
+mod listing;
 mod mrtr;
+mod serve;
 
 use calls::*;
 use channel::*;
 use confirm::*;
+#[cfg(feature = "http")]
+pub(crate) use listing::check_tool_names;
+use listing::*;
 
 use super::content::{self, ContentSource};
 use super::jsonrpc::{
@@ -416,19 +422,6 @@ impl McpSession {
         self.inner.state.lock().closed
     }
 
-    /// An output that writes each message as one line to the process's
-    /// standard output and flushes it (the MCP stdio transport). Write
-    /// errors (the client went away) are ignored.
-    pub fn stdout_output() -> Arc<dyn McpOutput> {
-        Arc::new(|message: &str| {
-            let mut out = std::io::stdout().lock();
-            let _ = out
-                .write_all(message.as_bytes())
-                .and_then(|()| out.write_all(b"\n"))
-                .and_then(|()| out.flush());
-        })
-    }
-
     /// Takes one JSON-RPC message (the bytes of one line, without the
     /// newline). Everything it makes the session send is sent before this
     /// returns, unless the output is busy on another thread (then that
@@ -451,100 +444,6 @@ impl McpSession {
     #[cfg(feature = "http")]
     pub(crate) fn receive_incoming(&self, message: Incoming) {
         self.inner.receive_incoming(message, &[]);
-    }
-
-    /// Reads newline-delimited messages from `input` until it ends, passing
-    /// each to [`receive`](Self::receive); blank lines are skipped, a line
-    /// longer than the message limit is answered with `-32700`. Then closes
-    /// the session (the client is gone). A second concurrent call returns
-    /// an `AlreadyExists` error at once. The same as
-    /// [`serve_transport`](Self::serve_transport) with a
-    /// [`LineTransport`](crate::server::LineTransport).
-    pub fn serve<R: BufRead>(&self, input: R) -> std::io::Result<()> {
-        self.claim_serving()?;
-        self.serve_claimed(&mut crate::server::LineTransport::new(input))
-    }
-
-    /// Serves a message connection of the host's own (**rcip**): reads
-    /// each message from `transport` and passes it to
-    /// [`receive`](Self::receive) until the transport reports its end or
-    /// fails; the replies go to the session's [`McpOutput`], the
-    /// connection's sending half. Reading waits while the session has its
-    /// most requests in flight or its outgoing queue is full
-    /// (backpressure); a message of only whitespace is skipped and one
-    /// longer than the message limit is answered with `-32700`. At the end
-    /// what was already asked gets a moment to finish, then the session
-    /// closes and [`Transport::close`](crate::server::Transport::close) is
-    /// called. Returns the transport's error, if any. A second concurrent
-    /// call (or one during [`serve`](Self::serve)) returns an
-    /// `AlreadyExists` error at once.
-    pub fn serve_transport(&self, transport: &mut dyn crate::server::Transport) -> std::io::Result<()> {
-        self.claim_serving()?;
-        self.serve_claimed(transport)
-    }
-
-    /// Marks the session as serving; `AlreadyExists` if it already is.
-    fn claim_serving(&self) -> std::io::Result<()> {
-        if self.inner.serving.swap(true, Ordering::SeqCst) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "the session is already serving",
-            ));
-        }
-        Ok(())
-    }
-
-    /// The loop of [`serve_transport`](Self::serve_transport), after the
-    /// claim.
-    fn serve_claimed(&self, transport: &mut dyn crate::server::Transport) -> std::io::Result<()> {
-        use crate::server::Received;
-        let max = self.inner.limits.max_bytes;
-        let mut message = Vec::new();
-        let result = loop {
-            // Backpressure: a client that stops reading (or floods the
-            // session) is not read from until requests are answered and
-            // the outgoing queue has room.
-            self.inner.wait_for_capacity();
-            if self.is_closed() {
-                break Ok(());
-            }
-            message.clear();
-            match transport.receive(&mut message, max) {
-                Ok(Received::End) => break Ok(()),
-                Ok(Received::TooLong) => {
-                    let text = format!("Parse error: the message is longer than {max} bytes");
-                    self.inner.outbox.send(
-                        error_response(&Value::Null, jsonrpc::PARSE_ERROR, &text),
-                        Kind::Response("null".into()),
-                    );
-                }
-                Ok(Received::Message) => {
-                    if !message.iter().all(u8::is_ascii_whitespace) {
-                        self.inner.receive(&message, &[]);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => break Err(e),
-            }
-        };
-        // The client closed its input: what it already asked for still
-        // gets answered, for a moment (a call waiting for the user or a
-        // stuck handler does not hold the close up longer).
-        self.inner.drain(END_OF_INPUT_GRACE);
-        self.inner.close();
-        transport.close();
-        self.inner.serving.store(false, Ordering::SeqCst);
-        result
-    }
-
-    /// [`serve`](Self::serve) on the process's standard input. Pair it with
-    /// [`stdout_output`](Self::stdout_output); the host must write nothing
-    /// else to standard output.
-    pub fn serve_stdio(&self) -> std::io::Result<()> {
-        // Claimed before standard input is locked: a second call must fail
-        // at once, not wait for the first one's lock of standard input.
-        self.claim_serving()?;
-        self.serve_claimed(&mut crate::server::LineTransport::new(std::io::stdin().lock()))
     }
 
     /// Closes the session: every call in flight is cancelled (their tokens)
@@ -1083,111 +982,6 @@ impl Inner {
         Ok(Value::Object(result))
     }
 
-    /// The tool name of a capability.
-    fn tool_name<'a>(&'a self, capability_id: &'a str) -> &'a str {
-        match &self.names {
-            Some((to_tool, _)) => to_tool.get(capability_id).map_or(capability_id, String::as_str),
-            None => capability_id,
-        }
-    }
-
-    /// The capability a tool name calls.
-    fn capability_of<'a>(&'a self, tool: &'a str) -> Option<&'a str> {
-        match &self.names {
-            Some((_, to_capability)) => to_capability.get(tool).map(String::as_str),
-            None => Some(tool),
-        }
-    }
-
-    /// The tools of `snapshot` that pass the session's filter.
-    fn tools_of(&self, snapshot: &Snapshot, with_revision: bool) -> Vec<Value> {
-        let list = snapshot.list_json(&self.options.filter);
-        let entries = rcip::json::parse_str(&list, &Limits::UNLIMITED).unwrap_or(Value::Array(Vec::new()));
-        let revision = with_revision.then(|| snapshot.revision());
-        match entries {
-            Value::Array(items) => items
-                .iter()
-                .map(|e| {
-                    let mut tool = tools::tool_from_entry(e, revision);
-                    if self.names.is_some() {
-                        let id = e.get("id").and_then(Value::as_str).unwrap_or_default();
-                        let name = self.tool_name(id);
-                        if name != id {
-                            tool["name"] = Value::String(name.to_string());
-                            tool["_meta"]["rcip/capabilityId"] = Value::String(id.to_string());
-                        }
-                    }
-                    tool
-                })
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// What tools/list returns at `snapshot`, without the revision, as
-    /// text.
-    fn tools_text(&self, snapshot: &Snapshot) -> String {
-        Value::Array(self.tools_of(snapshot, false)).to_string()
-    }
-
-    fn tools_list(&self, client: &Client, params: Option<Value>) -> Reply {
-        let mut p = params_object(params)?;
-        let modern = p.remove("_meta").is_some_and(|m| {
-            m.get(modern::META_PROTOCOL_VERSION).and_then(Value::as_str) == Some(modern::MCP_MODERN_REVISION)
-        });
-        // The last snapshot of a closed runtime stays readable, but offering
-        // its tools (some still marked bound) would invite calls that fail.
-        if client.is_closed() {
-            return Err(internal(HostError::Closed));
-        }
-        let snapshot = client.snapshot().map_err(internal)?;
-        let mut tools = self.tools_of(&snapshot, true);
-        if !modern && self.state.lock().protocol == "2025-03-26" {
-            // 2025-03-26 has no structured tool output ("Tools": no
-            // outputSchema, no structuredContent).
-            for t in &mut tools {
-                if let Value::Object(m) = t {
-                    m.remove("outputSchema");
-                }
-            }
-        }
-        let start = match p.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(c)) => match (
-                self.options.page_size,
-                c.strip_prefix("rcip-").and_then(|n| n.parse::<usize>().ok()),
-            ) {
-                (Some(_), Some(n)) if n <= tools.len() => n,
-                _ => return Err((INVALID_PARAMS, format!("Invalid params: unknown cursor {c:?}"))),
-            },
-            Some(_) => return Err((INVALID_PARAMS, "Invalid params: \"cursor\" must be a string".into())),
-        };
-        let mut result = Map::new();
-        match self.options.page_size {
-            Some(size) => {
-                let end = (start + size).min(tools.len());
-                result.insert("tools".into(), Value::Array(tools[start..end].to_vec()));
-                if end < tools.len() {
-                    result.insert("nextCursor".into(), Value::String(format!("rcip-{end}")));
-                }
-            }
-            None => {
-                result.insert("tools".into(), Value::Array(tools));
-            }
-        }
-        if modern {
-            // 2026-07-28 "Caching": every `tools/list` page carries
-            // `ttlMs` and the same `cacheScope` (options `ttlMs` and
-            // `cacheScope`; private by default, because a host's
-            // per-request runtime may offer different tools to different
-            // callers). Tools come in catalog order on every page
-            // ("Tools": deterministic order).
-            result.insert("ttlMs".into(), json!(self.options.ttl_ms.unwrap_or(MODERN_TTL_MS)));
-            result.insert("cacheScope".into(), json!(self.options.cache_scope.as_str()));
-        }
-        Ok(Value::Object(result))
-    }
-
     fn on_notification(self: &Arc<Self>, method: &str, params: Option<Value>) {
         match method {
             "notifications/initialized" => {
@@ -1254,69 +1048,6 @@ impl Inner {
             _ => {}
         }
     }
-
-    /// A snapshot revision: tells the client when what tools/list returns
-    /// changed. Decided from what changed: a revision whose live state
-    /// (context, bindings, availability) equals the last one compared costs
-    /// no rendering, whatever the catalog's size; only a changed state
-    /// renders the tool list to compare it (**rcip**).
-    fn on_revision(&self) {
-        let Ok(snapshot) = self.client.snapshot() else {
-            return;
-        };
-        let seen = {
-            let mut st = self.state.lock();
-            if st.closed || !st.initialized {
-                return;
-            }
-            match &mut st.tools_seen {
-                Some((seen, _)) if seen.revision() >= snapshot.revision() => return,
-                Some((seen, _)) if seen.same_live_state(&snapshot) => {
-                    *seen = snapshot;
-                    return;
-                }
-                Some((seen, text)) => (seen.clone(), text.clone()),
-                None => {
-                    st.tools_seen = Some((snapshot, None));
-                    return;
-                }
-            }
-        };
-        let (seen, seen_text) = seen;
-        let old = seen_text.unwrap_or_else(|| self.tools_text(&seen));
-        let new = self.tools_text(&snapshot);
-        let changed = old != new;
-        let send = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return;
-            }
-            // Another thread may have compared a newer revision meanwhile.
-            if st
-                .tools_seen
-                .as_ref()
-                .is_some_and(|(s, _)| s.revision() >= snapshot.revision())
-            {
-                return;
-            }
-            st.tools_seen = Some((snapshot, Some(new)));
-            if !changed {
-                return;
-            }
-            if st.ready {
-                true
-            } else {
-                st.list_changed_pending = true;
-                false
-            }
-        };
-        if send {
-            self.send(
-                jsonrpc::notification("notifications/tools/list_changed", None),
-                Kind::ListChanged,
-            );
-        }
-    }
 }
 
 /// The instant of epoch milliseconds `ms` on the system clock (now when it
@@ -1343,59 +1074,6 @@ fn same_catalog(a: &Catalog, b: &Catalog) -> bool {
         || (a.application() == b.application()
             && a.capabilities().len() == b.capabilities().len()
             && a.capabilities().iter().zip(b.capabilities()).all(|(x, y)| x.id == y.id))
-}
-
-/// Checks `naming` against `catalog` as a session would (for a server,
-/// before any session exists).
-#[cfg(feature = "http")]
-pub(crate) fn check_tool_names(catalog: &Catalog, naming: &ToolNames) -> Result<(), String> {
-    tool_names(catalog, naming).map(|_| ())
-}
-
-/// The two maps of a naming other than the capability ids: capability id
-/// to tool name (only the ids it renames), and tool name to capability id.
-type ToolNameMaps = (HashMap<String, String>, HashMap<String, String>);
-
-/// The tool names other than the capability ids for `naming`, checked:
-/// no two capabilities share a name, no name is longer than
-/// [`MAX_TOOL_NAME_CHARS`] (in the `safe` and map namings) or empty, and a
-/// map names only capabilities of the catalog.
-fn tool_names(catalog: &Catalog, naming: &ToolNames) -> Result<Option<ToolNameMaps>, String> {
-    if *naming == ToolNames::Ids {
-        return Ok(None);
-    }
-    if let ToolNames::Map(map) = naming {
-        if let Some((id, _)) = map.iter().find(|(id, _)| catalog.capability(id).is_none()) {
-            return Err(format!(
-                "toolNames maps \"{id}\", which is not a capability of the catalog"
-            ));
-        }
-    }
-    let mut to_tool = HashMap::new();
-    let mut to_capability: HashMap<String, String> = HashMap::new();
-    for c in catalog.capabilities() {
-        let name = tool_name_for(naming, &c.id).into_owned();
-        if name.is_empty() || name.chars().count() > MAX_TOOL_NAME_CHARS {
-            return Err(format!(
-                "the tool name of capability \"{}\" (\"{name}\") must have 1 to {MAX_TOOL_NAME_CHARS} characters",
-                c.id
-            ));
-        }
-        if let Some(other) = to_capability.get(&name) {
-            return Err(format!(
-                "capabilities \"{other}\" and \"{}\" would both be the tool \"{name}\"",
-                c.id
-            ));
-        }
-        to_capability.insert(name.clone(), c.id.clone());
-        if name != c.id {
-            to_tool.insert(c.id.clone(), name);
-        }
-    }
-    // A name that equals another capability's id is that capability's
-    // name only: the reverse map decides, and ids renamed away are no
-    // tool names.
-    Ok(Some((to_tool, to_capability)))
 }
 
 /// An error response with the error's `data` when it has one.
