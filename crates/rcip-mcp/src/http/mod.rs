@@ -1,5 +1,6 @@
-//! MCP over Streamable HTTP (MCP 2025-11-25, "Transports"): an rcip host
-//! as a remote MCP server, with one runtime per MCP session.
+//! MCP over Streamable HTTP (MCP 2025-11-25 and 2026-07-28, "Transports"):
+//! an rcip host as a remote MCP server, with one runtime per MCP session
+//! and per stateless request.
 //!
 //! Built on hyper 1 (HTTP/1.1) and a tokio runtime the server owns (the
 //! only async code in the crate). Its I/O threads (`rcip-http-io`) parse
@@ -46,6 +47,13 @@
 //! - A dropped stream never cancels a call: its messages wait for the
 //!   client to resume with `Last-Event-ID`. Only `notifications/cancelled`,
 //!   `DELETE`, idle expiry and shutdown cancel.
+//! - Mountable (**rcip**): [`McpHttpServer::mountable`] opens no listener;
+//!   [`McpHttpServer::service`] is an [`McpService`], a hyper and tower
+//!   `Service` the host mounts in its own HTTP stack (its TLS,
+//!   authentication, routing), answering exactly as the built-in listener.
+//!
+//! The sessions themselves (factory, limits, endings, idle expiry) are the
+//! transport-neutral [`crate::server`] layer's.
 //!
 //! docs/MCP.md ("Serving over HTTP") has the whole mapping.
 
