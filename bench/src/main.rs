@@ -3,9 +3,10 @@
 //!   rcip-bench [--json] [--runs N] [--quick]
 //!   rcip-bench --load N shared|distinct  (one catalog load, measured in
 //!                                      this process; run_all spawns it)
-//!   rcip-bench --profile a|b|c|e|eh|f|h2|v|vj|vd|vdj (RCIP_PROFILE_N
+//!   rcip-bench --profile a|b|c|e|eh|f|h2|v|vj|vc|vd|vdj (RCIP_PROFILE_N
 //!                                      operations, untimed, for callgrind or
 //!                                      perf; eh: (e) with rcip_host_bind;
+//!                                      vc: (v) in the check mode, no flat plan;
 //!                                      vd/vdj: the desk's validator inputs,
 //!                                      one capability with RCIP_PROFILE_CASE=ID)
 //!   rcip-bench --only validator [--quick] (just the validator pairs, their
@@ -1314,6 +1315,21 @@ unsafe fn profile(what: &str, n: usize) {
                 } else {
                     assert!(theirs.is_valid(std::hint::black_box(&v)));
                 }
+            }
+        }
+        "vc" => {
+            // The bench input through the bench schema plus one property it
+            // does not send whose schema the flat plan refuses
+            // (`uniqueItems`): no flat plan, so the validity pass is the
+            // check mode, with the closed-object plan at the root and the
+            // leaf plan at each property (issue 35).
+            let mut schema: Value = serde_json::from_str(SCHEMA).unwrap();
+            schema["properties"]["tags"] = json!({"type": "array", "uniqueItems": true});
+            let schema = rcip::schema::Schema::compile(&schema).expect("the bench schema compiles");
+            let v: Value = serde_json::from_str(INPUT).unwrap();
+            let budget = rcip::schema::Budget::default();
+            for _ in 0..n {
+                assert!(schema.validate_within(std::hint::black_box(&v), budget).is_empty());
             }
         }
         "vd" | "vdj" => {

@@ -4,8 +4,9 @@
 
 use super::flat::Verdict;
 use super::keywords::arrays::ArrayKw;
-use super::keywords::objects::ObjectKw;
-use super::keywords::strings::StringKw;
+use super::keywords::numbers::{exclusive_maximum_holds, exclusive_minimum_holds, maximum_holds, minimum_holds};
+use super::keywords::objects::{max_properties_holds, min_properties_holds, ObjectKw};
+use super::keywords::strings::{max_length_holds, min_length_holds, Lengths, StringKw};
 use super::node::{Kw, Lose, Node, NodeId, Program, Sub};
 use super::regex::{JsRegex, Stop};
 use super::value::escape_token;
@@ -675,9 +676,9 @@ impl<'p> Evaluator<'p> {
                 Kw::Value(k) => self.eval_value(k, inst, &Path::Root),
                 Kw::String(k) => match (k, inst) {
                     (StringKw::Pattern(re), Value::String(s)) => self.regex_match(re, s),
-                    // As `eval_string`: code points are at most the bytes.
-                    (StringKw::MaxLength(m), Value::String(s)) if (s.len() as f64) <= *m => true,
-                    _ => self.eval_string(k, inst, &Path::Root),
+                    (StringKw::MaxLength(m), Value::String(s)) => max_length_holds(s, *m),
+                    (StringKw::MinLength(m), Value::String(s)) => min_length_holds(s, *m),
+                    _ => true,
                 },
                 Kw::Object(k) => match inst {
                     Value::Object(o) => self.check_object(k, o, inst),
@@ -709,8 +710,9 @@ impl<'p> Evaluator<'p> {
     /// [`Closed`]: the fused check of a plain object schema on an object.
     #[inline(never)]
     fn check_closed(&mut self, plan: &Closed, o: &serde_json::Map<String, Value>) -> bool {
-        let n = o.len() as f64;
-        if plan.max.is_some_and(|m| n > m) || plan.min.is_some_and(|m| n < m) {
+        let n = o.len();
+        if !plan.max.is_none_or(|m| max_properties_holds(n, m)) || !plan.min.is_none_or(|m| min_properties_holds(n, m))
+        {
             return false;
         }
         // `additionalProperties: false`'s unit per member, as `eval_object`.
@@ -956,13 +958,13 @@ impl Closed {
 /// and string lengths (`maxLength`, `minLength`), each at most once, or
 /// none at all. Checked as one record instead of through the keyword list;
 /// leaf keywords charge nothing of their own, so the units are the node's.
+/// The rules are the families' (keywords/numbers.rs, keywords/strings.rs).
 pub(crate) struct Leaf {
     max: Option<f64>,
     min: Option<f64>,
     exclusive_max: Option<f64>,
     exclusive_min: Option<f64>,
-    max_length: Option<f64>,
-    min_length: Option<f64>,
+    lengths: Lengths,
 }
 
 impl Leaf {
@@ -973,29 +975,31 @@ impl Leaf {
     fn of(node: &Node) -> Option<Leaf> {
         use super::keywords::numbers::NumberKw as N;
         let Node::Obj { kws, .. } = node else { return None };
-        let mut leaf = Leaf {
-            max: None,
-            min: None,
-            exclusive_max: None,
-            exclusive_min: None,
-            max_length: None,
-            min_length: None,
-        };
+        // maximum, minimum, exclusiveMaximum, exclusiveMinimum, maxLength,
+        // minLength.
+        let mut limits: [Option<f64>; 6] = [None; 6];
         for kw in kws {
             let (slot, x) = match kw {
-                Kw::Number(N::Maximum(x)) => (&mut leaf.max, *x),
-                Kw::Number(N::Minimum(x)) => (&mut leaf.min, *x),
-                Kw::Number(N::ExclusiveMaximum(x)) => (&mut leaf.exclusive_max, *x),
-                Kw::Number(N::ExclusiveMinimum(x)) => (&mut leaf.exclusive_min, *x),
-                Kw::String(StringKw::MaxLength(x)) => (&mut leaf.max_length, *x),
-                Kw::String(StringKw::MinLength(x)) => (&mut leaf.min_length, *x),
+                Kw::Number(N::Maximum(x)) => (0, *x),
+                Kw::Number(N::Minimum(x)) => (1, *x),
+                Kw::Number(N::ExclusiveMaximum(x)) => (2, *x),
+                Kw::Number(N::ExclusiveMinimum(x)) => (3, *x),
+                Kw::String(StringKw::MaxLength(x)) => (4, *x),
+                Kw::String(StringKw::MinLength(x)) => (5, *x),
                 _ => return None,
             };
-            if slot.replace(x).is_some() {
+            if limits[slot].replace(x).is_some() {
                 return None;
             }
         }
-        Some(leaf)
+        let [max, min, exclusive_max, exclusive_min, max_length, min_length] = limits;
+        Some(Leaf {
+            max,
+            min,
+            exclusive_max,
+            exclusive_min,
+            lengths: Lengths::new(max_length, min_length),
+        })
     }
 
     /// The keywords' answer (the node's type was checked already).
@@ -1004,20 +1008,12 @@ impl Leaf {
         match inst {
             Value::Number(n) => {
                 let x = super::value::as_f64(n);
-                self.max.is_none_or(|m| x <= m)
-                    && self.min.is_none_or(|m| x >= m)
-                    && self.exclusive_max.is_none_or(|m| x < m)
-                    && self.exclusive_min.is_none_or(|m| x > m)
+                self.max.is_none_or(|m| maximum_holds(x, m))
+                    && self.min.is_none_or(|m| minimum_holds(x, m))
+                    && self.exclusive_max.is_none_or(|m| exclusive_maximum_holds(x, m))
+                    && self.exclusive_min.is_none_or(|m| exclusive_minimum_holds(x, m))
             }
-            Value::String(s) => {
-                // As `eval_string`, with the same byte-length shortcuts.
-                let bytes = s.len() as f64;
-                self.max_length
-                    .is_none_or(|m| bytes <= m || (super::value::js_length(s) as f64) <= m)
-                    && self
-                        .min_length
-                        .is_none_or(|m| bytes >= 4.0 * m || (super::value::js_length(s) as f64) >= m)
-            }
+            Value::String(s) => self.lengths.holds(s),
             _ => true,
         }
     }

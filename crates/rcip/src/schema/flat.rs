@@ -13,7 +13,10 @@
 //! `patternProperties`), `minProperties`, `maxProperties`, `prefixItems`,
 //! `items`, `minItems`, `maxItems`, and the schemas `true` and `false`.
 //! A schema with any other keyword anywhere (references included) gets no
-//! plan and keeps [`super::eval::Evaluator::check`].
+//! plan and keeps [`super::eval::Evaluator::check`]. What each keyword
+//! accepts is its family's rule (the `*_holds` functions of
+//! [`super::keywords`], issue 35), which the plan calls; its own are the
+//! type bits and the walk over members and items.
 //!
 //! Why no budget check per node: without references and without an
 //! applicator that puts two subschemas on one instance value, each value
@@ -34,14 +37,16 @@
 //! list is the same.
 
 use super::eval::{has_key, same, Budget};
-use super::keywords::arrays::ArrayKw;
-use super::keywords::numbers::NumberKw;
-use super::keywords::objects::ObjectKw;
-use super::keywords::strings::StringKw;
+use super::keywords::arrays::{closed_tuple_holds, max_items_holds, min_items_holds, ArrayKw};
+use super::keywords::numbers::{
+    exclusive_maximum_holds, exclusive_minimum_holds, maximum_holds, minimum_holds, multiple_of_holds, NumberKw,
+};
+use super::keywords::objects::{max_properties_holds, min_properties_holds, ObjectKw};
+use super::keywords::strings::{Lengths, StringKw};
 use super::keywords::values::{const_holds, Members, ValueKw};
 use super::node::{Kw, Node, NodeId, Program};
 use super::regex::JsRegex;
-use super::value::{as_f64, is_multiple_of, js_length, JType};
+use super::value::{as_f64, is_integer, JType};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -117,28 +122,11 @@ impl Default for NumPlan {
     }
 }
 
-/// String lengths and patterns. A
-/// string of at most `max_bytes` and at least `min_bytes` bytes meets the
-/// lengths without counting its code points (a code point takes one to
-/// four bytes); any other string is measured as `eval_string` measures it.
+/// String lengths (decided by [`Lengths`], as the leaf plan decides them)
+/// and patterns.
 struct StrPlan {
-    max_bytes: usize,
-    min_bytes: usize,
-    max_length: Option<f64>,
-    min_length: Option<f64>,
+    lengths: Lengths,
     patterns: Vec<JsRegex>,
-}
-
-impl Default for StrPlan {
-    fn default() -> Self {
-        StrPlan {
-            max_bytes: usize::MAX,
-            min_bytes: 0,
-            max_length: None,
-            min_length: None,
-            patterns: Vec::new(),
-        }
-    }
 }
 
 struct ObjPlan {
@@ -335,11 +323,10 @@ impl Flat {
             return false;
         }
         if let Some(p) = n.obj.as_deref() {
-            if p.max.is_some() || p.min.is_some() {
-                let count = o.len() as f64;
-                if p.max.is_some_and(|m| count > m) || p.min.is_some_and(|m| count < m) {
-                    return false;
-                }
+            if !p.max.is_none_or(|m| max_properties_holds(o.len(), m))
+                || !p.min.is_none_or(|m| min_properties_holds(o.len(), m))
+            {
+                return false;
             }
             // `additionalProperties`' unit per member, as the evaluator.
             *spent += p.per_member * o.len() as u64;
@@ -370,8 +357,8 @@ impl Flat {
             return false;
         }
         if let Some(p) = n.arr.as_deref() {
-            let count = a.len() as f64;
-            if p.max.is_some_and(|m| count > m) || p.min.is_some_and(|m| count < m) {
+            if !p.max.is_none_or(|m| max_items_holds(a.len(), m)) || !p.min.is_none_or(|m| min_items_holds(a.len(), m))
+            {
                 return false;
             }
             for (sub, item) in p.prefix.iter().zip(a) {
@@ -381,7 +368,7 @@ impl Flat {
                     }
                 }
             }
-            if p.at_most.is_some_and(|m| a.len() > m) {
+            if p.at_most.is_some_and(|m| !closed_tuple_holds(a.len(), m)) {
                 return false;
             }
             if let Some((sub, start)) = p.items {
@@ -394,24 +381,16 @@ impl Flat {
     }
 }
 
-/// [`JType::Integer`]'s test: a number without a fraction (integers as
-/// parsed need no arithmetic).
-#[inline]
-fn is_integer(x: &serde_json::Number) -> bool {
-    x.is_u64() || x.is_i64() || {
-        let f = as_f64(x);
-        f.is_finite() && f.fract() == 0.0
-    }
-}
-
 impl NumPlan {
+    /// The rules of keywords/numbers.rs (an absent bound is an infinite
+    /// one, which they allow).
     #[inline]
     fn holds(&self, x: f64) -> bool {
-        x <= self.max
-            && x >= self.min
-            && x < self.exclusive_max
-            && x > self.exclusive_min
-            && self.multiple_of.is_none_or(|m| is_multiple_of(x, m))
+        maximum_holds(x, self.max)
+            && minimum_holds(x, self.min)
+            && exclusive_maximum_holds(x, self.exclusive_max)
+            && exclusive_minimum_holds(x, self.exclusive_min)
+            && self.multiple_of.is_none_or(|m| multiple_of_holds(x, m))
     }
 }
 
@@ -428,21 +407,7 @@ fn has_all(o: &Map<String, Value>, names: &[String]) -> bool {
 impl StrPlan {
     #[inline]
     fn holds(&self, spent: &mut u64, s: &str) -> bool {
-        let n = s.len();
-        if (n > self.max_bytes || n < self.min_bytes) && !self.lengths_hold(s) {
-            return false;
-        }
-        self.patterns.is_empty() || self.patterns_hold(spent, s)
-    }
-
-    /// As `eval_string`, with the same byte-length shortcuts.
-    #[inline(never)]
-    fn lengths_hold(&self, s: &str) -> bool {
-        let bytes = s.len() as f64;
-        self.max_length.is_none_or(|m| bytes <= m || (js_length(s) as f64) <= m)
-            && self
-                .min_length
-                .is_none_or(|m| bytes >= 4.0 * m || (js_length(s) as f64) >= m)
+        self.lengths.holds(s) && (self.patterns.is_empty() || self.patterns_hold(spent, s))
     }
 
     #[inline(never)]
@@ -454,25 +419,6 @@ impl StrPlan {
             *spent += units;
             found
         })
-    }
-
-    /// Sets the byte bounds from the lengths: at most `max_length` bytes
-    /// are at most that many code points, and at least four times
-    /// `min_length` bytes at least that many.
-    fn bytes(&mut self) {
-        if let Some(m) = self.max_length {
-            // `as` saturates (and gives 0 for a negative bound): a string
-            // within the truncated bound is within the bound.
-            self.max_bytes = if m >= 0.0 { m as usize } else { 0 };
-            if m < 0.0 {
-                // Nothing is within it; leave it to the exact check.
-                self.min_bytes = usize::MAX;
-            }
-        }
-        if let Some(m) = self.min_length {
-            let least = (4.0 * m).ceil();
-            self.min_bytes = self.min_bytes.max(if least > 0.0 { least as usize } else { 0 });
-        }
     }
 }
 
@@ -548,7 +494,8 @@ impl Planner<'_> {
         let mut num: Option<()> = None;
         // maximum, minimum, exclusiveMaximum, exclusiveMinimum, multipleOf.
         let mut bounds: [Option<f64>; 5] = [None; 5];
-        let mut str: Option<StrPlan> = None;
+        // Strings: maxLength, minLength, the patterns.
+        let mut str: Option<(Option<f64>, Option<f64>, Vec<JsRegex>)> = None;
         let mut obj: Option<ObjPlan> = None;
         let mut arr: Option<ArrPlan> = None;
         let mut values = Vec::new();
@@ -572,11 +519,11 @@ impl Planner<'_> {
                     }
                 }
                 Kw::String(k) => {
-                    let p = str.get_or_insert_with(StrPlan::default);
+                    let (max, min, patterns) = str.get_or_insert_with(Default::default);
                     match k {
-                        StringKw::MaxLength(x) => once(&mut p.max_length, *x)?,
-                        StringKw::MinLength(x) => once(&mut p.min_length, *x)?,
-                        StringKw::Pattern(re) if re.backtracking().is_none() => p.patterns.push(re.clone()),
+                        StringKw::MaxLength(x) => once(max, *x)?,
+                        StringKw::MinLength(x) => once(min, *x)?,
+                        StringKw::Pattern(re) if re.backtracking().is_none() => patterns.push(re.clone()),
                         StringKw::Pattern(_) => return None,
                     }
                 }
@@ -680,9 +627,11 @@ impl Planner<'_> {
                 multiple_of,
             })
         });
-        n.str = str.map(|mut p| {
-            p.bytes();
-            Box::new(p)
+        n.str = str.map(|(max, min, patterns)| {
+            Box::new(StrPlan {
+                lengths: Lengths::new(max, min),
+                patterns,
+            })
         });
         n.obj = obj.map(Box::new);
         n.arr = arr.map(Box::new);

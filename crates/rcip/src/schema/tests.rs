@@ -1226,3 +1226,432 @@ fn each_backtracking_search_has_its_own_step_bound() {
         ["pattern"]
     );
 }
+
+// ---- keywords at their limits, in every evaluation path (issue 35) --------
+
+/// Where a keyword's schema object sits, so that each validity path meets
+/// it: alone at the root (the leaf plan for bounds and lengths, the
+/// closed-object plan for an object schema, the flat plan when it plans
+/// the keyword); beside `not: false` (no plan: the check mode's keyword
+/// arms); as a property of a closed object (the closed-object plan around
+/// it); as the schema of every item (the check mode's `items` arm and the
+/// flat plan's item loop).
+#[derive(Clone, Copy, Debug)]
+enum Placed {
+    Root,
+    NoPlan,
+    InClosedObject,
+    InItems,
+}
+
+impl Placed {
+    const ALL: [Placed; 4] = [Placed::Root, Placed::NoPlan, Placed::InClosedObject, Placed::InItems];
+
+    fn schema(self, kw: &Value) -> Value {
+        match self {
+            Placed::Root => kw.clone(),
+            Placed::NoPlan => {
+                let mut s = kw.clone();
+                s["not"] = json!(false);
+                s
+            }
+            Placed::InClosedObject => json!({"type": "object", "properties": {"a": kw}, "required": ["a"],
+                "additionalProperties": false}),
+            Placed::InItems => json!({"type": "array", "items": kw}),
+        }
+    }
+
+    fn data(self, v: &Value) -> Value {
+        match self {
+            Placed::Root | Placed::NoPlan => v.clone(),
+            Placed::InClosedObject => json!({"a": v}),
+            Placed::InItems => json!([v]),
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Placed::Root | Placed::NoPlan => "",
+            Placed::InClosedObject => "/a",
+            Placed::InItems => "/0",
+        }
+    }
+}
+
+/// Checks `kw` (one keyword's schema object) placed every way, on each
+/// `(value, valid)`: the expected validity from the fastest path (the flat
+/// plan when there is one), the check mode, the general evaluator,
+/// `is_valid`, and the issue pass (an issue of `keyword` at the value's
+/// path exactly when invalid), and `compare_modes`. Returns every
+/// disagreement, so a wrong rule shows in each path it reaches.
+fn at_limits(keyword: &str, kw: Value, flat: bool, cases: &[(Value, bool)]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let budget = Budget::default();
+    for placed in Placed::ALL {
+        let schema = compile(placed.schema(&kw));
+        let prog = &schema.program;
+        let root = prog.root;
+        let root_planned = prog.leaves[root].is_some() || prog.closed[root].is_some();
+        match placed {
+            Placed::NoPlan => assert!(prog.flat.is_none() && !root_planned, "{kw} {placed:?}"),
+            Placed::InClosedObject => assert!(prog.closed[root].is_some(), "{kw} {placed:?}"),
+            _ => {}
+        }
+        assert_eq!(
+            prog.flat.is_some(),
+            flat && !matches!(placed, Placed::NoPlan),
+            "flat plan of {kw} {placed:?}"
+        );
+        for (v, valid) in cases {
+            let data = placed.data(v);
+            let mut got = Vec::new();
+            for mode in [Mode::Fastest, Mode::Check, Mode::General] {
+                got.push((
+                    format!("{mode:?}"),
+                    Evaluator::run_with(prog, &data, false, budget, mode).valid,
+                ));
+            }
+            got.push(("is_valid".to_string(), schema.is_valid(&data)));
+            let issues = schema.validate(&data);
+            let reported = issues
+                .iter()
+                .any(|i| i.keyword == keyword && i.instance_path == placed.path());
+            got.push(("issue pass".to_string(), issues.is_empty()));
+            for (path, answer) in got {
+                if answer != *valid {
+                    wrong.push(format!(
+                        "{kw} {placed:?} {path}: {data} valid {answer}, expected {valid}"
+                    ));
+                }
+            }
+            if !valid && !reported {
+                wrong.push(format!("{kw} {placed:?}: no {keyword} issue for {data}: {issues:?}"));
+            }
+            if let Err(e) = super::compare_modes(&schema, &data) {
+                wrong.push(format!("{kw} {placed:?}: {e}"));
+            }
+        }
+    }
+    wrong
+}
+
+fn assert_at_limits(keyword: &str, kw: Value, flat: bool, cases: &[(Value, bool)]) {
+    let wrong = at_limits(keyword, kw, flat, cases);
+    assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn number_bounds_at_their_limits_in_every_path() {
+    let leaf = |kw: &Value| {
+        let s = compile(kw.clone());
+        assert!(s.program.leaves[s.program.root].is_some(), "{kw} is a leaf");
+    };
+    for (keyword, cases) in [
+        (
+            "maximum",
+            vec![
+                (json!(3), true),
+                (json!(3.0), true),
+                (json!(2.5), true),
+                (json!(4), false),
+                (json!(3.000001), false),
+            ],
+        ),
+        (
+            "minimum",
+            vec![
+                (json!(3), true),
+                (json!(3.0), true),
+                (json!(4), true),
+                (json!(2), false),
+                (json!(2.999999), false),
+            ],
+        ),
+        (
+            "exclusiveMaximum",
+            vec![
+                (json!(2), true),
+                (json!(2.999999), true),
+                (json!(3), false),
+                (json!(3.0), false),
+                (json!(4), false),
+            ],
+        ),
+        (
+            "exclusiveMinimum",
+            vec![
+                (json!(4), true),
+                (json!(3.000001), true),
+                (json!(3), false),
+                (json!(3.0), false),
+                (json!(2), false),
+            ],
+        ),
+    ] {
+        let kw = json!({"type": "number", keyword: 3});
+        leaf(&kw);
+        assert_at_limits(keyword, kw, true, &cases);
+        // With every other bound of the leaf plan, far away.
+        let mut wide = json!({"type": "number", "maximum": 100, "minimum": -100, "exclusiveMaximum": 100, "exclusiveMinimum": -100});
+        wide[keyword] = json!(3);
+        leaf(&wide);
+        assert_at_limits(keyword, wide, true, &cases);
+    }
+    // Negative and fractional limits.
+    assert_at_limits(
+        "minimum",
+        json!({"type": "number", "minimum": -1.5}),
+        true,
+        &[
+            (json!(-1.5), true),
+            (json!(-1), true),
+            (json!(-2), false),
+            (json!(-1.5000001), false),
+        ],
+    );
+    assert_at_limits(
+        "exclusiveMaximum",
+        json!({"type": "number", "exclusiveMaximum": -1.5}),
+        true,
+        &[
+            (json!(-1.5000001), true),
+            (json!(-2), true),
+            (json!(-1.5), false),
+            (json!(0), false),
+        ],
+    );
+}
+
+#[test]
+fn multiple_of_at_its_limits_in_every_path() {
+    assert_at_limits(
+        "multipleOf",
+        json!({"type": "number", "multipleOf": 3}),
+        true,
+        &[
+            (json!(9), true),
+            (json!(0), true),
+            (json!(-3), true),
+            (json!(9.0), true),
+            (json!(10), false),
+            (json!(8.5), false),
+        ],
+    );
+    assert_at_limits(
+        "multipleOf",
+        json!({"type": "number", "multipleOf": 0.5}),
+        true,
+        &[
+            (json!(1.5), true),
+            (json!(2), true),
+            (json!(1.25), false),
+            (json!(1.0000001), false),
+        ],
+    );
+    // The reference's double arithmetic: 0.3 / 0.1 is not an integer.
+    assert_at_limits(
+        "multipleOf",
+        json!({"type": "number", "multipleOf": 0.1}),
+        true,
+        &[(json!(0.5), true), (json!(0.3), false)],
+    );
+}
+
+#[test]
+fn string_lengths_at_their_limits_in_every_path() {
+    // Three code points in one, three and four bytes each, and one more.
+    let max = [
+        (json!(""), true),
+        (json!("abc"), true),
+        (json!("\u{20ac}\u{20ac}\u{20ac}"), true),
+        (json!("\u{1f600}\u{1f600}\u{1f600}"), true),
+        (json!("abcd"), false),
+        (json!("\u{20ac}\u{20ac}\u{20ac}\u{20ac}"), false),
+        (json!("ab\u{1f600}d"), false),
+    ];
+    assert_at_limits("maxLength", json!({"type": "string", "maxLength": 3}), true, &max);
+    let min = [
+        (json!("abc"), true),
+        (json!("\u{20ac}\u{20ac}\u{20ac}"), true),
+        (json!("\u{1f600}\u{1f600}\u{1f600}"), true),
+        (json!("abcd"), true),
+        (json!("ab"), false),
+        (json!("\u{20ac}\u{20ac}"), false),
+        (json!("\u{1f600}\u{1f600}"), false),
+        (json!(""), false),
+    ];
+    assert_at_limits("minLength", json!({"type": "string", "minLength": 3}), true, &min);
+    // Both at once (the byte bounds of both in one record).
+    for (keyword, cases) in [("maxLength", &max[..]), ("minLength", &min[..])] {
+        let cases: Vec<(Value, bool)> = cases
+            .iter()
+            .filter(|(v, valid)| !valid || v.as_str().is_none_or(|s| s.chars().count() == 3))
+            .filter(|(v, valid)| {
+                // An invalid value must fail this keyword (the other holds).
+                *valid || {
+                    let n = v.as_str().map_or(3, |s| s.chars().count());
+                    (keyword == "maxLength") == (n > 3)
+                }
+            })
+            .cloned()
+            .collect();
+        assert_at_limits(
+            keyword,
+            json!({"type": "string", "maxLength": 3, "minLength": 3}),
+            true,
+            &cases,
+        );
+    }
+    // Zero, and a limit no string reaches.
+    assert_at_limits(
+        "maxLength",
+        json!({"type": "string", "maxLength": 0}),
+        true,
+        &[(json!(""), true), (json!("a"), false), (json!("\u{20ac}"), false)],
+    );
+    assert_at_limits(
+        "minLength",
+        json!({"type": "string", "minLength": 0}),
+        true,
+        &[(json!(""), true), (json!("a"), true)],
+    );
+}
+
+#[test]
+fn item_counts_and_unique_items_at_their_limits_in_every_path() {
+    let list = |n: usize| Value::Array((0..n).map(|i| json!(i)).collect());
+    assert_at_limits(
+        "maxItems",
+        json!({"type": "array", "maxItems": 2}),
+        true,
+        &[(list(0), true), (list(2), true), (list(3), false)],
+    );
+    assert_at_limits(
+        "minItems",
+        json!({"type": "array", "minItems": 2}),
+        true,
+        &[(list(2), true), (list(3), true), (list(1), false), (list(0), false)],
+    );
+    // `items: false` after a tuple of two.
+    assert_at_limits(
+        "items",
+        json!({"type": "array", "prefixItems": [{}, {}], "minItems": 2, "items": false}),
+        true,
+        &[(list(2), true), (list(3), false), (list(4), false)],
+    );
+    // No flat plan for `uniqueItems`.
+    assert_at_limits(
+        "uniqueItems",
+        json!({"type": "array", "uniqueItems": true}),
+        false,
+        &[
+            (list(3), true),
+            (json!([1, "1", [1], {"a": 1}]), true),
+            (json!([1, 2, 1]), false),
+            (json!([1, 1.0]), false),
+            (json!([{"a": [1]}, {"a": [1.0]}]), false),
+            (json!([]), true),
+        ],
+    );
+}
+
+#[test]
+fn property_counts_at_their_limits_in_every_path() {
+    let object = |n: usize| Value::Object((0..n).map(|i| (format!("p{i}"), json!(i))).collect());
+    // Closed objects (the closed-object plan at the root), and a plain one.
+    let declared = |n: usize| Value::Object((0..n).map(|i| (format!("p{i}"), json!({}))).collect());
+    for closed in [true, false] {
+        let with = |kw: &str, limit: usize| {
+            let mut s = json!({"type": "object", kw: limit});
+            if closed {
+                s["properties"] = declared(20);
+                s["additionalProperties"] = json!(false);
+            }
+            s
+        };
+        assert_at_limits(
+            "maxProperties",
+            with("maxProperties", 2),
+            true,
+            &[(object(0), true), (object(2), true), (object(3), false)],
+        );
+        assert_at_limits(
+            "minProperties",
+            with("minProperties", 2),
+            true,
+            &[
+                (object(2), true),
+                (object(3), true),
+                (object(1), false),
+                (object(0), false),
+            ],
+        );
+        // Beyond the closed-object plan's 16 members.
+        assert_at_limits(
+            "maxProperties",
+            with("maxProperties", 17),
+            true,
+            &[(object(17), true), (object(16), true), (object(18), false)],
+        );
+        assert_at_limits(
+            "minProperties",
+            with("minProperties", 17),
+            true,
+            &[(object(17), true), (object(18), true), (object(16), false)],
+        );
+    }
+    let s =
+        compile(json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false, "maxProperties": 2}));
+    assert!(s.program.closed[s.program.root].is_some());
+}
+
+#[test]
+fn const_and_enum_at_their_limits_in_every_path() {
+    assert_at_limits(
+        "const",
+        json!({"const": "ab"}),
+        true,
+        &[
+            (json!("ab"), true),
+            (json!("abc"), false),
+            (json!("a"), false),
+            (json!(["ab"]), false),
+        ],
+    );
+    assert_at_limits(
+        "const",
+        json!({"const": {"a": [1, 2]}}),
+        true,
+        &[
+            (json!({"a": [1.0, 2]}), true),
+            (json!({"a": [1, 2, 3]}), false),
+            (json!({"a": [1]}), false),
+        ],
+    );
+    // A short enum (searched in order) and a long one (hashed).
+    assert_at_limits(
+        "enum",
+        json!({"enum": [1, "x", null]}),
+        true,
+        &[
+            (json!(1.0), true),
+            (json!("x"), true),
+            (json!(null), true),
+            (json!(2), false),
+            (json!("xx"), false),
+        ],
+    );
+    let long: Vec<Value> = (0..10).map(|i| json!(i)).collect();
+    assert_at_limits(
+        "enum",
+        json!({ "enum": long }),
+        true,
+        &[
+            (json!(9), true),
+            (json!(9.0), true),
+            (json!(0), true),
+            (json!(10), false),
+            (json!(-1), false),
+        ],
+    );
+}

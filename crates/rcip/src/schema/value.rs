@@ -50,12 +50,20 @@ impl JType {
             | (JType::Array, Value::Array(_))
             | (JType::String, Value::String(_))
             | (JType::Number, Value::Number(_)) => true,
-            (JType::Integer, Value::Number(n)) => {
-                let f = as_f64(n);
-                f.is_finite() && f.fract() == 0.0
-            }
+            (JType::Integer, Value::Number(n)) => is_integer(n),
             _ => false,
         }
+    }
+}
+
+/// `type: integer`'s rule: a number without a fraction (integers as
+/// parsed need no arithmetic). [`JType::matches`] and the flat plan's type
+/// test both call it.
+#[inline]
+pub(crate) fn is_integer(n: &serde_json::Number) -> bool {
+    n.is_u64() || n.is_i64() || {
+        let f = as_f64(n);
+        f.is_finite() && f.fract() == 0.0
     }
 }
 

@@ -160,6 +160,29 @@ impl<'a> Compiler<'a> {
     }
 }
 
+// The rules of the count keywords, written once (issue 35): the general
+// evaluator (and the check mode through it) and the flat plan
+// (`Flat::array`, flat.rs) call them.
+
+/// `maxItems`: at most `limit` items.
+#[inline(always)]
+pub(crate) fn max_items_holds(items: usize, limit: f64) -> bool {
+    (items as f64) <= limit
+}
+
+/// `minItems`: at least `limit` items.
+#[inline(always)]
+pub(crate) fn min_items_holds(items: usize, limit: f64) -> bool {
+    (items as f64) >= limit
+}
+
+/// `items: false` after a `prefixItems` of `tuple` schemas: no item after
+/// the tuple.
+#[inline(always)]
+pub(crate) fn closed_tuple_holds(items: usize, tuple: usize) -> bool {
+    items <= tuple
+}
+
 impl Evaluator<'_> {
     pub(in crate::schema) fn eval_array<'i>(
         &mut self,
@@ -171,14 +194,14 @@ impl Evaluator<'_> {
         let Value::Array(a) = inst else { return true };
         match k {
             ArrayKw::MaxItems(m) => {
-                let ok = (a.len() as f64) <= *m;
+                let ok = max_items_holds(a.len(), *m);
                 if !ok {
                     self.issue(path, "maxItems", format!("must have at most {} items", num(*m)));
                 }
                 ok
             }
             ArrayKw::MinItems(m) => {
-                let ok = (a.len() as f64) >= *m;
+                let ok = min_items_holds(a.len(), *m);
                 if !ok {
                     self.issue(path, "minItems", format!("must have at least {} items", num(*m)));
                 }
@@ -216,7 +239,7 @@ impl Evaluator<'_> {
                 let Some(id) = sub else { return true };
                 let start = after.unwrap_or(0);
                 if *is_false && after.is_some() {
-                    let ok = a.len() <= start;
+                    let ok = closed_tuple_holds(a.len(), start);
                     if !ok {
                         self.issue(
                             path,

@@ -37,17 +37,57 @@ impl Compiler<'_> {
 }
 
 impl NumberKw {
-    /// Whether the number `x` satisfies the keyword.
+    /// Whether the number `x` satisfies the keyword: the rule of its
+    /// variant below. The general evaluator ([`Evaluator::eval_number`])
+    /// and the check mode call this; the leaf plan (`Leaf::holds`,
+    /// eval.rs) and the flat plan (`NumPlan::holds`, flat.rs) hold the
+    /// limits in fields of their own and call the rules directly.
     #[inline]
     pub(crate) fn holds(&self, x: f64) -> bool {
         match *self {
-            NumberKw::Maximum(m) => x <= m,
-            NumberKw::Minimum(m) => x >= m,
-            NumberKw::ExclusiveMaximum(m) => x < m,
-            NumberKw::ExclusiveMinimum(m) => x > m,
-            NumberKw::MultipleOf(m) => is_multiple_of(x, m),
+            NumberKw::Maximum(m) => maximum_holds(x, m),
+            NumberKw::Minimum(m) => minimum_holds(x, m),
+            NumberKw::ExclusiveMaximum(m) => exclusive_maximum_holds(x, m),
+            NumberKw::ExclusiveMinimum(m) => exclusive_minimum_holds(x, m),
+            NumberKw::MultipleOf(m) => multiple_of_holds(x, m),
         }
     }
+}
+
+// The rules: what each number keyword accepts, written once. Every
+// evaluation path calls these (issue 35), so changing one changes every
+// path. The flat plan plans an absent bound as an infinite one (instance
+// numbers are finite), which each bound's rule must therefore allow.
+
+/// `maximum`: `x` is at most the limit.
+#[inline(always)]
+pub(crate) fn maximum_holds(x: f64, limit: f64) -> bool {
+    x <= limit
+}
+
+/// `minimum`: `x` is at least the limit.
+#[inline(always)]
+pub(crate) fn minimum_holds(x: f64, limit: f64) -> bool {
+    x >= limit
+}
+
+/// `exclusiveMaximum`: `x` is below the limit.
+#[inline(always)]
+pub(crate) fn exclusive_maximum_holds(x: f64, limit: f64) -> bool {
+    x < limit
+}
+
+/// `exclusiveMinimum`: `x` is above the limit.
+#[inline(always)]
+pub(crate) fn exclusive_minimum_holds(x: f64, limit: f64) -> bool {
+    x > limit
+}
+
+/// `multipleOf`: `x` divided by `m` is an integer, in the reference's
+/// double arithmetic ([`is_multiple_of`]).
+#[inline(always)]
+pub(crate) fn multiple_of_holds(x: f64, m: f64) -> bool {
+    is_multiple_of(x, m)
 }
 
 impl Evaluator<'_> {

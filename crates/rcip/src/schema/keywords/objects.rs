@@ -217,6 +217,23 @@ impl<'a> Compiler<'a> {
     }
 }
 
+// The rules of the count keywords, written once (issue 35): the general
+// evaluator (and the check mode through it), the closed-object plan
+// (`check_closed`, eval.rs) and the flat plan (`Flat::object`, flat.rs)
+// call them.
+
+/// `maxProperties`: at most `limit` members.
+#[inline(always)]
+pub(crate) fn max_properties_holds(members: usize, limit: f64) -> bool {
+    (members as f64) <= limit
+}
+
+/// `minProperties`: at least `limit` members.
+#[inline(always)]
+pub(crate) fn min_properties_holds(members: usize, limit: f64) -> bool {
+    (members as f64) >= limit
+}
+
 impl Evaluator<'_> {
     pub(in crate::schema) fn eval_object<'i>(
         &mut self,
@@ -233,7 +250,7 @@ impl Evaluator<'_> {
         let Value::Object(o) = inst else { return true };
         match k {
             ObjectKw::MaxProperties(m) => {
-                let ok = (o.len() as f64) <= *m;
+                let ok = max_properties_holds(o.len(), *m);
                 if !ok {
                     self.issue(
                         path,
@@ -244,7 +261,7 @@ impl Evaluator<'_> {
                 ok
             }
             ObjectKw::MinProperties(m) => {
-                let ok = (o.len() as f64) >= *m;
+                let ok = min_properties_holds(o.len(), *m);
                 if !ok {
                     self.issue(
                         path,
