@@ -57,12 +57,14 @@
 //!
 //! docs/MCP.md ("Serving over HTTP") has the whole mapping.
 
+pub mod auth;
 mod router;
 mod service;
 
 pub use crate::server::{
-    SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
+    Principal, SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
 };
+pub use auth::{AuthOptions, JwksSource, JwtOptions, TokenCheck, TokenRefusal, TokenVerifier};
 pub use service::{McpBody, McpFuture, McpService, RequestBody};
 
 use crate::server::{Kind, Registry, RegistryLimits};
@@ -188,6 +190,16 @@ pub struct HttpOptions {
     /// answer or stream is written (a stateless JSON request is then not
     /// cancelled by a disconnect).
     pub half_close: bool,
+    /// The server as an OAuth 2.1 resource server (MCP "Authorization"):
+    /// every request needs a valid access token, checked on its own
+    /// ([`auth`] module). `None` (default): no authorization, which
+    /// [`bind`](McpHttpServer::bind) accepts only on a loopback address
+    /// unless [`allow_unauthenticated`](Self::allow_unauthenticated).
+    pub auth: Option<AuthOptions>,
+    /// Serve a non-loopback address without [`auth`](Self::auth)
+    /// (default false): for a server whose every request is authenticated
+    /// by something in front of it (**rcip**).
+    pub allow_unauthenticated: bool,
 }
 
 /// Default of [`HttpOptions::max_body_bytes`] (4 MiB).
@@ -246,6 +258,8 @@ impl Default for HttpOptions {
             idle_stream_timeout_ms: DEFAULT_IDLE_STREAM_TIMEOUT_MS,
             resumption_bytes: DEFAULT_RESUMPTION_BYTES,
             half_close: false,
+            auth: None,
+            allow_unauthenticated: false,
         }
     }
 }
@@ -311,6 +325,12 @@ impl HttpOptions {
                 "idleStreamTimeoutMs" => o.idle_stream_timeout_ms = int(key, v, 100, u64::MAX / 2)?,
                 "resumptionBytes" => o.resumption_bytes = int(key, v, 1024, 1 << 40)? as usize,
                 "halfClose" => o.half_close = v.as_bool().ok_or_else(|| "/halfClose must be a boolean".to_string())?,
+                "auth" => o.auth = Some(AuthOptions::from_value(v)?),
+                "allowUnauthenticated" => {
+                    o.allow_unauthenticated = v
+                        .as_bool()
+                        .ok_or_else(|| "/allowUnauthenticated must be a boolean".to_string())?
+                }
                 "responseMode" => {
                     o.response_mode = match v.as_str() {
                         Some("sse-calls") => ResponseMode::SseCalls,
@@ -332,7 +352,8 @@ impl HttpOptions {
                          allowedOrigins, forwardHeaders, maxBodyBytes, maxSessions, idleTimeoutMs, replayEvents, \
                          workers, ioThreads, maxConnections, retryMs, pollAfterMs, headerTimeoutMs, bodyTimeoutMs, \
                          responseMode, maxSessionsPerPeer, maxConnectionsPerPeer, maxInFlightPerPeer, \
-                         initializeTimeoutMs, idleStreamTimeoutMs, resumptionBytes, halfClose; session: {})",
+                         initializeTimeoutMs, idleStreamTimeoutMs, resumptionBytes, halfClose, auth, \
+                         allowUnauthenticated; session: {})",
                         SESSION_OPTION_KEYS.join(", ")
                     ))
                 }
@@ -370,6 +391,8 @@ pub(crate) struct ServerInner<O> {
     allowed_origins: Vec<String>,
     /// [`HttpOptions::forward_headers`] as header names.
     forward_headers: Vec<hyper::header::HeaderName>,
+    /// The token check ([`HttpOptions::auth`]).
+    auth: Option<auth::Auth>,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -426,6 +449,8 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 "\"{address}\" is not an IP address and port (e.g. 127.0.0.1:8080)"
             ))
         })?;
+        // Before anything listens: an exposed address needs authorization.
+        auth::check_exposure(&options, Some(addr)).map_err(invalid)?;
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
@@ -475,6 +500,8 @@ impl<O: SessionRuntime> McpHttpServer<O> {
             .map_err(|e| std::io::Error::other(format!("the request state keys could not be drawn: {e}")))?;
         crate::session::check_tool_names(catalog, &options.session.tool_names).map_err(invalid)?;
         crate::content::check(catalog, &options.session.content).map_err(invalid)?;
+        auth::check_exposure(&options, local_addr).map_err(invalid)?;
+        let auth = options.auth.clone().map(auth::Auth::new).transpose().map_err(invalid)?;
         // Mounted, the address is the host's: the localhost defaults.
         let loopback = local_addr.is_none_or(|a| a.ip().is_loopback());
         // On loopback: the localhost names and the bound address itself
@@ -538,6 +565,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 allowed_hosts,
                 allowed_origins,
                 forward_headers,
+                auth,
             }),
         })
     }
@@ -666,6 +694,25 @@ impl<O: SessionRuntime> McpHttpServer<O> {
     /// as their sessions ended.
     pub fn shutdown(&self, deadline: Duration) {
         self.inner.shutdown(deadline);
+    }
+
+    /// Requests refused by the token check so far, by reason (**rcip**):
+    /// `missing`, `malformed`, `invalid`, `expired`, `not_yet_valid`,
+    /// `audience`, `issuer`, `algorithm`, `signature`, `unknown_key`,
+    /// `scope`, `unavailable`. Empty without [`HttpOptions::auth`].
+    pub fn auth_refusals(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.inner.auth.as_ref().map(|a| a.refusals()).unwrap_or_default()
+    }
+
+    /// Replaces the keys that sign access tokens with those of a JWK Set
+    /// (`{"keys": [...]}`), at once and for every later request; tokens
+    /// already checked are checked again. Errors when the server has no
+    /// JWT authorization or the set does not parse (the keys in use stay).
+    pub fn set_jwks(&self, jwks: &str) -> Result<(), String> {
+        match &self.inner.auth {
+            Some(a) if matches!(a.options.tokens, TokenCheck::Jwt(_)) => a.set_keys(jwks),
+            _ => Err("this server does not validate JWT access tokens (HttpOptions::auth)".into()),
+        }
     }
 
     /// The live sessions.

@@ -7,14 +7,14 @@
 use super::router::{parse_event_id, Router, SseBody, STANDALONE};
 use super::{ResponseMode, ServerInner, SessionRuntime, RETRY_AFTER_SECONDS, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::jsonrpc;
-use crate::server::{peer_of, Kind, PeerKind, Reservation};
+use crate::server::{peer_of, ClientKey, Kind, PeerKind, Principal, Reservation};
 use crate::McpSession;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::header::{
-    HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
-    RETRY_AFTER,
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE,
+    HOST, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -111,12 +111,11 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
             continue;
         }
         let peer = peer_of(peer.ip());
-        let Some(slot) =
-            server
-                .registry
-                .peers
-                .acquire(peer, PeerKind::Connection, server.options.max_connections_per_peer)
-        else {
+        let Some(slot) = server.registry.peers.acquire(
+            &ClientKey::Peer(peer),
+            PeerKind::Connection,
+            server.options.max_connections_per_peer,
+        ) else {
             drop(stream); // this peer holds maxConnectionsPerPeer already
             continue;
         };
@@ -171,6 +170,9 @@ pub(super) async fn reaper<O: SessionRuntime>(server: Arc<ServerInner<O>>) {
         // is: the whole pass runs on the control worker.
         server.registry.control.spawn(move || {
             s.registry.reap(idle, unused, listening);
+            if let Some(auth) = &s.auth {
+                auth.refresh();
+            }
             s.registry.reaping.store(false, Ordering::SeqCst);
         });
     }
@@ -241,23 +243,17 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
     peer: std::net::IpAddr,
 ) -> Response<Body> {
     // Held until the answer starts: one peer cannot fill the server with
-    // requests (its bodies read, its answers awaited).
-    let Some(_in_flight) =
-        server
-            .registry
-            .peers
-            .acquire(peer, PeerKind::InFlight, server.options.max_in_flight_per_peer)
-    else {
-        return http_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            -32000,
-            &format!(
-                "Too Many Requests: this client has {} requests in progress (maxInFlightPerPeer)",
-                server.options.max_in_flight_per_peer
-            ),
-        );
+    // requests (its bodies read, its answers awaited). With
+    // authorization, only while the token is checked: then the
+    // principal's own count replaces it.
+    let Some(mut in_flight) = acquire_in_flight(&server, ClientKey::Peer(peer)) else {
+        return too_many_in_flight(&server);
     };
-    if req.uri().path() != server.options.endpoint {
+    let metadata = server
+        .auth
+        .as_ref()
+        .is_some_and(|a| a.is_metadata_path(req.uri().path()));
+    if req.uri().path() != server.options.endpoint && !metadata {
         return http_error(
             StatusCode::NOT_FOUND,
             -32000,
@@ -300,6 +296,64 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
             );
         }
     }
+    if metadata {
+        return protected_resource_metadata(&server, req.method());
+    }
+    // The access token, on every request of either era (MCP
+    // "Authorization": "authorization MUST be included in every HTTP
+    // request"); a session id is never a credential.
+    let principal = match &server.auth {
+        None => None,
+        Some(auth) => {
+            let values: Vec<&[u8]> = headers.get_all(AUTHORIZATION).iter().map(|v| v.as_bytes()).collect();
+            let token = match auth.token(&values) {
+                Ok(t) => t,
+                Err(c) => return challenge(&server, c),
+            };
+            let checked = if auth.needs_worker() {
+                // The host's verifier is host code: on the control worker.
+                let (tx, rx) = oneshot::channel();
+                let s = server.clone();
+                let token = token.to_string();
+                server.registry.control.spawn(move || {
+                    if let Some(a) = &s.auth {
+                        let _ = tx.send(a.verify(&token));
+                    }
+                });
+                match rx.await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        return http_error(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            -32603,
+                            "Internal error: the token was not checked",
+                        )
+                    }
+                }
+            } else {
+                auth.verify(token)
+            };
+            let principal = match checked {
+                Ok(p) => p,
+                Err(c) => return challenge(&server, c),
+            };
+            if let Err(c) = auth.check_scopes(&principal, None) {
+                return challenge(&server, c);
+            }
+            // The principal's count replaces the peer's.
+            let key = ClientKey::Principal(principal.key().into());
+            in_flight = match acquire_in_flight(&server, key) {
+                Some(slot) => slot,
+                None => return too_many_in_flight(&server),
+            };
+            Some(principal)
+        }
+    };
+    let _in_flight = in_flight;
+    let client = match &principal {
+        Some(p) => ClientKey::Principal(p.key().into()),
+        None => ClientKey::Peer(peer),
+    };
     let eras = server.options.session.eras;
     let modern_get = eras == crate::Eras::Both && header(headers, &VERSION_HEADER) == Some(crate::MCP_MODERN_REVISION);
     if (eras == crate::Eras::Modern || modern_get) && *req.method() != Method::POST {
@@ -326,10 +380,11 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
             return r;
         }
     }
+    let caller = Caller { client, principal };
     match *req.method() {
-        Method::POST => post(server, req, peer).await,
-        Method::GET => get(server, req),
-        Method::DELETE => delete(server, req).await,
+        Method::POST => post(server, req, caller).await,
+        Method::GET => get(server, req, &caller),
+        Method::DELETE => delete(server, req, &caller).await,
         _ => {
             let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method Not Allowed");
             r.headers_mut()
@@ -337,6 +392,72 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
             r
         }
     }
+}
+
+/// Who a request is from: the key of its limits, and its principal when
+/// the server checks tokens.
+struct Caller {
+    client: ClientKey,
+    principal: Option<Arc<Principal>>,
+}
+
+impl Caller {
+    /// The principal's key, when the request was authenticated.
+    fn principal_key(&self) -> Option<&str> {
+        match &self.client {
+            ClientKey::Principal(k) if self.principal.is_some() => Some(k),
+            _ => None,
+        }
+    }
+}
+
+fn acquire_in_flight<O: SessionRuntime>(server: &ServerInner<O>, key: ClientKey) -> Option<crate::server::PeerSlot> {
+    server
+        .registry
+        .peers
+        .acquire(&key, PeerKind::InFlight, server.options.max_in_flight_per_peer)
+}
+
+fn too_many_in_flight<O: SessionRuntime>(server: &ServerInner<O>) -> Response<Body> {
+    http_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        -32000,
+        &format!(
+            "Too Many Requests: this client has {} requests in progress (maxInFlightPerPeer)",
+            server.options.max_in_flight_per_peer
+        ),
+    )
+}
+
+/// The answer of a refused token: its status, `WWW-Authenticate` and a
+/// JSON-RPC error body.
+fn challenge<O: SessionRuntime>(server: &ServerInner<O>, c: super::auth::Challenge) -> Response<Body> {
+    if let Some(auth) = &server.auth {
+        auth.count_refusal(c.reason);
+    }
+    let status = StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut r = http_error(status, -32000, &c.message);
+    if let Some(v) = c.www_authenticate.and_then(|v| HeaderValue::from_str(&v).ok()) {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// `GET` of the Protected Resource Metadata document (RFC 9728), which
+/// needs no token.
+fn protected_resource_metadata<O: SessionRuntime>(server: &ServerInner<O>, method: &Method) -> Response<Body> {
+    let Some(auth) = &server.auth else {
+        return http_error(StatusCode::NOT_FOUND, -32000, "Not Found");
+    };
+    if method != Method::GET {
+        let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method Not Allowed");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET"));
+        return r;
+    }
+    let mut r = json_response(auth.metadata.clone());
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
+    r
 }
 
 /// The legacy rule for `MCP-Protocol-Version`: absent (`2025-03-26`) or
@@ -361,14 +482,14 @@ enum Found<O> {
     Missing(Response<Body>),
 }
 
-fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap) -> Found<O> {
+fn find_session<O: SessionRuntime>(server: &ServerInner<O>, headers: &HeaderMap, caller: &Caller) -> Found<O> {
     match header(headers, &SESSION_HEADER) {
         None => Found::Missing(http_error(
             StatusCode::BAD_REQUEST,
             -32000,
             "Bad Request: no Mcp-Session-Id header (send initialize first)",
         )),
-        Some(id) => match server.registry.find(id) {
+        Some(id) => match server.registry.find(id, caller.principal_key()) {
             Some(s) => Found::Session(s),
             None => Found::Missing(http_error(
                 StatusCode::NOT_FOUND,
@@ -484,7 +605,7 @@ fn decode(bytes: &[u8], limits: &Limits) -> Result<jsonrpc::Incoming, (i64, Stri
 async fn post<O: SessionRuntime, B: RequestBody>(
     server: Arc<ServerInner<O>>,
     req: Request<B>,
-    peer: std::net::IpAddr,
+    caller: Caller,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
@@ -516,7 +637,7 @@ async fn post<O: SessionRuntime, B: RequestBody>(
     // not when that era is served). The body is dropped as for a 413.
     if server.options.session.eras == crate::Eras::Legacy {
         if let Some(id) = header(&headers, &SESSION_HEADER) {
-            if !server.registry.contains(id) {
+            if !server.registry.contains(id, caller.principal_key()) {
                 tokio::spawn(discard_body(
                     Box::pin(body),
                     declared.unwrap_or(DISCARD_MAX_BYTES).min(DISCARD_MAX_BYTES),
@@ -580,6 +701,17 @@ async fn post<O: SessionRuntime, B: RequestBody>(
         _ => (None, None),
     };
     let is_request = id.is_some();
+    // The scopes a tool needs beyond every request's (403 naming them all).
+    if let (Some(auth), Some(principal), jsonrpc::Incoming::Request { method, params, .. }) =
+        (&server.auth, &caller.principal, &incoming)
+    {
+        if method == "tools/call" {
+            let tool = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
+            if let Err(c) = auth.check_scopes(principal, tool) {
+                return challenge(&server, c);
+            }
+        }
+    }
     let modern_only = server.options.session.eras == crate::Eras::Modern;
     let modern_notification = match &incoming {
         jsonrpc::Incoming::Notification { params, .. } => {
@@ -615,16 +747,16 @@ async fn post<O: SessionRuntime, B: RequestBody>(
                     ResponseMode::SseCalls => method == "tools/call" || !json_ok,
                     ResponseMode::Json => !json_ok,
                 };
-            return stateless(server, &headers, incoming, use_sse, peer).await;
+            return stateless(server, &headers, incoming, use_sse, &caller).await;
         }
     }
     if let Some(r) = legacy_version_refusal(&headers) {
         return r;
     }
     if method.as_deref() == Some("initialize") && header(&headers, &SESSION_HEADER).is_none() {
-        return initialize(server, &headers, incoming, peer).await;
+        return initialize(server, &headers, incoming, &caller).await;
     }
-    let session = match find_session(&server, &headers) {
+    let session = match find_session(&server, &headers, &caller) {
         Found::Session(s) => s,
         Found::Missing(r) => return r,
     };
@@ -912,7 +1044,7 @@ async fn stateless<O: SessionRuntime>(
     headers: &HeaderMap,
     message: jsonrpc::Incoming,
     use_sse: bool,
-    peer: std::net::IpAddr,
+    caller: &Caller,
 ) -> Response<Body> {
     let jsonrpc::Incoming::Request { id, .. } = &message else {
         return http_error(
@@ -922,7 +1054,7 @@ async fn stateless<O: SessionRuntime>(
         );
     };
     let id = id.clone();
-    let reservation = match server.registry.reserve(Kind::Stateless, peer) {
+    let reservation = match server.registry.reserve(Kind::Stateless, &caller.client) {
         Ok(r) => r,
         Err(message) => {
             return *modern_error(
@@ -935,6 +1067,7 @@ async fn stateless<O: SessionRuntime>(
         }
     };
     let forwarded = forwarded_headers(&server, headers);
+    let principal = caller.principal.clone();
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
     // Only `_meta` goes to the factory: no copy of the arguments.
@@ -943,7 +1076,7 @@ async fn stateless<O: SessionRuntime>(
         _ => None,
     };
     server.registry.control.spawn(move || {
-        let result = create_stateless(&s, meta, &forwarded, reservation);
+        let result = create_stateless(&s, meta, &forwarded, principal.as_deref(), reservation);
         let _ = tx.send(result);
     });
     let session = match rx.await {
@@ -1054,6 +1187,7 @@ fn create_stateless<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     meta: Option<Value>,
     forwarded: &[(String, String)],
+    principal: Option<&Principal>,
     mut reservation: Reservation,
 ) -> Result<Arc<Session<O>>, String> {
     let router = Arc::new(Router::with_budget(
@@ -1062,7 +1196,7 @@ fn create_stateless<O: SessionRuntime>(
     ));
     let session = server
         .registry
-        .build(Kind::Stateless, &mut reservation, meta, forwarded, router)?;
+        .build(Kind::Stateless, &mut reservation, meta, forwarded, principal, router)?;
     server.registry.insert(Kind::Stateless, &session)?;
     Ok(session)
 }
@@ -1079,19 +1213,20 @@ async fn initialize<O: SessionRuntime>(
     server: Arc<ServerInner<O>>,
     headers: &HeaderMap,
     message: jsonrpc::Incoming,
-    peer: std::net::IpAddr,
+    caller: &Caller,
 ) -> Response<Body> {
-    let reservation = match server.registry.reserve(Kind::Session, peer) {
+    let reservation = match server.registry.reserve(Kind::Session, &caller.client) {
         Ok(r) => r,
         Err(message) => return http_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &message),
     };
     let forwarded = forwarded_headers(&server, headers);
+    let principal = caller.principal.clone();
     let (tx, rx) = oneshot::channel();
     let s = server.clone();
     // The factory is host code: on the control worker (never behind a
     // slow handler of another session).
     server.registry.control.spawn(move || {
-        let result = create_session(&s, message, &forwarded, reservation);
+        let result = create_session(&s, message, &forwarded, principal.as_deref(), reservation);
         let _ = tx.send(result);
     });
     match rx.await {
@@ -1117,6 +1252,7 @@ fn create_session<O: SessionRuntime>(
     server: &Arc<ServerInner<O>>,
     message: jsonrpc::Incoming,
     forwarded: &[(String, String)],
+    principal: Option<&Principal>,
     mut reservation: Reservation,
 ) -> Result<(String, String), String> {
     let jsonrpc::Incoming::Request { id, params, .. } = &message else {
@@ -1138,6 +1274,7 @@ fn create_session<O: SessionRuntime>(
             &mut reservation,
             params.clone(),
             forwarded,
+            principal,
             router.clone(),
         )
         .map_err(|why| fail(&why))?;
@@ -1173,7 +1310,7 @@ fn http_text_internal(why: &str) -> String {
         .to_string()
 }
 
-fn get<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>) -> Response<Body> {
+fn get<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>, caller: &Caller) -> Response<Body> {
     let headers = req.headers();
     if !header(headers, &ACCEPT).is_some_and(|a| a.contains("text/event-stream") || a.contains("*/*")) {
         return http_error(
@@ -1182,7 +1319,7 @@ fn get<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>) -> Re
             "Not Acceptable: GET opens an SSE stream; accept text/event-stream",
         );
     }
-    let session = match find_session(&server, headers) {
+    let session = match find_session(&server, headers, caller) {
         Found::Session(s) => s,
         Found::Missing(r) => return r,
     };
@@ -1211,8 +1348,8 @@ fn get<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>) -> Re
     }
 }
 
-async fn delete<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>) -> Response<Body> {
-    let session = match find_session(&server, req.headers()) {
+async fn delete<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>, caller: &Caller) -> Response<Body> {
+    let session = match find_session(&server, req.headers(), caller) {
         Found::Session(s) => s,
         Found::Missing(r) => return r,
     };

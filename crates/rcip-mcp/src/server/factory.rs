@@ -61,6 +61,11 @@ pub struct SessionRequest<'a> {
     /// `HttpOptions::forward_headers`) that the request had, as
     /// (lower-case name, value).
     pub headers: &'a [(String, String)],
+    /// Who the request acts for, when the server checks access tokens
+    /// (`HttpOptions::auth`); `None` without authorization. A legacy
+    /// session stays bound to it: a request of another principal (or of
+    /// none) never reaches the session.
+    pub principal: Option<&'a Principal>,
 }
 
 impl SessionRequest<'_> {
@@ -140,6 +145,56 @@ impl SessionInfo {
             "protocolVersion": self.protocol_version,
             "droppedNotifications": self.dropped_notifications,
             "contentReplaced": self.content_replaced,
+        })
+    }
+}
+
+/// Who an authenticated request acts for (**rcip** over MCP 2026-07-28
+/// "Authorization"): what the server's token check (a JWT it validated,
+/// or the host's verifier for opaque tokens) established. It reaches the
+/// [`SessionFactory`] ([`SessionRequest::principal`]), binds a legacy
+/// session to whoever opened it, and is the key of the per-principal
+/// limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    /// The token's issuer (`iss`).
+    pub issuer: String,
+    /// The subject (`sub`): who the client acts for.
+    pub subject: String,
+    /// The scopes the token grants (`scope`, space-separated, or `scp`),
+    /// in the token's order, without duplicates.
+    pub scopes: Vec<String>,
+    /// The claims the server was told to keep (`claims` of the JWT
+    /// options, e.g. a tenant), by name, as the token had them.
+    pub claims: serde_json::Map<String, Value>,
+    /// When the token expires (`exp`), in seconds since the Unix epoch;
+    /// `None` when it does not say.
+    pub expires_at: Option<u64>,
+}
+
+impl Principal {
+    /// The principal's identity as one text, `<issuer> <subject>` (a
+    /// space never occurs in an issuer URL): what a session and a
+    /// request's `requestState` are bound to.
+    pub fn key(&self) -> String {
+        format!("{} {}", self.issuer, self.subject)
+    }
+
+    /// True when the granted scopes cover `scope`: the scope itself, or a
+    /// broader one (MCP: "a broader scope implies narrower ones"). A
+    /// broader scope is a prefix ending at a `:` or `.` boundary
+    /// (`files` covers `files:read` and `files:read:own`; `files:read`
+    /// does not cover `files:write`), or a scope that `implies` lists as
+    /// covering it.
+    pub fn covers(&self, scope: &str, implies: &std::collections::BTreeMap<String, Vec<String>>) -> bool {
+        self.scopes.iter().any(|granted| {
+            granted == scope
+                || scope
+                    .strip_prefix(granted.as_str())
+                    .is_some_and(|rest| rest.starts_with([':', '.']))
+                || implies
+                    .get(granted)
+                    .is_some_and(|narrower| narrower.iter().any(|n| n == scope))
         })
     }
 }

@@ -33,8 +33,10 @@ mod registry;
 mod transport;
 
 pub use factory::{
-    SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
+    Principal, SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
 };
 #[cfg(feature = "http")]
-pub(crate) use registry::{peer_of, Kind, PeerKind, Registry, RegistryLimits, Reservation, Session, SessionLink};
+pub(crate) use registry::{
+    peer_of, ClientKey, Kind, PeerKind, PeerSlot, Registry, RegistryLimits, Reservation, Session, SessionLink,
+};
 pub use transport::{LineOutput, LineTransport, Received, Transport};

@@ -12,7 +12,7 @@
 //! a registry lock only for a table lookup.
 
 use super::factory::{
-    SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
+    Principal, SessionFactory, SessionInfo, SessionRequest, SessionRuntime, CLIENT_TEXT_MAX_BYTES, SESSION_RETIRE_MS,
 };
 use crate::{McpOptions, McpOutput, McpSession, WorkerPool};
 use parking_lot::Mutex;
@@ -81,6 +81,9 @@ pub(crate) struct Session<O, L> {
     pub(crate) used: AtomicBool,
     /// The session's place in its peer's count, given back when it ends.
     peer_slot: Mutex<Option<PeerSlot>>,
+    /// Who opened it ([`Principal::key`]), when requests are authenticated:
+    /// only that principal's requests find it.
+    principal: Option<String>,
 }
 
 impl<O, L: SessionLink> Session<O, L> {
@@ -90,10 +93,19 @@ impl<O, L: SessionLink> Session<O, L> {
     }
 }
 
-/// What one peer holds: [connections, sessions, requests in flight].
+/// Who a limit counts: a peer (the client's address), or an
+/// authenticated principal ([`Principal::key`]), which replaces the peer
+/// where it is known (behind a proxy every client is one peer).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ClientKey {
+    Peer(IpAddr),
+    Principal(Arc<str>),
+}
+
+/// What one client holds: [connections, sessions, requests in flight].
 #[derive(Default)]
 pub(crate) struct PeerTable {
-    counts: Mutex<HashMap<IpAddr, [usize; 3]>>,
+    counts: Mutex<HashMap<ClientKey, [usize; 3]>>,
 }
 
 /// What a [`PeerSlot`] counts.
@@ -107,7 +119,7 @@ pub(crate) enum PeerKind {
 /// One place in a peer's count; given back when dropped.
 pub(crate) struct PeerSlot {
     table: Arc<PeerTable>,
-    peer: IpAddr,
+    peer: ClientKey,
     kind: PeerKind,
 }
 
@@ -128,19 +140,19 @@ pub(crate) fn peer_of(addr: IpAddr) -> IpAddr {
 
 impl PeerTable {
     /// A place of `kind` for `peer` when it holds fewer than `max`.
-    pub(crate) fn acquire(self: &Arc<Self>, peer: IpAddr, kind: PeerKind, max: usize) -> Option<PeerSlot> {
+    pub(crate) fn acquire(self: &Arc<Self>, peer: &ClientKey, kind: PeerKind, max: usize) -> Option<PeerSlot> {
         let mut counts = self.counts.lock();
-        let c = counts.entry(peer).or_default();
+        let c = counts.entry(peer.clone()).or_default();
         if c[kind as usize] >= max {
             if c.iter().all(|n| *n == 0) {
-                counts.remove(&peer);
+                counts.remove(peer);
             }
             return None;
         }
         c[kind as usize] += 1;
         Some(PeerSlot {
             table: self.clone(),
-            peer,
+            peer: peer.clone(),
             kind,
         })
     }
@@ -264,7 +276,7 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
     /// A place for a new session of `kind` for `peer`, or the message of
     /// the refusal (the peer holds its most, the server is full or
     /// shutting down): both are `503` over HTTP.
-    pub(crate) fn reserve(&self, kind: Kind, peer: IpAddr) -> Result<Reservation, String> {
+    pub(crate) fn reserve(&self, kind: Kind, peer: &ClientKey) -> Result<Reservation, String> {
         let Some(slot) = self
             .peers
             .acquire(peer, PeerKind::Session, self.limits.max_sessions_per_peer)
@@ -302,6 +314,7 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
         reservation: &mut Reservation,
         params: Option<Value>,
         forwarded: &[(String, String)],
+        principal: Option<&Principal>,
         link: Arc<L>,
     ) -> Result<Arc<Session<O, L>>, String> {
         let params = match kind {
@@ -329,6 +342,7 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
             session_id: &session_id,
             initialize_params: &params,
             headers: forwarded,
+            principal,
         };
         let owner = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.factory.create(&request))) {
             Ok(Ok(o)) => Arc::new(o),
@@ -360,7 +374,10 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
             }
         };
         if kind == Kind::Stateless {
-            mcp.set_principal(owner.principal());
+            // The authenticated principal, when there is one: a request
+            // state is bound to who the token says, not to what the host
+            // derived.
+            mcp.set_principal(principal.map(Principal::key).or_else(|| owner.principal()));
         }
         let info = SessionInfo {
             session_id,
@@ -389,6 +406,7 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
             ended: AtomicBool::new(false),
             used: AtomicBool::new(kind == Kind::Stateless),
             peer_slot: Mutex::new(reservation.slot.take()),
+            principal: principal.map(Principal::key),
         }))
     }
 
@@ -410,18 +428,29 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
         Ok(())
     }
 
-    /// Live session `id`, marked as used.
-    pub(crate) fn find(&self, id: &str) -> Option<Arc<Session<O, L>>> {
-        let found = self.sessions.lock().get(id).cloned();
+    /// Live session `id` of `principal` (`None` without authentication),
+    /// marked as used. Another principal's session is not found: nothing
+    /// tells a client that an id it guessed or stole exists.
+    pub(crate) fn find(&self, id: &str, principal: Option<&str>) -> Option<Arc<Session<O, L>>> {
+        let found = self
+            .sessions
+            .lock()
+            .get(id)
+            .filter(|s| s.principal.as_deref() == principal)
+            .cloned();
         if let Some(s) = &found {
             s.used.store(true, Ordering::SeqCst);
         }
         found
     }
 
-    /// True when session `id` is live (nothing is marked).
-    pub(crate) fn contains(&self, id: &str) -> bool {
-        self.sessions.lock().contains_key(id)
+    /// True when session `id` is live and `principal`'s (nothing is
+    /// marked).
+    pub(crate) fn contains(&self, id: &str, principal: Option<&str>) -> bool {
+        self.sessions
+            .lock()
+            .get(id)
+            .is_some_and(|s| s.principal.as_deref() == principal)
     }
 
     /// Takes session or stateless request `id` out of its table.
