@@ -773,6 +773,22 @@ bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(CARGO) build --release -p rcip-bench --bin rcip-mcp-load
 	target/release/rcip-mcp-load $(MCP_LOAD_ARGS)
 
+# ---- cost per call against the Rust SDK (issue 29; BENCHMARKS.md, "Cost per call against the Rust SDK")
+# Builds the rmcp peer (bench/rmcp_peer: its own workspace, pinned by its own
+# Cargo.lock, never part of a workspace build or of `make test`) into
+# target/ and rcip-mcp-cost, then runs it with the load generator on CPU 1
+# and each server on CPU 0 (taskset): the desk and rmcp, stateless and with
+# sessions, interleaved, 3 rounds (about 2 minutes). PASS/FAIL lines per
+# target; MCP_COST_ARGS=--strict makes a FAIL the exit status, e.g.
+# MCP_COST_ARGS='--rounds 1 --calls 100' for a short run.
+.PHONY: bench-mcp-cost
+MCP_COST_ARGS ?=
+bench-mcp-cost: $(BUILD)/dispatch_desk
+	$(CARGO) build --release --locked --manifest-path bench/rmcp_peer/Cargo.toml --target-dir target
+	$(CARGO) build --release -p rcip-bench --bin rcip-mcp-cost
+	taskset -c 1 target/release/rcip-mcp-cost --desk $(BUILD)/dispatch_desk \
+	  --rmcp target/release/rcip-rmcp-peer $(MCP_COST_ARGS)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(BUILD)
