@@ -47,11 +47,16 @@
 //! on the median over the rounds, printed as PASS/FAIL lines: rcip stateless
 //! server CPU per call <= 60 us; rcip stateless 64-client throughput >= 1.5x
 //! rmcp's; rcip stateless sequential p50 <= rmcp's; rcip legacy server CPU
-//! per call no more than today's (`--legacy-baseline-us`, default 227 us:
-//! BENCHMARKS.md, "MCP over HTTP"). A FAIL changes the exit status only
-//! with `--strict`. Loopback only; every phase is bounded by its count and
+//! per call no more than today's (`--legacy-baseline-us`, default 120 us:
+//! what this benchmark measured for the tree of 2026-12-04, 107-112 us,
+//! plus a margin; rcip-mcp-load's unpinned figures in BENCHMARKS.md, "MCP
+//! over HTTP", 189-227 us, were taken another way on a loaded machine). A
+//! FAIL changes the exit status only with `--strict`. Loopback only; every phase is bounded by its count and
 //! by `--deadline-s` (default 120 s per phase), and each server by
 //! `--serve-seconds`.
+//!
+//! `--url URL` drives a server started elsewhere instead (under valgrind,
+//! say): one phase of the first era, `--clients` x `--calls`, no server CPU.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -144,13 +149,13 @@ fn parse_args() -> Args {
         rmcp: target.join("release/rcip-rmcp-peer"),
         rounds: 3,
         clients: 64,
-        calls: 400,
-        seq_calls: 5000,
+        calls: 1000,
+        seq_calls: 10_000,
         warmup: 2000,
         eras: vec![Era::Stateless, Era::Legacy],
         server_cpu: Some("0".into()),
         deadline: Duration::from_secs(120),
-        legacy_baseline_us: 227.0,
+        legacy_baseline_us: 120.0,
         strict: false,
         url: None,
     };
