@@ -788,7 +788,7 @@ bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 # without the TypeScript server.
 .PHONY: bench-mcp-cost
 MCP_COST_ARGS  ?=
-MCP_COST_PEERS ?= rcip,rmcp,ts
+MCP_COST_PEERS ?= rcip,rcip-rust,rmcp,ts
 MCP_TS_PEER    := $(BUILD)/mcp-ts-peer
 
 $(MCP_TS_PEER)/.installed: bench/mcp-ts/package.json bench/mcp-ts/package-lock.json | $(BUILD)

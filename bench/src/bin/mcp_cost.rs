@@ -16,7 +16,10 @@
 //! - rmcp: bench/rmcp_peer (`StreamableHttpService` on axum, TCP_NODELAY);
 //! - ts: bench/mcp-ts/server.mjs, the TypeScript SDK v2 under the Node that
 //!   bench/mcp-ts/package.json pins (`--ts-node`, `--ts-server`; make
-//!   bench-mcp-cost installs both into build/mcp-ts-peer).
+//!   bench-mcp-cost installs both into build/mcp-ts-peer);
+//! - rcip-rust: this program as a minimal Rust host over rcip-mcp's
+//!   `McpHttpServer` (`--serve-rust-host`, below): rcip without the C desk's
+//!   own callbacks (policy, transcript, its JSON parser).
 //!
 //! Two eras, each server in the configuration that serves it cheapest:
 //!
@@ -51,7 +54,7 @@
 //! answer makes the run invalid (exit status 1). Targets (issue 29), judged
 //! on the median over the rounds, printed as PASS/FAIL lines: rcip stateless
 //! server CPU per call <= 60 us; rcip stateless 64-client throughput >= 1.5x
-//! rmcp's; rcip stateless sequential p50 <= rmcp's (the TypeScript server's
+//! rmcp's; rcip stateless sequential p50 <= rmcp's (the other servers'
 //! figures are reported, not judged); rcip legacy server CPU
 //! per call no more than today's (`--legacy-baseline-us`, default 120 us:
 //! what this benchmark measured for the tree of 2026-12-04, 107-113 us,
@@ -124,6 +127,7 @@ enum Peer {
     Rcip,
     Rmcp,
     Ts,
+    RcipRust,
 }
 
 impl Peer {
@@ -132,6 +136,7 @@ impl Peer {
             Peer::Rcip => "rcip",
             Peer::Rmcp => "rmcp",
             Peer::Ts => "ts",
+            Peer::RcipRust => "rcip-rust",
         }
     }
 }
@@ -142,7 +147,7 @@ fn usage(message: &str) -> ! {
     }
     eprintln!(
         "usage: rcip-mcp-cost [--desk PATH] [--catalog FILE] [--rmcp PATH] [--ts-node NODE] [--ts-server SCRIPT]\n\
-         \x20                    [--peers rcip,rmcp,ts] [--rounds N] [--clients N]\n\
+         \x20                    [--peers rcip,rmcp,ts,rcip-rust] [--rounds N] [--clients N]\n\
          \x20                    [--calls N] [--seq-calls N] [--warmup N] [--eras stateless,legacy]\n\
          \x20                    [--server-cpu N|none] [--deadline-s N] [--legacy-baseline-us N] [--strict]\n\
          \x20      rcip-mcp-cost --url http://127.0.0.1:PORT/mcp [--eras E] [--clients N] [--calls N]"
@@ -191,7 +196,8 @@ fn parse_args() -> Args {
                         "rcip" => Peer::Rcip,
                         "rmcp" => Peer::Rmcp,
                         "ts" => Peer::Ts,
-                        _ => usage("--peers rcip,rmcp,ts"),
+                        "rcip-rust" => Peer::RcipRust,
+                        _ => usage("--peers rcip,rmcp,ts,rcip-rust"),
                     })
                     .collect()
             }
@@ -738,6 +744,19 @@ fn server_args(args: &Args, era: Era, peer: Peer) -> (PathBuf, Vec<String>) {
             ];
             (args.rmcp.clone(), a.iter().map(|s| s.to_string()).collect())
         }
+        Peer::RcipRust => {
+            let mode = if era == Era::Stateless { "stateless" } else { "legacy" };
+            let a = [
+                "--serve-rust-host",
+                mode,
+                "--catalog",
+                args.catalog.to_str().expect("catalog path"),
+                "--serve-seconds",
+                &serve_seconds,
+            ];
+            let me = std::env::current_exe().expect("this program's path");
+            (me, a.iter().map(|s| s.to_string()).collect())
+        }
         Peer::Ts => {
             let mode = if era == Era::Stateless { "stateless" } else { "sessions" };
             let a = [
@@ -832,7 +851,126 @@ fn drive(rt: &tokio::runtime::Runtime, args: &Args, url: &str) {
     std::process::exit(if p.failed == 0 && p.errors.is_empty() { 0 } else { 1 });
 }
 
+/// `--serve-rust-host stateless|legacy --catalog FILE --serve-seconds N`:
+/// this program as the `rcip-rust` server, a minimal Rust host over
+/// rcip-mcp's `McpHttpServer`: a runtime per session or per stateless
+/// request from the catalog, `board.listOpenVisits` bound to a Rust handler
+/// answering the same three visits, the default policy (reads allowed), no
+/// event observer, no transcript. What rcip costs without the C desk's own
+/// callbacks. Options as the desk's in the same era (stateless: eras
+/// `both`, JSON answers; legacy: the defaults).
+fn serve_rust_host(argv: &[String]) -> ! {
+    use rcip::catalog::Catalog;
+    use rcip::runtime::{Invocation, Runtime, RuntimeBuilder};
+    use rcip_mcp::http::{HttpOptions, McpHttpServer, ResponseMode, SessionRequest};
+    use std::sync::Arc;
+    let (mut mode, mut catalog_path, mut seconds) = (String::new(), PathBuf::new(), 900u64);
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+        };
+        match a.as_str() {
+            "--serve-rust-host" => mode = value(),
+            "--catalog" => catalog_path = value().into(),
+            "--serve-seconds" => seconds = value().parse().unwrap_or_else(|_| usage("--serve-seconds N")),
+            _ => usage(&format!("unknown argument {a}")),
+        }
+    }
+    let bytes = std::fs::read(&catalog_path).unwrap_or_else(|e| usage(&format!("{}: {e}", catalog_path.display())));
+    let catalog = Catalog::from_bytes(&bytes).unwrap_or_else(|e| usage(&format!("catalog: {e:?}")));
+    let mut options = HttpOptions {
+        max_sessions: 1100,
+        ..Default::default()
+    };
+    match mode.as_str() {
+        "stateless" => {
+            options.session.eras = rcip_mcp::Eras::Both;
+            options.response_mode = ResponseMode::Json;
+        }
+        "legacy" => {}
+        _ => usage("--serve-rust-host stateless|legacy"),
+    }
+    let c = catalog.clone();
+    let factory = move |_: &SessionRequest<'_>| -> Result<Runtime, String> {
+        let mut builder = RuntimeBuilder::new(&c);
+        builder
+            .bind(
+                TOOL,
+                Arc::new(|inv: Invocation| {
+                    let visit = |id: &str,
+                                 site: &str,
+                                 issue: &str,
+                                 skill: &str,
+                                 priority: &str,
+                                 date: &str,
+                                 window: &str,
+                                 notes: u32| {
+                        serde_json::json!({"id": id, "site": site, "issue": issue, "skill": skill, "priority": priority,
+                                           "status": "new", "date": date, "window": window, "notes": notes})
+                    };
+                    let visits = vec![
+                        visit(
+                            "V-1003",
+                            "Harbor Bakery",
+                            "Walk-in cooler compressor short-cycling",
+                            "hvac",
+                            "urgent",
+                            "2026-01-05",
+                            "afternoon",
+                            1,
+                        ),
+                        visit(
+                            "V-1005",
+                            "Riverside Gym",
+                            "Shower drains slow in the locker room",
+                            "plumbing",
+                            "low",
+                            "2026-01-06",
+                            "morning",
+                            0,
+                        ),
+                        visit(
+                            "V-1009",
+                            "Pine Hotel",
+                            "Room 214 thermostat is blank",
+                            "electrical",
+                            "normal",
+                            "2026-01-06",
+                            "afternoon",
+                            0,
+                        ),
+                    ];
+                    let limit = inv
+                        .input()
+                        .get("limit")
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(24) as usize;
+                    let visits: Vec<_> = visits.into_iter().take(limit).collect();
+                    let _ = inv.complete(serde_json::json!({"visits": visits, "total": 10}));
+                }),
+                None,
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(builder.build())
+    };
+    let server = McpHttpServer::bind(&catalog, "127.0.0.1:0", options, factory)
+        .unwrap_or_else(|e| usage(&format!("cannot serve: {e}")));
+    server.start().unwrap_or_else(|e| usage(&format!("cannot start: {e}")));
+    println!("rcip-rust: serving MCP on http://{}/mcp", server.local_addr());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    std::thread::sleep(Duration::from_secs(seconds));
+    std::process::exit(0);
+}
+
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some("--serve-rust-host") {
+        serve_rust_host(&argv);
+    }
     let args = parse_args();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -952,14 +1090,15 @@ fn main() {
             args.clients,
             rt_ / mt
         );
-        if args.peers.contains(&Peer::Ts) {
+        for &peer in args.peers.iter().filter(|p| !matches!(p, Peer::Rcip | Peer::Rmcp)) {
             println!(
-                "median over {} rounds, {}: ts server CPU per call {:.1} µs, {:.0} calls/s, sequential p50 {:.0} µs",
+                "median over {} rounds, {}: {} server CPU per call {:.1} µs, {:.0} calls/s, sequential p50 {:.0} µs",
                 args.rounds,
                 era.name(),
-                med(era, Peer::Ts, &cpu),
-                med(era, Peer::Ts, &tput),
-                med(era, Peer::Ts, &p50)
+                peer.name(),
+                med(era, peer, &cpu),
+                med(era, peer, &tput),
+                med(era, peer, &p50)
             );
         }
         if !(args.peers.contains(&Peer::Rcip) && args.peers.contains(&Peer::Rmcp)) {
