@@ -1083,13 +1083,6 @@ fn main() {
         let (rc, rm) = (med(era, Peer::Rcip, &cpu), med(era, Peer::Rmcp, &cpu));
         let (rt_, mt) = (med(era, Peer::Rcip, &tput), med(era, Peer::Rmcp, &tput));
         let (rp, mp) = (med(era, Peer::Rcip, &p50), med(era, Peer::Rmcp, &p50));
-        println!(
-            "median over {} rounds, {}: server CPU per call rcip {rc:.1} µs, rmcp {rm:.1} µs; {} clients rcip {rt_:.0} calls/s, rmcp {mt:.0} calls/s ({:.2}x); sequential p50 rcip {rp:.0} µs, rmcp {mp:.0} µs",
-            args.rounds,
-            era.name(),
-            args.clients,
-            rt_ / mt
-        );
         for &peer in args.peers.iter().filter(|p| !matches!(p, Peer::Rcip | Peer::Rmcp)) {
             println!(
                 "median over {} rounds, {}: {} server CPU per call {:.1} µs, {:.0} calls/s, sequential p50 {:.0} µs",
@@ -1104,6 +1097,13 @@ fn main() {
         if !(args.peers.contains(&Peer::Rcip) && args.peers.contains(&Peer::Rmcp)) {
             continue;
         }
+        println!(
+            "median over {} rounds, {}: server CPU per call rcip {rc:.1} µs, rmcp {rm:.1} µs; {} clients rcip {rt_:.0} calls/s, rmcp {mt:.0} calls/s ({:.2}x); sequential p50 rcip {rp:.0} µs, rmcp {mp:.0} µs",
+            args.rounds,
+            era.name(),
+            args.clients,
+            rt_ / mt
+        );
         match era {
             Era::Stateless => {
                 check(
