@@ -1384,7 +1384,7 @@ fn results_never_carry_structured_content_for_errors() {
         let outcome = json!({"status": status, "invocationId": "i", "capabilityId": "c",
                              "error": {"code": "EXECUTION_FAILED", "message": "m"},
                              "confirmation": {"id": "k", "title": "t", "description": "d", "effect": "destructive", "expiresAt": 0}});
-        let r = tools::call_result(&outcome, false, "App", None);
+        let r = tools::call_result(outcome.clone(), false, "App", None);
         assert_eq!(r["isError"], true);
         assert!(r.get("structuredContent").is_none());
         assert_eq!(r["_meta"]["rcip/outcome"]["status"], status);

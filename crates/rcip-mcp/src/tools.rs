@@ -281,16 +281,17 @@ fn error_text(outcome: &Value) -> String {
 ///
 /// Every result carries the outcome under `_meta["rcip/outcome"]` (a
 /// succeeded one without its output, which is the structured content).
-pub(crate) fn call_result(outcome: &Value, output_wrapped: bool, application: &str, note: Option<&str>) -> Value {
+pub(crate) fn call_result(mut outcome: Value, output_wrapped: bool, application: &str, note: Option<&str>) -> Value {
+    // The outcome is taken, not copied: its output moves into
+    // `structuredContent`, the rest is `_meta["rcip/outcome"]`.
+    let output = match &mut outcome {
+        Value::Object(m) => m.remove("output"),
+        _ => None,
+    };
     let status = outcome.get("status").and_then(Value::as_str).unwrap_or("");
-    let mut meta_outcome = outcome.clone();
-    if let Value::Object(m) = &mut meta_outcome {
-        m.remove("output");
-    }
-    let meta = json!({"rcip/outcome": meta_outcome});
     match status {
         "succeeded" => {
-            let output = outcome.get("output").cloned().unwrap_or(Value::Null);
+            let output = output.unwrap_or(Value::Null);
             let structured = if output_wrapped {
                 json!({RESULT_KEY: output})
             } else {
@@ -300,18 +301,18 @@ pub(crate) fn call_result(outcome: &Value, output_wrapped: bool, application: &s
                 "content": text_content(structured.to_string()),
                 "structuredContent": structured,
                 "isError": false,
-                "_meta": meta
+                "_meta": {"rcip/outcome": outcome}
             })
         }
         "confirmation_required" => json!({
-            "content": text_content(confirmation_text(outcome, application, note)),
+            "content": text_content(confirmation_text(&outcome, application, note)),
             "isError": true,
-            "_meta": meta
+            "_meta": {"rcip/outcome": outcome}
         }),
         _ => json!({
-            "content": text_content(error_text(outcome)),
+            "content": text_content(error_text(&outcome)),
             "isError": true,
-            "_meta": meta
+            "_meta": {"rcip/outcome": outcome}
         }),
     }
 }

@@ -1024,6 +1024,13 @@ fn lone_sse_message(frame: &[u8]) -> Option<String> {
 }
 
 fn modern_status(text: &str) -> StatusCode {
+    // Only an error response has an HTTP status of its own, and every one
+    // the session writes has this text: anything without it is a result
+    // (200) and is not parsed again. With it (an error, or a result whose
+    // content holds such an object), the parse decides.
+    if !text.contains("\"error\":{\"code\":") {
+        return StatusCode::OK;
+    }
     let code = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64));

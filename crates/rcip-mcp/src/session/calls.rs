@@ -72,7 +72,7 @@ impl Inner {
             Unwrapped::Input(v) => v,
             Unwrapped::Invalid { keyword, message } => {
                 let outcome = tools::unwrap_failure(&name, keyword, &message);
-                let result = tools::call_result(&outcome, output_wrapped, &self.application, None);
+                let result = tools::call_result(outcome, output_wrapped, &self.application, None);
                 return self.finish(&key, Ok(result));
             }
         };
@@ -182,23 +182,29 @@ impl Inner {
                 }
             }
         }
-        let mut result = tools::call_result(&outcome, context.output_wrapped, &self.application, note);
-        self.map_content(&outcome, &mut result);
+        // What the content mapping needs, before the outcome moves into
+        // the result.
+        let mapped = match status {
+            "succeeded" if !self.content.is_empty() => outcome
+                .get("capabilityId")
+                .and_then(Value::as_str)
+                .filter(|c| self.content.contains_key(*c))
+                .map(str::to_string),
+            _ => None,
+        };
+        let mut result = tools::call_result(outcome, context.output_wrapped, &self.application, note);
+        if let Some(sources) = mapped.and_then(|c| self.content.get(&c)) {
+            self.map_content(sources, &mut result);
+        }
         self.finish(&context.key, Ok(result));
     }
 
-    /// A succeeded result of a capability with a `content` mapping: its
-    /// content is the mapped blocks; invalid values become text notes,
-    /// counted in the session and in `_meta["rcip/contentReplaced"]`.
-    /// `structuredContent` and the outcome are unchanged.
-    pub(super) fn map_content(&self, outcome: &Value, result: &mut Value) {
-        if self.content.is_empty() || outcome.get("status").and_then(Value::as_str) != Some("succeeded") {
-            return;
-        }
-        let capability = outcome.get("capabilityId").and_then(Value::as_str).unwrap_or_default();
-        let Some(sources) = self.content.get(capability) else {
-            return;
-        };
+    /// A succeeded result of a capability with a `content` mapping
+    /// (`sources`): its content is the mapped blocks; invalid values become
+    /// text notes, counted in the session and in
+    /// `_meta["rcip/contentReplaced"]`. `structuredContent` and the outcome
+    /// are unchanged.
+    pub(super) fn map_content(&self, sources: &[ContentSource], result: &mut Value) {
         let blocks = content::blocks(sources, &result["structuredContent"]);
         result["content"] = Value::Array(blocks.content);
         if blocks.replaced > 0 {
