@@ -3054,6 +3054,21 @@ const char *rcip_mcp_session_setup_initialize_params(const struct rcip_mcp_sessi
 const char *rcip_mcp_session_setup_client_name(const struct rcip_mcp_session_setup *setup);
 
 /**
+ * Who the request acts for, as JSON text, when the server checks access
+ * tokens (the `auth` server option, docs/MCP.md "Authorization"); NULL
+ * without authorization.
+ *
+ * Shape: `{"issuer", "subject", "scopes": [string...], "claims": {the
+ * claims the `auth.claims` option lists that the token had},
+ * "expiresAt": seconds since the Unix epoch | null}`. The session stays
+ * bound to this principal: requests of another one never reach it. Use it
+ * to build the runtime a tenant may use (its policy, its bindings).
+ * Ownership: borrowed from `setup`, valid during the factory call.
+ * Thread safety: the factory's thread.
+ */
+const char *rcip_mcp_session_setup_principal(const struct rcip_mcp_session_setup *setup);
+
+/**
  * The value of request header `name` (any case) of the `initialize`
  * request, or NULL when the request had none or the server's
  * `forwardHeaders` option does not name it.

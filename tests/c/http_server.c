@@ -195,10 +195,17 @@ int main(void)
     pthread_mutex_init(&h.mutex, NULL);
     OK(rcip_catalog_new(CATALOG, &h.catalog));
 
-    /* An address that cannot be bound: IO, and neither callback runs. */
+    /* An address beyond loopback without the auth option: refused before
+     * anything is bound, and neither callback runs. */
     rcip_mcp_server *server = NULL;
     CHECK(rcip_mcp_server_new(h.catalog, "192.0.2.1:1", NULL, factory, &h, release_factory, &server) ==
-              RCIP_RESULT_IO,
+              RCIP_RESULT_INVALID_ARGUMENT,
+          "an exposed address needs authorization");
+    CHECK(strstr(rcip_last_error_message(), "without authorization") != NULL, "the message says why");
+    CHECK(server == NULL && atomic_load(&h.factory_released) == 0, "nothing kept, nothing released");
+    /* With the explicit opt-out, an address that cannot be bound: IO. */
+    CHECK(rcip_mcp_server_new(h.catalog, "192.0.2.1:1", "{\"allowUnauthenticated\": true}", factory, &h,
+                              release_factory, &server) == RCIP_RESULT_IO,
           "a non-local address is IO");
     CHECK(server == NULL && atomic_load(&h.factory_released) == 0, "nothing kept, nothing released");
     CHECK(rcip_mcp_server_new(h.catalog, "not an address", NULL, factory, &h, NULL, &server) ==

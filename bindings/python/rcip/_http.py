@@ -32,17 +32,28 @@ from .errors import Result, check
 
 class SessionSetup:
     """What the session factory is told about a new MCP session: its id,
-    the client's ``initialize`` params, and the request headers the
-    server's ``forwardHeaders`` option names. Valid during the factory
-    call (it is a plain copy, so keeping it is harmless)."""
+    the client's ``initialize`` params, the request headers the server's
+    ``forwardHeaders`` option names, and, when the server checks access
+    tokens (the ``auth`` option), ``principal``: who the request acts for,
+    ``{"issuer", "subject", "scopes", "claims", "expiresAt"}`` (``None``
+    without authorization; the session stays bound to it). Valid during
+    the factory call (it is a plain copy, so keeping it is harmless)."""
 
-    __slots__ = ("session_id", "initialize_params", "client_name", "_headers")
+    __slots__ = ("session_id", "initialize_params", "client_name", "_headers", "principal")
 
-    def __init__(self, session_id: str, initialize_params: Dict[str, Any], client_name: Optional[str], headers: Dict[str, str]) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        initialize_params: Dict[str, Any],
+        client_name: Optional[str],
+        headers: Dict[str, str],
+        principal: Optional[Dict[str, Any]] = None,
+    ) -> None:
         self.session_id = session_id
         self.initialize_params = initialize_params
         self.client_name = client_name
         self._headers = headers
+        self.principal = principal
 
     def header(self, name: str) -> Optional[str]:
         """A forwarded header of the ``initialize`` request (any case), or ``None``."""
@@ -90,6 +101,7 @@ def _factory_trampoline(key: Optional[int], setup: Optional[int]) -> int:
             json.loads(_text(lib.rcip_mcp_session_setup_initialize_params(setup)) or "null") or {},
             _text(lib.rcip_mcp_session_setup_client_name(setup)),
             headers,
+            json.loads(_text(lib.rcip_mcp_session_setup_principal(setup)) or "null"),
         )
         # The runtime moves into the session: the library closes and frees
         # it when the session ends; the Python object stays usable for its

@@ -182,6 +182,7 @@ _PROTOTYPES = {
     "rcip_mcp_session_setup_session_id": (c_char_p, [_P]),
     "rcip_mcp_session_setup_initialize_params": (c_char_p, [_P]),
     "rcip_mcp_session_setup_client_name": (c_char_p, [_P]),
+    "rcip_mcp_session_setup_principal": (c_char_p, [_P]),
     "rcip_mcp_session_setup_header": (c_char_p, [_P, c_char_p]),
     "rcip_mcp_session_setup_accept": (_R, [_P, _P, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_mcp_server_new": (

@@ -107,8 +107,13 @@ def test_bad_options_and_addresses_raise() -> None:
         rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), options={"nope": 1})
     with pytest.raises(rcip.InvalidArgumentError):
         rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), "localhost")
-    with pytest.raises(rcip.IoError):
+    # An address beyond loopback needs authorization (refused before
+    # anything is bound) ...
+    with pytest.raises(rcip.InvalidArgumentError, match="without authorization"):
         rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), "192.0.2.1:1")
+    # ... or an explicit opt-out; this one then cannot be bound at all.
+    with pytest.raises(rcip.IoError):
+        rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG), "192.0.2.1:1", options={"allowUnauthenticated": True})
 
 
 def test_python_m_rcip_serve_http_serves_a_declared_app(tmp_path: Any) -> None:
@@ -146,3 +151,84 @@ def test_python_m_rcip_serve_http_serves_a_declared_app(tmp_path: Any) -> None:
             proc.kill()
             raise
     assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
+
+
+# A JWK Set of the test key crates/rcip-mcp/tests/fixtures/test-es256.pem
+# and a token it signed for alice of tenant acme, valid until 2100 for the
+# resource below (made once with PyJWT; the key protects nothing).
+_TEST_JWKS = {"keys": [{"kty": "EC", "crv": "P-256", "x": "ROYprD1LjkvmuwJiqXq3Tx0BET6t5LA3Dxpc9huXKDE", "y": "1Yh4cyY3-eK7zUUbujcp7dbbaqxGUQzYR7H_-3Ex78o", "kid": "es-1", "alg": "ES256", "use": "sig"}]}
+_ALICE_TOKEN = (
+    "eyJhbGciOiJFUzI1NiIsImtpZCI6ImVzLTEiLCJ0eXAiOiJKV1QifQ."
+    "eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS50ZXN0IiwiYXVkIjoiaHR0cDovLzEyNy4wLjAuMS9tY3AiLCJzdWIiOiJhbGljZSIsImV4cCI6NDEwMjQ0NDgwMCwic2NvcGUiOiJtY3A6dG9vbHMiLCJ0ZW5hbnQiOiJhY21lIn0."
+    "VJYYxtdLpXQfQ1ELRStCqrzfrP0Ki_J3eJmzp2taVnkCqXghjV4XAwXZoxYbnDFquvBeEnvHFB2XYwuEGRetVw"
+)
+
+
+def test_the_factory_sees_the_authenticated_principal() -> None:
+    setups: List[rcip.SessionSetup] = []
+
+    def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
+        setups.append(setup)
+        runtime = rcip.Runtime(CATALOG)
+        tenant = (setup.principal or {}).get("claims", {}).get("tenant")
+        runtime.host.bind("greeting.say", lambda inv: {"text": "hello %s of %s" % (inv.input["name"], tenant)})
+        return runtime
+
+    auth = {
+        "resource": "http://127.0.0.1/mcp",
+        "authorizationServers": ["https://auth.example.test"],
+        "requiredScopes": ["mcp:tools"],
+        "jwks": _TEST_JWKS,
+        "claims": ["tenant"],
+    }
+    with rcip.McpHttpServer(CATALOG, factory, options={"auth": auth}) as server:
+        server.start()
+        host_port = server.url.split("//", 1)[1].split("/", 1)[0]
+
+        def post(body: Dict[str, Any], token: Optional[str], session: Optional[str] = None) -> Tuple[int, Dict[str, str], str]:
+            conn = http.client.HTTPConnection(host_port, timeout=10)
+            headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+            if token:
+                headers["Authorization"] = "Bearer " + token
+            if session:
+                headers["Mcp-Session-Id"] = session
+            conn.request("POST", "/mcp", json.dumps(body), headers)
+            resp = conn.getresponse()
+            result = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode("utf-8"))
+            conn.close()
+            return result
+
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}
+        status, headers, _ = post(init, None)
+        assert status == 401
+        assert headers["www-authenticate"].startswith('Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"')
+        assert setups == []
+        status, headers, text = post(init, _ALICE_TOKEN)
+        assert status == 200, text
+        sid = headers["mcp-session-id"]
+        assert len(setups) == 1 and setups[0].principal is not None
+        principal = setups[0].principal
+        assert (principal["issuer"], principal["subject"], principal["scopes"]) == ("https://auth.example.test", "alice", ["mcp:tools"])
+        assert principal["claims"] == {"tenant": "acme"} and principal["expiresAt"] == 4102444800
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, _ALICE_TOKEN, sid)
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greeting.say", "arguments": {"name": "Ada"}}}
+        status, _, text = post(call, _ALICE_TOKEN, sid)
+        assert status == 200 and _answer(text)["result"]["structuredContent"] == {"text": "hello Ada of acme"}
+        # The session id alone is no credential.
+        status, _, _ = post(call, None, sid)
+        assert status == 401
+
+
+def test_without_auth_the_principal_is_none_and_exposed_binds_are_refused() -> None:
+    seen: List[Optional[Dict[str, Any]]] = []
+
+    def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
+        seen.append(setup.principal)
+        return rcip.Runtime(CATALOG)
+
+    with rcip.McpHttpServer(CATALOG, factory) as server:
+        server.start()
+        _initialize(server.url, "anyone")
+    assert seen == [None]
+    with pytest.raises(rcip.InvalidArgumentError, match="without authorization"):
+        rcip.McpHttpServer(CATALOG, factory, "0.0.0.0:0")

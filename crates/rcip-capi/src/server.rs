@@ -74,6 +74,8 @@ pub(crate) struct Setup {
     params: CString,
     client_name: Option<CString>,
     headers: Vec<(String, CString)>,
+    /// The authenticated principal as JSON, when the server checks tokens.
+    principal: Option<CString>,
     accepted: Option<CSessionRuntime>,
 }
 
@@ -163,6 +165,7 @@ impl SessionFactory<CSessionRuntime> for CFactory {
             params: c_text(&request.initialize_params.to_string()),
             client_name: request.client_name().map(c_text),
             headers: request.headers.iter().map(|(n, v)| (n.clone(), c_text(v))).collect(),
+            principal: request.principal.map(|p| c_text(&p.to_value().to_string())),
             accepted: None,
         };
         // Safety: the host's function with its data; `setup` lives across
@@ -221,6 +224,27 @@ pub unsafe extern "C" fn rcip_mcp_session_setup_client_name(setup: *const rcip_m
         unsafe { super::handle::lent(setup) }
             .and_then(|s| s.client_name.as_ref())
             .map_or(std::ptr::null(), |n| n.as_ptr())
+    })
+}
+
+/// Who the request acts for, as JSON text, when the server checks access
+/// tokens (the `auth` server option, docs/MCP.md "Authorization"); NULL
+/// without authorization.
+///
+/// Shape: `{"issuer", "subject", "scopes": [string...], "claims": {the
+/// claims the `auth.claims` option lists that the token had},
+/// "expiresAt": seconds since the Unix epoch | null}`. The session stays
+/// bound to this principal: requests of another one never reach it. Use it
+/// to build the runtime a tenant may use (its policy, its bindings).
+/// Ownership: borrowed from `setup`, valid during the factory call.
+/// Thread safety: the factory's thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_mcp_session_setup_principal(setup: *const rcip_mcp_session_setup) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        // Safety: NULL or the setup lent to the factory.
+        unsafe { super::handle::lent(setup) }
+            .and_then(|s| s.principal.as_ref())
+            .map_or(std::ptr::null(), |p| p.as_ptr())
     })
 }
 

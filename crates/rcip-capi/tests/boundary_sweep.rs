@@ -154,6 +154,7 @@ rcip_mcp_request_setup_accept ok=OK setup:null=NULL_ARGUMENT runtime:null=NULL_A
 rcip_mcp_session_setup_session_id ok=nonnull setup:null=null
 rcip_mcp_session_setup_initialize_params ok=nonnull setup:null=null
 rcip_mcp_session_setup_client_name ok=nonnull setup:null=null
+rcip_mcp_session_setup_principal ok=null setup:null=null
 rcip_mcp_session_setup_header ok=nonnull setup:null=null name:null=null name:utf8=null
 rcip_mcp_session_setup_accept ok=OK setup:null=NULL_ARGUMENT runtime:null=NULL_ARGUMENT
 rcip_mcp_server_new ok=OK catalog:null=NULL_ARGUMENT address:null=NULL_ARGUMENT address:utf8=INVALID_UTF8 options_json:null=OK options_json:utf8=INVALID_JSON options_json:notjson=INVALID_JSON options_json:shape=INVALID_ARGUMENT factory:null=NULL_ARGUMENT server_out:null=NULL_ARGUMENT
@@ -1936,6 +1937,7 @@ unsafe fn run(f: &str, case: &str) -> String {
         "rcip_mcp_session_setup_session_id"
         | "rcip_mcp_session_setup_initialize_params"
         | "rcip_mcp_session_setup_client_name"
+        | "rcip_mcp_session_setup_principal"
         | "rcip_mcp_session_setup_header"
         | "rcip_mcp_session_setup_accept" => {
             // A live setup exists only inside the factory: the case's
@@ -1953,6 +1955,8 @@ unsafe fn run(f: &str, case: &str) -> String {
                         (text(rcip_mcp_session_setup_initialize_params(setup)), false)
                     }
                     "rcip_mcp_session_setup_client_name" => (text(rcip_mcp_session_setup_client_name(setup)), false),
+                    // No auth option in the sweep's server: NULL.
+                    "rcip_mcp_session_setup_principal" => (text(rcip_mcp_session_setup_principal(setup)), false),
                     "rcip_mcp_session_setup_header" => {
                         (text(rcip_mcp_session_setup_header(setup, name as *const c_char)), false)
                     }

@@ -173,6 +173,20 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// `{"issuer", "subject", "scopes": [...], "claims": {...},
+    /// "expiresAt": <seconds since the epoch> | null}`: the shape the C
+    /// ABI (`rcip_mcp_session_setup_principal`) and Python
+    /// (`SessionSetup.principal`) give hosts.
+    pub fn to_value(&self) -> Value {
+        serde_json::json!({
+            "issuer": self.issuer,
+            "subject": self.subject,
+            "scopes": self.scopes,
+            "claims": self.claims,
+            "expiresAt": self.expires_at,
+        })
+    }
+
     /// The principal's identity as one text, `<issuer> <subject>` (a
     /// space never occurs in an issuer URL): what a session and a
     /// request's `requestState` are bound to.
