@@ -295,3 +295,114 @@ fn service_needs_a_tokio_runtime_and_a_mountable_server() {
     let e = bound.service().unwrap_err();
     assert!(e.to_string().contains("own listener"), "{e}");
 }
+
+async fn get_text(
+    service: &rcip_mcp::http::McpService<Runtime>,
+    path: &str,
+    host: Option<&str>,
+) -> (StatusCode, String) {
+    let mut b = Request::get(path);
+    if let Some(h) = host {
+        b = b.header("host", h);
+    }
+    let res = service.serve(b.body(Full::new(Bytes::new())).unwrap()).await.unwrap();
+    let status = res.status();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_readiness_and_metrics() {
+    let catalog = catalog();
+    let c = catalog.clone();
+    let options = HttpOptions {
+        max_sessions: 1,
+        metrics_path: Some("/metrics".into()),
+        ..HttpOptions::default()
+    };
+    let server = McpHttpServer::mountable(&catalog, options, move |_: &SessionRequest<'_>| {
+        Ok(RuntimeBuilder::new(&c).build())
+    })
+    .unwrap();
+    let service = server.service().unwrap();
+    // Probes need no Host header (a load balancer's check may send none).
+    assert_eq!(
+        get_text(&service, "/healthz", None).await,
+        (StatusCode::OK, "ok\n".into())
+    );
+    assert_eq!(
+        get_text(&service, "/readyz", None).await,
+        (StatusCode::OK, "ready\n".into())
+    );
+    // Metrics do: they answer after the Host check.
+    assert_eq!(get_text(&service, "/metrics", None).await.0, StatusCode::BAD_REQUEST);
+    let init = Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}}})
+            .to_string(),
+        )))
+        .unwrap();
+    assert_eq!(service.serve(init).await.unwrap().status(), StatusCode::OK);
+    // One session of at most one: not ready for more.
+    let (status, body) = get_text(&service, "/readyz", None).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "at capacity (maxSessions)\n")
+    );
+    let (status, text) = get_text(&service, "/metrics", Some("localhost")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        text.contains("rcip_mcp_http_requests_total{method=\"POST\",status=\"200\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("rcip_mcp_sessions 1"), "{text}");
+    assert!(
+        text.contains("rcip_mcp_http_request_duration_seconds_count{method=\"POST\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rcip_mcp_http_requests_in_flight 1"),
+        "the scrape itself is in flight: {text}"
+    );
+    let svc = service.clone();
+    tokio::task::spawn_blocking(move || server.shutdown(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    // A shut-down server answers nothing but 503, its probes included.
+    assert_eq!(get_text(&svc, "/readyz", None).await.0, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        get_text(&svc, "/healthz", None).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+#[test]
+fn operations_paths_are_checked() {
+    let bad = |o: HttpOptions| {
+        McpHttpServer::mountable(&catalog(), o, |_: &SessionRequest<'_>| {
+            Ok(RuntimeBuilder::new(&catalog()).build())
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    assert!(bad(HttpOptions {
+        health_path: Some("/mcp".into()),
+        ..HttpOptions::default()
+    })
+    .contains("endpoint"));
+    assert!(bad(HttpOptions {
+        metrics_path: Some("/readyz".into()),
+        ..HttpOptions::default()
+    })
+    .contains("another"));
+    assert!(bad(HttpOptions {
+        ready_path: Some("readyz".into()),
+        ..HttpOptions::default()
+    })
+    .contains("starting"));
+    let o = HttpOptions::from_value(&json!({"healthPath": null, "metricsPath": "/m"})).unwrap();
+    assert_eq!((o.health_path, o.metrics_path), (None, Some("/m".to_string())));
+}

@@ -58,6 +58,7 @@
 //! docs/MCP.md ("Serving over HTTP") has the whole mapping.
 
 pub mod auth;
+pub mod ops;
 mod router;
 mod service;
 
@@ -200,6 +201,16 @@ pub struct HttpOptions {
     /// (default false): for a server whose every request is authenticated
     /// by something in front of it (**rcip**).
     pub allow_unauthenticated: bool,
+    /// The liveness path (**rcip**, [`ops`]): `GET` answers `200 ok`
+    /// (default `/healthz`; `None`: none).
+    pub health_path: Option<String>,
+    /// The readiness path (**rcip**, [`ops`]): `GET` answers `200 ready`,
+    /// or `503` while shutting down or at capacity (default `/readyz`;
+    /// `None`: none).
+    pub ready_path: Option<String>,
+    /// The Prometheus metrics path (**rcip**, [`ops`]; default `None`: no
+    /// metrics endpoint).
+    pub metrics_path: Option<String>,
 }
 
 /// Default of [`HttpOptions::max_body_bytes`] (4 MiB).
@@ -260,6 +271,9 @@ impl Default for HttpOptions {
             half_close: false,
             auth: None,
             allow_unauthenticated: false,
+            health_path: Some("/healthz".into()),
+            ready_path: Some("/readyz".into()),
+            metrics_path: None,
         }
     }
 }
@@ -326,6 +340,18 @@ impl HttpOptions {
                 "resumptionBytes" => o.resumption_bytes = int(key, v, 1024, 1 << 40)? as usize,
                 "halfClose" => o.half_close = v.as_bool().ok_or_else(|| "/halfClose must be a boolean".to_string())?,
                 "auth" => o.auth = Some(AuthOptions::from_value(v)?),
+                "healthPath" | "readyPath" | "metricsPath" => {
+                    let path = match v {
+                        Value::Null => None,
+                        Value::String(p) => Some(p.clone()),
+                        _ => return Err(format!("/{key} must be a path or null")),
+                    };
+                    match key.as_str() {
+                        "healthPath" => o.health_path = path,
+                        "readyPath" => o.ready_path = path,
+                        _ => o.metrics_path = path,
+                    }
+                }
                 "allowUnauthenticated" => {
                     o.allow_unauthenticated = v
                         .as_bool()
@@ -353,7 +379,7 @@ impl HttpOptions {
                          workers, ioThreads, maxConnections, retryMs, pollAfterMs, headerTimeoutMs, bodyTimeoutMs, \
                          responseMode, maxSessionsPerPeer, maxConnectionsPerPeer, maxInFlightPerPeer, \
                          initializeTimeoutMs, idleStreamTimeoutMs, resumptionBytes, halfClose, auth, \
-                         allowUnauthenticated; session: {})",
+                         allowUnauthenticated, healthPath, readyPath, metricsPath; session: {})",
                         SESSION_OPTION_KEYS.join(", ")
                     ))
                 }
@@ -393,6 +419,8 @@ pub(crate) struct ServerInner<O> {
     forward_headers: Vec<hyper::header::HeaderName>,
     /// The token check ([`HttpOptions::auth`]).
     auth: Option<auth::Auth>,
+    /// The Prometheus metrics ([`ops`]).
+    metrics: ops::Metrics,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -501,6 +529,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         crate::session::check_tool_names(catalog, &options.session.tool_names).map_err(invalid)?;
         crate::content::check(catalog, &options.session.content).map_err(invalid)?;
         auth::check_exposure(&options, local_addr).map_err(invalid)?;
+        ops::check_paths(&options).map_err(invalid)?;
         let auth = options.auth.clone().map(auth::Auth::new).transpose().map_err(invalid)?;
         // Mounted, the address is the host's: the localhost defaults.
         let loopback = local_addr.is_none_or(|a| a.ip().is_loopback());
@@ -566,6 +595,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 allowed_origins,
                 forward_headers,
                 auth,
+                metrics: ops::Metrics::new(),
             }),
         })
     }

@@ -127,7 +127,7 @@ pub(super) async fn accept_loop<O: SessionRuntime>(server: Arc<ServerInner<O>>, 
             let service_server = s.clone();
             let service = hyper::service::service_fn(move |req| {
                 let s = service_server.clone();
-                async move { Ok::<_, Infallible>(handle(s, req, peer).await) }
+                async move { Ok::<_, Infallible>(handle_counted(s, req, peer).await) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -237,6 +237,78 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
     }
 }
 
+/// [`handle`] with the request's metrics: in flight while handled, then
+/// counted by method and status with the time until its answer started.
+async fn handle_counted<O: SessionRuntime, B: RequestBody>(
+    server: Arc<ServerInner<O>>,
+    req: Request<B>,
+    peer: std::net::IpAddr,
+) -> Response<Body> {
+    let started = std::time::Instant::now();
+    let method = req.method().clone();
+    let metrics = server.clone();
+    metrics.metrics.in_flight.inc();
+    let answer = handle(server, req, peer).await;
+    metrics.metrics.in_flight.dec();
+    metrics
+        .metrics
+        .answered(&method, answer.status().as_u16(), started.elapsed().as_secs_f64());
+    answer
+}
+
+/// `GET` of a liveness or readiness path; `None` for any other request.
+fn probe<O: SessionRuntime, B>(server: &ServerInner<O>, req: &Request<B>) -> Option<Response<Body>> {
+    let path = req.uri().path();
+    let o = &server.options;
+    let health = o.health_path.as_deref() == Some(path);
+    let ready = o.ready_path.as_deref() == Some(path);
+    if !health && !ready {
+        return None;
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method Not Allowed");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return Some(r);
+    }
+    let text = |status: StatusCode, body: &'static str| {
+        let mut r = response(status, Some("text/plain; charset=utf-8"), full(body));
+        r.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        r
+    };
+    if health {
+        return Some(text(StatusCode::OK, "ok\n"));
+    }
+    Some(
+        if server.stopping.load(Ordering::SeqCst) || server.registry.stopping() {
+            text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+        } else if server.registry.full() {
+            text(StatusCode::SERVICE_UNAVAILABLE, "at capacity (maxSessions)\n")
+        } else {
+            text(StatusCode::OK, "ready\n")
+        },
+    )
+}
+
+/// `GET` of the metrics path, after the `Host`/`Origin` checks.
+fn metrics<O: SessionRuntime>(server: &ServerInner<O>, method: &Method) -> Response<Body> {
+    if method != Method::GET {
+        let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method Not Allowed");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET"));
+        return r;
+    }
+    let (sessions, stateless) = server.registry.counts();
+    let m = &server.metrics;
+    m.sessions.set(sessions as i64);
+    m.stateless.set(stateless as i64);
+    let dropped: u64 = server.registry.infos().iter().map(|i| i.dropped_notifications).sum();
+    m.dropped_notifications.set(i64::try_from(dropped).unwrap_or(i64::MAX));
+    let mut r = response(StatusCode::OK, Some(super::ops::METRICS_CONTENT_TYPE), full(m.text()));
+    r.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
 async fn handle<O: SessionRuntime, B: RequestBody>(
     server: Arc<ServerInner<O>>,
     req: Request<B>,
@@ -249,11 +321,15 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
     let Some(mut in_flight) = acquire_in_flight(&server, ClientKey::Peer(peer)) else {
         return too_many_in_flight(&server);
     };
+    if let Some(r) = probe(&server, &req) {
+        return r;
+    }
     let metadata = server
         .auth
         .as_ref()
         .is_some_and(|a| a.is_metadata_path(req.uri().path()));
-    if req.uri().path() != server.options.endpoint && !metadata {
+    let metrics_path = server.options.metrics_path.as_deref() == Some(req.uri().path());
+    if req.uri().path() != server.options.endpoint && !metadata && !metrics_path {
         return http_error(
             StatusCode::NOT_FOUND,
             -32000,
@@ -298,6 +374,9 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
     }
     if metadata {
         return protected_resource_metadata(&server, req.method());
+    }
+    if metrics_path {
+        return metrics(&server, req.method());
     }
     // The access token, on every request of either era (MCP
     // "Authorization": "authorization MUST be included in every HTTP
@@ -435,6 +514,7 @@ fn challenge<O: SessionRuntime>(server: &ServerInner<O>, c: super::auth::Challen
     if let Some(auth) = &server.auth {
         auth.count_refusal(c.reason);
     }
+    server.metrics.refused(c.reason);
     let status = StatusCode::from_u16(c.status).unwrap_or(StatusCode::UNAUTHORIZED);
     let mut r = http_error(status, -32000, &c.message);
     if let Some(v) = c.www_authenticate.and_then(|v| HeaderValue::from_str(&v).ok()) {
@@ -1449,7 +1529,7 @@ impl<O: SessionRuntime> McpService<O> {
                     "Service Unavailable: the server is shutting down",
                 ));
             }
-            Ok(handle(server, req, peer).await)
+            Ok(handle_counted(server, req, peer).await)
         })
     }
 }

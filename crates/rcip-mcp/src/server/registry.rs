@@ -461,6 +461,19 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
         }
     }
 
+    /// How many sessions and stateless requests are live now.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.sessions.lock().len(), self.stateless.lock().len())
+    }
+
+    /// True when a new session or stateless request would be refused for
+    /// the total ([`RegistryLimits::max_sessions`]) or because the
+    /// registry is shutting down.
+    pub(crate) fn full(&self) -> bool {
+        let (sessions, stateless) = self.counts();
+        self.stopping() || sessions + stateless + self.creating.load(Ordering::SeqCst) >= self.limits.max_sessions
+    }
+
     /// The live sessions, by id.
     pub(crate) fn infos(&self) -> Vec<SessionInfo> {
         let mut v: Vec<SessionInfo> = self
