@@ -1268,3 +1268,50 @@ fn shutdown_ends_stateless_requests_in_flight_and_aborts_their_calls() {
     let _ = f.slow.lock().pop().unwrap().complete(json!({}));
     drop(client);
 }
+
+#[test]
+fn an_idle_call_stream_gets_keep_alive_comments_until_its_answer() {
+    let f = fixture(HttpOptions {
+        keep_alive_ms: 100,
+        ..HttpOptions::default()
+    });
+    rt().block_on(async {
+        let sid = initialize(f.addr, "a").await;
+        let req = request(f.addr, "POST", Some(&sid), "")
+            .body(Full::new(Bytes::from(call(21, "ward.slow").to_string())))
+            .unwrap();
+        let mut body = send(f.addr, req).await.into_body();
+        let priming = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert!(priming.starts_with(b"id: "), "the priming event first");
+        // Nothing happens for a while: comments keep the stream alive.
+        let mut comments = 0;
+        let started = Instant::now();
+        while comments < 3 {
+            let frame = tokio::time::timeout(Duration::from_secs(2), body.frame())
+                .await
+                .expect("a comment within the period")
+                .unwrap()
+                .unwrap()
+                .into_data()
+                .unwrap();
+            assert_eq!(&frame[..], b": keep-alive\n\n");
+            comments += 1;
+        }
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "one per period, not more"
+        );
+        let inv = f.slow.lock().pop().expect("the handler got the call");
+        inv.complete(json!({"report": "late"})).unwrap();
+        let mut rest = String::new();
+        while let Some(Ok(frame)) = body.frame().await {
+            rest.push_str(std::str::from_utf8(frame.data_ref().unwrap()).unwrap());
+        }
+        let m = sse_messages(&rest);
+        assert_eq!(
+            m.last().unwrap()["result"]["structuredContent"]["report"],
+            "late",
+            "{rest}"
+        );
+    });
+}

@@ -211,6 +211,11 @@ pub struct HttpOptions {
     /// The Prometheus metrics path (**rcip**, [`ops`]; default `None`: no
     /// metrics endpoint).
     pub metrics_path: Option<String>,
+    /// An SSE comment (`: keep-alive`) on every open stream after this
+    /// many milliseconds without an event (default 15000; 0: none)
+    /// (**rcip**): a proxy with a read timeout shorter than a call keeps
+    /// its stream open. SSE readers ignore comments.
+    pub keep_alive_ms: u64,
 }
 
 /// Default of [`HttpOptions::max_body_bytes`] (4 MiB).
@@ -237,6 +242,8 @@ pub const DEFAULT_IDLE_STREAM_TIMEOUT_MS: u64 = 1_800_000;
 pub const DEFAULT_RESUMPTION_BYTES: usize = 1024 * 1024;
 /// The `Retry-After` of every `503` and `429`, in seconds (**rcip**).
 pub const RETRY_AFTER_SECONDS: u64 = 5;
+/// Default of [`HttpOptions::keep_alive_ms`] (15 s).
+pub const DEFAULT_KEEP_ALIVE_MS: u64 = 15_000;
 /// Default of [`HttpOptions::retry_ms`].
 pub const DEFAULT_RETRY_MS: u64 = 1000;
 /// Default shutdown deadline of [`McpHttpServer`]'s drop, in milliseconds.
@@ -274,6 +281,7 @@ impl Default for HttpOptions {
             health_path: Some("/healthz".into()),
             ready_path: Some("/readyz".into()),
             metrics_path: None,
+            keep_alive_ms: DEFAULT_KEEP_ALIVE_MS,
         }
     }
 }
@@ -329,6 +337,7 @@ impl HttpOptions {
                 "ioThreads" => o.io_threads = int(key, v, 1, 16)? as usize,
                 "maxConnections" => o.max_connections = int(key, v, 1, 1 << 20)? as usize,
                 "retryMs" => o.retry_ms = int(key, v, 0, 3_600_000)?,
+                "keepAliveMs" => o.keep_alive_ms = int(key, v, 0, 3_600_000)?,
                 "pollAfterMs" => o.poll_after_ms = Some(int(key, v, 0, 3_600_000)?),
                 "headerTimeoutMs" => o.header_timeout_ms = int(key, v, 100, 3_600_000)?,
                 "bodyTimeoutMs" => o.body_timeout_ms = int(key, v, 100, 3_600_000)?,
@@ -379,7 +388,8 @@ impl HttpOptions {
                          workers, ioThreads, maxConnections, retryMs, pollAfterMs, headerTimeoutMs, bodyTimeoutMs, \
                          responseMode, maxSessionsPerPeer, maxConnectionsPerPeer, maxInFlightPerPeer, \
                          initializeTimeoutMs, idleStreamTimeoutMs, resumptionBytes, halfClose, auth, \
-                         allowUnauthenticated, healthPath, readyPath, metricsPath; session: {})",
+                         allowUnauthenticated, healthPath, readyPath, metricsPath, \
+                         keepAliveMs; session: {})",
                         SESSION_OPTION_KEYS.join(", ")
                     ))
                 }

@@ -25,9 +25,11 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// The standalone stream's id.
@@ -189,6 +191,7 @@ impl Router {
             cursor,
             priming: true,
             retry_ms: None,
+            keep_alive: None,
         })
     }
 
@@ -487,9 +490,20 @@ pub(crate) struct SseBody {
     cursor: u64,
     priming: bool,
     retry_ms: Option<u64>,
+    /// The keep-alive period, and the timer of the next comment (made on
+    /// the first poll, on the connection's task).
+    keep_alive: Option<(Duration, Option<Pin<Box<tokio::time::Sleep>>>)>,
 }
 
 impl SseBody {
+    /// Sends an SSE comment (`: keep-alive`) after every `ms` without an
+    /// event (**rcip**), so proxies with a read timeout keep the stream
+    /// open while a call runs; SSE readers ignore comments. 0: none.
+    pub(crate) fn with_keep_alive(mut self, ms: u64) -> SseBody {
+        self.keep_alive = (ms > 0).then(|| (Duration::from_millis(ms), None));
+        self
+    }
+
     /// No priming event: a stateless (2026-07-28) response stream is not
     /// resumable ("Streamable HTTP", "Receiving Messages"), so it carries
     /// only the request's notifications and its response.
@@ -521,9 +535,24 @@ impl Body for SseBody {
             return Poll::Ready(Some(Ok(Frame::data(Bytes::from(text)))));
         }
         match this.router.poll_events(this.stream, this.conn, &mut this.cursor, cx) {
-            Poll::Ready(Some(text)) => Poll::Ready(Some(Ok(Frame::data(Bytes::from(text))))),
+            Poll::Ready(Some(text)) => {
+                if let Some((period, Some(timer))) = &mut this.keep_alive {
+                    timer.as_mut().reset(tokio::time::Instant::now() + *period);
+                }
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from(text)))))
+            }
             Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                let Some((period, timer)) = &mut this.keep_alive else {
+                    return Poll::Pending;
+                };
+                let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(*period)));
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                timer.as_mut().reset(tokio::time::Instant::now() + *period);
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b": keep-alive\n\n")))))
+            }
         }
     }
 

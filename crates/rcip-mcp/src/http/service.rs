@@ -886,7 +886,10 @@ async fn post<O: SessionRuntime, B: RequestBody>(
                 router.request_close(sid);
             });
         }
-        return sse_response(body.with_retry(server.options.retry_ms));
+        return sse_response(
+            body.with_retry(server.options.retry_ms)
+                .with_keep_alive(server.options.keep_alive_ms),
+        );
     }
     let Some(rx) = session.link.route_json(key.clone()) else {
         return in_flight();
@@ -1208,7 +1211,7 @@ async fn stateless<O: SessionRuntime>(
         session.mcp.receive_incoming(message);
         let mut body = GuardedBody {
             first: None,
-            body: body.without_priming(),
+            body: body.without_priming().with_keep_alive(server.options.keep_alive_ms),
             _guard: guard,
         };
         if notified {
@@ -1425,7 +1428,10 @@ fn get<O: SessionRuntime, B>(server: Arc<ServerInner<O>>, req: Request<B>, calle
         },
     };
     match session.link.attach(stream, after) {
-        Some(body) => sse_response(body.with_retry(server.options.retry_ms)),
+        Some(body) => sse_response(
+            body.with_retry(server.options.retry_ms)
+                .with_keep_alive(server.options.keep_alive_ms),
+        ),
         // Not 404: that would tell the client its session is gone.
         None => http_error(
             StatusCode::BAD_REQUEST,
