@@ -2185,7 +2185,7 @@ static void http_console_batch(console *c, const plan *batch)
  */
 static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const char *address,
                           const char *options, const char *context_map, long serve_seconds,
-                          const char *control_path)
+                          const char *control_path, long drain_ms)
 {
     http_desk h;
     memset(&h, 0, sizeof h);
@@ -2235,10 +2235,18 @@ static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const cha
     host_log("desk", "serving over MCP Streamable HTTP on %s (options %s)%s%s", url, options ? options : "{}",
              control_path ? "; dispatcher console: " : "", control_path ? control_path : "");
     int64_t deadline = serve_seconds > 0 ? now_ms() + serve_seconds * 1000 : 0;
+    bool drain = false;
     for (;;) {
         struct timespec wait = {0, 100 * 1000 * 1000};
         int sig = sigtimedwait(&stop_signals, NULL, &wait);
-        if (sig == SIGINT || sig == SIGTERM) {
+        if (sig == SIGTERM) {
+            /* An orchestrator's stop: readiness fails, new work goes
+             * elsewhere, calls in flight get --drain-ms to finish. */
+            host_log("desk", "SIGTERM: draining for up to %ld ms, then shutting down", drain_ms);
+            drain = true;
+            break;
+        }
+        if (sig == SIGINT) {
             host_log("desk", "signal %d: shutting down", sig);
             break;
         }
@@ -2248,7 +2256,11 @@ static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const cha
         }
     }
     console_stop(&c);
-    rcip_ok(rcip_mcp_server_shutdown(server, 5000), "rcip_mcp_server_shutdown");
+    if (drain) {
+        rcip_ok(rcip_mcp_server_drain(server, (uint64_t)drain_ms), "rcip_mcp_server_drain");
+    } else {
+        rcip_ok(rcip_mcp_server_shutdown(server, 5000), "rcip_mcp_server_shutdown");
+    }
     status = 0;
 out:
     rcip_mcp_server_free(server); /* every session ended: their runtimes are closed */
@@ -2302,7 +2314,8 @@ static int usage(const char *program, int status)
             "       %s --mcp [--mcp-elicit | --mcp-options JSON] [--control FIFO] [--json]\n"
             "                [--ttl-ms N] [--catalog FILE]\n"
             "       %s --mcp-http ADDR [--mcp-elicit | --mcp-options JSON] [--context-map JSON]\n"
-            "                [--serve-seconds N] [--control FIFO] [--json] [--ttl-ms N] [--catalog FILE]\n"
+            "                [--serve-seconds N] [--drain-ms N] [--control FIFO] [--json] [--ttl-ms N]\n"
+            "                [--catalog FILE]\n"
             "  Runs an agent plan against the dispatch desk and checks every outcome;\n"
             "  with --mcp, serves the desk to an MCP client on stdin/stdout instead.\n"
             "  --catalog  RcipApplicationDefinition JSON (default "
@@ -2314,12 +2327,14 @@ static int usage(const char *program, int status)
             "  --mcp          serve over MCP (stdio); the transcript goes to stderr\n"
             "  --mcp-elicit   let the MCP client's user approve confirmations (elicitation)\n"
             "  --mcp-options  the MCP session's options JSON (docs/MCP.md; with --mcp-http\n"
-            "                 also the server's options)\n"
+            "                 also the server's options), or @FILE to read them from FILE\n"
             "  --mcp-http     serve over MCP Streamable HTTP on ADDR (e.g. 127.0.0.1:8080;\n"
             "                 port 0 picks one): one desk runtime per MCP session; prints\n"
             "                 \"rcip: serving MCP on URL\" on stdout; stops on SIGINT/SIGTERM\n"
             "  --context-map  with --mcp-http: {\"<clientInfo.name>\" or \"*\": context} for new sessions\n"
             "  --serve-seconds with --mcp-http: shut down after N seconds\n"
+            "  --drain-ms     with --mcp-http: on SIGTERM, let calls in flight finish for up to\n"
+            "                 N ms (default 10000) while new work is refused, then stop\n"
             "  --control      a FIFO: batches of plan lines (desk, set_context, ...) the\n"
             "                 dispatcher runs while serving (default TTL with --mcp: %d ms)\n"
             "Exit status: 0 all outcomes as expected (--mcp: the client hung up), 1 some\n"
@@ -2354,6 +2369,8 @@ int main(int argc, char **argv)
     const char *mcp_options = NULL, *control_path = NULL;
     const char *http_address = NULL, *context_map = NULL;
     long serve_seconds = 0;
+    long drain_ms = 10000;
+    char *mcp_options_file = NULL;
     long ttl_ms = DEFAULT_TTL_MS;
     out.stream = stdout;
     for (int i = 1; i < argc; i++) {
@@ -2378,6 +2395,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "dispatch_desk: --serve-seconds takes a positive number of seconds\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--drain-ms") == 0 && i + 1 < argc) {
+            char *end;
+            drain_ms = strtol(argv[++i], &end, 10);
+            if (*end || drain_ms < 0 || drain_ms > 3600000) {
+                fprintf(stderr, "dispatch_desk: --drain-ms takes 0 to 3600000\n");
+                return 2;
+            }
         } else if ((strcmp(argv[i], "--mcp-elicit") == 0 || strcmp(argv[i], "--mcp-options") == 0) && mcp_options) {
             fprintf(stderr, "dispatch_desk: --mcp-elicit and --mcp-options do not combine (give --mcp-options "
                             "'{\"confirmation\": \"elicit\", ...}' with every option)\n");
@@ -2388,6 +2412,16 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--mcp-options") == 0 && i + 1 < argc) {
             mcp = true;
             mcp_options = argv[++i];
+            if (mcp_options[0] == '@') {
+                /* The options from a file (a secret-free place for them). */
+                char error[512];
+                mcp_options_file = read_file(mcp_options + 1, error, sizeof error);
+                if (!mcp_options_file) {
+                    fprintf(stderr, "dispatch_desk: --mcp-options %s\n", error);
+                    return 2;
+                }
+                mcp_options = mcp_options_file;
+            }
         } else if (strcmp(argv[i], "--control") == 0 && i + 1 < argc) {
             control_path = argv[++i];
         } else if (strcmp(argv[i], "--ttl-ms") == 0 && i + 1 < argc) {
@@ -2476,7 +2510,7 @@ int main(int argc, char **argv)
     if (http_address) {
         /* 2'. Or serve over HTTP: each MCP session builds its own runtime. */
         status = serve_mcp_http(catalog, a.desk, ttl_ms, http_address, mcp_options, context_map,
-                                serve_seconds, control_path);
+                                serve_seconds, control_path, drain_ms);
         goto done;
     }
 
@@ -2601,6 +2635,7 @@ done:
     pthread_mutex_destroy(&a.mutex);
     desk_free(a.desk);
     free(catalog_text);
+    free(mcp_options_file);
     plan_free(&agent_plan);
     return status;
 }

@@ -3210,6 +3210,24 @@ rcip_result rcip_mcp_server_serve(const struct rcip_mcp_server *server);
 rcip_result rcip_mcp_server_shutdown(const struct rcip_mcp_server *server, uint64_t deadline_ms);
 
 /**
+ * Drains, then shuts down (**rcip**; for SIGTERM): readiness
+ * (`/readyz`) fails at once, new sessions and stateless requests are
+ * refused with `503` and `Retry-After`, and the requests already being
+ * answered get until the deadline to finish (later requests of the live
+ * sessions are still served meanwhile); then `rcip_mcp_server_shutdown`
+ * with what is left of the deadline (at least 100 ms). Returns when the
+ * server stopped; `rcip_mcp_server_serve` then returns too.
+ *
+ * Units: `deadline_ms` in milliseconds.
+ * Ownership: `server` is borrowed for the call; it is still the caller's
+ * to free.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+ * Thread safety: any thread except a callback of the server's sessions
+ * or its factory (it waits for them).
+ */
+rcip_result rcip_mcp_server_drain(const struct rcip_mcp_server *server, uint64_t deadline_ms);
+
+/**
  * The live sessions as JSON.
  *
  * Shape: `[{"sessionId", "clientInfo", "protocolVersion",

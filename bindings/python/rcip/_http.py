@@ -228,6 +228,16 @@ class McpHttpServer(Owner):
         with self._handle.use() as ptr:
             check(lib.rcip_mcp_server_shutdown(ptr, int(deadline_ms)))
 
+    def drain(self, deadline_ms: int = 30000) -> None:
+        """Drains, then shuts down (what SIGTERM should do): readiness fails,
+        new sessions and stateless requests get ``503`` with
+        ``Retry-After``, the requests being answered get ``deadline_ms`` to
+        finish, then :meth:`shutdown` with what is left. Blocks until the
+        server stopped, without holding the GIL."""
+        self._stopped = True
+        with self._handle.use() as ptr:
+            check(lib.rcip_mcp_server_drain(ptr, int(deadline_ms)))
+
     def sessions(self) -> List[Dict[str, Any]]:
         """The live sessions: ``[{"sessionId", "clientInfo",
         "protocolVersion", "droppedNotifications", "contentReplaced"}]``

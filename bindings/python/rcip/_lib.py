@@ -193,6 +193,7 @@ _PROTOTYPES = {
     "rcip_mcp_server_start": (_R, [_P]),
     "rcip_mcp_server_serve": (_R, [_P]),
     "rcip_mcp_server_shutdown": (_R, [_P, c_uint64]),
+    "rcip_mcp_server_drain": (_R, [_P, c_uint64]),
     "rcip_mcp_server_sessions": (_R, [_P, _PP]),
     "rcip_mcp_server_session_find": (_R, [_P, c_char_p, _PP]),
     "rcip_mcp_server_session_host": (_P, [_P]),

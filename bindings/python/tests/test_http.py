@@ -232,3 +232,18 @@ def test_without_auth_the_principal_is_none_and_exposed_binds_are_refused() -> N
     assert seen == [None]
     with pytest.raises(rcip.InvalidArgumentError, match="without authorization"):
         rcip.McpHttpServer(CATALOG, factory, "0.0.0.0:0")
+
+
+def test_drain_stops_a_server_with_nothing_in_flight() -> None:
+    with rcip.McpHttpServer(CATALOG, lambda s: rcip.Runtime(CATALOG)) as server:
+        server.start()
+        sid = _initialize(server.url, "drained")
+        assert [s["sessionId"] for s in server.sessions()] == [sid]
+        host_port = server.url.split("//", 1)[1].split("/", 1)[0]
+        conn = http.client.HTTPConnection(host_port, timeout=10)
+        conn.request("GET", "/readyz")
+        resp = conn.getresponse()
+        assert (resp.status, resp.read()) == (200, b"ready\n")
+        conn.close()
+        server.drain(2000)
+        assert server.sessions() == []

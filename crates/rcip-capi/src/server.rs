@@ -494,6 +494,29 @@ pub unsafe extern "C" fn rcip_mcp_server_shutdown(server: *const rcip_mcp_server
     })
 }
 
+/// Drains, then shuts down (**rcip**; for SIGTERM): readiness
+/// (`/readyz`) fails at once, new sessions and stateless requests are
+/// refused with `503` and `Retry-After`, and the requests already being
+/// answered get until the deadline to finish (later requests of the live
+/// sessions are still served meanwhile); then `rcip_mcp_server_shutdown`
+/// with what is left of the deadline (at least 100 ms). Returns when the
+/// server stopped; `rcip_mcp_server_serve` then returns too.
+///
+/// Units: `deadline_ms` in milliseconds.
+/// Ownership: `server` is borrowed for the call; it is still the caller's
+/// to free.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT`.
+/// Thread safety: any thread except a callback of the server's sessions
+/// or its factory (it waits for them).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_mcp_server_drain(server: *const rcip_mcp_server, deadline_ms: u64) -> rcip_result {
+    ffi_guard!({
+        let server = owned_arg(server, "server")?;
+        server.drain(Duration::from_millis(deadline_ms));
+        Ok(())
+    })
+}
+
 /// The live sessions as JSON.
 ///
 /// Shape: `[{"sessionId", "clientInfo", "protocolVersion",

@@ -162,6 +162,7 @@ rcip_mcp_server_url ok=OK server:null=NULL_ARGUMENT url_out:null=NULL_ARGUMENT
 rcip_mcp_server_start ok=OK server:null=NULL_ARGUMENT
 rcip_mcp_server_serve ok=OK server:null=NULL_ARGUMENT
 rcip_mcp_server_shutdown ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK deadline_ms:max=OK
+rcip_mcp_server_drain ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK deadline_ms:max=OK
 rcip_mcp_server_sessions ok=OK server:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
 rcip_mcp_server_session_find ok=OK server:null=NULL_ARGUMENT session_id:null=NULL_ARGUMENT session_id:utf8=INVALID_UTF8 session_out:null=NULL_ARGUMENT
 rcip_mcp_server_session_host ok=nonnull session:null=null
@@ -2013,6 +2014,7 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_mcp_server_start"
         | "rcip_mcp_server_serve"
         | "rcip_mcp_server_shutdown"
+        | "rcip_mcp_server_drain"
         | "rcip_mcp_server_sessions"
         | "rcip_mcp_server_session_find"
         | "rcip_mcp_server_free" => {
@@ -2040,6 +2042,7 @@ unsafe fn run(f: &str, case: &str) -> String {
                     Ok(rc)
                 }
                 "rcip_mcp_server_shutdown" => Ok(rcip_mcp_server_shutdown(target, a.num64("deadline_ms", 100))),
+                "rcip_mcp_server_drain" => Ok(rcip_mcp_server_drain(target, a.num64("deadline_ms", 100))),
                 "rcip_mcp_server_sessions" => {
                     let out = a.out::<c_char>("json_out");
                     let rc = rcip_mcp_server_sessions(target, out);

@@ -1315,3 +1315,73 @@ fn an_idle_call_stream_gets_keep_alive_comments_until_its_answer() {
         );
     });
 }
+
+#[test]
+fn drain_refuses_new_work_lets_calls_finish_then_stops() {
+    let f = fixture(HttpOptions::default());
+    let addr = f.addr;
+    let sid = rt().block_on(initialize(addr, "a"));
+    // A call in flight when the drain starts.
+    let slow =
+        std::thread::spawn(move || rt().block_on(async move { post(addr, Some(&sid), call(31, "ward.slow")).await }));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while f.slow.lock().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(f.slow.lock().len(), 1);
+    std::thread::scope(|scope| {
+        let drained = scope.spawn(|| {
+            let started = Instant::now();
+            f.server.drain(Duration::from_secs(10));
+            started.elapsed()
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !f.server.is_draining() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        rt().block_on(async {
+            // Not ready, and a new session is refused with Retry-After.
+            let req = request(addr, "GET", None, "")
+                .uri(format!("http://{addr}/readyz"))
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            let resp = send(addr, req).await;
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(resp.headers().contains_key("retry-after"));
+            let text = resp.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(&text[..], b"draining\n");
+            let (status, sid, body) = post(
+                addr,
+                None,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}}}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+            assert!(sid.is_none() && body.contains("draining"), "{body}");
+        });
+        // The call in flight finishes; then the drain ends the server.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!drained.is_finished(), "the drain waits for the call in flight");
+        f.slow
+            .lock()
+            .pop()
+            .unwrap()
+            .complete(json!({"report": "in time"}))
+            .unwrap();
+        let took = drained.join().unwrap();
+        assert!(
+            took < Duration::from_secs(5),
+            "it stops once the call is answered: {took:?}"
+        );
+    });
+    let (status, _, body) = slow.join().unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        answer(&body)["result"]["structuredContent"]["report"],
+        "in time",
+        "{body}"
+    );
+    assert!(f.server.sessions().is_empty());
+    assert_eq!(f.ended.load(Ordering::SeqCst), 1);
+}

@@ -755,6 +755,36 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         }
     }
 
+    /// Drains, then shuts down (**rcip**; what an orchestrator's SIGTERM
+    /// asks for): readiness fails at once (`503 draining`), new sessions
+    /// and stateless requests are refused with `503` and `Retry-After` (a
+    /// load balancer retries them elsewhere), and the requests already
+    /// being answered (calls in flight in the sessions, stateless
+    /// requests) get until `deadline` to finish; then
+    /// [`shutdown`](Self::shutdown) with what is left of `deadline` (at
+    /// least its own 100 ms). Later requests of the live sessions are still
+    /// served while it waits. Returns when the server stopped; a second
+    /// call waits for the first. Must not be called from a host callback.
+    pub fn drain(&self, deadline: Duration) {
+        self.inner.registry.drain();
+        let end = Instant::now()
+            .checked_add(deadline)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
+        while self.inner.registry.busy() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.inner.shutdown(
+            end.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100)),
+        );
+    }
+
+    /// True once [`drain`](Self::drain) or [`shutdown`](Self::shutdown)
+    /// began.
+    pub fn is_draining(&self) -> bool {
+        self.inner.registry.draining() || self.inner.stopping.load(Ordering::SeqCst)
+    }
+
     /// The live sessions.
     pub fn sessions(&self) -> Vec<SessionInfo> {
         self.inner.registry.infos()

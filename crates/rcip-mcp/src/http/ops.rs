@@ -4,8 +4,9 @@
 //! - `GET` [`HttpOptions::health_path`] (default `/healthz`): `200 ok`
 //!   while the server serves at all.
 //! - `GET` [`HttpOptions::ready_path`] (default `/readyz`): `200 ready`,
-//!   or `503` with `Retry-After` and the reason while shutting down or at
-//!   capacity ([`HttpOptions::max_sessions`] sessions and stateless
+//!   or `503` with `Retry-After` and the reason while draining
+//!   ([`McpHttpServer::drain`](super::McpHttpServer::drain)), shutting down
+//!   or at capacity ([`HttpOptions::max_sessions`] sessions and stateless
 //!   requests live).
 //! - `GET` [`HttpOptions::metrics_path`] (default none: off): the Prometheus
 //!   text format (version 0.0.4) through `prometheus-client`.

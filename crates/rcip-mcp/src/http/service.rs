@@ -282,6 +282,8 @@ fn probe<O: SessionRuntime, B>(server: &ServerInner<O>, req: &Request<B>) -> Opt
     Some(
         if server.stopping.load(Ordering::SeqCst) || server.registry.stopping() {
             text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+        } else if server.registry.draining() {
+            text(StatusCode::SERVICE_UNAVAILABLE, "draining\n")
         } else if server.registry.full() {
             text(StatusCode::SERVICE_UNAVAILABLE, "at capacity (maxSessions)\n")
         } else {

@@ -224,6 +224,9 @@ pub(crate) struct Registry<O, L> {
     creating: Arc<AtomicUsize>,
     /// Set once by [`end_all`](Self::end_all): nothing new is admitted.
     stopping: AtomicBool,
+    /// Set by [`drain`](Self::drain): no new session or stateless request;
+    /// the live sessions go on.
+    draining: AtomicBool,
     /// Ended sessions' runtime holders, with when they ended (kept for
     /// [`SESSION_RETIRE_MS`]).
     retired: Mutex<Vec<(Instant, Arc<O>)>>,
@@ -263,6 +266,7 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
             stateless: Mutex::new(HashMap::new()),
             creating: Arc::new(AtomicUsize::new(0)),
             stopping: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             retired: Mutex::new(Vec::new()),
             peers: Arc::default(),
         })
@@ -271,6 +275,25 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
     /// True once the registry is shutting down.
     pub(crate) fn stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Admits no new session or stateless request from now on; what is
+    /// live goes on.
+    pub(crate) fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    /// True once [`drain`](Self::drain) was called.
+    pub(crate) fn draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// True while a request is being answered: a call in flight in a
+    /// session, a stateless request, or a session being created.
+    pub(crate) fn busy(&self) -> bool {
+        self.creating.load(Ordering::SeqCst) > 0
+            || !self.stateless.lock().is_empty()
+            || self.sessions.lock().values().any(|s| s.mcp.in_flight() > 0)
     }
 
     /// A place for a new session of `kind` for `peer`, or the message of
@@ -295,6 +318,9 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
             Kind::Session => self.sessions.lock().len(),
             Kind::Stateless => self.sessions.lock().len() + self.stateless.lock().len(),
         };
+        if self.draining() && !self.stopping() {
+            return Err("Service Unavailable: this server is draining (shutting down soon); retry, another instance will answer".into());
+        }
         if live + reserved > self.limits.max_sessions || self.stopping() {
             return Err(full_message(kind, self.limits.max_sessions));
         }
