@@ -2178,6 +2178,15 @@ static void http_console_batch(console *c, const plan *batch)
     free(live);
 }
 
+/* The access log: one JSON line per answered HTTP request on stdout (the
+ * server's log thread calls it; stdout's lock keeps lines whole). */
+static void print_access(void *user_data, const char *record_json)
+{
+    (void)user_data;
+    printf("%s\n", record_json);
+    fflush(stdout);
+}
+
 /*
  * Serves the desk over MCP Streamable HTTP on `address` until SIGINT or
  * SIGTERM (or `serve_seconds`, when positive): one desk runtime per MCP
@@ -2185,7 +2194,7 @@ static void http_console_batch(console *c, const plan *batch)
  */
 static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const char *address,
                           const char *options, const char *context_map, long serve_seconds,
-                          const char *control_path, long drain_ms)
+                          const char *control_path, long drain_ms, bool access_log)
 {
     http_desk h;
     memset(&h, 0, sizeof h);
@@ -2221,6 +2230,8 @@ static int serve_mcp_http(rcip_catalog *catalog, desk *d, long ttl_ms, const cha
                  "rcip_mcp_server_new") ||
         !(h.server = server) ||
         !rcip_ok(rcip_mcp_server_url(server, &url), "rcip_mcp_server_url") ||
+        (access_log &&
+         !rcip_ok(rcip_mcp_server_set_access_log(server, print_access, NULL, NULL), "rcip_mcp_server_set_access_log")) ||
         !rcip_ok(rcip_mcp_server_start(server), "rcip_mcp_server_start")) {
         goto out;
     }
@@ -2314,7 +2325,8 @@ static int usage(const char *program, int status)
             "       %s --mcp [--mcp-elicit | --mcp-options JSON] [--control FIFO] [--json]\n"
             "                [--ttl-ms N] [--catalog FILE]\n"
             "       %s --mcp-http ADDR [--mcp-elicit | --mcp-options JSON] [--context-map JSON]\n"
-            "                [--serve-seconds N] [--drain-ms N] [--control FIFO] [--json] [--ttl-ms N]\n"
+            "                [--serve-seconds N] [--drain-ms N] [--access-log] [--control FIFO] [--json]\n"
+            "                [--ttl-ms N]\n"
             "                [--catalog FILE]\n"
             "  Runs an agent plan against the dispatch desk and checks every outcome;\n"
             "  with --mcp, serves the desk to an MCP client on stdin/stdout instead.\n"
@@ -2335,6 +2347,8 @@ static int usage(const char *program, int status)
             "  --serve-seconds with --mcp-http: shut down after N seconds\n"
             "  --drain-ms     with --mcp-http: on SIGTERM, let calls in flight finish for up to\n"
             "                 N ms (default 10000) while new work is refused, then stop\n"
+            "  --access-log   with --mcp-http: one JSON line per answered HTTP request on stdout\n"
+            "                 (after the URL line)\n"
             "  --control      a FIFO: batches of plan lines (desk, set_context, ...) the\n"
             "                 dispatcher runs while serving (default TTL with --mcp: %d ms)\n"
             "Exit status: 0 all outcomes as expected (--mcp: the client hung up), 1 some\n"
@@ -2370,6 +2384,7 @@ int main(int argc, char **argv)
     const char *http_address = NULL, *context_map = NULL;
     long serve_seconds = 0;
     long drain_ms = 10000;
+    bool access_log = false;
     char *mcp_options_file = NULL;
     long ttl_ms = DEFAULT_TTL_MS;
     out.stream = stdout;
@@ -2395,6 +2410,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "dispatch_desk: --serve-seconds takes a positive number of seconds\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--access-log") == 0) {
+            access_log = true;
         } else if (strcmp(argv[i], "--drain-ms") == 0 && i + 1 < argc) {
             char *end;
             drain_ms = strtol(argv[++i], &end, 10);
@@ -2510,7 +2527,7 @@ int main(int argc, char **argv)
     if (http_address) {
         /* 2'. Or serve over HTTP: each MCP session builds its own runtime. */
         status = serve_mcp_http(catalog, a.desk, ttl_ms, http_address, mcp_options, context_map,
-                                serve_seconds, control_path, drain_ms);
+                                serve_seconds, control_path, drain_ms, access_log);
         goto done;
     }
 

@@ -898,6 +898,24 @@ typedef int32_t (*rcip_id_generator_callback)(void *user_data, const char *prefi
  */
 typedef int32_t (*rcip_mcp_session_factory_callback)(void *user_data, struct rcip_mcp_session_setup *setup);
 
+/**
+ * Receives one access record of an MCP HTTP server
+ * (`rcip_mcp_server_set_access_log`), as JSON text: `{"time" (RFC 3339
+ * UTC with milliseconds), "peer", "forwardedFor"? (only from a peer in the
+ * `trustedProxies` option), "subject"? (with `auth`), "era"? (`"legacy"`
+ * or `"stateless"`), "httpMethod", "path", "rpcMethod"?, "tool"?,
+ * "status", "durationUs"}`; texts a client sent are cut to 256 bytes.
+ *
+ * Called on the server's access-log thread (`rcip-mcp-log`), never an I/O
+ * or worker thread, one record at a time, in the order answered; while it
+ * runs, at most 4096 more records wait (then they are dropped and counted
+ * in `rcip_mcp_server_access_log_dropped`). `record_json` is valid during
+ * the call. It may call any rcip function but `rcip_mcp_server_shutdown`,
+ * `rcip_mcp_server_drain`, `rcip_mcp_server_set_access_log` and
+ * `rcip_mcp_server_free` of its server.
+ */
+typedef void (*rcip_mcp_access_callback)(void *user_data, const char *record_json);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -3226,6 +3244,29 @@ rcip_result rcip_mcp_server_shutdown(const struct rcip_mcp_server *server, uint6
  * or its factory (it waits for them).
  */
 rcip_result rcip_mcp_server_drain(const struct rcip_mcp_server *server, uint64_t deadline_ms);
+
+/**
+ * Sets the server's access log (**rcip**): one record per answered HTTP
+ * request, as JSON, to `callback` (see `rcip_mcp_access_callback` for the
+ * shape and thread); NULL `callback` removes it. A log set before is
+ * released: its thread delivers what was queued for it, then its
+ * `user_data_free` runs once.
+ *
+ * Ownership: `user_data` is kept until the log is replaced or removed, or
+ * the server shuts down; then `user_data_free(user_data)` runs once.
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (server); `RCIP_RESULT_IO` (the
+ * log's thread cannot start; `user_data` is released).
+ * Thread safety: any thread except the access callback itself.
+ */
+rcip_result rcip_mcp_server_set_access_log(const struct rcip_mcp_server *server, rcip_mcp_access_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
+
+/**
+ * The access records dropped so far because the log's queue was full
+ * (0 for NULL).
+ *
+ * Thread safety: any thread.
+ */
+uint64_t rcip_mcp_server_access_log_dropped(const struct rcip_mcp_server *server);
 
 /**
  * The live sessions as JSON.

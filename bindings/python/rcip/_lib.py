@@ -84,6 +84,7 @@ AVAILABILITY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
 POLICY_CALLBACK = CFUNCTYPE(None, c_void_p, c_void_p)
 CONFIRMATION_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 EVENT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+MCP_ACCESS_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 PROGRESS_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 ELICIT_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
 SAMPLING_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
@@ -194,6 +195,8 @@ _PROTOTYPES = {
     "rcip_mcp_server_serve": (_R, [_P]),
     "rcip_mcp_server_shutdown": (_R, [_P, c_uint64]),
     "rcip_mcp_server_drain": (_R, [_P, c_uint64]),
+    "rcip_mcp_server_set_access_log": (_R, [_P, MCP_ACCESS_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
+    "rcip_mcp_server_access_log_dropped": (c_uint64, [_P]),
     "rcip_mcp_server_sessions": (_R, [_P, _PP]),
     "rcip_mcp_server_session_find": (_R, [_P, c_char_p, _PP]),
     "rcip_mcp_server_session_host": (_P, [_P]),

@@ -100,6 +100,22 @@ pub type rcip_report_callback = Option<unsafe extern "C" fn(user_data: *mut c_vo
 /// Rule: PIPELINE.md sections 4 and 5.
 pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char)>;
 
+/// Receives one access record of an MCP HTTP server
+/// (`rcip_mcp_server_set_access_log`), as JSON text: `{"time" (RFC 3339
+/// UTC with milliseconds), "peer", "forwardedFor"? (only from a peer in the
+/// `trustedProxies` option), "subject"? (with `auth`), "era"? (`"legacy"`
+/// or `"stateless"`), "httpMethod", "path", "rpcMethod"?, "tool"?,
+/// "status", "durationUs"}`; texts a client sent are cut to 256 bytes.
+///
+/// Called on the server's access-log thread (`rcip-mcp-log`), never an I/O
+/// or worker thread, one record at a time, in the order answered; while it
+/// runs, at most 4096 more records wait (then they are dropped and counted
+/// in `rcip_mcp_server_access_log_dropped`). `record_json` is valid during
+/// the call. It may call any rcip function but `rcip_mcp_server_shutdown`,
+/// `rcip_mcp_server_drain`, `rcip_mcp_server_set_access_log` and
+/// `rcip_mcp_server_free` of its server.
+pub type rcip_mcp_access_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, record_json: *const c_char)>;
+
 /// Told when a confirmation opens and when it ends
 /// (`rcip_runtime_builder_set_confirmation_callback`).
 ///

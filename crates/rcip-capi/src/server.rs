@@ -1,7 +1,7 @@
 //! The MCP Streamable HTTP server over the C ABI (src/mcp/http): one
 //! runtime per MCP session, built by the host's factory callback.
 
-use super::callback::{c_user_data, rcip_user_data_free_callback, UserData};
+use super::callback::{c_user_data, rcip_mcp_access_callback, rcip_user_data_free_callback, UserData};
 use super::catalog::rcip_catalog;
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError};
 use super::handle::{
@@ -515,6 +515,62 @@ pub unsafe extern "C" fn rcip_mcp_server_drain(server: *const rcip_mcp_server, d
         server.drain(Duration::from_millis(deadline_ms));
         Ok(())
     })
+}
+
+/// Sets the server's access log (**rcip**): one record per answered HTTP
+/// request, as JSON, to `callback` (see `rcip_mcp_access_callback` for the
+/// shape and thread); NULL `callback` removes it. A log set before is
+/// released: its thread delivers what was queued for it, then its
+/// `user_data_free` runs once.
+///
+/// Ownership: `user_data` is kept until the log is replaced or removed, or
+/// the server shuts down; then `user_data_free(user_data)` runs once.
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (server); `RCIP_RESULT_IO` (the
+/// log's thread cannot start; `user_data` is released).
+/// Thread safety: any thread except the access callback itself.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_mcp_server_set_access_log(
+    server: *const rcip_mcp_server,
+    callback: rcip_mcp_access_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let server = owned_arg(server, "server")?;
+        let user_data = c_user_data(user_data, user_data_free);
+        let log: Option<Arc<dyn rcip_mcp::http::ops::AccessLog>> = callback.map(|cb| {
+            let log: Arc<dyn rcip_mcp::http::ops::AccessLog> = Arc::new(CAccessLog { cb, user_data });
+            log
+        });
+        server.set_access_log(log).map_err(io_error)
+    })
+}
+
+/// The access records dropped so far because the log's queue was full
+/// (0 for NULL).
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_mcp_server_access_log_dropped(server: *const rcip_mcp_server) -> u64 {
+    ffi_guard_or!(0, {
+        // Safety: NULL or a live server handle.
+        owned_arg(server, "server").map_or(0, |s| s.access_log_dropped())
+    })
+}
+
+/// A C access log.
+struct CAccessLog {
+    cb: unsafe extern "C" fn(*mut c_void, *const c_char),
+    user_data: UserData,
+}
+
+impl rcip_mcp::http::ops::AccessLog for CAccessLog {
+    fn record(&self, record: &rcip_mcp::http::ops::AccessRecord) {
+        let text = c_text(&record.to_json());
+        // Safety: the host's function with its data; the text lives across
+        // the call.
+        unsafe { (self.cb)(self.user_data.ptr(), text.as_ptr()) };
+    }
 }
 
 /// The live sessions as JSON.

@@ -163,6 +163,8 @@ rcip_mcp_server_start ok=OK server:null=NULL_ARGUMENT
 rcip_mcp_server_serve ok=OK server:null=NULL_ARGUMENT
 rcip_mcp_server_shutdown ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK deadline_ms:max=OK
 rcip_mcp_server_drain ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK deadline_ms:max=OK
+rcip_mcp_server_set_access_log ok=OK server:null=NULL_ARGUMENT callback:null=OK
+rcip_mcp_server_access_log_dropped ok=0 server:null=0
 rcip_mcp_server_sessions ok=OK server:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
 rcip_mcp_server_session_find ok=OK server:null=NULL_ARGUMENT session_id:null=NULL_ARGUMENT session_id:utf8=INVALID_UTF8 session_out:null=NULL_ARGUMENT
 rcip_mcp_server_session_host ok=nonnull session:null=null
@@ -715,6 +717,8 @@ unsafe fn with_request_setup(
 unsafe extern "C" fn refuse_sessions(_: *mut c_void, _: *mut rcip_mcp_session_setup) -> i32 {
     1
 }
+
+unsafe extern "C" fn sweep_access(_: *mut c_void, _: *const c_char) {}
 
 type SetupJob = Box<dyn FnOnce(*mut rcip_mcp_session_setup) -> (Result<rcip_result, String>, bool) + Send>;
 
@@ -2015,6 +2019,8 @@ unsafe fn run(f: &str, case: &str) -> String {
         | "rcip_mcp_server_serve"
         | "rcip_mcp_server_shutdown"
         | "rcip_mcp_server_drain"
+        | "rcip_mcp_server_set_access_log"
+        | "rcip_mcp_server_access_log_dropped"
         | "rcip_mcp_server_sessions"
         | "rcip_mcp_server_session_find"
         | "rcip_mcp_server_free" => {
@@ -2043,6 +2049,13 @@ unsafe fn run(f: &str, case: &str) -> String {
                 }
                 "rcip_mcp_server_shutdown" => Ok(rcip_mcp_server_shutdown(target, a.num64("deadline_ms", 100))),
                 "rcip_mcp_server_drain" => Ok(rcip_mcp_server_drain(target, a.num64("deadline_ms", 100))),
+                "rcip_mcp_server_set_access_log" => Ok(rcip_mcp_server_set_access_log(
+                    target,
+                    a.cb("callback", sweep_access as unsafe extern "C" fn(_, _)),
+                    ptr::null_mut(),
+                    None,
+                )),
+                "rcip_mcp_server_access_log_dropped" => Err(rcip_mcp_server_access_log_dropped(target).to_string()),
                 "rcip_mcp_server_sessions" => {
                     let out = a.out::<c_char>("json_out");
                     let rc = rcip_mcp_server_sessions(target, out);

@@ -1385,3 +1385,84 @@ fn drain_refuses_new_work_lets_calls_finish_then_stops() {
     assert!(f.server.sessions().is_empty());
     assert_eq!(f.ended.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn every_answered_request_gets_one_access_record() {
+    let f = fixture(HttpOptions {
+        trusted_proxies: vec!["127.0.0.1".parse().unwrap()],
+        ..HttpOptions::default()
+    });
+    let records: Arc<Mutex<Vec<rcip_mcp::http::ops::AccessRecord>>> = Arc::default();
+    let r = records.clone();
+    f.server
+        .set_access_log(Some(Arc::new(move |rec: &rcip_mcp::http::ops::AccessRecord| {
+            assert_eq!(std::thread::current().name(), Some("rcip-mcp-log"));
+            r.lock().push(rec.clone())
+        })))
+        .unwrap();
+    rt().block_on(async {
+        let sid = initialize(f.addr, "logged").await;
+        let req = request(f.addr, "POST", Some(&sid), "")
+            .header("x-forwarded-for", "203.0.113.7")
+            .body(Full::new(Bytes::from(call(41, "ward.list").to_string())))
+            .unwrap();
+        let resp = send(f.addr, req).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        let _ = resp.into_body().collect().await;
+        let req = request(f.addr, "GET", None, "")
+            .uri(format!("http://{}/elsewhere", f.addr))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        assert_eq!(send(f.addr, req).await.status(), StatusCode::NOT_FOUND);
+    });
+    f.server.shutdown(Duration::from_secs(2));
+    let records = records.lock();
+    let summary: Vec<_> = records
+        .iter()
+        .map(|r| {
+            (
+                r.http_method,
+                r.path.as_str(),
+                r.rpc_method.as_deref(),
+                r.tool.as_deref(),
+                r.era,
+                r.status,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("POST", "/mcp", Some("initialize"), None, Some("legacy"), 200),
+            (
+                "POST",
+                "/mcp",
+                Some("notifications/initialized"),
+                None,
+                Some("legacy"),
+                202
+            ),
+            (
+                "POST",
+                "/mcp",
+                Some("tools/call"),
+                Some("ward.list"),
+                Some("legacy"),
+                200
+            ),
+            ("GET", "/elsewhere", None, None, None, 404),
+        ]
+    );
+    assert_eq!(
+        records[2].forwarded_for.as_deref(),
+        Some("203.0.113.7"),
+        "from a trusted proxy"
+    );
+    assert_eq!(records[0].forwarded_for, None);
+    assert!(records.iter().all(|r| r.peer.is_loopback() && r.subject.is_none()));
+    let json: Value = serde_json::from_str(&records[2].to_json()).unwrap();
+    assert_eq!(json["tool"], "ward.list");
+    assert_eq!(json["forwardedFor"], "203.0.113.7");
+    assert!(json["time"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(f.server.access_log_dropped(), 0);
+}

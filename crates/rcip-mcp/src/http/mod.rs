@@ -216,6 +216,9 @@ pub struct HttpOptions {
     /// (**rcip**): a proxy with a read timeout shorter than a call keeps
     /// its stream open. SSE readers ignore comments.
     pub keep_alive_ms: u64,
+    /// Peers whose `X-Forwarded-For` header is believed (default none):
+    /// only for them does an [`ops::AccessRecord`] carry it (**rcip**).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// Default of [`HttpOptions::max_body_bytes`] (4 MiB).
@@ -282,6 +285,7 @@ impl Default for HttpOptions {
             ready_path: Some("/readyz".into()),
             metrics_path: None,
             keep_alive_ms: DEFAULT_KEEP_ALIVE_MS,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -338,6 +342,15 @@ impl HttpOptions {
                 "maxConnections" => o.max_connections = int(key, v, 1, 1 << 20)? as usize,
                 "retryMs" => o.retry_ms = int(key, v, 0, 3_600_000)?,
                 "keepAliveMs" => o.keep_alive_ms = int(key, v, 0, 3_600_000)?,
+                "trustedProxies" => {
+                    o.trusted_proxies = strings(key, v)?
+                        .iter()
+                        .map(|a| {
+                            a.parse::<std::net::IpAddr>()
+                                .map_err(|_| format!("/trustedProxies: \"{a}\" is not an IP address"))
+                        })
+                        .collect::<Result<_, _>>()?
+                }
                 "pollAfterMs" => o.poll_after_ms = Some(int(key, v, 0, 3_600_000)?),
                 "headerTimeoutMs" => o.header_timeout_ms = int(key, v, 100, 3_600_000)?,
                 "bodyTimeoutMs" => o.body_timeout_ms = int(key, v, 100, 3_600_000)?,
@@ -389,7 +402,7 @@ impl HttpOptions {
                          responseMode, maxSessionsPerPeer, maxConnectionsPerPeer, maxInFlightPerPeer, \
                          initializeTimeoutMs, idleStreamTimeoutMs, resumptionBytes, halfClose, auth, \
                          allowUnauthenticated, healthPath, readyPath, metricsPath, \
-                         keepAliveMs; session: {})",
+                         keepAliveMs, trustedProxies; session: {})",
                         SESSION_OPTION_KEYS.join(", ")
                     ))
                 }
@@ -431,6 +444,8 @@ pub(crate) struct ServerInner<O> {
     auth: Option<auth::Auth>,
     /// The Prometheus metrics ([`ops`]).
     metrics: ops::Metrics,
+    /// The access log ([`McpHttpServer::set_access_log`]).
+    access: ops::AccessLogger,
 }
 
 /// A Streamable HTTP MCP server. See the [module](self) docs.
@@ -606,6 +621,7 @@ impl<O: SessionRuntime> McpHttpServer<O> {
                 forward_headers,
                 auth,
                 metrics: ops::Metrics::new(),
+                access: ops::AccessLogger::new(),
             }),
         })
     }
@@ -736,6 +752,20 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         self.inner.shutdown(deadline);
     }
 
+    /// Sets the access log (**rcip**): one [`ops::AccessRecord`] per
+    /// answered HTTP request, delivered on a thread of its own
+    /// (`rcip-mcp-log`; [`ops::AccessLog`] says how). `None` removes it.
+    /// Replacing it lets the earlier log receive what was queued for it.
+    /// Errors: the thread cannot start.
+    pub fn set_access_log(&self, log: Option<Arc<dyn ops::AccessLog>>) -> std::io::Result<()> {
+        self.inner.access.set(log)
+    }
+
+    /// Access records dropped because the log's queue was full.
+    pub fn access_log_dropped(&self) -> u64 {
+        self.inner.access.dropped.load(Ordering::Relaxed)
+    }
+
     /// Requests refused by the token check so far, by reason (**rcip**):
     /// `missing`, `malformed`, `invalid`, `expired`, `not_yet_valid`,
     /// `audience`, `issuer`, `algorithm`, `signature`, `unknown_key`,
@@ -861,6 +891,8 @@ impl<O: SessionRuntime> ServerInner<O> {
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(100));
         self.registry.finish(left);
+        // The last records are delivered, then the log's thread ends.
+        self.access.close();
         *self.phase.lock() = Phase::Stopped;
         self.phase_changed.notify_all();
     }

@@ -41,7 +41,7 @@ pub(crate) struct Metrics {
 }
 
 /// `GET`, `POST`, `DELETE` or `other`: the method label (bounded).
-fn method_label(method: &hyper::Method) -> &'static str {
+pub(crate) fn method_label(method: &hyper::Method) -> &'static str {
     match *method {
         hyper::Method::GET => "GET",
         hyper::Method::POST => "POST",
@@ -153,4 +153,194 @@ pub(crate) fn check_paths(options: &HttpOptions) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The longest text an [`AccessRecord`] keeps of what a client sent (a
+/// path, a JSON-RPC method, a tool name, an `X-Forwarded-For`), in bytes.
+pub const ACCESS_TEXT_MAX_BYTES: usize = 256;
+
+/// Records waiting for the access log's thread, at most; beyond, records
+/// are dropped and counted ([`McpHttpServer::access_log_dropped`](super::McpHttpServer::access_log_dropped)).
+pub const ACCESS_LOG_QUEUE: usize = 4096;
+
+/// One answered HTTP request, for an access log (**rcip**).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessRecord {
+    /// When the request's headers arrived, in milliseconds since the Unix
+    /// epoch.
+    pub time_ms: u64,
+    /// The address the connection came from (for a mounted server, the
+    /// peer its host gave, else the unspecified address).
+    pub peer: std::net::IpAddr,
+    /// The `X-Forwarded-For` header, only when the peer is one of
+    /// [`HttpOptions::trusted_proxies`] (otherwise anyone could write it);
+    /// at most [`ACCESS_TEXT_MAX_BYTES`].
+    pub forwarded_for: Option<String>,
+    /// The authenticated subject (`sub`), with [`HttpOptions::auth`].
+    pub subject: Option<String>,
+    /// `"legacy"` (a 2025 session or its `initialize`) or `"stateless"`
+    /// (2026-07-28), when the request reached MCP.
+    pub era: Option<&'static str>,
+    /// `GET`, `POST`, `DELETE` or `other`.
+    pub http_method: &'static str,
+    /// The request's path (at most [`ACCESS_TEXT_MAX_BYTES`]).
+    pub path: String,
+    /// The JSON-RPC method of a `POST`ed message (at most
+    /// [`ACCESS_TEXT_MAX_BYTES`]).
+    pub rpc_method: Option<String>,
+    /// The tool of a `tools/call` (at most [`ACCESS_TEXT_MAX_BYTES`]).
+    pub tool: Option<String>,
+    /// The HTTP status.
+    pub status: u16,
+    /// From the headers until the answer started, in microseconds (an SSE
+    /// stream's later events are not counted).
+    pub duration_us: u64,
+}
+
+impl AccessRecord {
+    /// One JSON object: `{"time", "peer", "forwardedFor"?, "subject"?,
+    /// "era"?, "httpMethod", "path", "rpcMethod"?, "tool"?, "status",
+    /// "durationUs"}` (`time` in RFC 3339 UTC with milliseconds).
+    pub fn to_json(&self) -> String {
+        let mut m = serde_json::Map::new();
+        m.insert("time".into(), serde_json::Value::String(rfc3339_ms(self.time_ms)));
+        m.insert("peer".into(), serde_json::Value::String(self.peer.to_string()));
+        let mut opt = |k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                m.insert(k.into(), serde_json::Value::String(v.clone()));
+            }
+        };
+        opt("forwardedFor", &self.forwarded_for);
+        opt("subject", &self.subject);
+        opt("era", &self.era.map(str::to_string));
+        m.insert("httpMethod".into(), self.http_method.into());
+        m.insert("path".into(), self.path.clone().into());
+        let mut opt = |k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                m.insert(k.into(), serde_json::Value::String(v.clone()));
+            }
+        };
+        opt("rpcMethod", &self.rpc_method);
+        opt("tool", &self.tool);
+        m.insert("status".into(), self.status.into());
+        m.insert("durationUs".into(), self.duration_us.into());
+        serde_json::Value::Object(m).to_string()
+    }
+}
+
+/// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn rfc3339_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// Receives every [`AccessRecord`], one at a time, in the order answered,
+/// on the server's access-log thread (`rcip-mcp-log`), never an I/O or
+/// worker thread: a slow log delays only other records (beyond
+/// [`ACCESS_LOG_QUEUE`] waiting, records are dropped and counted).
+pub trait AccessLog: Send + Sync + 'static {
+    /// One record, lent for the call.
+    fn record(&self, record: &AccessRecord);
+}
+
+impl<F: Fn(&AccessRecord) + Send + Sync + 'static> AccessLog for F {
+    fn record(&self, record: &AccessRecord) {
+        self(record)
+    }
+}
+
+/// The access log's queue and thread.
+pub(crate) struct AccessLogger {
+    tx: parking_lot::Mutex<Option<std::sync::mpsc::SyncSender<AccessRecord>>>,
+    thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub(crate) dropped: std::sync::atomic::AtomicU64,
+}
+
+impl AccessLogger {
+    pub(crate) fn new() -> AccessLogger {
+        AccessLogger {
+            tx: parking_lot::Mutex::new(None),
+            thread: parking_lot::Mutex::new(None),
+            dropped: Default::default(),
+        }
+    }
+
+    /// True when a log is set (records are worth making).
+    pub(crate) fn active(&self) -> bool {
+        self.tx.lock().is_some()
+    }
+
+    /// Replaces the log (the earlier one's thread delivers what it has,
+    /// then ends).
+    pub(crate) fn set(&self, log: Option<std::sync::Arc<dyn AccessLog>>) -> std::io::Result<()> {
+        let previous = self.thread.lock().take();
+        *self.tx.lock() = None;
+        if let Some(t) = previous {
+            let _ = t.join();
+        }
+        let Some(log) = log else { return Ok(()) };
+        let (tx, rx) = std::sync::mpsc::sync_channel::<AccessRecord>(ACCESS_LOG_QUEUE);
+        let thread = std::thread::Builder::new().name("rcip-mcp-log".into()).spawn(move || {
+            while let Ok(record) = rx.recv() {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| log.record(&record)));
+            }
+        })?;
+        *self.tx.lock() = Some(tx);
+        *self.thread.lock() = Some(thread);
+        Ok(())
+    }
+
+    /// Queues a record (dropped and counted when the queue is full).
+    pub(crate) fn push(&self, record: AccessRecord) {
+        if let Some(tx) = &*self.tx.lock() {
+            if tx.try_send(record).is_err() {
+                self.dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Delivers what is queued and ends the thread.
+    pub(crate) fn close(&self) {
+        let _ = self.set(None);
+    }
+}
+
+/// `text` cut to at most [`ACCESS_TEXT_MAX_BYTES`] at a character boundary.
+pub(crate) fn bounded(text: &str) -> String {
+    let mut end = text.len().min(ACCESS_TEXT_MAX_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(1_764_820_800_123), "2025-12-04T04:00:00.123Z");
+        assert_eq!(rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
 }

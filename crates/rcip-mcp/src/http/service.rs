@@ -42,6 +42,7 @@ const LAST_EVENT_HEADER: HeaderName = HeaderName::from_static("last-event-id");
 const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buffering");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
@@ -247,13 +248,56 @@ async fn handle_counted<O: SessionRuntime, B: RequestBody>(
     let started = std::time::Instant::now();
     let method = req.method().clone();
     let metrics = server.clone();
+    // What an access record needs of the request, taken before it moves.
+    let logging = server.access.active();
+    let (path, forwarded_for) = if logging {
+        let forwarded = server
+            .options
+            .trusted_proxies
+            .contains(&peer)
+            .then(|| header(req.headers(), &X_FORWARDED_FOR).map(super::ops::bounded))
+            .flatten();
+        (super::ops::bounded(req.uri().path()), forwarded)
+    } else {
+        (String::new(), None)
+    };
+    let mut note = Note::default();
     metrics.metrics.in_flight.inc();
-    let answer = handle(server, req, peer).await;
+    let answer = handle(server, req, peer, &mut note).await;
     metrics.metrics.in_flight.dec();
+    let elapsed = started.elapsed();
     metrics
         .metrics
-        .answered(&method, answer.status().as_u16(), started.elapsed().as_secs_f64());
+        .answered(&method, answer.status().as_u16(), elapsed.as_secs_f64());
+    if logging {
+        let time_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .saturating_sub(elapsed.as_millis() as u64);
+        metrics.access.push(super::ops::AccessRecord {
+            time_ms,
+            peer,
+            forwarded_for,
+            subject: note.subject,
+            era: note.era,
+            http_method: super::ops::method_label(&method),
+            path,
+            rpc_method: note.rpc_method,
+            tool: note.tool,
+            status: answer.status().as_u16(),
+            duration_us: elapsed.as_micros() as u64,
+        });
+    }
     answer
+}
+
+/// What a request turned out to be, for its access record.
+#[derive(Default)]
+struct Note {
+    subject: Option<String>,
+    era: Option<&'static str>,
+    rpc_method: Option<String>,
+    tool: Option<String>,
 }
 
 /// `GET` of a liveness or readiness path; `None` for any other request.
@@ -315,6 +359,7 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
     server: Arc<ServerInner<O>>,
     req: Request<B>,
     peer: std::net::IpAddr,
+    note: &mut Note,
 ) -> Response<Body> {
     // Held until the answer starts: one peer cannot fill the server with
     // requests (its bodies read, its answers awaited). With
@@ -421,6 +466,7 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
             if let Err(c) = auth.check_scopes(&principal, None) {
                 return challenge(&server, c);
             }
+            note.subject = Some(super::ops::bounded(&principal.subject));
             // The principal's count replaces the peer's.
             let key = ClientKey::Principal(principal.key().into());
             in_flight = match acquire_in_flight(&server, key) {
@@ -463,9 +509,15 @@ async fn handle<O: SessionRuntime, B: RequestBody>(
     }
     let caller = Caller { client, principal };
     match *req.method() {
-        Method::POST => post(server, req, caller).await,
-        Method::GET => get(server, req, &caller),
-        Method::DELETE => delete(server, req, &caller).await,
+        Method::POST => post(server, req, caller, note).await,
+        Method::GET => {
+            note.era = Some("legacy");
+            get(server, req, &caller)
+        }
+        Method::DELETE => {
+            note.era = Some("legacy");
+            delete(server, req, &caller).await
+        }
         _ => {
             let mut r = http_error(StatusCode::METHOD_NOT_ALLOWED, -32000, "Method Not Allowed");
             r.headers_mut()
@@ -688,6 +740,7 @@ async fn post<O: SessionRuntime, B: RequestBody>(
     server: Arc<ServerInner<O>>,
     req: Request<B>,
     caller: Caller,
+    note: &mut Note,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
@@ -783,6 +836,21 @@ async fn post<O: SessionRuntime, B: RequestBody>(
         _ => (None, None),
     };
     let is_request = id.is_some();
+    if let jsonrpc::Incoming::Request { method, params, .. } | jsonrpc::Incoming::Notification { method, params } =
+        &incoming
+    {
+        note.rpc_method = Some(super::ops::bounded(method));
+        if method == "tools/call" {
+            note.tool = params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .map(super::ops::bounded);
+        }
+        let modern = server.options.session.eras == crate::Eras::Modern
+            || (server.options.session.eras == crate::Eras::Both && is_modern(&headers, params.as_ref()));
+        note.era = Some(if modern { "stateless" } else { "legacy" });
+    }
     // The scopes a tool needs beyond every request's (403 naming them all).
     if let (Some(auth), Some(principal), jsonrpc::Incoming::Request { method, params, .. }) =
         (&server.auth, &caller.principal, &incoming)
