@@ -1286,6 +1286,24 @@ rcip_result rcip_host_bind(const struct rcip_host *host, const char *capability_
 rcip_result rcip_host_set_context(const struct rcip_host *host, const char *context_json);
 
 /**
+ * Sets who the runtime's consumer acts for (**rcip**), or clears it
+ * (NULL): a JSON object every later policy request reads with
+ * `rcip_policy_request_principal`. The MCP HTTP server with the `auth`
+ * option sets it on each session's and stateless request's runtime from
+ * the validated token (`{"issuer", "subject", "scopes", "claims",
+ * "expiresAt"}`); a host may set its own. It changes no outcome by itself:
+ * the policy decides with it.
+ *
+ * Ownership: `principal_json` is borrowed for the call (copied).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (host), `RCIP_RESULT_INVALID_UTF8`,
+ * `RCIP_RESULT_INVALID_JSON` (not JSON, or beyond the payload limits),
+ * `RCIP_RESULT_INVALID_ARGUMENT` (not an object), `RCIP_RESULT_CLOSED`.
+ * On error nothing changes.
+ * Thread safety: any thread.
+ */
+rcip_result rcip_host_set_principal(const struct rcip_host *host, const char *principal_json);
+
+/**
  * Sets the context to `{"activeScopeIds": []}`, then refreshes.
  *
  * Ownership: `host` is borrowed for the call.
@@ -1941,6 +1959,17 @@ void rcip_pending_free(struct rcip_pending *pending);
  * Rule: PIPELINE.md section 4 step 11, section 6.
  */
 const char *rcip_policy_request_context(const struct rcip_policy_request *request);
+
+/**
+ * Who the runtime's consumer acts for, as JSON text, or NULL when none
+ * is set (**rcip**; `rcip_host_set_principal`; from MCP with `auth`:
+ * `{"issuer", "subject", "scopes", "claims", "expiresAt"}`).
+ *
+ * Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+ * Errors: NULL `request` gives NULL.
+ * Thread safety: any thread.
+ */
+const char *rcip_policy_request_principal(const struct rcip_policy_request *request);
 
 /**
  * The invocation id, or NULL for a preflight proposal (no id is reserved

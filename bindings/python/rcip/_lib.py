@@ -195,6 +195,8 @@ _PROTOTYPES = {
     "rcip_mcp_server_serve": (_R, [_P]),
     "rcip_mcp_server_shutdown": (_R, [_P, c_uint64]),
     "rcip_mcp_server_drain": (_R, [_P, c_uint64]),
+    "rcip_host_set_principal": (_R, [_P, c_char_p]),
+    "rcip_policy_request_principal": (c_char_p, [_P]),
     "rcip_mcp_server_set_access_log": (_R, [_P, MCP_ACCESS_CALLBACK, _P, USER_DATA_FREE_CALLBACK]),
     "rcip_mcp_server_access_log_dropped": (c_uint64, [_P]),
     "rcip_mcp_server_sessions": (_R, [_P, _PP]),

@@ -1252,12 +1252,19 @@ class PolicyRequest(Owner):
         with handle.use() as ptr:
             req.context_json = _lib.borrowed_string(lib.rcip_policy_request_context(ptr)) or "{}"
             req.invocation_id = _lib.borrowed_string(lib.rcip_policy_request_invocation_id(ptr))
+            principal = _lib.borrowed_string(lib.rcip_policy_request_principal(ptr))
         req.context = _json.loads(req.context_json)
+        req.principal = None if principal is None else _json.loads(principal)
         return req
 
     context: Dict[str, Any]
     context_json: str
     invocation_id: Optional[str]
+    #: Who the runtime's consumer acts for (**rcip**), when the host set it
+    #: (``Host.set_principal``) or the MCP server did from a validated
+    #: access token (``{"issuer", "subject", "scopes", "claims",
+    #: "expiresAt"}``); ``None`` otherwise. Decide tenants and records with it.
+    principal: Optional[Dict[str, Any]]
     exception: Optional[BaseException]
     _deferred: bool
     _settled: bool
@@ -1906,6 +1913,15 @@ class Host(Generic[_Id]):
     def clear_context(self) -> None:
         with self._runtime._handle.use():
             self._runtime._check(lib.rcip_host_clear_context(self._runtime._host_ptr))
+
+    def set_principal(self, principal: Optional[Mapping[str, Any]]) -> None:
+        """Sets who this runtime's consumer acts for (**rcip**): a mapping
+        every later policy request sees as ``request.principal``; ``None``
+        clears it. The MCP server with ``auth`` sets it for each session's
+        runtime from the validated token."""
+        text = None if principal is None else _json_arg(principal, "the principal")
+        with self._runtime._handle.use():
+            self._runtime._check(lib.rcip_host_set_principal(self._runtime._host_ptr, text))
 
     def refresh(self) -> None:
         """New revision: availability sampled again, subscribers notified."""

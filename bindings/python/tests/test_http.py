@@ -167,9 +167,16 @@ _ALICE_TOKEN = (
 def test_the_factory_sees_the_authenticated_principal() -> None:
     setups: List[rcip.SessionSetup] = []
 
+    asked: List[Any] = []
+
+    def policy(request: rcip.PolicyRequest) -> str:
+        # The server gave the runtime the token's principal.
+        asked.append(request.principal)
+        return "allow" if request.principal and request.principal["subject"] == "alice" else "deny"
+
     def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
         setups.append(setup)
-        runtime = rcip.Runtime(CATALOG)
+        runtime = rcip.Runtime(CATALOG, policy=policy)
         tenant = (setup.principal or {}).get("claims", {}).get("tenant")
         runtime.host.bind("greeting.say", lambda inv: {"text": "hello %s of %s" % (inv.input["name"], tenant)})
         return runtime
@@ -214,6 +221,7 @@ def test_the_factory_sees_the_authenticated_principal() -> None:
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greeting.say", "arguments": {"name": "Ada"}}}
         status, _, text = post(call, _ALICE_TOKEN, sid)
         assert status == 200 and _answer(text)["result"]["structuredContent"] == {"text": "hello Ada of acme"}
+        assert [p["subject"] for p in asked] == ["alice"] and asked[0]["claims"] == {"tenant": "acme"}
         # The session id alone is no credential.
         status, _, _ = post(call, None, sid)
         assert status == 401
@@ -230,6 +238,18 @@ def test_without_auth_the_principal_is_none_and_exposed_binds_are_refused() -> N
         server.start()
         _initialize(server.url, "anyone")
     assert seen == [None]
+    # A host sets one itself; its policy reads it; None clears it.
+    got: List[Any] = []
+    runtime = rcip.Runtime(CATALOG, policy=lambda r: got.append(r.principal) or "allow")
+    runtime.host.bind("greeting.say", lambda inv: {"text": "hi"})
+    runtime.host.set_principal({"subject": "bob", "claims": {"tenant": "globex"}})
+    runtime.client.invoke("greeting.say", {"name": "x"})
+    runtime.host.set_principal(None)
+    runtime.client.invoke("greeting.say", {"name": "y"})
+    assert got == [{"subject": "bob", "claims": {"tenant": "globex"}}, None]
+    with pytest.raises(rcip.InvalidArgumentError):
+        runtime.host.set_principal([1])  # type: ignore[arg-type]
+    runtime.close()
     with pytest.raises(rcip.InvalidArgumentError, match="without authorization"):
         rcip.McpHttpServer(CATALOG, factory, "0.0.0.0:0")
 

@@ -6,7 +6,7 @@ use super::callback::{
     rcip_user_data_free_callback, CBinding,
 };
 use super::cancel::rcip_cancel_token;
-use super::guard::{bytes_arg, ffi_guard, out_arg, str_arg, FfiError, FfiResult};
+use super::guard::{bytes_arg, ffi_guard, opt_str_arg, out_arg, str_arg, FfiError, FfiResult};
 use super::handle::{into_owned, lent_arg, owned};
 use super::result::rcip_result;
 use super::runtime::rcip_host;
@@ -85,6 +85,30 @@ pub unsafe extern "C" fn rcip_host_set_context(host: *const rcip_host, context_j
         let host = host_arg(host)?;
         let text = bytes_arg(context_json, "context_json")?;
         host.set_context_json(text)?;
+        Ok(())
+    })
+}
+
+/// Sets who the runtime's consumer acts for (**rcip**), or clears it
+/// (NULL): a JSON object every later policy request reads with
+/// `rcip_policy_request_principal`. The MCP HTTP server with the `auth`
+/// option sets it on each session's and stateless request's runtime from
+/// the validated token (`{"issuer", "subject", "scopes", "claims",
+/// "expiresAt"}`); a host may set its own. It changes no outcome by itself:
+/// the policy decides with it.
+///
+/// Ownership: `principal_json` is borrowed for the call (copied).
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (host), `RCIP_RESULT_INVALID_UTF8`,
+/// `RCIP_RESULT_INVALID_JSON` (not JSON, or beyond the payload limits),
+/// `RCIP_RESULT_INVALID_ARGUMENT` (not an object), `RCIP_RESULT_CLOSED`.
+/// On error nothing changes.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_host_set_principal(host: *const rcip_host, principal_json: *const c_char) -> rcip_result {
+    ffi_guard!({
+        let host = host_arg(host)?;
+        let text = opt_str_arg(principal_json, "principal_json")?;
+        host.set_principal(text)?;
         Ok(())
     })
 }

@@ -74,6 +74,23 @@ pub unsafe extern "C" fn rcip_policy_request_context(request: *const rcip_policy
     })
 }
 
+/// Who the runtime's consumer acts for, as JSON text, or NULL when none
+/// is set (**rcip**; `rcip_host_set_principal`; from MCP with `auth`:
+/// `{"issuer", "subject", "scopes", "claims", "expiresAt"}`).
+///
+/// Ownership: owned by `request`; valid until `rcip_policy_request_free`.
+/// Errors: NULL `request` gives NULL.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_policy_request_principal(request: *const rcip_policy_request) -> *const c_char {
+    ffi_guard_or!(std::ptr::null(), {
+        match owned(request) {
+            None => std::ptr::null(),
+            Some(r) => r.inner.principal_c_str().map_or(std::ptr::null(), |p| p.as_ptr()),
+        }
+    })
+}
+
 /// The invocation id, or NULL for a preflight proposal (no id is reserved
 /// by a preflight).
 ///

@@ -74,6 +74,7 @@ rcip_client_invoke ok=OK/succeeded client:null=NULL_ARGUMENT capability_id:null=
 rcip_client_invoke_blocking ok=OK/succeeded client:null=NULL_ARGUMENT capability_id:null=NULL_ARGUMENT capability_id:utf8=INVALID_UTF8 input_json:null=NULL_ARGUMENT input_json:utf8=OK/INPUT_INVALID input_json:notjson=OK/INPUT_INVALID input_json:shape=OK/INPUT_INVALID+issues invocation_id:null=OK/succeeded invocation_id:utf8=INVALID_UTF8 cancel_token:null=OK/succeeded outcome_json_out:null=NULL_ARGUMENT
 rcip_client_preflight ok=OK/ready client:null=NULL_ARGUMENT capability_ids:null=NULL_ARGUMENT capability_ids[0]:null=NULL_ARGUMENT capability_ids[0]:utf8=INVALID_UTF8 input_jsons:null=NULL_ARGUMENT input_jsons[0]:null=NULL_ARGUMENT input_jsons[0]:utf8=OK/INPUT_INVALID input_jsons[0]:notjson=OK/INPUT_INVALID input_jsons[0]:shape=OK/INPUT_INVALID+issues count:zero=PREFLIGHT_BATCH_INVALID count:max=PREFLIGHT_BATCH_INVALID cancel_token:null=OK/ready on_report:null=NULL_ARGUMENT
 rcip_host_bind ok=OK host:null=NULL_ARGUMENT capability_id:null=NULL_ARGUMENT capability_id:utf8=INVALID_UTF8 handler:null=NULL_ARGUMENT availability:null=OK binding_out:null=NULL_ARGUMENT
+rcip_host_set_principal ok=OK host:null=NULL_ARGUMENT principal_json:null=OK principal_json:utf8=INVALID_UTF8 principal_json:notjson=INVALID_JSON principal_json:shape=INVALID_ARGUMENT
 rcip_host_set_context ok=OK host:null=NULL_ARGUMENT context_json:null=NULL_ARGUMENT context_json:utf8=INVALID_JSON context_json:notjson=INVALID_JSON context_json:shape=INVALID_ARGUMENT
 rcip_host_clear_context ok=OK host:null=NULL_ARGUMENT
 rcip_host_refresh ok=OK host:null=NULL_ARGUMENT
@@ -96,6 +97,7 @@ rcip_invocation_ask ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMEN
 rcip_invocation_can_ask ok=false/EXECUTION_FAILED invocation:null=false/EXECUTION_FAILED method:null=false/EXECUTION_FAILED method:utf8=false/EXECUTION_FAILED settled=false/succeeded
 rcip_invocation_elicit ok=UNSUPPORTED/EXECUTION_FAILED invocation:null=NULL_ARGUMENT/EXECUTION_FAILED message:null=NULL_ARGUMENT/EXECUTION_FAILED message:utf8=INVALID_UTF8/EXECUTION_FAILED requested_schema_json:null=NULL_ARGUMENT/EXECUTION_FAILED requested_schema_json:utf8=INVALID_JSON/EXECUTION_FAILED requested_schema_json:notjson=INVALID_JSON/EXECUTION_FAILED requested_schema_json:shape=UNSUPPORTED/EXECUTION_FAILED on_answer:null=NULL_ARGUMENT/EXECUTION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_context ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
+rcip_policy_request_principal ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_invocation_id ok=nonnull/POLICY_EVALUATION_FAILED request:null=null/POLICY_EVALUATION_FAILED settled=nonnull/succeeded
 rcip_policy_request_decide ok=OK/succeeded request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED decision_json:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED decision_json:utf8=INVALID_JSON/POLICY_EVALUATION_FAILED decision_json:notjson=INVALID_JSON/POLICY_EVALUATION_FAILED decision_json:shape=INVALID_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
 rcip_policy_request_fail ok=OK/POLICY_EVALUATION_FAILED request:null=NULL_ARGUMENT/POLICY_EVALUATION_FAILED settled=ALREADY_COMPLETED/succeeded
@@ -1213,6 +1215,13 @@ unsafe fn run(f: &str, case: &str) -> String {
             }
             Ok(rc)
         }
+        "rcip_host_set_principal" => {
+            let text = a.text(
+                "principal_json",
+                r#"{"issuer": "https://as.example", "subject": "alice"}"#,
+            );
+            Ok(rcip_host_set_principal(a.null("host", fx.host()), text))
+        }
         "rcip_host_set_context" => {
             let text = a.text("context_json", r#"{"activeScopeIds": ["main"]}"#);
             Ok(rcip_host_set_context(a.null("host", fx.host()), text))
@@ -1396,6 +1405,7 @@ unsafe fn run(f: &str, case: &str) -> String {
             r
         }
         "rcip_policy_request_context"
+        | "rcip_policy_request_principal"
         | "rcip_policy_request_invocation_id"
         | "rcip_policy_request_decide"
         | "rcip_policy_request_fail"
@@ -1416,6 +1426,8 @@ unsafe fn run(f: &str, case: &str) -> String {
             // A context with a primary, for the scope accessors.
             let ctx = cr#"{"activeScopeIds": ["main"], "primaryScopeId": "main"}"#;
             assert_eq!(rcip_host_set_context(fx.host(), ctx.as_ptr()), rcip_result::Ok);
+            let principal = cr#"{"subject": "alice"}"#;
+            assert_eq!(rcip_host_set_principal(fx.host(), principal.as_ptr()), rcip_result::Ok);
             let req = fx.policy_request();
             if a.settled() {
                 assert_eq!(
@@ -1426,6 +1438,7 @@ unsafe fn run(f: &str, case: &str) -> String {
             let h = a.null_mut("request", req);
             let r = match f {
                 "rcip_policy_request_context" => Err(ptr_res(rcip_policy_request_context(h))),
+                "rcip_policy_request_principal" => Err(ptr_res(rcip_policy_request_principal(h))),
                 "rcip_policy_request_invocation_id" => Err(ptr_res(rcip_policy_request_invocation_id(h))),
                 "rcip_policy_request_decide" => {
                     let text = a.text("decision_json", r#"{"decision": "allow"}"#);

@@ -124,7 +124,23 @@ fn server(tokens: impl FnOnce(&str) -> TokenCheck, seen: Seen) -> (McpHttpServer
             p.subject.clone(),
             p.claims.get("tenant").cloned().unwrap_or(Value::Null),
         ));
-        let runtime = RuntimeBuilder::new(&c).build();
+        // The policy allows only calls whose runtime principal (given by
+        // the server from the token) is the factory's: every answered call
+        // below shows the policy saw it.
+        let mut b = RuntimeBuilder::new(&c);
+        let expected = p.subject.clone();
+        b.policy(Arc::new(move |req: rcip::runtime::PolicyRequest| {
+            let principal: Value = serde_json::from_str(req.principal_json().unwrap_or("null")).unwrap();
+            let decision = if principal["subject"] == json!(expected) && principal["issuer"] == json!(ISSUER) {
+                rcip::runtime::Decision::Allow
+            } else {
+                rcip::runtime::Decision::Deny {
+                    reason: Some("not this runtime's principal".into()),
+                }
+            };
+            req.decide(decision).unwrap();
+        }));
+        let runtime = b.build();
         let host = runtime.host();
         let who = p.subject.clone();
         let read = host

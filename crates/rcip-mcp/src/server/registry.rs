@@ -376,6 +376,15 @@ impl<O: SessionRuntime, L: SessionLink> Registry<O, L> {
             Ok(Err(why)) => return Err(format!("the request's runtime could not be built: {why}")),
             Err(_) => return Err("the session factory panicked".into()),
         };
+        // The runtime's policy sees who the token names
+        // (`PolicyRequest::principal_json`).
+        if let Some(p) = principal {
+            if let Err(e) = owner.runtime().host().set_principal(Some(&p.to_value().to_string())) {
+                owner.runtime().close();
+                owner.session_ended();
+                return Err(format!("the principal could not be given to the runtime: {e}"));
+            }
+        }
         let mut options = self.session_options.clone();
         options.max_in_flight = Some(match kind {
             Kind::Session => self.limits.max_in_flight,

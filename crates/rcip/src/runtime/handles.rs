@@ -505,6 +505,21 @@ impl PolicyRequest {
         self
     }
 
+    /// Who the runtime's consumer acts for, as JSON text, when the host
+    /// (or the MCP server, from a validated access token) set it
+    /// ([`Host::set_principal`](super::Host::set_principal), **rcip**):
+    /// `{"issuer", "subject", "scopes", "claims", "expiresAt"}` from MCP;
+    /// `None` when none is set. Read once, when first asked; borrowed from
+    /// the request.
+    pub fn principal_json(&self) -> Option<&str> {
+        self.core.principal().map(super::types::NulString::as_str)
+    }
+
+    /// [`principal_json`](Self::principal_json) as NUL-terminated text.
+    pub fn principal_c_str(&self) -> Option<&CStr> {
+        self.core.principal().map(super::types::NulString::as_c_str)
+    }
+
     /// The `RcipPolicyContext` as JSON text: `{"capability", "input",
     /// "semanticContext", "confirmed", "phase"}`.
     pub fn context_json(&self) -> &str {

@@ -612,6 +612,35 @@ impl Host {
         self.shared.set_context(context)
     }
 
+    /// Sets who this runtime's consumer acts for (**rcip**): a JSON object
+    /// the host (or the MCP server, from a validated access token:
+    /// `{"issuer", "subject", "scopes", "claims", "expiresAt"}`) gives, that
+    /// every later policy request reads as
+    /// [`PolicyRequest::principal_json`]; `None` clears it. It changes no
+    /// RCIP outcome by itself: the policy decides with it (tenants,
+    /// records), as PIPELINE.md section 4 leaves authorization to the host.
+    /// A runtime per principal (per MCP session or stateless request) is
+    /// what makes it exact.
+    ///
+    /// Errors: `InvalidJson` (not JSON, or deeper or longer than the payload
+    /// limits), `InvalidArgument` (not an object), `Closed`.
+    pub fn set_principal(&self, principal_json: Option<&str>) -> Result<(), HostError> {
+        self.shared.enter()?;
+        let text = match principal_json {
+            None => None,
+            Some(t) => {
+                let value = crate::json::parse_str(t, &self.shared.config.limits)
+                    .map_err(|e| HostError::InvalidJson(format!("principal: {e}")))?;
+                if !value.is_object() {
+                    return Err(HostError::InvalidArgument("principal: must be a JSON object".into()));
+                }
+                Some(Arc::new(NulString::new(value.to_string())))
+            }
+        };
+        *self.shared.principal.lock() = text;
+        Ok(())
+    }
+
     /// Sets the context to `{"activeScopeIds": []}`.
     pub fn clear_context(&self) -> Result<(), HostError> {
         self.shared.set_context(SemanticContext::empty())

@@ -38,6 +38,8 @@ pub(crate) struct PolicyCore {
     phase: &'static str,
     context_json: OnceCell<NulString>,
     capability_json: OnceCell<NulString>,
+    /// The runtime's principal, read on the first ask.
+    principal: OnceCell<Option<Arc<NulString>>>,
 }
 
 impl PolicyCore {
@@ -65,7 +67,23 @@ impl PolicyCore {
             phase,
             context_json: OnceCell::new(),
             capability_json: OnceCell::new(),
+            principal: OnceCell::new(),
         }
+    }
+
+    /// The runtime's principal as NUL-terminated JSON text
+    /// ([`Host::set_principal`](super::Host::set_principal)), as it was when
+    /// first asked; `None` when none is set (or the runtime is gone).
+    pub(crate) fn principal(&self) -> Option<&NulString> {
+        self.principal
+            .get_or_init(|| {
+                let shared = match &self.target {
+                    PolicyTarget::Invocation(core) => core.shared.upgrade(),
+                    PolicyTarget::Preflight(core, _) => core.shared.upgrade(),
+                };
+                shared.and_then(|s| s.principal.lock().clone())
+            })
+            .as_deref()
     }
 
     /// The capability id asked about.

@@ -101,6 +101,11 @@ pub(crate) struct Shared {
     /// With manual timers: the thread that last ran them (or asked for the
     /// next deadline), where waiting for an outcome is refused (WRONG_CONTEXT).
     pub(crate) manual_timer_thread: Mutex<Option<std::thread::ThreadId>>,
+    /// Who the runtime's consumer acts for, as compact JSON text
+    /// ([`Host::set_principal`](super::Host::set_principal), **rcip**): read
+    /// by a policy request only when the policy asks, so it costs the
+    /// invocation path nothing.
+    pub(crate) principal: Mutex<Option<Arc<super::types::NulString>>>,
 }
 
 thread_local! {
@@ -303,6 +308,7 @@ impl Shared {
             id_counter: CachePadded::new(AtomicU64::new(0)),
             timer_gate: Arc::new(TimerGate::new()),
             manual_timer_thread: Mutex::new(None),
+            principal: Mutex::new(None),
         })
     }
 
