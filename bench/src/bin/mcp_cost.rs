@@ -128,6 +128,9 @@ enum Peer {
     Rmcp,
     Ts,
     RcipRust,
+    /// rcip-rust with the `auth` option: every request carries a JWT
+    /// (ES256) that the server checks (issue 30: the token's cost).
+    RcipRustAuth,
 }
 
 impl Peer {
@@ -137,6 +140,7 @@ impl Peer {
             Peer::Rmcp => "rmcp",
             Peer::Ts => "ts",
             Peer::RcipRust => "rcip-rust",
+            Peer::RcipRustAuth => "rcip-rust-auth",
         }
     }
 }
@@ -197,7 +201,8 @@ fn parse_args() -> Args {
                         "rmcp" => Peer::Rmcp,
                         "ts" => Peer::Ts,
                         "rcip-rust" => Peer::RcipRust,
-                        _ => usage("--peers rcip,rmcp,ts,rcip-rust"),
+                        "rcip-rust-auth" => Peer::RcipRustAuth,
+                        _ => usage("--peers rcip,rmcp,ts,rcip-rust,rcip-rust-auth"),
                     })
                     .collect()
             }
@@ -374,7 +379,16 @@ struct Target {
     addr: SocketAddr,
     host: String,
     path: String,
+    /// `Authorization` of every request (rcip-rust-auth).
+    authorization: Option<String>,
 }
+
+/// A JWK Set of the test key crates/rcip-mcp/tests/fixtures/test-es256.pem
+/// and an ES256 token it signed for alice (until 2100) for the resource
+/// below: what rcip-rust-auth checks and every request of it carries. The
+/// key protects nothing.
+const AUTH_JWKS: &str = r#"{"keys": [{"kty": "EC", "crv": "P-256", "x": "ROYprD1LjkvmuwJiqXq3Tx0BET6t5LA3Dxpc9huXKDE", "y": "1Yh4cyY3-eK7zUUbujcp7dbbaqxGUQzYR7H_-3Ex78o", "kid": "es-1", "alg": "ES256", "use": "sig"}]}"#;
+const AUTH_TOKEN: &str = "eyJhbGciOiJFUzI1NiIsImtpZCI6ImVzLTEiLCJ0eXAiOiJKV1QifQ.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS50ZXN0IiwiYXVkIjoiaHR0cDovLzEyNy4wLjAuMS9tY3AiLCJzdWIiOiJhbGljZSIsImV4cCI6NDEwMjQ0NDgwMCwic2NvcGUiOiJtY3A6dG9vbHMiLCJ0ZW5hbnQiOiJhY21lIn0.VJYYxtdLpXQfQ1ELRStCqrzfrP0Ki_J3eJmzp2taVnkCqXghjV4XAwXZoxYbnDFquvBeEnvHFB2XYwuEGRetVw";
 
 /// What is read of an answer: its id, and whether it is a successful tool
 /// result with structured content (everything else is skipped unbuilt).
@@ -462,6 +476,9 @@ impl Conn {
             .header("content-type", "application/json");
         for (k, v) in headers {
             request = request.header(*k, *v);
+        }
+        if let Some(a) = &self.target.authorization {
+            request = request.header("authorization", a.as_str());
         }
         let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
         let response = self
@@ -744,8 +761,13 @@ fn server_args(args: &Args, era: Era, peer: Peer) -> (PathBuf, Vec<String>) {
             ];
             (args.rmcp.clone(), a.iter().map(|s| s.to_string()).collect())
         }
-        Peer::RcipRust => {
-            let mode = if era == Era::Stateless { "stateless" } else { "legacy" };
+        Peer::RcipRust | Peer::RcipRustAuth => {
+            let mode = match (era, peer) {
+                (Era::Stateless, Peer::RcipRustAuth) => "stateless-auth",
+                (Era::Legacy, Peer::RcipRustAuth) => "legacy-auth",
+                (Era::Stateless, _) => "stateless",
+                _ => "legacy",
+            };
             let a = [
                 "--serve-rust-host",
                 mode,
@@ -780,6 +802,7 @@ fn measure(rt: &tokio::runtime::Runtime, args: &Args, round: usize, era: Era, pe
         addr: server.addr,
         host: server.host.clone(),
         path: server.path.clone(),
+        authorization: (peer == Peer::RcipRustAuth).then(|| format!("Bearer {AUTH_TOKEN}")),
     };
     let pid = server.pid();
     let load = load_average();
@@ -835,6 +858,7 @@ fn drive(rt: &tokio::runtime::Runtime, args: &Args, url: &str) {
         addr,
         host: host.to_string(),
         path: if path.is_empty() { "/".into() } else { path.into() },
+        authorization: None,
     };
     let era = args.eras[0];
     let p = rt.block_on(phase(&target, 0, era, args.clients, args.calls, args.deadline));
@@ -885,13 +909,21 @@ fn serve_rust_host(argv: &[String]) -> ! {
         max_sessions: 1100,
         ..Default::default()
     };
-    match mode.as_str() {
+    let (era, auth) = mode.split_once('-').unwrap_or((mode.as_str(), ""));
+    match era {
         "stateless" => {
             options.session.eras = rcip_mcp::Eras::Both;
             options.response_mode = ResponseMode::Json;
         }
         "legacy" => {}
-        _ => usage("--serve-rust-host stateless|legacy"),
+        _ => usage("--serve-rust-host stateless|legacy[-auth]"),
+    }
+    if auth == "auth" {
+        let auth = serde_json::json!({"resource": "http://127.0.0.1/mcp",
+            "authorizationServers": ["https://auth.example.test"], "requiredScopes": ["mcp:tools"],
+            "jwks": serde_json::from_str::<serde_json::Value>(AUTH_JWKS).expect("the JWKS")});
+        options.auth =
+            Some(rcip_mcp::http::AuthOptions::from_value(&auth).unwrap_or_else(|e| usage(&format!("auth: {e}"))));
     }
     let c = catalog.clone();
     let factory = move |_: &SessionRequest<'_>| -> Result<Runtime, String> {
