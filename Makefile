@@ -32,9 +32,12 @@ lib:
 	ln -f $(LIBDIR)/librcip_capi.a $(LIBDIR)/librcip.a
 	ln -sf librcip.so $(LIBDIR)/librcip.so.$(ABI_MAJOR)
 
-# Copies the header build.rs generated into include/ (commit the result).
+# Copies the header build.rs generated into include/, then regenerates the
+# Python binding's ctypes declarations from it (bindings/python/rcip/_abi.py,
+# bindings/python/tools/gen_abi.py); commit both.
 header: lib
 	cp "$$(ls -t $(LIBDIR)/build/rcip-capi-*/out/rcip.h | head -n 1)" include/rcip.h
+	$(PYTHON) bindings/python/tools/gen_abi.py
 
 conformance:
 	$(CARGO) build --release -p rcip-conformance
@@ -101,6 +104,7 @@ ABI_LISTS := --so $(LIBDIR)/librcip.so --header include/rcip.h \
 
 test-abi: lib
 	$(PYTHON) tests/abi/check.py $(ABI_LISTS)
+	$(PYTHON) bindings/python/tools/gen_abi.py --check
 
 # Rewrites the lists from the library and the header, for an ABI change
 # made on purpose: review with git diff, commit with a CHANGELOG.md entry.

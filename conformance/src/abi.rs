@@ -1,7 +1,9 @@
 //! The C functions of librcip this runner uses, declared by hand from
-//! include/rcip.h: the runner can only do what a C host can.
+//! include/rcip.h (tests/bindings.rs checks them against it), and the
+//! result codes, generated from it (build.rs): the runner can only do what
+//! a C host can.
 
-#![allow(non_camel_case_types, dead_code)] // the header's C names; the whole code table, checked by tests/bindings.rs
+#![allow(non_camel_case_types, dead_code)] // the header's C names; the whole code table, generated from the header by build.rs
 
 use std::ffi::{c_char, c_void, CStr, CString};
 
@@ -16,19 +18,9 @@ pub type JsonFn = Option<unsafe extern "C" fn(*mut c_void, *const c_char)>;
 pub type SubscriberFn = Option<unsafe extern "C" fn(*mut c_void, u64)>;
 pub type ClockFn = Option<unsafe extern "C" fn(*mut c_void) -> i64>;
 
-pub const OK: rcip_result = 0;
-pub const NULL_ARGUMENT: rcip_result = 100;
-pub const INVALID_UTF8: rcip_result = 101;
-pub const INVALID_JSON: rcip_result = 102;
-pub const INVALID_ARGUMENT: rcip_result = 103;
-pub const INVALID_CATALOG: rcip_result = 200;
-pub const NOT_IN_CATALOG: rcip_result = 201;
-pub const ALREADY_BOUND: rcip_result = 202;
-pub const UNKNOWN_SCOPE: rcip_result = 203;
-pub const PRIMARY_NOT_ACTIVE: rcip_result = 204;
-pub const CLOSED: rcip_result = 302;
-pub const PREFLIGHT_BATCH_INVALID: rcip_result = 303;
-pub const NOT_FOUND: rcip_result = 305;
+// Every `rcip_result` code, generated from include/rcip.h by build.rs
+// (`pub const NAME: rcip_result = VALUE;` per `RCIP_RESULT_NAME`).
+include!(concat!(env!("OUT_DIR"), "/results.rs"));
 
 extern "C" {
     pub fn rcip_catalog_new(json: *const c_char, out: *mut *mut Opaque) -> rcip_result;

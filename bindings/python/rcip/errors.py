@@ -4,36 +4,13 @@ that could never return."""
 
 from __future__ import annotations
 
-import enum
 from typing import Dict, Type
 
+# ``Result``: the ``rcip_result`` values, generated from include/rcip.h into
+# _abi.py (bindings/python/tools/gen_abi.py); tests/bindings.rs checks
+# ``_BY_CODE`` below against the header.
+from ._abi import Result as Result
 from ._lib import lib
-
-
-class Result(enum.IntEnum):
-    """``rcip_result`` values (include/rcip.h); never renumbered.
-    tests/bindings.rs checks this enum and ``_BY_CODE`` against the header."""
-
-    OK = 0
-    NULL_ARGUMENT = 100
-    INVALID_UTF8 = 101
-    INVALID_JSON = 102
-    INVALID_ARGUMENT = 103
-    INVALID_CATALOG = 200
-    NOT_IN_CATALOG = 201
-    ALREADY_BOUND = 202
-    UNKNOWN_SCOPE = 203
-    PRIMARY_NOT_ACTIVE = 204
-    ALREADY_USED = 300
-    ALREADY_COMPLETED = 301
-    CLOSED = 302
-    PREFLIGHT_BATCH_INVALID = 303
-    WRONG_CONTEXT = 304
-    NOT_FOUND = 305
-    IO = 306
-    TIMED_OUT = 307
-    UNSUPPORTED = 310
-    PANIC = 900
 
 
 class RcipError(Exception):

@@ -5,11 +5,14 @@
 //! `make test`:
 //!
 //! - `rcip_result`: the Rust enum's table (`rcip_result::all`, texts);
-//! - the Python binding: `_PROTOTYPES` and the callback types in
-//!   `bindings/python/rcip/_lib.py`, `Result` and `_BY_CODE` in
-//!   `bindings/python/rcip/errors.py`;
-//! - the conformance runner's `extern "C"` block and result constants
-//!   (`conformance/src/abi.rs`);
+//! - the Python binding: `PROTOTYPES`, the callback types and `Result` in
+//!   `bindings/python/rcip/_abi.py`, which `bindings/python/tools/gen_abi.py`
+//!   generates from the header (`make test-abi` checks it is the generator's
+//!   output byte for byte; this test checks what it declares), and the
+//!   hand-written `_BY_CODE` in `bindings/python/rcip/errors.py`;
+//! - the conformance runner's `extern "C"` block (`conformance/src/abi.rs`;
+//!   its result constants are generated from the header by
+//!   `conformance/build.rs`, and this test checks none is written by hand);
 //! - the C++ wrapper, which declares nothing itself: it includes rcip.h
 //!   (the compiler checks every call) and names codes by their macros;
 //! - the dispatch desk's result names (`result_names` in
@@ -292,14 +295,14 @@ fn py_class(expr: &str, callbacks: &BTreeMap<String, Sig>) -> String {
             _ => "ptr".into(),
         },
         e if callbacks.contains_key(e) => fn_class(&callbacks[e]),
-        e => panic!("an unknown ctypes type in _lib.py: {e}"),
+        e => panic!("an unknown ctypes type in _abi.py: {e}"),
     }
 }
 
 #[test]
 fn the_python_prototypes_and_results_are_the_header() {
     let h = header();
-    let text = no_comments(&read("bindings/python/rcip/_lib.py"));
+    let text = no_comments(&read("bindings/python/rcip/_abi.py"));
     // Callback types: NAME = CFUNCTYPE(ret, args...).
     let mut py_callbacks = BTreeMap::new();
     for line in text.lines() {
@@ -322,13 +325,13 @@ fn the_python_prototypes_and_results_are_the_header() {
             c_name["rcip_".len()..c_name.len() - "_callback".len()].to_uppercase()
         );
         match py_callbacks.get(&py_name) {
-            None => panic!("_lib.py has no {py_name} for {c_name}"),
+            None => panic!("_abi.py has no {py_name} for {c_name}"),
             Some(py) => assert_eq!(py, sig, "{py_name} differs from {c_name}"),
         }
     }
-    // _PROTOTYPES = { "name": (ret, [args]), ... }
-    let start = text.find("_PROTOTYPES = {").expect("_PROTOTYPES");
-    let body = bracketed(&text, start + "_PROTOTYPES = ".len());
+    // PROTOTYPES = { "name": (ret, [args]), ... }
+    let start = text.find("PROTOTYPES = {").expect("PROTOTYPES");
+    let body = bracketed(&text, start + "PROTOTYPES = ".len());
     let mut prototypes = BTreeMap::new();
     for entry in split_top(body) {
         let (name, value) = entry.split_once(':').unwrap();
@@ -349,7 +352,7 @@ fn the_python_prototypes_and_results_are_the_header() {
     let extra: Vec<_> = ours.difference(&theirs).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "_lib.py _PROTOTYPES: missing {missing:?}, not in the header {extra:?}"
+        "_abi.py PROTOTYPES: missing {missing:?}, not in the header {extra:?}"
     );
     for (name, sig) in &prototypes {
         // A string the library gave out is passed back as the address it
@@ -370,15 +373,15 @@ fn the_python_prototypes_and_results_are_the_header() {
                 })
                 .collect::<Vec<_>>(),
         );
-        assert_eq!(sig, &expected_py, "_lib.py: {name} differs from include/rcip.h");
+        assert_eq!(sig, &expected_py, "_abi.py: {name} differs from include/rcip.h");
     }
 
-    // errors.py: class Result(enum.IntEnum) with NAME = value lines, and
-    // _BY_CODE mapping every failure code to <CamelName>Error.
-    let errors = no_comments(&read("bindings/python/rcip/errors.py"));
-    let start = errors.find("class Result(").expect("class Result");
+    // _abi.py: class Result(enum.IntEnum) with NAME = value lines (the
+    // last class of the file); errors.py re-exports it, and its _BY_CODE
+    // maps every failure code to <CamelName>Error.
+    let start = text.find("class Result(").expect("class Result");
     let mut results = BTreeMap::new();
-    for line in errors[start..].lines().skip(1) {
+    for line in text[start..].lines().skip(1) {
         if line.starts_with("class ") {
             break;
         }
@@ -386,7 +389,12 @@ fn the_python_prototypes_and_results_are_the_header() {
             results.insert(name.to_string(), value.trim().parse::<u32>().unwrap());
         }
     }
-    assert_eq!(results, h.results, "errors.py Result differs from include/rcip.h");
+    assert_eq!(results, h.results, "_abi.py Result differs from include/rcip.h");
+    let errors = no_comments(&read("bindings/python/rcip/errors.py"));
+    assert!(
+        errors.contains("from ._abi import Result as Result"),
+        "errors.py re-exports the generated Result"
+    );
     let start = errors.find("_BY_CODE").unwrap();
     let body = bracketed(&errors, start + errors[start..].find('{').unwrap());
     let by_code: BTreeMap<String, String> = split_top(body)
@@ -504,13 +512,19 @@ fn the_conformance_runner_declares_the_header() {
         }
     }
     assert!(declared > 20, "abi.rs's declarations were found");
-    for (name, value) in &consts {
-        assert_eq!(
-            h.results.get(name),
-            Some(value),
-            "abi.rs: {name} is not RCIP_RESULT_{name}"
-        );
-    }
+    // The result codes are generated from the header (conformance/build.rs),
+    // not copied: abi.rs includes them and writes none of its own.
+    assert!(
+        consts.keys().all(|name| !h.results.contains_key(name)),
+        "abi.rs writes result codes by hand: {:?} (conformance/build.rs generates them)",
+        consts.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        read("conformance/src/abi.rs").contains(r#"include!(concat!(env!("OUT_DIR"), "/results.rs"));"#),
+        "abi.rs includes the generated result codes"
+    );
+    let build = read("conformance/build.rs");
+    assert!(build.contains("include/rcip.h") && build.contains("RCIP_RESULT_"));
 }
 
 // ----- C++ wrapper

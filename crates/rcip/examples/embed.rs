@@ -1,15 +1,15 @@
 //! Embedding rcip in a Rust program: a catalog, a policy, handlers bound
-//! as closures, lifecycle events, a confirmation the host approves, and a
-//! runtime per request from the compiled catalog; every outcome read as
-//! its Rust type.
+//! as closures, lifecycle events, a preflight of a plan, a confirmation the
+//! host approves, and a runtime per request from the compiled catalog;
+//! every outcome, report, event and notice read as its Rust type.
 //!
 //! `cargo run -p rcip --example embed` (make test-rust runs it). It prints
 //! what happens and exits 0, or panics naming the step that went wrong.
 
 use rcip::catalog::{Catalog, Effect};
 use rcip::runtime::{
-    ConfirmationNotice, Decision, ErrorCode, Invocation, LifecycleEvent, Outcome, PolicyRequest, Runtime,
-    RuntimeBuilder, WAIT_FOREVER,
+    ConfirmationNotice, Decision, ErrorCode, Invocation, LifecycleEvent, Outcome, PolicyRequest, PreflightEntry,
+    Runtime, RuntimeBuilder, WAIT_FOREVER,
 };
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -68,18 +68,18 @@ fn runtime_for(catalog: &Catalog, user: &str, events: Arc<Mutex<Vec<String>>>) -
             .unwrap()
             .push(format!("{} {}", e.capability_id, e.phase.as_str()));
     }));
-    builder.confirmation_observer(Arc::new(|notice: &str| {
+    builder.on_confirmation_notice(|notice: ConfirmationNotice| {
         // A host shows opened confirmations to its user; here they are printed.
-        if let Ok(ConfirmationNotice::Opened {
+        if let ConfirmationNotice::Opened {
             confirmation, input, ..
-        }) = ConfirmationNotice::from_json(notice)
+        } = notice
         {
             println!(
                 "  host asks its user: {} ({}) for {input}",
                 confirmation.title, confirmation.description
             );
         }
-    }));
+    });
     let user = user.to_owned();
     builder
         .bind(
@@ -128,6 +128,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {} {}: {}", issue.instance_path, issue.keyword, issue.message);
     }
 
+    // What would a plan meet, before anything runs? One entry per proposal.
+    let plan = vec![
+        ("tickets.search".to_owned(), br#"{"query": "printer"}"#.to_vec()),
+        ("tickets.close".to_owned(), br#"{"ticketId": "T-7"}"#.to_vec()),
+    ];
+    let report = client.preflight_pending(plan, None)?.wait_report(WAIT_FOREVER)?;
+    for entry in &report.outcomes {
+        let verdict = match entry {
+            PreflightEntry::Ready { .. } => "ready".to_owned(),
+            PreflightEntry::ConfirmationRequired { reason, .. } => format!("confirmation required ({reason})"),
+            PreflightEntry::Blocked { error, .. } => format!("blocked {}", error.code.as_str()),
+        };
+        println!("preflight {}: {verdict}", entry.capability_id());
+    }
+    assert!(matches!(report.outcomes[0], PreflightEntry::Ready { .. }));
+    assert!(matches!(
+        report.outcomes[1],
+        PreflightEntry::ConfirmationRequired { .. }
+    ));
+
     let asked = client.invoke_outcome("tickets.close", br#"{"ticketId": "T-7"}"#, None, None)?;
     show("close", &asked);
     let Outcome::ConfirmationRequired { confirmation, .. } = &asked else {
@@ -136,8 +156,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let approved = runtime
         .host()
         .resolve_confirmation_pending(&confirmation.id, true)?
-        .wait(WAIT_FOREVER)?;
-    let approved = Outcome::from_json(&approved)?;
+        .wait_outcome(WAIT_FOREVER)?;
     show("approved", &approved);
     assert!(matches!(approved, Outcome::Succeeded { .. }));
     runtime.close();
@@ -147,8 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let again = runtime
         .host()
         .resolve_confirmation_pending(&confirmation.id, true)?
-        .wait(WAIT_FOREVER)?;
-    let again = Outcome::from_json(&again)?;
+        .wait_outcome(WAIT_FOREVER)?;
     show("bob's runtime resolving alice's confirmation", &again);
     assert_eq!(again.error().map(|e| e.code), Some(ErrorCode::ConfirmationNotFound));
     runtime.close();

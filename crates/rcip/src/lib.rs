@@ -120,31 +120,39 @@
 //!
 //! A `confirmation_required` outcome names a single-use, expiring
 //! confirmation that only the host can resolve (PIPELINE.md section 5).
-//! Approving it re-runs the invocation; its outcome is the resolution's.
+//! The host learns of it as a [`ConfirmationNotice`](runtime::ConfirmationNotice)
+//! ([`RuntimeBuilder::on_confirmation_notice`](runtime::RuntimeBuilder::on_confirmation_notice),
+//! with the input only the host sees). Approving it re-runs the
+//! invocation; its outcome is the resolution's, read here with
+//! [`Pending::wait_outcome`](runtime::Pending::wait_outcome).
 //!
 //! ```
 //! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.purge","title":"P","description":"Removes every visit.","scopeIds":["visits"],"effect":"destructive","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
-//! use rcip::runtime::{ErrorCode, Invocation, Outcome, Runtime, WAIT_FOREVER};
-//! use std::sync::Arc;
+//! use rcip::runtime::{CloseReason, ConfirmationNotice, ErrorCode, Invocation, Outcome, RuntimeBuilder, WAIT_FOREVER};
+//! use std::sync::{Arc, Mutex};
 //!
-//! let runtime = Runtime::new(&catalog());
-//! let _binding = runtime.host().bind(
-//!     "visits.purge",
-//!     Arc::new(|i: Invocation| i.complete(serde_json::json!({"purged": 3})).unwrap()),
-//!     None,
-//! )?;
-//! let asked = runtime.client().invoke_outcome("visits.purge", b"{}", None, None)?;
+//! let notices = Arc::new(Mutex::new(Vec::new()));
+//! let mut builder = RuntimeBuilder::new(&catalog());
+//! let told = notices.clone();
+//! builder.on_confirmation_notice(move |notice: ConfirmationNotice| told.lock().unwrap().push(notice));
+//! builder.bind("visits.purge", Arc::new(|i: Invocation| i.complete(serde_json::json!({"purged": 3})).unwrap()), None)?;
+//! let runtime = builder.build();
+//!
+//! let asked = runtime.client().invoke_outcome("visits.purge", br#"{"before": "2026-01-01"}"#, None, None)?;
 //! let Outcome::ConfirmationRequired { confirmation, .. } = asked else { panic!("{asked:?}") };
+//! let opened = notices.lock().unwrap()[0].clone();
+//! let ConfirmationNotice::Opened { input, .. } = opened else { panic!("{opened:?}") };
+//! assert_eq!(input["before"], "2026-01-01");
 //!
 //! // The host shows `confirmation.title` and `description` to its user, who approves.
-//! let text = runtime.host().resolve_confirmation_pending(&confirmation.id, true)?.wait(WAIT_FOREVER).unwrap();
-//! assert!(matches!(Outcome::from_json(&text).unwrap(), Outcome::Succeeded { .. }));
+//! let approved = runtime.host().resolve_confirmation_pending(&confirmation.id, true)?.wait_outcome(WAIT_FOREVER)?;
+//! assert!(matches!(approved, Outcome::Succeeded { .. }));
+//! assert!(matches!(notices.lock().unwrap()[1], ConfirmationNotice::Closed { reason: CloseReason::Approved, .. }));
 //!
 //! // Single use: a second answer finds nothing.
-//! let again = runtime.host().resolve_confirmation_pending(&confirmation.id, true)?.wait(WAIT_FOREVER).unwrap();
-//! let again = Outcome::from_json(&again).unwrap();
+//! let again = runtime.host().resolve_confirmation_pending(&confirmation.id, true)?.wait_outcome(WAIT_FOREVER)?;
 //! assert_eq!(again.error().map(|e| e.code), Some(ErrorCode::ConfirmationNotFound));
-//! # Ok::<(), rcip::runtime::HostError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## Cancellation
@@ -155,7 +163,7 @@
 //!
 //! ```
 //! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.lookup","title":"L","description":"d","scopeIds":["visits"],"effect":"read","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
-//! use rcip::runtime::{CancelToken, ErrorCode, Invocation, Outcome, Runtime, WAIT_FOREVER};
+//! use rcip::runtime::{CancelToken, ErrorCode, Invocation, Runtime, WAIT_FOREVER};
 //! use std::sync::Arc;
 //!
 //! let runtime = Runtime::new(&catalog());
@@ -172,9 +180,42 @@
 //! let (_id, pending) = runtime.client().invoke_pending("visits.lookup", b"{}", None, Some(&token))?;
 //! assert!(!pending.is_ready());
 //! token.cancel();
-//! let outcome = Outcome::from_json(&pending.wait(WAIT_FOREVER).unwrap()).unwrap();
+//! let outcome = pending.wait_outcome(WAIT_FOREVER)?;
 //! assert_eq!(outcome.error().map(|e| e.code), Some(ErrorCode::ExecutionAborted));
-//! # Ok::<(), rcip::runtime::HostError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Preflight
+//!
+//! A consumer may ask what 1 to 16 calls would meet now without running
+//! any (PIPELINE.md, "Preflight"): the report, a
+//! [`PreflightReport`](runtime::PreflightReport), has one entry per
+//! proposal, in order, read here with
+//! [`Pending::wait_report`](runtime::Pending::wait_report).
+//!
+//! ```
+//! # fn catalog() -> rcip::catalog::Catalog { rcip::catalog::Catalog::from_bytes(br#"{"protocolVersion":"1.0","application":{"id":"desk","name":"Desk","description":"d"},"scopes":[{"id":"visits","title":"V","description":"d"}],"capabilities":[{"id":"visits.lookup","title":"L","description":"d","scopeIds":["visits"],"effect":"read","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}},{"id":"visits.note","title":"N","description":"d","scopeIds":["visits"],"effect":"write","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}},{"id":"visits.purge","title":"P","description":"Removes every visit.","scopeIds":["visits"],"effect":"destructive","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}]}"#).unwrap() }
+//! use rcip::runtime::{ErrorCode, Invocation, PreflightEntry, Runtime, WAIT_FOREVER};
+//! use std::sync::Arc;
+//!
+//! let runtime = Runtime::new(&catalog());
+//! let mut bindings = Vec::new();
+//! for id in ["visits.lookup", "visits.purge"] {
+//!     bindings.push(runtime.host().bind(id, Arc::new(|i: Invocation| i.complete(serde_json::json!({})).unwrap()), None)?);
+//! }
+//! let plan = vec![
+//!     ("visits.lookup".to_owned(), b"{}".to_vec()),
+//!     ("visits.purge".to_owned(), b"{}".to_vec()),
+//!     ("visits.note".to_owned(), b"{}".to_vec()), // nothing is bound to it
+//! ];
+//! let report = runtime.client().preflight_pending(plan, None)?.wait_report(WAIT_FOREVER)?;
+//! assert!(report.consistent);
+//! assert!(matches!(report.outcomes[0], PreflightEntry::Ready { .. }));
+//! // The default policy confirms destructive effects.
+//! assert!(matches!(report.outcomes[1], PreflightEntry::ConfirmationRequired { .. }));
+//! let PreflightEntry::Blocked { error, .. } = &report.outcomes[2] else { panic!("{report:?}") };
+//! assert_eq!(error.code, ErrorCode::CapabilityUnbound);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## A runtime per request

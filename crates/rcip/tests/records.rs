@@ -193,6 +193,186 @@ fn invoke_outcome_answers_the_typed_record() {
     }
 }
 
+/// A runtime of the desk with a fixed clock and ids, the handlers bound,
+/// and `observe` given the builder (to set a confirmation observer).
+fn fixed_desk(observe: impl FnOnce(&mut RuntimeBuilder)) -> Runtime {
+    let catalog = Catalog::from_bytes(CATALOG.as_bytes()).unwrap();
+    let mut builder = RuntimeBuilder::new(&catalog);
+    builder.clock(Arc::new(|| 1_000_i64));
+    let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    builder.id_generator(Arc::new(move |prefix: &str| {
+        Some(format!(
+            "{prefix}-{}",
+            next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ))
+    }));
+    observe(&mut builder);
+    for id in ["visits.lookup", "visits.purge"] {
+        builder
+            .bind(
+                id,
+                Arc::new(|inv: Invocation| inv.complete(serde_json::json!({})).unwrap()),
+                None,
+            )
+            .unwrap();
+    }
+    builder.build()
+}
+
+/// Opens a confirmation of visits.purge, then approves it: the notices
+/// `opened` and `closed approved`.
+fn open_and_approve(runtime: &Runtime) {
+    let asked = runtime
+        .client()
+        .invoke_outcome("visits.purge", br#"{"all":true}"#, None, None)
+        .unwrap();
+    let Outcome::ConfirmationRequired { confirmation, .. } = asked else {
+        panic!("{asked:?}")
+    };
+    let approved = runtime
+        .host()
+        .resolve_confirmation_pending(&confirmation.id, true)
+        .unwrap()
+        .wait_outcome(WAIT_FOREVER)
+        .unwrap();
+    assert!(matches!(approved, Outcome::Succeeded { .. }), "{approved:?}");
+}
+
+#[test]
+fn the_typed_confirmation_observer_gets_what_the_text_observer_is_told() {
+    let texts = Arc::new(Mutex::new(Vec::<String>::new()));
+    let told = texts.clone();
+    let runtime = fixed_desk(|b| {
+        b.confirmation_observer(Arc::new(move |n: &str| told.lock().unwrap().push(n.to_owned())));
+    });
+    open_and_approve(&runtime);
+    let typed = Arc::new(Mutex::new(Vec::<ConfirmationNotice>::new()));
+    let seen = typed.clone();
+    let runtime = fixed_desk(|b| {
+        b.on_confirmation_notice(move |n| seen.lock().unwrap().push(n));
+    });
+    open_and_approve(&runtime);
+    let expected: Vec<ConfirmationNotice> = texts
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| ConfirmationNotice::from_json(t).unwrap())
+        .collect();
+    assert_eq!(*typed.lock().unwrap(), expected);
+    assert_eq!(expected.len(), 2);
+    assert!(matches!(&expected[0], ConfirmationNotice::Opened { input, .. } if input["all"] == true));
+    assert!(matches!(
+        expected[1],
+        ConfirmationNotice::Closed {
+            reason: CloseReason::Approved,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn typed_waits_read_their_record_and_keep_the_text_of_another() {
+    use rcip::runtime::{RecordWaitError, WaitError};
+    let runtime = fixed_desk(|_| {});
+    let client = runtime.client();
+
+    let (id, pending) = client
+        .invoke_pending("visits.lookup", br#"{"visit":"V-1"}"#, None, None)
+        .unwrap();
+    let outcome = pending.wait_outcome(WAIT_FOREVER).unwrap();
+    assert_eq!(outcome.invocation_id(), &*id);
+    assert!(matches!(outcome, Outcome::Succeeded { .. }));
+    // One hand-over, typed or not.
+    assert!(matches!(
+        pending.wait_outcome(0),
+        Err(RecordWaitError::Wait(WaitError::AlreadyUsed))
+    ));
+
+    let proposals = vec![
+        ("visits.lookup".to_owned(), br#"{"visit":"V-1"}"#.to_vec()),
+        ("visits.note".to_owned(), b"{}".to_vec()),
+    ];
+    let report = client
+        .preflight_pending(proposals.clone(), None)
+        .unwrap()
+        .wait_report(WAIT_FOREVER)
+        .unwrap();
+    assert!(report.consistent);
+    assert!(matches!(report.outcomes[0], PreflightEntry::Ready { .. }));
+    assert!(
+        matches!(&report.outcomes[1], PreflightEntry::Blocked { error, .. } if error.code == ErrorCode::CapabilityUnbound)
+    );
+
+    // A report waited for as an outcome: the text is kept, and reads as
+    // the report it is.
+    let pending = client.preflight_pending(proposals, None).unwrap();
+    match pending.wait_outcome(WAIT_FOREVER) {
+        Err(RecordWaitError::Unreadable { text, .. }) => {
+            assert_eq!(PreflightReport::from_json(text.as_str()).unwrap(), report)
+        }
+        other => panic!("{other:?}"),
+    }
+    // An outcome waited for as a report, likewise.
+    let (_, pending) = client.invoke_pending("visits.lookup", b"{}", None, None).unwrap();
+    match pending.wait_report(WAIT_FOREVER) {
+        Err(RecordWaitError::Unreadable { text, error }) => {
+            assert!(Outcome::from_json(text.as_str()).is_ok());
+            assert!(!error.to_string().is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A poll before the outcome: timed out, and the outcome still comes
+    // (a policy that allows the write).
+    let runtime = fixed_desk(|b| {
+        b.policy(Arc::new(|r: rcip::runtime::PolicyRequest| {
+            r.decide(rcip::runtime::Decision::Allow).unwrap()
+        }));
+    });
+    let client = runtime.client();
+    let slow: Arc<Mutex<Vec<Invocation>>> = Arc::default();
+    let kept = slow.clone();
+    let _slow_binding = runtime
+        .host()
+        .bind(
+            "visits.note",
+            Arc::new(move |inv: Invocation| kept.lock().unwrap().push(inv)),
+            None,
+        )
+        .unwrap();
+    let (_, pending) = client.invoke_pending("visits.note", b"{}", None, None).unwrap();
+    assert!(matches!(
+        pending.wait_outcome(0),
+        Err(RecordWaitError::Wait(WaitError::TimedOut))
+    ));
+    slow.lock()
+        .unwrap()
+        .pop()
+        .unwrap()
+        .complete(serde_json::json!({"n": 1}))
+        .unwrap();
+    assert!(matches!(pending.wait_outcome(0).unwrap(), Outcome::Succeeded { output, .. } if output["n"] == 1));
+}
+
+#[test]
+fn the_readme_rust_example_is_the_crate_readme_example() {
+    // README.md's Rust section shows crates/rcip/README.md's example, which
+    // runs as a doctest; this keeps the unrun copy equal to it.
+    fn first_rust_block(text: &str, after: &str) -> String {
+        let from = text.find(after).unwrap_or_else(|| panic!("no {after:?}"));
+        let rest = &text[from..];
+        let start = rest.find("```rust\n").expect("a rust block") + "```rust\n".len();
+        let len = rest[start..].find("```").expect("the block's end");
+        rest[start..start + len].to_owned()
+    }
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let crate_readme = std::fs::read_to_string(format!("{dir}/README.md")).unwrap();
+    let top_readme = std::fs::read_to_string(format!("{dir}/../../README.md")).unwrap();
+    let example = first_rust_block(&crate_readme, "## Example");
+    assert!(example.contains("invoke_outcome"));
+    assert_eq!(first_rust_block(&top_readme, "## Rust\n"), example);
+}
+
 #[test]
 fn readers_ignore_members_they_do_not_know_and_refuse_wrong_shapes() {
     let text = r#"{"status":"failed","invocationId":"i","capabilityId":"c","error":{"code":"EXECUTION_FAILED","message":"m","later":1},"addedLater":true}"#;

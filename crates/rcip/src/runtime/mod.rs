@@ -80,7 +80,7 @@ pub use channel::{
 pub use confirm::CarriedConfirmation;
 pub use handles::{Binding, Invocation, PolicyRequest, Subscription, MAX_QUESTION_KEY_CHARS};
 pub use pending::WAIT_FOREVER;
-pub use pending::{Pending, ReadyCallback, WaitError};
+pub use pending::{Pending, ReadyCallback, RecordWaitError, WaitError};
 pub use preflight::MAX_PREFLIGHT_PROPOSALS;
 pub use record::Record;
 pub use shared::{DEFAULT_CONFIRMATION_TTL_MS, RECEIPT_CAPACITY};
@@ -266,10 +266,38 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The host's confirmation callback.
+    /// The host's confirmation callback, told each notice as JSON text
+    /// (PIPELINE.md section 5). Replaces an earlier one, also one set with
+    /// [`on_confirmation_notice`](Self::on_confirmation_notice).
     pub fn confirmation_observer(&mut self, observer: Arc<dyn ConfirmationObserver>) -> &mut RuntimeBuilder {
         self.config.confirmation_observer = Some(observer);
         self
+    }
+
+    /// The host's confirmation callback over the notices' Rust type
+    /// (**rcip**): `notice` receives each [`ConfirmationNotice`] (`Opened`
+    /// when a confirmation opens, `Closed` when it ends), owned, on the
+    /// thread and in the order [`confirmation_observer`](Self::confirmation_observer)
+    /// would be told the JSON text, under the same rules (never under a
+    /// runtime lock; it may call back into the runtime, and an approved
+    /// re-run waits until the `Opened` call returns). It is the text
+    /// observer with the text read by [`ConfirmationNotice::from_json`]:
+    /// one read per notice, and the runtime's writer is tested to produce
+    /// exactly that type (tests/records.rs), so every notice reads. Replaces
+    /// an earlier confirmation observer.
+    pub fn on_confirmation_notice(
+        &mut self,
+        notice: impl Fn(ConfirmationNotice) + Send + Sync + 'static,
+    ) -> &mut RuntimeBuilder {
+        self.confirmation_observer(Arc::new(move |json: &str| match ConfirmationNotice::from_json(json) {
+            Ok(read) => notice(read),
+            // Unreachable while the writer and the type agree (tested).
+            Err(e) => {
+                if cfg!(debug_assertions) {
+                    panic!("a notice rcip wrote does not read as its type: {e}: {json}")
+                }
+            }
+        }))
     }
 
     /// Adds a lifecycle event observer (called in registration order).

@@ -7,7 +7,7 @@
 
 use super::callbacks::OutcomeSink;
 use super::shared::{in_callback_of, Shared};
-use super::types::JsonText;
+use super::types::{JsonText, Outcome, PreflightReport};
 use parking_lot::{Condvar, Mutex};
 use std::sync::{Arc, Weak};
 
@@ -64,6 +64,53 @@ impl std::fmt::Display for WaitError {
 }
 
 impl std::error::Error for WaitError {}
+
+/// Why a typed wait ([`Pending::wait_outcome`], [`Pending::wait_report`])
+/// gave no record.
+#[derive(Debug)]
+pub enum RecordWaitError {
+    /// [`Pending::wait`] gave nothing (timed out, already used, wrong
+    /// context); the record, if it comes, can still be taken when this is
+    /// [`WaitError::TimedOut`].
+    Wait(WaitError),
+    /// The record arrived but is not the type asked for: a preflight
+    /// report waited for as an outcome, or the reverse (a record rcip
+    /// wrote that its own type does not read would be a bug in rcip). The
+    /// record was taken: `text` is the delivered JSON, so nothing is lost,
+    /// and `error` is serde_json's reason.
+    Unreadable {
+        /// The delivered JSON text, as [`Pending::wait`] would have given it.
+        text: JsonText,
+        /// Why it does not read as the type asked for.
+        error: serde_json::Error,
+    },
+}
+
+impl std::fmt::Display for RecordWaitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordWaitError::Wait(e) => e.fmt(f),
+            RecordWaitError::Unreadable { error, .. } => {
+                write!(f, "the delivered record is not the type asked for: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RecordWaitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecordWaitError::Wait(e) => Some(e),
+            RecordWaitError::Unreadable { error, .. } => Some(error),
+        }
+    }
+}
+
+impl From<WaitError> for RecordWaitError {
+    fn from(e: WaitError) -> RecordWaitError {
+        RecordWaitError::Wait(e)
+    }
+}
 
 /// The pending outcome of one invoke, resolve or preflight call.
 pub struct Pending {
@@ -137,6 +184,34 @@ impl Pending {
         return self.wait_blocking(timeout_ms);
         #[cfg(all(target_family = "wasm", target_os = "unknown"))]
         return self.take_without_waiting(timeout_ms);
+    }
+
+    /// [`wait`](Self::wait) for an invocation's (or a confirmation
+    /// resolution's) outcome, read into its Rust type, [`Outcome`]: the
+    /// same timeout, the same one hand-over, and on the same threads.
+    ///
+    /// # Errors
+    ///
+    /// [`RecordWaitError::Wait`] with what `wait` answers;
+    /// [`RecordWaitError::Unreadable`] (with the text) when this pending
+    /// holds a preflight report.
+    pub fn wait_outcome(&self, timeout_ms: u64) -> Result<Outcome, RecordWaitError> {
+        let text = self.wait(timeout_ms)?;
+        Outcome::from_json(text.as_str()).map_err(|error| RecordWaitError::Unreadable { text, error })
+    }
+
+    /// [`wait`](Self::wait) for a preflight's report, read into its Rust
+    /// type, [`PreflightReport`] (as [`wait_outcome`](Self::wait_outcome)
+    /// for outcomes).
+    ///
+    /// # Errors
+    ///
+    /// [`RecordWaitError::Wait`] with what `wait` answers;
+    /// [`RecordWaitError::Unreadable`] (with the text) when this pending
+    /// holds an invocation outcome.
+    pub fn wait_report(&self, timeout_ms: u64) -> Result<PreflightReport, RecordWaitError> {
+        let text = self.wait(timeout_ms)?;
+        PreflightReport::from_json(text.as_str()).map_err(|error| RecordWaitError::Unreadable { text, error })
     }
 
     /// [`wait`](Self::wait) without threads: takes what is there.
