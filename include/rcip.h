@@ -3285,6 +3285,8 @@ rcip_result rcip_mcp_server_drain(const struct rcip_mcp_server *server, uint64_t
  * the server shuts down; then `user_data_free(user_data)` runs once.
  * Errors: `RCIP_RESULT_NULL_ARGUMENT` (server); `RCIP_RESULT_IO` (the
  * log's thread cannot start; `user_data` is released).
+ * Callbacks: see `rcip_mcp_access_callback` (its own thread, one record
+ * at a time).
  * Thread safety: any thread except the access callback itself.
  */
 rcip_result rcip_mcp_server_set_access_log(const struct rcip_mcp_server *server, rcip_mcp_access_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
@@ -3293,6 +3295,7 @@ rcip_result rcip_mcp_server_set_access_log(const struct rcip_mcp_server *server,
  * The access records dropped so far because the log's queue was full
  * (0 for NULL).
  *
+ * Ownership: `server` is borrowed for the call.
  * Thread safety: any thread.
  */
 uint64_t rcip_mcp_server_access_log_dropped(const struct rcip_mcp_server *server);

@@ -527,6 +527,8 @@ pub unsafe extern "C" fn rcip_mcp_server_drain(server: *const rcip_mcp_server, d
 /// the server shuts down; then `user_data_free(user_data)` runs once.
 /// Errors: `RCIP_RESULT_NULL_ARGUMENT` (server); `RCIP_RESULT_IO` (the
 /// log's thread cannot start; `user_data` is released).
+/// Callbacks: see `rcip_mcp_access_callback` (its own thread, one record
+/// at a time).
 /// Thread safety: any thread except the access callback itself.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_set_access_log(
@@ -549,6 +551,7 @@ pub unsafe extern "C" fn rcip_mcp_server_set_access_log(
 /// The access records dropped so far because the log's queue was full
 /// (0 for NULL).
 ///
+/// Ownership: `server` is borrowed for the call.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rcip_mcp_server_access_log_dropped(server: *const rcip_mcp_server) -> u64 {
