@@ -916,6 +916,37 @@ typedef int32_t (*rcip_mcp_session_factory_callback)(void *user_data, struct rci
  */
 typedef void (*rcip_mcp_access_callback)(void *user_data, const char *record_json);
 
+/**
+ * Checks one opaque access token for an MCP HTTP server whose `auth`
+ * option says `"verifier": true` (`rcip_mcp_server_set_token_verifier`;
+ * docs/MCP.md "Authorization"): RFC 7662 introspection or a lookup in the
+ * host's own store. It must establish that the token was issued for this
+ * server (its audience).
+ *
+ * Answers, by return value:
+ * - `0`, admitted: `rcip_string_sink_set(answer, principal_json)` with
+ *   `{"issuer", "subject", "scopes"?: [...], "claims"?: {...},
+ *   "expiresAt"?: <seconds since the Unix epoch> | null}` (issuer and
+ *   subject non-empty, without spaces; another field is refused). A
+ *   missing or malformed principal answers the client `503` and the
+ *   server counts it as `unavailable`.
+ * - `1`, refused: `401` `invalid_token`; the answer, if set, is the
+ *   `error_description` (cut to 256 bytes, quotes and controls replaced).
+ * - any other value, unavailable (the introspection endpoint is down):
+ *   `503` with `Retry-After`; the answer, if set, is part of the message.
+ *
+ * The result is remembered for the token until `expiresAt` (at most an
+ * hour) or 60 seconds without it; a token past its `expiresAt` is refused
+ * as expired. Called on the server's control thread, never an I/O
+ * thread, one check at a time beside session creation and endings, with
+ * no rcip lock held: keep it short (return 2 when a remote check times
+ * out). `token` and `answer` are valid during the call only. It may call
+ * any rcip function but `rcip_mcp_server_shutdown`,
+ * `rcip_mcp_server_drain`, `rcip_mcp_server_set_token_verifier` and
+ * `rcip_mcp_server_free` of its server.
+ */
+typedef int32_t (*rcip_mcp_token_callback)(void *user_data, const char *token, struct rcip_string_sink *answer);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -3299,6 +3330,26 @@ rcip_result rcip_mcp_server_set_access_log(const struct rcip_mcp_server *server,
  * Thread safety: any thread.
  */
 uint64_t rcip_mcp_server_access_log_dropped(const struct rcip_mcp_server *server);
+
+/**
+ * Gives the server the host's check of opaque access tokens (**rcip**
+ * over MCP 2026-07-28 "Authorization"), for a server whose `auth` option
+ * says `"verifier": true`; until one is given every token is answered
+ * `503`. A verifier given before is released (its `user_data_free` runs
+ * once, after any check it is running) and the checks remembered so far
+ * are dropped.
+ *
+ * Ownership: `user_data` is kept until the verifier is replaced or the
+ * server is freed; then `user_data_free(user_data)` runs once. When this
+ * call fails it never runs (the data stays the caller's).
+ * Errors: `RCIP_RESULT_NULL_ARGUMENT` (server, callback);
+ * `RCIP_RESULT_INVALID_ARGUMENT` (the server has no `auth` option, or
+ * validates JWTs: its `auth` names keys instead of `"verifier": true`).
+ * Callbacks: see `rcip_mcp_token_callback` (the control thread, one check
+ * at a time).
+ * Thread safety: any thread except the token callback itself.
+ */
+rcip_result rcip_mcp_server_set_token_verifier(const struct rcip_mcp_server *server, rcip_mcp_token_callback callback, void *user_data, rcip_user_data_free_callback user_data_free);
 
 /**
  * The live sessions as JSON.

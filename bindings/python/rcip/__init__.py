@@ -31,7 +31,7 @@ See the README (sections "Python" and "Installing") for the full tour.
 
 from ._app import App, ApprovalCheck, Capability, Example, Scope
 from ._lib import EXPECTED_ABI_VERSION
-from ._http import McpHttpServer, SessionRuntime, SessionSetup
+from ._http import McpHttpServer, SessionRuntime, SessionSetup, TokenRefused, TokenVerifier
 from ._mcp import McpSession, RequestSetup
 from ._serve import ServeOptions
 from ._runtime import (
@@ -158,6 +158,8 @@ __all__ = [
     "McpHttpServer",
     "SessionRuntime",
     "SessionSetup",
+    "TokenRefused",
+    "TokenVerifier",
     "IoError",
     "UnsupportedError",
     "NotFoundError",

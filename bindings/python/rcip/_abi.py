@@ -44,6 +44,7 @@ CLOCK_CALLBACK = CFUNCTYPE(c_int64, c_void_p)
 ID_GENERATOR_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 MCP_SESSION_FACTORY_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_void_p)
 MCP_ACCESS_CALLBACK = CFUNCTYPE(None, c_void_p, c_char_p)
+MCP_TOKEN_CALLBACK = CFUNCTYPE(c_int32, c_void_p, c_char_p, c_void_p)
 
 # Every export, in the header's order: name -> (restype, [argtypes]).
 PROTOTYPES = {
@@ -188,6 +189,7 @@ PROTOTYPES = {
     "rcip_mcp_server_drain": (c_uint32, [c_void_p, c_uint64]),
     "rcip_mcp_server_set_access_log": (c_uint32, [c_void_p, MCP_ACCESS_CALLBACK, c_void_p, USER_DATA_FREE_CALLBACK]),
     "rcip_mcp_server_access_log_dropped": (c_uint64, [c_void_p]),
+    "rcip_mcp_server_set_token_verifier": (c_uint32, [c_void_p, MCP_TOKEN_CALLBACK, c_void_p, USER_DATA_FREE_CALLBACK]),
     "rcip_mcp_server_sessions": (c_uint32, [c_void_p, POINTER(c_void_p)]),
     "rcip_mcp_server_session_find": (c_uint32, [c_void_p, c_char_p, POINTER(c_void_p)]),
     "rcip_mcp_server_session_host": (c_void_p, [c_void_p]),
@@ -227,6 +229,7 @@ __all__ = [
     "ID_GENERATOR_CALLBACK",
     "MCP_SESSION_FACTORY_CALLBACK",
     "MCP_ACCESS_CALLBACK",
+    "MCP_TOKEN_CALLBACK",
     "PROTOTYPES",
     "Result",
 ]

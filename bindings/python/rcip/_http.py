@@ -5,11 +5,12 @@ docs/MCP.md, "Serving over HTTP")."""
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import time
 import weakref
 from ctypes import byref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Union
 
 from . import _lib
 from ._handle import Handle, Owner, registry
@@ -22,6 +23,7 @@ from ._runtime import (
     _c_callback,
     _Entry,
     _hand_over_runtime,
+    _is_coroutine_function,
     _json_arg,
     _keep_forever,
     _new_out,
@@ -122,6 +124,56 @@ def _factory_trampoline(key: Optional[int], setup: Optional[int]) -> int:
 _keep_forever(_factory_trampoline)
 
 
+class TokenRefused(Exception):
+    """Raised by a token verifier (``McpHttpServer(token_verifier=...)``):
+    the token is not valid for this server (unknown, revoked, another
+    audience). The client gets ``401`` ``invalid_token``; the message is the
+    challenge's ``error_description`` (cut to 256 bytes, quotes and
+    control characters replaced), so keep secrets out of it."""
+
+
+TokenVerifier = Callable[[str], Optional[Mapping[str, Any]]]
+
+
+class _VerifierEntry(_Entry):
+    def __init__(self, fn: TokenVerifier) -> None:
+        if not callable(fn):
+            raise TypeError("rcip: the token verifier must be callable")
+        if _is_coroutine_function(fn):
+            raise TypeError("rcip: the token verifier answers at once; it cannot be a coroutine function")
+        self.fn = fn
+        self.errors: Deque[BaseException] = collections.deque(maxlen=100)
+
+
+@_c_callback(_lib.MCP_TOKEN_CALLBACK)
+def _token_trampoline(key: Optional[int], token: Optional[bytes], answer: Optional[int]) -> int:
+    # 0 admitted (the principal in the answer), 1 refused, 2 unavailable
+    # (rcip_mcp_token_callback).
+    try:
+        entry: _VerifierEntry = registry.get(key)
+        try:
+            principal = entry.fn((token or b"").decode("utf-8", "replace"))
+            if principal is None:
+                return 1
+            if not isinstance(principal, Mapping):
+                raise TypeError("rcip: a token verifier returns the principal (a mapping) or None, not %s" % type(principal).__name__)
+            text = json.dumps(dict(principal), allow_nan=False)
+        except TokenRefused as exc:
+            why = str(exc)
+            if why:
+                lib.rcip_string_sink_set(answer, why.encode("utf-8", "replace"))
+            return 1
+        except BaseException as exc:  # noqa: BLE001 - nothing may reach C
+            entry.errors.append(exc)
+            return 2
+        return 0 if lib.rcip_string_sink_set(answer, text.encode("utf-8", "replace")) == 0 else 2
+    except BaseException:  # noqa: BLE001
+        return 2
+
+
+_keep_forever(_token_trampoline)
+
+
 class SessionRuntime(Runtime):
     """A live MCP session's runtime, reached by the host
     (``McpHttpServer.session(id)``): ``host`` and ``client`` as on any
@@ -155,6 +207,17 @@ class McpHttpServer(Owner):
     docs/MCP.md, with their JSON names (``"allowedOrigins"``,
     ``"idleTimeoutMs"``, ``"toolNames"``, the session options ...).
 
+    ``token_verifier``: for opaque access tokens (RFC 7662 introspection,
+    the host's own session store), ``fn(token) -> principal``: return
+    ``{"issuer", "subject", "scopes"?, "claims"?, "expiresAt"?}`` (seconds
+    since the epoch) to admit the request, ``None`` or raise
+    :class:`TokenRefused` to refuse it (``401``); any other exception
+    answers ``503`` and is kept in :attr:`token_verifier_errors`. It needs
+    the ``auth`` option (``"verifier": true`` is added for it); it runs on
+    the server's control thread, one check at a time, and each result is
+    remembered until ``expiresAt`` (at most an hour) or for 60 seconds
+    (docs/MCP.md, "Authorization").
+
     ``start()`` serves in the background; ``serve()`` blocks until
     ``shutdown()`` or Ctrl-C. ``shutdown()`` ends every session (their
     runtimes closed, pending calls ``EXECUTION_ABORTED``). ``close()`` (or
@@ -168,8 +231,17 @@ class McpHttpServer(Owner):
         address: str = "127.0.0.1:0",
         *,
         options: Optional[Mapping[str, Any]] = None,
+        token_verifier: Optional[TokenVerifier] = None,
     ) -> None:
         cat: Catalog = catalog if isinstance(catalog, Catalog) else Catalog(catalog)
+        self._verifier: Optional[_VerifierEntry] = None
+        if token_verifier is not None:
+            auth = (options or {}).get("auth")
+            if not isinstance(auth, Mapping):
+                raise TypeError("rcip: a token verifier needs the \"auth\" option (docs/MCP.md, \"Authorization\")")
+            if "verifier" not in auth:
+                options = dict(options or {}, auth=dict(auth, verifier=True))
+            verifier_entry = _VerifierEntry(token_verifier)
         #: The server's compiled catalog: build each session's runtime from
         #: it (``rcip.Runtime(server.catalog)``), so no session compiles
         #: schemas again.
@@ -190,6 +262,27 @@ class McpHttpServer(Owner):
             check(lib.rcip_mcp_server_url(ptr, byref(url)))
         self.url: str = take_string(url) or ""
         _live_servers.add(self)
+        if token_verifier is not None:
+            self._set_verifier(verifier_entry)
+
+    def set_token_verifier(self, verifier: TokenVerifier) -> None:
+        """Gives (or replaces) the check of opaque access tokens (see the
+        class: ``token_verifier``), for a server whose ``auth`` option says
+        ``"verifier": true``; what the previous one admitted is forgotten.
+        Raises ``InvalidArgumentError`` when the server has no ``auth`` or
+        validates JWTs."""
+        self._set_verifier(_VerifierEntry(verifier))
+
+    def _set_verifier(self, entry: _VerifierEntry) -> None:
+        with _registering(entry) as key, self._handle.use() as ptr:
+            check(lib.rcip_mcp_server_set_token_verifier(ptr, _token_trampoline, key, _user_data_free))
+        self._verifier = entry
+
+    @property
+    def token_verifier_errors(self) -> List[BaseException]:
+        """The last 100 exceptions the token verifier raised (other than
+        :class:`TokenRefused`; each answered a request ``503``)."""
+        return list(self._verifier.errors) if self._verifier is not None else []
 
     @property
     def factory_errors(self) -> List[BaseException]:

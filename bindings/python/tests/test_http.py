@@ -227,6 +227,73 @@ def test_the_factory_sees_the_authenticated_principal() -> None:
         assert status == 401
 
 
+def test_opaque_tokens_go_to_the_hosts_verifier() -> None:
+    checked: List[str] = []
+
+    def verify(token: str) -> Optional[Dict[str, Any]]:
+        checked.append(token)
+        if token == "good":
+            return {"issuer": "https://auth.example.test", "subject": "carol", "scopes": ["mcp:tools"], "claims": {"tenant": "initech"}, "expiresAt": 4102444800}
+        if token == "revoked":
+            raise rcip.TokenRefused('revoked "at" 12:00')
+        if token == "boom":
+            raise RuntimeError("introspection endpoint unreachable")
+        if token == "no-issuer":
+            return {"subject": "carol"}
+        return None
+
+    setups: List[rcip.SessionSetup] = []
+
+    def factory(setup: rcip.SessionSetup) -> rcip.Runtime:
+        setups.append(setup)
+        return rcip.Runtime(CATALOG)
+
+    auth = {"resource": "http://127.0.0.1/mcp", "authorizationServers": ["https://auth.example.test"], "requiredScopes": ["mcp:tools"]}
+    with rcip.McpHttpServer(CATALOG, factory, options={"auth": auth}, token_verifier=verify) as server:
+        server.start()
+        host_port = server.url.split("//", 1)[1].split("/", 1)[0]
+
+        def init(token: str) -> Tuple[int, Dict[str, str], str]:
+            conn = http.client.HTTPConnection(host_port, timeout=10)
+            body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}
+            conn.request("POST", "/mcp", json.dumps(body), {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": "Bearer " + token})
+            resp = conn.getresponse()
+            result = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read().decode("utf-8"))
+            conn.close()
+            return result
+
+        status, _, text = init("good")
+        assert status == 200, text
+        assert setups[0].principal == {"issuer": "https://auth.example.test", "subject": "carol", "scopes": ["mcp:tools"], "claims": {"tenant": "initech"}, "expiresAt": 4102444800}
+        assert init("good")[0] == 200 and checked == ["good"], "a checked token is remembered"
+        status, headers, _ = init("revoked")
+        assert status == 401 and "error_description=\"revoked 'at' 12:00\"" in headers["www-authenticate"]
+        status, headers, _ = init("unknown")
+        assert status == 401 and 'error="invalid_token"' in headers["www-authenticate"]
+        status, headers, text = init("boom")
+        assert status == 503 and "retry-after" in headers
+        assert "unreachable" not in text, "an exception's text stays with the host"
+        assert [str(e) for e in server.token_verifier_errors] == ["introspection endpoint unreachable"]
+        status, _, text = init("no-issuer")
+        assert status == 503 and "needs \\\"issuer\\\"" in text, text
+        assert len(setups) == 2
+        # A new verifier; what the first admitted is forgotten.
+        server.set_token_verifier(lambda token: None)
+        assert init("good")[0] == 401
+        with pytest.raises(TypeError, match="coroutine"):
+
+            async def later(token: str) -> None:
+                return None
+
+            server.set_token_verifier(later)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="auth"):
+        rcip.McpHttpServer(CATALOG, factory, token_verifier=verify)
+    jwt_auth = dict(auth, jwks=_TEST_JWKS)
+    with rcip.McpHttpServer(CATALOG, factory, options={"auth": jwt_auth}) as server:
+        with pytest.raises(rcip.InvalidArgumentError, match="verifier"):
+            server.set_token_verifier(verify)
+
+
 def test_without_auth_the_principal_is_none_and_exposed_binds_are_refused() -> None:
     seen: List[Optional[Dict[str, Any]]] = []
 

@@ -116,6 +116,36 @@ pub type rcip_event_callback = Option<unsafe extern "C" fn(user_data: *mut c_voi
 /// `rcip_mcp_server_free` of its server.
 pub type rcip_mcp_access_callback = Option<unsafe extern "C" fn(user_data: *mut c_void, record_json: *const c_char)>;
 
+/// Checks one opaque access token for an MCP HTTP server whose `auth`
+/// option says `"verifier": true` (`rcip_mcp_server_set_token_verifier`;
+/// docs/MCP.md "Authorization"): RFC 7662 introspection or a lookup in the
+/// host's own store. It must establish that the token was issued for this
+/// server (its audience).
+///
+/// Answers, by return value:
+/// - `0`, admitted: `rcip_string_sink_set(answer, principal_json)` with
+///   `{"issuer", "subject", "scopes"?: [...], "claims"?: {...},
+///   "expiresAt"?: <seconds since the Unix epoch> | null}` (issuer and
+///   subject non-empty, without spaces; another field is refused). A
+///   missing or malformed principal answers the client `503` and the
+///   server counts it as `unavailable`.
+/// - `1`, refused: `401` `invalid_token`; the answer, if set, is the
+///   `error_description` (cut to 256 bytes, quotes and controls replaced).
+/// - any other value, unavailable (the introspection endpoint is down):
+///   `503` with `Retry-After`; the answer, if set, is part of the message.
+///
+/// The result is remembered for the token until `expiresAt` (at most an
+/// hour) or 60 seconds without it; a token past its `expiresAt` is refused
+/// as expired. Called on the server's control thread, never an I/O
+/// thread, one check at a time beside session creation and endings, with
+/// no rcip lock held: keep it short (return 2 when a remote check times
+/// out). `token` and `answer` are valid during the call only. It may call
+/// any rcip function but `rcip_mcp_server_shutdown`,
+/// `rcip_mcp_server_drain`, `rcip_mcp_server_set_token_verifier` and
+/// `rcip_mcp_server_free` of its server.
+pub type rcip_mcp_token_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, token: *const c_char, answer: *mut rcip_string_sink) -> i32>;
+
 /// Told when a confirmation opens and when it ends
 /// (`rcip_runtime_builder_set_confirmation_callback`).
 ///

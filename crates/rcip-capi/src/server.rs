@@ -1,7 +1,9 @@
 //! The MCP Streamable HTTP server over the C ABI (src/mcp/http): one
 //! runtime per MCP session, built by the host's factory callback.
 
-use super::callback::{c_user_data, rcip_mcp_access_callback, rcip_user_data_free_callback, UserData};
+use super::callback::{
+    c_user_data, rcip_mcp_access_callback, rcip_mcp_token_callback, rcip_user_data_free_callback, UserData,
+};
 use super::catalog::rcip_catalog;
 use super::guard::{bytes_arg, ffi_guard, ffi_guard_or, opt_str_arg, out_arg, str_arg, FfiError};
 use super::handle::{
@@ -9,6 +11,7 @@ use super::handle::{
 };
 use super::result::rcip_result;
 use super::runtime::{rcip_client, rcip_host, rcip_runtime};
+use super::sink::rcip_string_sink;
 use super::string::into_c_string;
 use rcip::runtime::Runtime;
 use rcip_mcp::http::{HttpOptions, McpHttpServer, SessionFactory, SessionRequest, SessionRuntime};
@@ -559,6 +562,83 @@ pub unsafe extern "C" fn rcip_mcp_server_access_log_dropped(server: *const rcip_
         // Safety: NULL or a live server handle.
         owned_arg(server, "server").map_or(0, |s| s.access_log_dropped())
     })
+}
+
+/// Gives the server the host's check of opaque access tokens (**rcip**
+/// over MCP 2026-07-28 "Authorization"), for a server whose `auth` option
+/// says `"verifier": true`; until one is given every token is answered
+/// `503`. A verifier given before is released (its `user_data_free` runs
+/// once, after any check it is running) and the checks remembered so far
+/// are dropped.
+///
+/// Ownership: `user_data` is kept until the verifier is replaced or the
+/// server is freed; then `user_data_free(user_data)` runs once. When this
+/// call fails it never runs (the data stays the caller's).
+/// Errors: `RCIP_RESULT_NULL_ARGUMENT` (server, callback);
+/// `RCIP_RESULT_INVALID_ARGUMENT` (the server has no `auth` option, or
+/// validates JWTs: its `auth` names keys instead of `"verifier": true`).
+/// Callbacks: see `rcip_mcp_token_callback` (the control thread, one check
+/// at a time).
+/// Thread safety: any thread except the token callback itself.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rcip_mcp_server_set_token_verifier(
+    server: *const rcip_mcp_server,
+    callback: rcip_mcp_token_callback,
+    user_data: *mut c_void,
+    user_data_free: rcip_user_data_free_callback,
+) -> rcip_result {
+    ffi_guard!({
+        let server = owned_arg(server, "server")?;
+        let cb = callback.ok_or_else(|| FfiError::null("callback"))?;
+        let verifier = Arc::new(CTokenVerifier {
+            cb,
+            user_data: c_user_data(user_data, user_data_free),
+        });
+        server.set_token_verifier(verifier.clone()).map_err(|e| {
+            // Refused: the server did not keep it, and a failed
+            // registration never calls user_data_free.
+            verifier.user_data.disarm();
+            FfiError::new(rcip_result::InvalidArgument, e)
+        })
+    })
+}
+
+/// A C token verifier.
+struct CTokenVerifier {
+    cb: unsafe extern "C" fn(*mut c_void, *const c_char, *mut rcip_string_sink) -> i32,
+    user_data: UserData,
+}
+
+impl rcip_mcp::http::TokenVerifier for CTokenVerifier {
+    fn verify(&self, token: &str) -> Result<rcip_mcp::server::Principal, rcip_mcp::http::TokenRefusal> {
+        use rcip_mcp::http::TokenRefusal;
+        let Ok(text) = CString::new(token) else {
+            return Err(TokenRefusal::Invalid("the access token is not valid".into()));
+        };
+        let mut slot = None;
+        // Safety: the host's function with its data; the token and the
+        // answer slot live across the call.
+        let rc = unsafe { (self.cb)(self.user_data.ptr(), text.as_ptr(), rcip_string_sink::lend(&mut slot)) };
+        match rc {
+            0 => {
+                let Some(answer) = slot else {
+                    return Err(TokenRefusal::Unavailable(
+                        "the token verifier admitted it without a principal".into(),
+                    ));
+                };
+                serde_json::from_str(&answer)
+                    .map_err(|e| e.to_string())
+                    .and_then(|v| rcip_mcp::server::Principal::from_value(&v))
+                    .map_err(|e| TokenRefusal::Unavailable(format!("the token verifier's principal is not valid: {e}")))
+            }
+            1 => Err(TokenRefusal::Invalid(
+                slot.unwrap_or_else(|| "the access token is not valid".into()),
+            )),
+            _ => Err(TokenRefusal::Unavailable(
+                slot.unwrap_or_else(|| "the token verifier is unavailable".into()),
+            )),
+        }
+    }
 }
 
 /// A C access log.

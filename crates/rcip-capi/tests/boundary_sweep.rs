@@ -167,6 +167,7 @@ rcip_mcp_server_shutdown ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK dea
 rcip_mcp_server_drain ok=OK server:null=NULL_ARGUMENT deadline_ms:zero=OK deadline_ms:max=OK
 rcip_mcp_server_set_access_log ok=OK server:null=NULL_ARGUMENT callback:null=OK
 rcip_mcp_server_access_log_dropped ok=0 server:null=0
+rcip_mcp_server_set_token_verifier ok=OK server:null=NULL_ARGUMENT callback:null=NULL_ARGUMENT
 rcip_mcp_server_sessions ok=OK server:null=NULL_ARGUMENT json_out:null=NULL_ARGUMENT
 rcip_mcp_server_session_find ok=OK server:null=NULL_ARGUMENT session_id:null=NULL_ARGUMENT session_id:utf8=INVALID_UTF8 session_out:null=NULL_ARGUMENT
 rcip_mcp_server_session_host ok=nonnull session:null=null
@@ -721,6 +722,10 @@ unsafe extern "C" fn refuse_sessions(_: *mut c_void, _: *mut rcip_mcp_session_se
 }
 
 unsafe extern "C" fn sweep_access(_: *mut c_void, _: *const c_char) {}
+
+unsafe extern "C" fn sweep_token(_: *mut c_void, _: *const c_char, _: *mut rcip_string_sink) -> i32 {
+    2
+}
 
 type SetupJob = Box<dyn FnOnce(*mut rcip_mcp_session_setup) -> (Result<rcip_result, String>, bool) + Send>;
 
@@ -2025,6 +2030,39 @@ unsafe fn run(f: &str, case: &str) -> String {
                 );
                 RELEASED.with(|r| r.set(0));
             }
+            Ok(rc)
+        }
+        "rcip_mcp_server_set_token_verifier" => {
+            // A server that asks for the host's verifier.
+            let mut server = ptr::null_mut();
+            assert_eq!(
+                rcip_mcp_server_new(
+                    catalog(),
+                    c"127.0.0.1:0".as_ptr(),
+                    c"{\"auth\": {\"resource\": \"http://127.0.0.1/mcp\", \"authorizationServers\": [\"https://as.example\"], \"verifier\": true}}".as_ptr(),
+                    Some(refuse_sessions),
+                    ptr::null_mut(),
+                    None,
+                    &mut server
+                ),
+                rcip_result::Ok
+            );
+            RELEASED.with(|r| r.set(0));
+            let rc = rcip_mcp_server_set_token_verifier(
+                a.null("server", server as *const rcip_mcp_server),
+                a.cb("callback", sweep_token as unsafe extern "C" fn(_, _, _) -> i32),
+                ptr::null_mut(),
+                Some(release),
+            );
+            if rc != rcip_result::Ok {
+                assert_eq!(
+                    RELEASED.with(|r| r.get()),
+                    0,
+                    "a failed registration never releases the data"
+                );
+            }
+            RELEASED.with(|r| r.set(0));
+            rcip_mcp_server_free(server);
             Ok(rc)
         }
         "rcip_mcp_server_url"

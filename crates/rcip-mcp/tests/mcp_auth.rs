@@ -631,6 +631,133 @@ async fn opaque_tokens_go_to_the_hosts_verifier() {
     stop(server).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifier_given_after_bind_replaces_the_placeholder_and_what_it_remembered() {
+    // `"verifier": true`: the check is the host's, given after bind.
+    let (srv, addr, _) = server(
+        |resource| {
+            let o = AuthOptions::from_value(&json!({"resource": resource,
+                "authorizationServers": [ISSUER], "verifier": true}))
+            .unwrap();
+            o.tokens
+        },
+        Arc::default(),
+    );
+    let a = send(addr, "POST", "/mcp", Some("t1"), &[], Some(initialize())).await;
+    assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE, "no verifier yet: {}", a.body);
+    assert!(a.body.contains("no token verifier is set yet"), "{}", a.body);
+    let principal = |subject: &str, expires_at: u64| Principal {
+        issuer: ISSUER.into(),
+        subject: subject.into(),
+        scopes: vec!["mcp:tools".into()],
+        claims: serde_json::Map::new(),
+        expires_at: Some(expires_at),
+    };
+    let first = move |token: &str| -> Result<Principal, TokenRefusal> {
+        match token {
+            "t1" => Ok(principal("alice", jsonwebtoken::get_current_timestamp() + 600)),
+            "old" => Ok(principal("alice", 1_000)),
+            _ => Err(TokenRefusal::Invalid(
+                "revoked \"at\" 12:00\r\nX-Injected: 1 \u{e9}".into(),
+            )),
+        }
+    };
+    srv.set_token_verifier(Arc::new(first)).unwrap();
+    let a = send(addr, "POST", "/mcp", Some("t1"), &[], Some(initialize())).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let a = send(addr, "POST", "/mcp", Some("old"), &[], Some(initialize())).await;
+    assert_eq!(
+        a.status,
+        StatusCode::UNAUTHORIZED,
+        "a principal past its expiresAt: {}",
+        a.body
+    );
+    assert!(a.challenge().contains("expired"), "{}", a.challenge());
+    let a = send(addr, "POST", "/mcp", Some("t2"), &[], Some(initialize())).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+    // The host's text cannot break the header: quotes and controls replaced.
+    assert!(
+        a.challenge()
+            .contains("error_description=\"revoked 'at' 12:00??X-Injected: 1 ?\""),
+        "{}",
+        a.challenge()
+    );
+    assert!(!a.headers.contains_key("x-injected"));
+    // A new verifier: what the first one admitted is forgotten.
+    srv.set_token_verifier(Arc::new(|_: &str| -> Result<Principal, TokenRefusal> {
+        Err(TokenRefusal::Invalid("everything is revoked".into()))
+    }))
+    .unwrap();
+    let a = send(addr, "POST", "/mcp", Some("t1"), &[], Some(initialize())).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    assert!(a.challenge().contains("everything is revoked"));
+    stop(srv).await;
+
+    // A server that validates JWTs takes no verifier; the options refuse
+    // both at once, and a verifier that is not a boolean.
+    let (jwt_server, _, _) = server(|_| jwt_check(JwksSource::Text(jwks())), Arc::default());
+    let e = jwt_server
+        .set_token_verifier(Arc::new(|_: &str| -> Result<Principal, TokenRefusal> {
+            Err(TokenRefusal::Invalid("x".into()))
+        }))
+        .unwrap_err();
+    assert!(e.contains("verifier"), "{e}");
+    stop(jwt_server).await;
+    let base = json!({"resource": "https://x.example/mcp", "authorizationServers": [ISSUER]});
+    let with = |extra: Value| {
+        let mut v = base.clone();
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        AuthOptions::from_value(&v).map(|_| ())
+    };
+    assert!(with(json!({"verifier": true, "jwks": {"keys": []}}))
+        .unwrap_err()
+        .contains("do not combine"));
+    assert!(with(json!({"verifier": "yes"})).unwrap_err().contains("boolean"));
+    assert!(with(json!({"verifier": false})).unwrap_err().contains("jwks"));
+    assert!(with(json!({"verifier": true})).is_ok());
+}
+
+#[test]
+fn a_principal_from_a_host_is_checked_field_by_field() {
+    let p = Principal::from_value(&json!({"issuer": ISSUER, "subject": "alice",
+        "scopes": ["a", "b", "a"], "claims": {"tenant": "acme"}, "expiresAt": 4102444800u64}))
+    .unwrap();
+    assert_eq!(p.scopes, ["a", "b"], "duplicates dropped, order kept");
+    assert_eq!(p.expires_at, Some(4102444800));
+    assert_eq!(Principal::from_value(&p.to_value()).unwrap(), p, "to_value reads back");
+    let minimal = Principal::from_value(&json!({"issuer": ISSUER, "subject": "bob"})).unwrap();
+    assert!(minimal.scopes.is_empty() && minimal.claims.is_empty() && minimal.expires_at.is_none());
+    for (bad, says) in [
+        (json!([]), "JSON object"),
+        (json!({"subject": "bob"}), "needs \"issuer\""),
+        (json!({"issuer": ISSUER, "subject": ""}), "\"subject\" must be"),
+        (json!({"issuer": ISSUER, "subject": "a b"}), "\"subject\" must be"),
+        (
+            json!({"issuer": ISSUER, "subject": "bob", "scopes": "a b"}),
+            "array of strings",
+        ),
+        (
+            json!({"issuer": ISSUER, "subject": "bob", "scopes": ["a b"]}),
+            "without spaces",
+        ),
+        (
+            json!({"issuer": ISSUER, "subject": "bob", "claims": []}),
+            "\"claims\" must be",
+        ),
+        (
+            json!({"issuer": ISSUER, "subject": "bob", "expiresAt": -1}),
+            "expiresAt",
+        ),
+        (
+            json!({"issuer": ISSUER, "subject": "bob", "expires_at": 1}),
+            "no field \"expires_at\"",
+        ),
+    ] {
+        let e = Principal::from_value(&bad).unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
+
 #[test]
 fn an_exposed_address_needs_authorization_or_an_explicit_opt_out() {
     let factory = |_: &SessionRequest<'_>| -> Result<Runtime, String> { Err("unused".into()) };

@@ -111,10 +111,13 @@ pub enum TokenRefusal {
 
 /// The host's check of opaque access tokens (RFC 7662 introspection, a
 /// session store): called for a token the server has not checked before
-/// (results are remembered until the principal's `expires_at`, or for 60
-/// seconds when it has none), on a worker thread, never an I/O thread,
-/// possibly concurrently. It must establish that the token was issued for
-/// this resource (its audience).
+/// (results are remembered until the principal's `expires_at`, at most an
+/// hour, or for 60 seconds when it has none; a token past its
+/// `expires_at` is refused as expired), on the server's control thread,
+/// never an I/O thread, one check at a time beside session creation and
+/// endings: keep it short (answer [`TokenRefusal::Unavailable`] when a
+/// remote check times out). It must establish that the token was issued
+/// for this resource (its audience). A panic answers `503`.
 pub trait TokenVerifier: Send + Sync + 'static {
     /// The principal the token stands for, or why it is refused.
     fn verify(&self, token: &str) -> Result<Principal, TokenRefusal>;
@@ -126,6 +129,18 @@ where
 {
     fn verify(&self, token: &str) -> Result<Principal, TokenRefusal> {
         self(token)
+    }
+}
+
+/// The verifier of a server whose options ask for one (`"verifier":
+/// true`) before the host gave it
+/// ([`McpHttpServer::set_token_verifier`](super::McpHttpServer::set_token_verifier)):
+/// every token is unavailable (`503`).
+struct NoVerifierYet;
+
+impl TokenVerifier for NoVerifierYet {
+    fn verify(&self, _: &str) -> Result<Principal, TokenRefusal> {
+        Err(TokenRefusal::Unavailable("no token verifier is set yet".into()))
     }
 }
 
@@ -190,10 +205,15 @@ impl AuthOptions {
     /// `"authorizationServers"` (strings, at least one),
     /// `"scopesSupported"`, `"requiredScopes"` (strings), `"toolScopes"`,
     /// `"scopeImplies"` (objects of string arrays),
-    /// `"resourceDocumentation"`, and the JWT options: `"jwksFile"` (a
-    /// path) or `"jwks"` (a JWK Set object), `"issuers"`, `"algorithms"`,
-    /// `"claims"` (strings), `"leewaySeconds"` (0 to 300). An unknown key
-    /// or a wrong type is an error naming it.
+    /// `"resourceDocumentation"`, and either the JWT options: `"jwksFile"`
+    /// (a path) or `"jwks"` (a JWK Set object), `"issuers"`, `"algorithms"`,
+    /// `"claims"` (strings), `"leewaySeconds"` (0 to 300); or `"verifier":
+    /// true`, opaque tokens checked by the host's verifier (given after the
+    /// server is made: C `rcip_mcp_server_set_token_verifier`, Python
+    /// `set_token_verifier`, Rust
+    /// [`set_token_verifier`](super::McpHttpServer::set_token_verifier);
+    /// until then every token is `503`). An unknown key or a wrong type is
+    /// an error naming it.
     pub fn from_value(value: &Value) -> Result<AuthOptions, String> {
         let Value::Object(map) = value else {
             return Err("/auth must be a JSON object".into());
@@ -224,6 +244,7 @@ impl AuthOptions {
             tokens: TokenCheck::Jwt(JwtOptions::new(JwksSource::Text(String::new()))),
         };
         let mut jwks = None;
+        let mut host_verifier = false;
         let mut jwt = JwtOptions::new(JwksSource::Text(String::new()));
         for (key, v) in map {
             match key.as_str() {
@@ -251,6 +272,7 @@ impl AuthOptions {
                     }
                     jwks = Some(JwksSource::Text(v.to_string()))
                 }
+                "verifier" => host_verifier = v.as_bool().ok_or("/auth/verifier must be a boolean")?,
                 "issuers" => jwt.issuers = Some(strings(key, v)?),
                 "algorithms" => jwt.algorithms = strings(key, v)?,
                 "claims" => jwt.claims = strings(key, v)?,
@@ -264,15 +286,26 @@ impl AuthOptions {
                     return Err(format!(
                         "the auth options have no field \"{other}\" (resource, authorizationServers, \
                          scopesSupported, requiredScopes, toolScopes, scopeImplies, resourceDocumentation, \
-                         jwksFile, jwks, issuers, algorithms, claims, leewaySeconds)"
+                         jwksFile, jwks, verifier, issuers, algorithms, claims, leewaySeconds)"
                     ))
                 }
             }
         }
         o.resource = resource.ok_or("/auth/resource is required (the endpoint's canonical URI)")?;
         o.authorization_servers = servers;
-        jwt.jwks = jwks.ok_or("/auth needs \"jwksFile\" or \"jwks\" (the keys that sign access tokens)")?;
-        o.tokens = TokenCheck::Jwt(jwt);
+        o.tokens =
+            match (jwks, host_verifier) {
+                (Some(_), true) => return Err("/auth: \"verifier\" (opaque tokens) and JWT keys do not combine".into()),
+                (None, true) => TokenCheck::Verifier(Arc::new(NoVerifierYet)),
+                (Some(j), false) => {
+                    jwt.jwks = j;
+                    TokenCheck::Jwt(jwt)
+                }
+                (None, false) => return Err(
+                    "/auth needs \"jwksFile\" or \"jwks\" (the keys that sign access tokens), or \"verifier\": true"
+                        .into(),
+                ),
+            };
         Ok(o)
     }
 
@@ -378,6 +411,8 @@ pub(crate) struct Auth {
     issuers: Vec<String>,
     /// Refusals by reason ([`Challenge::reason`]).
     refusals: Mutex<BTreeMap<&'static str, u64>>,
+    /// The host's verifier ([`TokenCheck::Verifier`]), replaceable.
+    verifier: RwLock<Option<Arc<dyn TokenVerifier>>>,
 }
 
 fn now_s() -> u64 {
@@ -428,8 +463,29 @@ fn parse_keys(text: &str) -> Result<Keys, String> {
 
 /// A `WWW-Authenticate` parameter value: `"` and `\` cannot occur (scopes
 /// and descriptions are checked or written by rcip), so it is quoted as is.
+/// `text` as an RFC 6750 quoted parameter value: `"` and `\\` become `'`,
+/// and what the `error_description` syntax does not allow (controls,
+/// non-ASCII) becomes `?`, so a host's refusal text cannot break the header.
 fn quoted(text: &str) -> String {
-    format!("\"{}\"", text.replace(['"', '\\'], "'"))
+    let inner: String = text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' => '\'',
+            ' '..='~' => c,
+            _ => '?',
+        })
+        .collect();
+    format!("\"{inner}\"")
+}
+
+/// A host's refusal or unavailability text, cut to 256 bytes (at a
+/// character boundary) before it reaches a client.
+fn host_text(why: &str) -> &str {
+    let mut end = why.len().min(256);
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    &why[..end]
 }
 
 impl Auth {
@@ -481,8 +537,24 @@ impl Auth {
             algorithms,
             issuers,
             refusals: Mutex::new(BTreeMap::new()),
+            verifier: RwLock::new(match &options.tokens {
+                TokenCheck::Verifier(v) => Some(v.clone()),
+                TokenCheck::Jwt(_) => None,
+            }),
             options,
         })
+    }
+
+    /// Replaces the host's verifier (remembered checks are dropped);
+    /// `Err` when tokens are JWTs.
+    pub(crate) fn set_verifier(&self, verifier: Arc<dyn TokenVerifier>) -> Result<(), String> {
+        let mut slot = self.verifier.write();
+        let Some(current) = slot.as_mut() else {
+            return Err("this server validates JWT access tokens; a token verifier needs \"verifier\": true".into());
+        };
+        *current = verifier;
+        self.cache.lock().clear();
+        Ok(())
     }
 
     /// Counts one refusal.
@@ -574,11 +646,14 @@ impl Auth {
                 let until = p.expires_at.unwrap_or(now).saturating_add(j.leeway_seconds);
                 (p, until)
             }
-            TokenCheck::Verifier(v) => {
+            TokenCheck::Verifier(_) => {
+                let Some(v) = self.verifier.read().clone() else {
+                    return Err(unavailable("no token verifier is set"));
+                };
                 let p = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| v.verify(token))) {
                     Ok(Ok(p)) => p,
-                    Ok(Err(TokenRefusal::Invalid(why))) => return Err(self.invalid("invalid", &why)),
-                    Ok(Err(TokenRefusal::Unavailable(why))) => return Err(unavailable(&why)),
+                    Ok(Err(TokenRefusal::Invalid(why))) => return Err(self.invalid("invalid", host_text(&why))),
+                    Ok(Err(TokenRefusal::Unavailable(why))) => return Err(unavailable(host_text(&why))),
                     Err(_) => return Err(unavailable("the token verifier panicked")),
                 };
                 if p.expires_at.is_some_and(|e| e < now) {

@@ -766,6 +766,18 @@ impl<O: SessionRuntime> McpHttpServer<O> {
         self.inner.access.dropped.load(Ordering::Relaxed)
     }
 
+    /// Gives (or replaces) the host's verifier of opaque access tokens,
+    /// for a server whose `auth` options say `"verifier": true` (or that
+    /// was made with [`TokenCheck::Verifier`]); checks remembered so far are
+    /// dropped. Until one is given, every token is answered `503`.
+    /// Errors: the server has no `auth`, or validates JWTs.
+    pub fn set_token_verifier(&self, verifier: Arc<dyn TokenVerifier>) -> Result<(), String> {
+        match &self.inner.auth {
+            Some(a) => a.set_verifier(verifier),
+            None => Err("this server has no authorization (HttpOptions::auth)".into()),
+        }
+    }
+
     /// Requests refused by the token check so far, by reason (**rcip**):
     /// `missing`, `malformed`, `invalid`, `expired`, `not_yet_valid`,
     /// `audience`, `issuer`, `algorithm`, `signature`, `unknown_key`,

@@ -187,6 +187,77 @@ impl Principal {
         })
     }
 
+    /// Reads a principal a host's token verifier gave as JSON (C
+    /// `rcip_mcp_token_callback`, Python `token_verifier`): the shape of
+    /// [`to_value`](Self::to_value), where `issuer` and `subject` are
+    /// required non-empty strings without spaces or control characters
+    /// (at most 1024 bytes each), and `scopes` (strings without spaces,
+    /// duplicates dropped), `claims` (an object) and `expiresAt`
+    /// (seconds since the Unix epoch, or null) may be left out. Another
+    /// field is an error naming it, so a misspelt `expiresAt` does not
+    /// make a token valid forever.
+    pub fn from_value(value: &Value) -> Result<Principal, String> {
+        let Value::Object(map) = value else {
+            return Err("a principal is a JSON object {\"issuer\", \"subject\", ...}".into());
+        };
+        let name = |key: &str| -> Result<String, String> {
+            match map.get(key) {
+                Some(Value::String(s))
+                    if !s.is_empty() && s.len() <= 1024 && !s.chars().any(|c| c == ' ' || c.is_control()) =>
+                {
+                    Ok(s.clone())
+                }
+                Some(_) => Err(format!(
+                    "the principal's \"{key}\" must be a non-empty string of at most 1024 bytes without spaces or control characters"
+                )),
+                None => Err(format!("the principal needs \"{key}\"")),
+            }
+        };
+        let mut p = Principal {
+            issuer: name("issuer")?,
+            subject: name("subject")?,
+            scopes: Vec::new(),
+            claims: serde_json::Map::new(),
+            expires_at: None,
+        };
+        for (key, v) in map {
+            match key.as_str() {
+                "issuer" | "subject" => {}
+                "scopes" => {
+                    let Value::Array(items) = v else {
+                        return Err("the principal's \"scopes\" must be an array of strings".into());
+                    };
+                    for item in items {
+                        match item.as_str() {
+                            Some(s) if !s.is_empty() && !s.chars().any(|c| c == ' ' || c.is_control()) => {
+                                if !p.scopes.iter().any(|x| x == s) {
+                                    p.scopes.push(s.to_string());
+                                }
+                            }
+                            _ => return Err("each of the principal's \"scopes\" must be a non-empty string without spaces".into()),
+                        }
+                    }
+                }
+                "claims" => match v {
+                    Value::Object(c) => p.claims = c.clone(),
+                    _ => return Err("the principal's \"claims\" must be an object".into()),
+                },
+                "expiresAt" => {
+                    p.expires_at = match v {
+                        Value::Null => None,
+                        v => Some(v.as_u64().ok_or("the principal's \"expiresAt\" must be seconds since the Unix epoch (an unsigned integer) or null")?),
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "a principal has no field \"{other}\" (issuer, subject, scopes, claims, expiresAt)"
+                    ))
+                }
+            }
+        }
+        Ok(p)
+    }
+
     /// The principal's identity as one text, `<issuer> <subject>` (a
     /// space never occurs in an issuer URL): what a session and a
     /// request's `requestState` are bound to.
